@@ -1,0 +1,78 @@
+# Helpers shared by every area: warnings, sanitizers, library and test declarations.
+
+add_library(lmcache_build_flags INTERFACE)
+target_compile_options(lmcache_build_flags INTERFACE -Wall -Wextra -Wno-unused-parameter)
+if(LMCACHE_WERROR)
+  target_compile_options(lmcache_build_flags INTERFACE -Werror)
+endif()
+if(LMCACHE_SANITIZE STREQUAL "address")
+  target_compile_options(lmcache_build_flags INTERFACE
+    -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined)
+  target_link_options(lmcache_build_flags INTERFACE -fsanitize=address,undefined)
+elseif(LMCACHE_SANITIZE STREQUAL "thread")
+  target_compile_options(lmcache_build_flags INTERFACE -fsanitize=thread -fno-omit-frame-pointer)
+  target_link_options(lmcache_build_flags INTERFACE -fsanitize=thread)
+elseif(NOT LMCACHE_SANITIZE STREQUAL "")
+  message(FATAL_ERROR "LMCACHE_SANITIZE must be '', 'address' or 'thread' (got '${LMCACHE_SANITIZE}')")
+endif()
+install(TARGETS lmcache_build_flags EXPORT lmcacheTargets)
+
+# lmcache_add_library(<name> SOURCES ... [DEPS ...] [PRIVATE_DEPS ...])
+# Builds lmcache_<name> (alias lmcache::<name>), exports it, and installs its headers from
+# INCLUDE_ROOT (default: <area>/include).
+function(lmcache_add_library name)
+  cmake_parse_arguments(ARG "" "INCLUDE_ROOT" "SOURCES;DEPS;PRIVATE_DEPS" ${ARGN})
+  if(NOT ARG_INCLUDE_ROOT)
+    set(ARG_INCLUDE_ROOT "${CMAKE_CURRENT_SOURCE_DIR}/include")
+  endif()
+  add_library(lmcache_${name} ${ARG_SOURCES})
+  add_library(lmcache::${name} ALIAS lmcache_${name})
+  set_target_properties(lmcache_${name} PROPERTIES EXPORT_NAME ${name})
+  target_include_directories(lmcache_${name} PUBLIC
+    $<BUILD_INTERFACE:${ARG_INCLUDE_ROOT}>
+    $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>)
+  target_link_libraries(lmcache_${name} PUBLIC ${ARG_DEPS} lmcache_build_flags
+                                        PRIVATE ${ARG_PRIVATE_DEPS})
+  install(TARGETS lmcache_${name} EXPORT lmcacheTargets
+    LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
+    ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
+    RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+endfunction()
+
+# lmcache_install_headers(<dir>): installs the public headers below <dir> (tests excluded).
+function(lmcache_install_headers dir)
+  install(DIRECTORY ${dir}/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
+    FILES_MATCHING PATTERN "*.h"
+    PATTERN "*_test*" EXCLUDE PATTERN "testing" EXCLUDE)
+endfunction()
+
+# lmcache_add_test(<name> SOURCES ... DEPS ... LABELS ... [TIMEOUT s] [CONCURRENCY_FILTER f])
+# One gtest binary = one ctest entry carrying LABELS (per-binary, not per-case: each process
+# pays libtorch's start-up). CONCURRENCY_FILTER names the gtest cases that exercise threads; in
+# the TSan build (LMCACHE_SANITIZE=thread) only those run, as ctest entries labelled
+# "concurrency".
+function(lmcache_add_test name)
+  if(NOT LMCACHE_BUILD_TESTS)
+    return()
+  endif()
+  cmake_parse_arguments(ARG "" "TIMEOUT;CONCURRENCY_FILTER" "SOURCES;DEPS;LABELS" ${ARGN})
+  if(NOT ARG_TIMEOUT)
+    set(ARG_TIMEOUT 600)
+  endif()
+  add_executable(${name} ${ARG_SOURCES})
+  target_link_libraries(${name} PRIVATE ${ARG_DEPS} GTest::gtest GTest::gmock GTest::gtest_main
+                                        lmcache_build_flags)
+  if(LMCACHE_SANITIZE STREQUAL "thread")
+    if(ARG_CONCURRENCY_FILTER)
+      add_test(NAME ${name}.concurrency COMMAND ${name} --gtest_filter=${ARG_CONCURRENCY_FILTER})
+      set_tests_properties(${name}.concurrency PROPERTIES LABELS "concurrency" TIMEOUT ${ARG_TIMEOUT})
+    endif()
+    return()
+  endif()
+  add_test(NAME ${name} COMMAND ${name})
+  set(labels ${ARG_LABELS})
+  if(ARG_CONCURRENCY_FILTER)
+    list(APPEND labels concurrency)
+  endif()
+  set_tests_properties(${name} PROPERTIES LABELS "${labels}" TIMEOUT ${ARG_TIMEOUT})
+endfunction()

@@ -1,0 +1,57 @@
+// File: lmcache/serde/serde_processor.h
+//
+// SerdeProcessor: the asynchronous serde interface, with the same submit -> eventfd -> query
+// shape as an L2 adapter (SPEC §5). The SerdeL2AdapterWrapper is its only consumer in the
+// stack.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "lmcache/core/completion_queue.h"
+#include "lmcache/core/memory_layout.h"
+#include "lmcache/core/memory_obj.h"
+
+namespace lmcache {
+
+class SerdeProcessor {
+ public:
+  virtual ~SerdeProcessor() = default;
+
+  // submit_serialize()
+  //
+  // Queues serialize(srcs[i], dsts[i]) for every i and returns at once. Throws
+  // std::invalid_argument when the lists differ in length, std::logic_error after close().
+  virtual TaskId submit_serialize(std::vector<MemoryObjPtr> srcs,
+                                  std::vector<MemoryObjPtr> dsts) = 0;
+
+  // query_serialize_result()
+  //
+  // true / false exactly once per completed serialize task; nullopt while pending, for
+  // unknown ids, ids of the other direction, or once taken.
+  virtual std::optional<bool> query_serialize_result(TaskId id) = 0;
+
+  // Signalled once per completed serialize task; distinct from the deserialize fd.
+  virtual int get_serialize_event_fd() const = 0;
+
+  // The deserialize direction, same shape.
+  virtual TaskId submit_deserialize(std::vector<MemoryObjPtr> srcs,
+                                    std::vector<MemoryObjPtr> dsts) = 0;
+  virtual std::optional<bool> query_deserialize_result(TaskId id) = 0;
+  virtual int get_deserialize_event_fd() const = 0;
+
+  // The serializer's upper bound for this layout.
+  virtual std::size_t estimate_serialized_size(const MemoryLayoutDesc& layout) const = 0;
+
+  // close()
+  //
+  // Idempotent. Waits for queued work (which still completes and signals), joins the worker
+  // threads and closes both fds. Results already stored stay queryable.
+  virtual void close() = 0;
+};
+
+using SerdeProcessorPtr = std::unique_ptr<SerdeProcessor>;
+
+}  // namespace lmcache
