@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# The test command (README quick start, and what .ci/run calls).
+#
+#   scripts/test.sh            install missing Debian packages, then build and test:
+#                              1. Release: every test;
+#                              2. ASan+UBSan: every test;
+#                              3. TSan: the tests labelled "concurrency".
+#   scripts/test.sh --quick    step 1 only.
+#   scripts/test.sh --label L  restrict every step to ctest label L (unit, conformance, fault, slow).
+#
+# Build trees live under build/ (build/release, build/asan, build/tsan). ccache and Ninja keep
+# rebuilds cheap. Exits non-zero on the first failing step.
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+quick=0
+label=""
+while (($#)); do
+  case "$1" in
+    --quick) quick=1 ;;
+    --label) label="$2"; shift ;;
+    -h|--help) sed -n '2,13p' "${BASH_SOURCE[0]}"; exit 0 ;;
+    *) echo "test.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
+  esac
+  shift
+done
+
+bash "$root/scripts/install-deps.sh"
+jobs=$(nproc)
+export CCACHE_MAXSIZE=${CCACHE_MAXSIZE:-5G}
+
+step() { printf '\n==> %s\n' "$*"; }
+
+# configure_and_build <dir> <cmake args...>
+configure_and_build() {
+  local dir=$1; shift
+  cmake -S "$root" -B "$dir" -G Ninja -DLMCACHE_WERROR=ON "$@" >"$dir.configure.log" 2>&1 ||
+    { cat "$dir.configure.log"; return 1; }
+  cmake --build "$dir" -j "$jobs"
+}
+
+# run_tests <dir> [ctest args...]
+run_tests() {
+  local dir=$1; shift
+  local args=(--test-dir "$dir" --output-on-failure -j "$jobs" --no-tests=error)
+  [[ -n "$label" ]] && args+=(-L "$label")
+  ctest "${args[@]}" "$@"
+}
+
+mkdir -p "$root/build"
+san_flags=(-DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1"
+           -DLMCACHE_BUILD_BENCH=OFF)
+
+step "Release build and every test"
+configure_and_build "$root/build/release" -DCMAKE_BUILD_TYPE=Release
+run_tests "$root/build/release"
+((quick)) && exit 0
+
+step "ASan+UBSan build and every test"
+configure_and_build "$root/build/asan" -DLMCACHE_SANITIZE=address "${san_flags[@]}"
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:strict_string_checks=1 \
+LSAN_OPTIONS=suppressions=$root/scripts/lsan.supp:print_suppressions=0 \
+UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+  run_tests "$root/build/asan"
+
+step "TSan build and the concurrency tests"
+configure_and_build "$root/build/tsan" -DLMCACHE_SANITIZE=thread "${san_flags[@]}"
+TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
+  run_tests "$root/build/tsan" -L concurrency
