@@ -2,6 +2,11 @@
 
 add_library(lmcache_build_flags INTERFACE)
 target_compile_options(lmcache_build_flags INTERFACE -Wall -Wextra -Wno-unused-parameter)
+if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU" AND CMAKE_CXX_COMPILER_VERSION VERSION_LESS 13)
+  # GCC 12 reports -Wrestrict false positives inside std::string concatenation at -O3
+  # (GCC bug 105651); they are not in our code.
+  target_compile_options(lmcache_build_flags INTERFACE -Wno-restrict)
+endif()
 if(LMCACHE_WERROR)
   target_compile_options(lmcache_build_flags INTERFACE -Werror)
 endif()
