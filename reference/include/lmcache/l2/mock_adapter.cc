@@ -1,0 +1,437 @@
+#include "lmcache/l2/mock_adapter.h"
+
+#include <cmath>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+#include <unordered_set>
+
+namespace lmcache {
+
+namespace {
+
+constexpr long double kBytesPerGb = 1024.0L * 1024.0L * 1024.0L;
+
+std::string show(double value) { return Json(value).dump(); }
+
+// int(gb * 2^30), or std::invalid_argument "<prefix><key> must be a positive number, got x".
+std::uint64_t gb_to_bytes(const std::string& prefix, const std::string& key, double gb) {
+  if (!std::isfinite(gb) || !(gb > 0)) {
+    throw std::invalid_argument(prefix + key + " must be a positive number, got " + show(gb));
+  }
+  const long double bytes = static_cast<long double>(gb) * kBytesPerGb;
+  if (bytes >= 18446744073709551616.0L) {  // 2^64
+    throw std::invalid_argument(prefix + key + " is too large: " + show(gb) +
+                                " GB does not fit in 64-bit bytes");
+  }
+  const auto out = static_cast<std::uint64_t>(bytes);  // truncates, as Python int()
+  if (out == 0) {
+    throw std::invalid_argument(prefix + key + " is too small: " + show(gb) +
+                                " GB rounds to 0 bytes");
+  }
+  return out;
+}
+
+void check_batch(const char* what, const std::vector<ObjectKey>& keys,
+                 const std::vector<MemoryObjPtr>& objects) {
+  if (keys.size() != objects.size()) {
+    throw std::invalid_argument(std::string("MockL2Adapter::") + what + ": " +
+                                std::to_string(keys.size()) + " keys but " +
+                                std::to_string(objects.size()) + " objects");
+  }
+  for (std::size_t i = 0; i < objects.size(); ++i) {
+    if (!objects[i]) {
+      throw std::invalid_argument(std::string("MockL2Adapter::") + what + ": objects[" +
+                                  std::to_string(i) + "] is null");
+    }
+  }
+}
+
+}  // namespace
+
+MockL2AdapterOptions MockL2AdapterOptions::from_gb(double max_size_gb, double mock_bandwidth_gb) {
+  MockL2AdapterOptions options;
+  options.max_capacity_bytes = gb_to_bytes("", "max_size_gb", max_size_gb);
+  options.bandwidth_bytes_per_sec = gb_to_bytes("", "mock_bandwidth_gb", mock_bandwidth_gb);
+  return options;
+}
+
+MockL2AdapterOptions MockL2Adapter::parse_config(const Json& config) {
+  ConfigReader reader(config, "mock adapter config");
+  // Unknown keys first, so a misspelt "max_size_gb" is reported as the typo it is.
+  reader.allow("type");
+  reader.allow("max_size_gb");
+  reader.allow("mock_bandwidth_gb");
+  reader.finish();
+
+  if (const Json* type = reader.raw("type"); type != nullptr) {
+    if (!type->is_string() || type->get<std::string>() != kTypeName) {
+      reader.error("'type' must be \"mock\", got " + type->dump());
+    }
+  }
+  auto read_gb = [&](const std::string& key) -> std::uint64_t {
+    const Json* v = reader.raw(key);
+    if (v == nullptr) reader.error(key + " must be a positive number, but it is missing");
+    // nlohmann's is_number() is false for booleans, so `true` is rejected here.
+    if (!v->is_number()) reader.error(key + " must be a positive number, got " + v->dump());
+    return gb_to_bytes(reader.context() + ": ", key, v->get<double>());
+  };
+  MockL2AdapterOptions options;
+  options.max_capacity_bytes = read_gb("max_size_gb");
+  options.bandwidth_bytes_per_sec = read_gb("mock_bandwidth_gb");
+  return options;
+}
+
+std::unique_ptr<MockL2Adapter> MockL2Adapter::from_json(const Json& config) {
+  return std::make_unique<MockL2Adapter>(parse_config(config));
+}
+
+MockL2Adapter::MockL2Adapter(MockL2AdapterOptions options)
+    : options_(options), usage_(options.max_capacity_bytes) {
+  if (options_.max_capacity_bytes == 0) {
+    throw std::invalid_argument("MockL2Adapter: max_capacity_bytes must be > 0");
+  }
+  if (options_.bandwidth_bytes_per_sec == 0) {
+    throw std::invalid_argument("MockL2Adapter: bandwidth_bytes_per_sec must be > 0");
+  }
+  worker_ = std::thread([this] { worker_loop(); });
+}
+
+MockL2Adapter::~MockL2Adapter() { close(); }
+
+int MockL2Adapter::get_store_event_fd() const { return store_done_.event_fd(); }
+int MockL2Adapter::get_lookup_and_lock_event_fd() const { return lookup_done_.event_fd(); }
+int MockL2Adapter::get_load_event_fd() const { return load_done_.event_fd(); }
+
+// --- scheduling ---------------------------------------------------------------------------
+
+bool MockL2Adapter::schedule(Clock::time_point due, Step step) {
+  {
+    std::lock_guard lock(sched_mu_);
+    if (closed_.load(std::memory_order_relaxed)) return false;
+    schedule_.emplace(std::make_pair(due, next_seq_++), std::move(step));
+  }
+  sched_cv_.notify_one();
+  return true;
+}
+
+TaskId MockL2Adapter::submit(const char* what, bool with_id, Body body) {
+  TaskId id = 0;
+  {
+    // Under the schedule lock, so no task slips in after close() flips closed_.
+    std::lock_guard lock(sched_mu_);
+    if (closed_.load(std::memory_order_relaxed)) {
+      throw std::logic_error(std::string("MockL2Adapter::") + what + " after close()");
+    }
+    if (with_id) id = ids_.next();
+    // Reading the clock under the lock keeps due times in submission order.
+    const Clock::time_point now = Clock::now();
+    schedule_.emplace(std::make_pair(now, next_seq_++),
+                      [body = std::move(body), id, now] { body(id, now); });
+  }
+  sched_cv_.notify_one();
+  return id;
+}
+
+MockL2Adapter::Clock::time_point MockL2Adapter::due_after(Clock::time_point submitted,
+                                                          std::uint64_t bytes) const {
+  if (bytes == 0) return submitted;
+  const std::chrono::duration<double> seconds(
+      static_cast<double>(bytes) / static_cast<double>(options_.bandwidth_bytes_per_sec));
+  // Rounded up: a task never completes before its simulated transfer time.
+  return submitted + std::chrono::ceil<Clock::duration>(seconds);
+}
+
+void MockL2Adapter::worker_loop() {
+  std::unique_lock lock(sched_mu_);
+  while (!closed_.load(std::memory_order_relaxed)) {
+    if (schedule_.empty()) {
+      sched_cv_.wait(lock);
+      continue;
+    }
+    auto it = schedule_.begin();
+    if (it->first.first > Clock::now()) {
+      sched_cv_.wait_until(lock, it->first.first);
+      continue;
+    }
+    Step step = std::move(it->second);
+    schedule_.erase(it);
+    lock.unlock();
+    try {
+      step();
+    } catch (...) {
+      // Steps turn their own failures into failed results; this only guards the thread
+      // against an unexpected error (an eventfd write failure).
+    }
+    step = nullptr;  // drop the buffers it held before taking the lock again
+    lock.lock();
+  }
+}
+
+// --- submits --------------------------------------------------------------------------------
+
+TaskId MockL2Adapter::submit_store_task(const std::vector<ObjectKey>& keys,
+                                        const std::vector<MemoryObjPtr>& objects) {
+  check_batch("submit_store_task", keys, objects);
+  // Sizes are fixed at submit: what the caller handed us is what we store.
+  std::vector<std::uint64_t> sizes(objects.size());
+  for (std::size_t i = 0; i < objects.size(); ++i) sizes[i] = objects[i]->size();
+  return submit("submit_store_task", true,
+                [this, keys, objects, sizes](TaskId id, Clock::time_point submitted) {
+                  L2StoreResult result = L2StoreResult::failure();
+                  try {
+                    result = run_store(keys, objects, sizes);
+                  } catch (...) {
+                    result = L2StoreResult::failure();  // e.g. std::bad_alloc while copying
+                  }
+                  schedule(due_after(submitted, result.bytes_transferred()),
+                           [this, id, result] { store_done_.complete(id, result); });
+                });
+}
+
+TaskId MockL2Adapter::submit_lookup_and_lock_task(const std::vector<ObjectKey>& keys) {
+  // Lookups move no bytes: completed as soon as they ran.
+  return submit("submit_lookup_and_lock_task", true, [this, keys](TaskId id, Clock::time_point) {
+    lookup_done_.complete(id, run_lookup(keys));
+  });
+}
+
+void MockL2Adapter::submit_unlock(const std::vector<ObjectKey>& keys) {
+  submit("submit_unlock", false, [this, keys](TaskId, Clock::time_point) { run_unlock(keys); });
+}
+
+TaskId MockL2Adapter::submit_load_task(const std::vector<ObjectKey>& keys,
+                                       const std::vector<MemoryObjPtr>& objects) {
+  check_batch("submit_load_task", keys, objects);
+  return submit(
+      "submit_load_task", true, [this, keys, objects](TaskId id, Clock::time_point submitted) {
+        std::uint64_t moved = 0;
+        Bitmap bits(keys.size());
+        try {
+          bits = run_load(keys, objects, &moved);
+        } catch (...) {
+          bits = Bitmap(keys.size());  // nothing counts as loaded
+          moved = 0;
+        }
+        schedule(due_after(submitted, moved), [this, id, bits] { load_done_.complete(id, bits); });
+      });
+}
+
+// --- results --------------------------------------------------------------------------------
+
+std::map<TaskId, L2StoreResult> MockL2Adapter::pop_completed_store_tasks() {
+  return store_done_.take_all();
+}
+
+std::optional<Bitmap> MockL2Adapter::query_lookup_and_lock_result(TaskId id) {
+  return lookup_done_.take(id);
+}
+
+std::optional<Bitmap> MockL2Adapter::query_load_result(TaskId id) { return load_done_.take(id); }
+
+// --- task bodies (worker thread) -------------------------------------------------------------
+
+L2StoreResult MockL2Adapter::run_store(const std::vector<ObjectKey>& keys,
+                                       const std::vector<MemoryObjPtr>& objects,
+                                       const std::vector<std::uint64_t>& sizes) {
+  // 1. Decide which pairs are new and whether they all fit. The worker is the only thread that
+  //    adds objects, so the decision stays valid while we copy outside the lock: a concurrent
+  //    delete_keys() can only free space (a key it removes meanwhile is simply not stored).
+  std::vector<std::size_t> fresh;
+  std::uint64_t needed = 0;
+  {
+    std::lock_guard lock(state_mu_);
+    std::unordered_set<ObjectKey> in_batch;
+    for (std::size_t i = 0; i < keys.size(); ++i) {
+      if (objects_.count(keys[i]) != 0) continue;      // no overwrite
+      if (!in_batch.insert(keys[i]).second) continue;  // the first copy in a batch wins
+      fresh.push_back(i);
+      needed += sizes[i];
+    }
+    const std::uint64_t room = options_.max_capacity_bytes - current_size_bytes_;
+    if (needed > room) return L2StoreResult::failure();  // all or nothing
+  }
+
+  // 2. Deep copies, without the lock.
+  std::vector<StoredEntry> copies(fresh.size());
+  for (std::size_t j = 0; j < fresh.size(); ++j) {
+    const std::size_t i = fresh[j];
+    auto data = std::make_shared_for_overwrite<std::byte[]>(sizes[i]);
+    if (sizes[i] > 0) std::memcpy(data.get(), objects[i]->data(), sizes[i]);
+    copies[j] = StoredEntry{std::move(data), sizes[i]};
+  }
+
+  // 3. Publish, counting usage under the same lock so a racing delete cannot be counted first.
+  std::vector<ObjectKey> stored_keys;
+  std::vector<std::uint64_t> stored_sizes;
+  stored_keys.reserve(fresh.size());
+  stored_sizes.reserve(fresh.size());
+  {
+    std::lock_guard lock(state_mu_);
+    for (std::size_t j = 0; j < fresh.size(); ++j) {
+      const ObjectKey& key = keys[fresh[j]];
+      const std::uint64_t size = copies[j].size;
+      if (!objects_.try_emplace(key, std::move(copies[j])).second) continue;
+      current_size_bytes_ += size;
+      stored_keys.push_back(key);
+      stored_sizes.push_back(size);
+    }
+    usage_.record_stored(stored_keys, stored_sizes);
+  }
+  usage_.fire_stored(stored_keys, stored_sizes);
+  std::uint64_t bytes = 0;
+  for (std::uint64_t s : stored_sizes) bytes += s;
+  return L2StoreResult::success(bytes);
+}
+
+Bitmap MockL2Adapter::run_lookup(const std::vector<ObjectKey>& keys) {
+  Bitmap bits(keys.size());
+  std::lock_guard lock(state_mu_);
+  for (std::size_t i = 0; i < keys.size(); ++i) {
+    if (objects_.count(keys[i]) == 0) continue;
+    ++lock_counts_[keys[i]];
+    bits.set(i);
+  }
+  return bits;
+}
+
+void MockL2Adapter::run_unlock(const std::vector<ObjectKey>& keys) {
+  std::lock_guard lock(state_mu_);
+  for (const ObjectKey& key : keys) {
+    auto it = lock_counts_.find(key);
+    if (it == lock_counts_.end()) continue;  // unknown or not locked: ignored
+    if (--it->second == 0) lock_counts_.erase(it);
+  }
+}
+
+Bitmap MockL2Adapter::run_load(const std::vector<ObjectKey>& keys,
+                               const std::vector<MemoryObjPtr>& objects,
+                               std::uint64_t* bytes_moved) {
+  // Snapshot the entries under the lock; the shared bytes outlive a concurrent delete.
+  std::vector<std::pair<std::size_t, StoredEntry>> hits;
+  {
+    std::lock_guard lock(state_mu_);
+    for (std::size_t i = 0; i < keys.size(); ++i) {
+      auto it = objects_.find(keys[i]);
+      if (it != objects_.end()) hits.emplace_back(i, it->second);
+    }
+  }
+  Bitmap bits(keys.size());
+  std::vector<ObjectKey> accessed;
+  *bytes_moved = 0;
+  for (const auto& [i, entry] : hits) {
+    MemoryObj& dst = *objects[i];
+    // Would overrun the caller's buffer: that key fails.
+    if (dst.physical_size() < entry.size) continue;
+    if (entry.size > 0) std::memcpy(dst.data(), entry.data.get(), entry.size);
+    // The logical size reports the bytes loaded, so a deserializer of a variable-size payload
+    // reads exactly what was stored (a no-op when the sizes already match).
+    dst.set_used_size(entry.size);
+    bits.set(i);
+    *bytes_moved += entry.size;
+    accessed.push_back(keys[i]);
+  }
+  usage_.notify_accessed(accessed);
+  return bits;
+}
+
+// --- synchronous calls ---------------------------------------------------------------------
+
+void MockL2Adapter::delete_keys(const std::vector<ObjectKey>& keys) {
+  if (closed_.load(std::memory_order_acquire)) {
+    throw std::logic_error("MockL2Adapter::delete_keys after close()");
+  }
+  std::vector<ObjectKey> removed;
+  std::vector<std::uint64_t> sizes;
+  {
+    std::lock_guard lock(state_mu_);
+    for (const ObjectKey& key : keys) {
+      auto it = objects_.find(key);
+      if (it == objects_.end()) continue;
+      removed.push_back(key);
+      sizes.push_back(it->second.size);
+      current_size_bytes_ -= it->second.size;
+      objects_.erase(it);
+    }
+    usage_.record_deleted(removed, sizes);
+  }
+  usage_.fire_deleted(removed, sizes);
+}
+
+AdapterUsage MockL2Adapter::get_usage() const { return usage_.get_usage(); }
+
+bool MockL2Adapter::supports_global_eviction() const { return true; }
+
+void MockL2Adapter::register_listener(std::shared_ptr<L2AdapterListener> listener) {
+  usage_.register_listener(std::move(listener));
+}
+
+Json MockL2Adapter::report_status() const {
+  std::lock_guard lock(state_mu_);
+  return Json{{"is_healthy", !closed_.load(std::memory_order_acquire)},
+              {"type", "MockL2Adapter"},
+              {"stored_object_count", objects_.size()},
+              {"locked_key_count", lock_counts_.size()},
+              {"current_size_bytes", current_size_bytes_},
+              {"max_capacity_bytes", options_.max_capacity_bytes}};
+}
+
+void MockL2Adapter::close() {
+  std::lock_guard close_lock(close_mu_);
+  if (worker_.joinable() && worker_.get_id() == std::this_thread::get_id()) {
+    throw std::logic_error("MockL2Adapter::close() called from its own worker (a listener?)");
+  }
+  {
+    std::lock_guard lock(sched_mu_);
+    closed_.store(true, std::memory_order_release);
+  }
+  sched_cv_.notify_all();
+  if (worker_.joinable()) worker_.join();
+  // Dropped, never signalled; this also releases the caller buffers the tasks held.
+  std::map<std::pair<Clock::time_point, std::uint64_t>, Step> dropped;
+  {
+    std::lock_guard lock(sched_mu_);
+    dropped.swap(schedule_);
+  }
+  dropped.clear();
+  store_done_.close();
+  lookup_done_.close();
+  load_done_.close();
+}
+
+// --- debug ---------------------------------------------------------------------------------
+
+std::size_t MockL2Adapter::stored_object_count() const {
+  std::lock_guard lock(state_mu_);
+  return objects_.size();
+}
+
+std::size_t MockL2Adapter::locked_key_count() const {
+  std::lock_guard lock(state_mu_);
+  return lock_counts_.size();
+}
+
+bool MockL2Adapter::has_key(const ObjectKey& key) const {
+  std::lock_guard lock(state_mu_);
+  return objects_.count(key) != 0;
+}
+
+std::uint64_t MockL2Adapter::lock_count(const ObjectKey& key) const {
+  std::lock_guard lock(state_mu_);
+  auto it = lock_counts_.find(key);
+  return it == lock_counts_.end() ? 0 : it->second;
+}
+
+std::optional<std::uint64_t> MockL2Adapter::stored_size(const ObjectKey& key) const {
+  std::lock_guard lock(state_mu_);
+  auto it = objects_.find(key);
+  if (it == objects_.end()) return std::nullopt;
+  return it->second.size;
+}
+
+std::uint64_t MockL2Adapter::current_size_bytes() const {
+  std::lock_guard lock(state_mu_);
+  return current_size_bytes_;
+}
+
+}  // namespace lmcache

@@ -1,0 +1,218 @@
+// File: lmcache/l2/mock_adapter.h
+//
+// MockL2Adapter (type name "mock") is a real in-memory L2 adapter with a byte capacity and a
+// simulated bandwidth, following LMCache's Python MockL2Adapter with SPEC §4's decisions. It is
+// the inner adapter of the wrapper's tests and the reference the conformance suite measures
+// other adapters against.
+//
+// Behaviour:
+//  - Store keeps a deep copy of exactly obj->size() bytes (the logical, possibly narrowed,
+//    size) of each object. No overwrite: a key already present (or repeated earlier in the
+//    same batch) is left as it is, is not an error and is not counted in bytes_transferred.
+//    All or nothing: when the new bytes of a batch do not fit in the remaining capacity, the
+//    task fails (L2StoreResult::failure()) and none of its keys is stored.
+//  - Lookup-and-lock sets bit i and adds one lock count for every present key; unlock takes one
+//    off (the entry goes at 0; unknown keys are ignored). Locks pin nothing here (the mock
+//    never evicts) and delete_keys() ignores them; they are kept so tests can observe them.
+//  - Load copies the stored bytes of key i into the front of objects[i] and sets bit i. The key
+//    need not be locked. A destination whose physical_size() is smaller than the stored bytes
+//    fails that key (bit clear, nothing written); otherwise the stored bytes are copied to its
+//    front, the bytes past them are left as they were, and set_used_size(stored bytes) makes
+//    its logical size report exactly what was loaded (a no-op when the sizes match). Missing
+//    keys leave their destination untouched.
+//  - Usage by cache_salt and listeners go through a UsageTracker: stored (with sizes) when a
+//    store writes, accessed for the keys a load served, deleted (with sizes) by delete_keys().
+//
+// Timing: one worker thread runs every task in submission order, then holds its completion
+// until submit time + bytes moved / bandwidth (a deadline-ordered schedule). Lookups and
+// unlocks move no bytes and complete as soon as they ran. A store's keys become visible to
+// later lookups and loads when it runs, before its completion is signalled (as the Python
+// coroutine, which writes first and sleeps after). Nothing blocks the submitter.
+//
+// Ids: one TaskIdCounter shared by store, lookup and load (0, 1, 2, ...); three
+// CompletionQueues give three distinct eventfds, each signalled once per completed task.
+//
+// close(): idempotent. It rejects new submits, stops and joins the worker, and closes the
+// three fds. Tasks still scheduled are dropped and never signalled (as the Python mock, which
+// cancels its coroutines). When close() returns no caller buffer is touched again. After it,
+// pop_completed_store_tasks() and query_*_result() still hand out results that had completed;
+// submit_*() and delete_keys() throw std::logic_error; getters keep working.
+//
+// Thread safety: every member may be called from any thread. Listeners run on the worker
+// thread (store, load) or the caller's (delete_keys) and must not call close().
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string_view>
+#include <thread>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "lmcache/core/completion_queue.h"
+#include "lmcache/l2/l2_adapter.h"
+#include "lmcache/l2/usage_tracker.h"
+
+namespace lmcache {
+
+// MockL2AdapterOptions
+//
+// The C++ form of the JSON config. Both values must be > 0.
+struct MockL2AdapterOptions {
+  std::uint64_t max_capacity_bytes = 0;
+  std::uint64_t bandwidth_bytes_per_sec = 0;
+
+  // from_gb()
+  //
+  // capacity = int(max_size_gb * 2^30) bytes, bandwidth = int(mock_bandwidth_gb * 2^30)
+  // bytes/s, as the Python config. Throws std::invalid_argument "max_size_gb must be a
+  // positive number, got -1" (or naming mock_bandwidth_gb) for a value that is not finite and
+  // > 0, or that rounds to 0 bytes or past 2^64.
+  static MockL2AdapterOptions from_gb(double max_size_gb, double mock_bandwidth_gb);
+};
+
+class MockL2Adapter final : public L2AdapterInterface {
+ public:
+  static constexpr std::string_view kTypeName = "mock";
+
+  // parse_config()
+  //
+  // Reads {"max_size_gb": number > 0, "mock_bandwidth_gb": number > 0}. A "type" key is
+  // accepted only when it is "mock" (the registry strips it). Throws std::invalid_argument
+  // naming the key for an unknown key (checked first, so a typo is reported as such), a
+  // missing key, a non-number (booleans included) or a value <= 0.
+  static MockL2AdapterOptions parse_config(const Json& config);
+
+  // from_json()
+  //
+  // MockL2Adapter(parse_config(config)).
+  static std::unique_ptr<MockL2Adapter> from_json(const Json& config);
+
+  // MockL2Adapter()
+  //
+  // Starts the worker thread. Throws std::invalid_argument when a value of `options` is 0,
+  // std::system_error when an eventfd or the thread cannot be created.
+  explicit MockL2Adapter(MockL2AdapterOptions options);
+
+  // Calls close().
+  ~MockL2Adapter() override;
+
+  MockL2Adapter(const MockL2Adapter&) = delete;
+  MockL2Adapter& operator=(const MockL2Adapter&) = delete;
+
+  // L2AdapterInterface. Every submit_*() throws std::invalid_argument when the lists differ in
+  // length or an object is null (naming the index), std::logic_error after close().
+  int get_store_event_fd() const override;
+  int get_lookup_and_lock_event_fd() const override;
+  int get_load_event_fd() const override;
+
+  TaskId submit_store_task(const std::vector<ObjectKey>& keys,
+                           const std::vector<MemoryObjPtr>& objects) override;
+  std::map<TaskId, L2StoreResult> pop_completed_store_tasks() override;
+
+  TaskId submit_lookup_and_lock_task(const std::vector<ObjectKey>& keys) override;
+  std::optional<Bitmap> query_lookup_and_lock_result(TaskId id) override;
+
+  // Runs on the worker in submission order, so it applies after every lookup submitted before.
+  void submit_unlock(const std::vector<ObjectKey>& keys) override;
+
+  TaskId submit_load_task(const std::vector<ObjectKey>& keys,
+                          const std::vector<MemoryObjPtr>& objects) override;
+  std::optional<Bitmap> query_load_result(TaskId id) override;
+
+  // Synchronous: removes the present keys (locked or not; lock counts are left alone), shrinks
+  // the usage and notifies listeners with the removed sizes. Throws std::logic_error after
+  // close().
+  void delete_keys(const std::vector<ObjectKey>& keys) override;
+
+  AdapterUsage get_usage() const override;
+  // Always true (the capacity is > 0).
+  bool supports_global_eviction() const override;
+  // Throws std::invalid_argument for a null listener.
+  void register_listener(std::shared_ptr<L2AdapterListener> listener) override;
+
+  // {"is_healthy", "type": "MockL2Adapter", "stored_object_count", "locked_key_count",
+  //  "current_size_bytes", "max_capacity_bytes"}; is_healthy turns false once closed.
+  Json report_status() const override;
+
+  void close() override;
+
+  // Debug helpers (Python `debug_*`); consistent snapshots, usable after close().
+  std::size_t stored_object_count() const;
+  std::size_t locked_key_count() const;
+  bool has_key(const ObjectKey& key) const;
+  // The lock count of `key`; 0 when it holds none.
+  std::uint64_t lock_count(const ObjectKey& key) const;
+  // The stored (logical) size of `key`, nullopt when absent (Python get_object_sizes).
+  std::optional<std::uint64_t> stored_size(const ObjectKey& key) const;
+  // Bytes held by stored objects, as the capacity check sees them.
+  std::uint64_t current_size_bytes() const;
+
+  const MockL2AdapterOptions& options() const { return options_; }
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  using Step = std::function<void()>;
+
+  struct StoredEntry {
+    std::shared_ptr<const std::byte[]> data;  // shared so loads copy outside the lock
+    std::uint64_t size = 0;
+  };
+
+  // Puts `step` on the schedule at `due` (ties run in scheduling order) and wakes the worker.
+  // Returns false, dropping the step, once the worker is stopping.
+  bool schedule(Clock::time_point due, Step step);
+
+  // Checks `closed_`, draws an id when `with_id`, and schedules body(id, submit_time) to run
+  // now (after every earlier submit). Throws std::logic_error naming `what` after close().
+  using Body = std::function<void(TaskId, Clock::time_point)>;
+  TaskId submit(const char* what, bool with_id, Body body);
+
+  // Task bodies, run on the worker.
+  L2StoreResult run_store(const std::vector<ObjectKey>& keys,
+                          const std::vector<MemoryObjPtr>& objects,
+                          const std::vector<std::uint64_t>& sizes);
+  Bitmap run_lookup(const std::vector<ObjectKey>& keys);
+  void run_unlock(const std::vector<ObjectKey>& keys);
+  Bitmap run_load(const std::vector<ObjectKey>& keys, const std::vector<MemoryObjPtr>& objects,
+                  std::uint64_t* bytes_moved);
+
+  // Submit time + bytes / bandwidth, rounded up.
+  Clock::time_point due_after(Clock::time_point submitted, std::uint64_t bytes) const;
+
+  void worker_loop();
+
+  const MockL2AdapterOptions options_;
+
+  TaskIdCounter ids_;  // shared by store, lookup and load
+  CompletionQueue<L2StoreResult> store_done_;
+  CompletionQueue<Bitmap> lookup_done_;
+  CompletionQueue<Bitmap> load_done_;
+  UsageTracker usage_;
+
+  // Storage. Only the worker adds objects; delete_keys() removes them from callers' threads.
+  mutable std::mutex state_mu_;
+  std::unordered_map<ObjectKey, StoredEntry> objects_;
+  std::unordered_map<ObjectKey, std::uint64_t> lock_counts_;
+  std::uint64_t current_size_bytes_ = 0;
+
+  // Schedule, keyed by (due time, sequence number).
+  std::mutex sched_mu_;
+  std::condition_variable sched_cv_;
+  std::map<std::pair<Clock::time_point, std::uint64_t>, Step> schedule_;
+  std::uint64_t next_seq_ = 0;
+  std::atomic<bool> closed_{false};  // written under sched_mu_; read anywhere
+
+  std::mutex close_mu_;  // serialises close() callers
+  std::thread worker_;   // last: starts after everything above exists
+};
+
+}  // namespace lmcache
