@@ -1,0 +1,163 @@
+#include "lmcache/serde/async_serde_processor.h"
+
+#include <exception>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <utility>
+
+namespace lmcache {
+
+namespace {
+
+const char* direction_name(bool serialize) { return serialize ? "serialize" : "deserialize"; }
+
+template <class T>
+std::shared_ptr<T> require(std::shared_ptr<T> p, const char* what) {
+  if (!p) throw std::invalid_argument(std::string("AsyncSerdeProcessor: null ") + what);
+  return p;
+}
+
+std::size_t checked_workers(std::size_t max_workers) {
+  if (max_workers == 0) {
+    throw std::invalid_argument("AsyncSerdeProcessor: max_workers must be >= 1, got 0");
+  }
+  return max_workers;
+}
+
+}  // namespace
+
+AsyncSerdeProcessor::AsyncSerdeProcessor(SerializerPtr serializer, DeserializerPtr deserializer,
+                                         std::size_t max_workers)
+    : serializer_(require(std::move(serializer), "serializer")),
+      deserializer_(require(std::move(deserializer), "deserializer")),
+      pool_(checked_workers(max_workers)) {}
+
+AsyncSerdeProcessor::~AsyncSerdeProcessor() {
+  try {
+    close();
+  } catch (...) {
+    // Only reachable when a task destroys its own processor; the pool's destructor then
+    // cannot join either, so there is nothing better to do than to let it terminate.
+  }
+}
+
+TaskId AsyncSerdeProcessor::submit_serialize(std::vector<MemoryObjPtr> srcs,
+                                             std::vector<MemoryObjPtr> dsts) {
+  return submit(Direction::kSerialize, std::move(srcs), std::move(dsts));
+}
+
+TaskId AsyncSerdeProcessor::submit_deserialize(std::vector<MemoryObjPtr> srcs,
+                                               std::vector<MemoryObjPtr> dsts) {
+  return submit(Direction::kDeserialize, std::move(srcs), std::move(dsts));
+}
+
+TaskId AsyncSerdeProcessor::submit(Direction direction, std::vector<MemoryObjPtr> srcs,
+                                   std::vector<MemoryObjPtr> dsts) {
+  const bool ser = direction == Direction::kSerialize;
+  if (srcs.size() != dsts.size()) {
+    throw std::invalid_argument(std::string("submit_") + direction_name(ser) + ": srcs has " +
+                                std::to_string(srcs.size()) + " objects but dsts has " +
+                                std::to_string(dsts.size()));
+  }
+  std::lock_guard lock(submit_mu_);
+  if (closed_) {
+    throw std::logic_error(std::string("submit_") + direction_name(ser) +
+                           ": the serde processor is closed");
+  }
+  TaskId id = ids_.next();
+  // The lists are moved into the job: the processor keeps the objects alive until it ends.
+  pool_.submit([this, direction, id, srcs = std::move(srcs), dsts = std::move(dsts)] {
+    run_task(direction, id, srcs, dsts);
+  });
+  return id;
+}
+
+void AsyncSerdeProcessor::run_task(Direction direction, TaskId id,
+                                   const std::vector<MemoryObjPtr>& srcs,
+                                   const std::vector<MemoryObjPtr>& dsts) {
+  const bool ser = direction == Direction::kSerialize;
+  bool ok = true;
+  std::size_t i = 0;
+  try {
+    for (; i < srcs.size(); ++i) {
+      if (!srcs[i] || !dsts[i]) {
+        throw std::invalid_argument(std::string("null ") + (!srcs[i] ? "src" : "dst") + " object");
+      }
+      if (ser) {
+        std::size_t n = serializer_->serialize(*srcs[i], *dsts[i]);
+        // Downstream stores exactly what was written (SPEC §5).
+        dsts[i]->set_used_size(n);
+      } else {
+        deserializer_->deserialize(*srcs[i], *dsts[i]);
+      }
+    }
+  } catch (const std::exception& e) {
+    ok = false;
+    record_failure(
+        id, std::string(direction_name(ser)) + " pair " + std::to_string(i) + ": " + e.what());
+  } catch (...) {
+    ok = false;
+    record_failure(id, std::string(direction_name(ser)) + " pair " + std::to_string(i) +
+                           ": unknown exception");
+  }
+  // Stores the result, then notifies the direction's eventfd once.
+  (ser ? serialize_done_ : deserialize_done_).complete(id, ok);
+}
+
+void AsyncSerdeProcessor::record_failure(TaskId id, std::string message) {
+  std::lock_guard lock(failures_mu_);
+  ++failed_tasks_;
+  failure_text_[id] = std::move(message);
+  failure_order_.push_back(id);
+  while (failure_order_.size() > kMaxFailureMessages) {
+    failure_text_.erase(failure_order_.front());
+    failure_order_.pop_front();
+  }
+}
+
+std::optional<bool> AsyncSerdeProcessor::query_serialize_result(TaskId id) {
+  return serialize_done_.take(id);
+}
+
+std::optional<bool> AsyncSerdeProcessor::query_deserialize_result(TaskId id) {
+  return deserialize_done_.take(id);
+}
+
+int AsyncSerdeProcessor::get_serialize_event_fd() const { return serialize_done_.event_fd(); }
+
+int AsyncSerdeProcessor::get_deserialize_event_fd() const { return deserialize_done_.event_fd(); }
+
+std::size_t AsyncSerdeProcessor::estimate_serialized_size(const MemoryLayoutDesc& layout) const {
+  return serializer_->estimate_serialized_size(layout);
+}
+
+void AsyncSerdeProcessor::close() {
+  if (pool_.is_worker_thread()) {
+    throw std::logic_error("AsyncSerdeProcessor::close: called from inside a serde task");
+  }
+  std::lock_guard close_lock(close_mu_);
+  {
+    std::lock_guard lock(submit_mu_);
+    if (closed_) return;
+    closed_ = true;
+  }
+  // Queued and running tasks finish and signal before the fds go away.
+  pool_.shutdown();
+  serialize_done_.close();
+  deserialize_done_.close();
+}
+
+std::size_t AsyncSerdeProcessor::failed_task_count() const {
+  std::lock_guard lock(failures_mu_);
+  return failed_tasks_;
+}
+
+std::optional<std::string> AsyncSerdeProcessor::failure_message(TaskId id) const {
+  std::lock_guard lock(failures_mu_);
+  auto it = failure_text_.find(id);
+  if (it == failure_text_.end()) return std::nullopt;
+  return it->second;
+}
+
+}  // namespace lmcache

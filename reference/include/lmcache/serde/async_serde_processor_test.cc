@@ -1,0 +1,640 @@
+#include "lmcache/serde/async_serde_processor.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstring>
+#include <functional>
+#include <mutex>
+#include <set>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+#include "lmcache/core/event_notifier.h"
+
+namespace lmcache {
+namespace {
+
+using namespace std::chrono_literals;
+using ::testing::HasSubstr;
+
+constexpr auto kWait = 5000ms;
+
+MemoryObjPtr bytes_obj(std::size_t n) {
+  return MemoryObj::allocate(
+      MemoryLayoutDesc::single({static_cast<std::int64_t>(n)}, DType::kUInt8));
+}
+
+// A serializer whose behaviour a test sets; counts calls and the peak of concurrent calls.
+class FakeSerializer : public Serializer {
+ public:
+  std::function<std::size_t(const MemoryObj&, MemoryObj&)> body =
+      [](const MemoryObj&, MemoryObj&) -> std::size_t { return 1; };
+  std::size_t estimate = 1;
+
+  std::size_t serialize(const MemoryObj& src, MemoryObj& dst) override {
+    calls.fetch_add(1);
+    return body(src, dst);
+  }
+  std::size_t estimate_serialized_size(const MemoryLayoutDesc&) const override { return estimate; }
+
+  std::atomic<int> calls{0};
+};
+
+class FakeDeserializer : public Deserializer {
+ public:
+  std::function<void(const MemoryObj&, MemoryObj&)> body = [](const MemoryObj&, MemoryObj&) {};
+  void deserialize(const MemoryObj& src, MemoryObj& dst) override {
+    calls.fetch_add(1);
+    body(src, dst);
+  }
+  std::atomic<int> calls{0};
+};
+
+// Waits for `id` on `fd`, scanning after each wake-up as SPEC §2 requires; returns the result
+// and adds the drained notifications to *notified.
+std::optional<bool> await_result(const std::function<std::optional<bool>()>& query, int fd,
+                                 std::uint64_t* notified = nullptr) {
+  const auto deadline = std::chrono::steady_clock::now() + kWait;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (auto r = query()) return r;
+    if (wait_readable(fd, 100ms)) {
+      std::uint64_t n = consume_fd(fd);
+      if (notified) *notified += n;
+    }
+  }
+  return query();
+}
+
+std::optional<bool> await_serialize(AsyncSerdeProcessor& p, TaskId id) {
+  return await_result([&] { return p.query_serialize_result(id); }, p.get_serialize_event_fd());
+}
+std::optional<bool> await_deserialize(AsyncSerdeProcessor& p, TaskId id) {
+  return await_result([&] { return p.query_deserialize_result(id); }, p.get_deserialize_event_fd());
+}
+
+// A one-shot gate that blocks the serde until a test opens it (bounded, so a broken
+// processor cannot hang the test).
+class Gate {
+ public:
+  void open() {
+    {
+      std::lock_guard lock(mu_);
+      open_ = true;
+    }
+    cv_.notify_all();
+  }
+  bool wait() {
+    std::unique_lock lock(mu_);
+    return cv_.wait_for(lock, kWait, [&] { return open_; });
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool open_ = false;
+};
+
+int thread_count() {
+  int n = 0;
+  if (DIR* d = ::opendir("/proc/self/task")) {
+    while (dirent* e = ::readdir(d)) {
+      if (e->d_name[0] != '.') ++n;
+    }
+    ::closedir(d);
+  }
+  return n;
+}
+
+bool fd_is_open(int fd) { return ::fcntl(fd, F_GETFD) != -1; }
+
+struct Fixture {
+  std::shared_ptr<FakeSerializer> ser = std::make_shared<FakeSerializer>();
+  std::shared_ptr<FakeDeserializer> deser = std::make_shared<FakeDeserializer>();
+};
+
+// §14 item 1.
+TEST(AsyncSerdeProcessor, EventFdsAreDistinctAndOpen) {
+  Fixture f;
+  AsyncSerdeProcessor p(f.ser, f.deser);
+  EXPECT_GE(p.get_serialize_event_fd(), 0);
+  EXPECT_GE(p.get_deserialize_event_fd(), 0);
+  EXPECT_NE(p.get_serialize_event_fd(), p.get_deserialize_event_fd());
+  EXPECT_EQ(p.max_workers(), 1u) << "default pool size";
+}
+
+// §14 item 2.
+TEST(AsyncSerdeProcessor, SerializeSignalsFdAndResultIsTrueOnce) {
+  Fixture f;
+  AsyncSerdeProcessor p(f.ser, f.deser);
+  TaskId id = p.submit_serialize({bytes_obj(4)}, {bytes_obj(4)});
+  ASSERT_TRUE(wait_readable(p.get_serialize_event_fd(), kWait));
+  EXPECT_EQ(consume_fd(p.get_serialize_event_fd()), 1u);
+  EXPECT_EQ(p.query_serialize_result(id), std::optional<bool>(true));
+  EXPECT_EQ(p.query_serialize_result(id), std::nullopt) << "one-shot";
+  EXPECT_EQ(f.ser->calls.load(), 1);
+  EXPECT_EQ(f.deser->calls.load(), 0);
+  EXPECT_FALSE(wait_readable(p.get_deserialize_event_fd(), 0ms)) << "other direction's fd";
+}
+
+// §14 item 3.
+TEST(AsyncSerdeProcessor, DeserializeSignalsFdAndResultIsTrueOnce) {
+  Fixture f;
+  AsyncSerdeProcessor p(f.ser, f.deser);
+  TaskId id = p.submit_deserialize({bytes_obj(4)}, {bytes_obj(4)});
+  ASSERT_TRUE(wait_readable(p.get_deserialize_event_fd(), kWait));
+  EXPECT_EQ(consume_fd(p.get_deserialize_event_fd()), 1u);
+  EXPECT_EQ(p.query_deserialize_result(id), std::optional<bool>(true));
+  EXPECT_EQ(p.query_deserialize_result(id), std::nullopt);
+  EXPECT_EQ(f.deser->calls.load(), 1);
+  EXPECT_EQ(f.ser->calls.load(), 0);
+  EXPECT_FALSE(wait_readable(p.get_serialize_event_fd(), 0ms));
+}
+
+// §14 item 4, and the failure is kept for diagnostics.
+TEST(AsyncSerdeProcessor, FirstExceptionGivesFalseAndStillSignals) {
+  Fixture f;
+  f.ser->body = [](const MemoryObj&, MemoryObj&) -> std::size_t {
+    throw std::invalid_argument("boom");
+  };
+  AsyncSerdeProcessor p(f.ser, f.deser);
+  TaskId id = p.submit_serialize({bytes_obj(4)}, {bytes_obj(4)});
+  ASSERT_TRUE(wait_readable(p.get_serialize_event_fd(), kWait));
+  EXPECT_EQ(consume_fd(p.get_serialize_event_fd()), 1u);
+  EXPECT_EQ(p.query_serialize_result(id), std::optional<bool>(false));
+  EXPECT_EQ(p.failed_task_count(), 1u);
+  ASSERT_TRUE(p.failure_message(id).has_value());
+  EXPECT_THAT(*p.failure_message(id), HasSubstr("boom"));
+  EXPECT_THAT(*p.failure_message(id), HasSubstr("serialize pair 0"));
+}
+
+TEST(AsyncSerdeProcessor, FirstExceptionStopsTheBatchAndKeepsEarlierPairs) {
+  Fixture f;
+  f.ser->body = [&](const MemoryObj& src, MemoryObj&) -> std::size_t {
+    if (src.size() == 2) throw std::runtime_error("second pair fails");
+    return 3;
+  };
+  AsyncSerdeProcessor p(f.ser, f.deser);
+  auto d0 = bytes_obj(8), d1 = bytes_obj(8), d2 = bytes_obj(8);
+  TaskId id = p.submit_serialize({bytes_obj(1), bytes_obj(2), bytes_obj(3)}, {d0, d1, d2});
+  EXPECT_EQ(await_serialize(p, id), std::optional<bool>(false));
+  EXPECT_EQ(f.ser->calls.load(), 2) << "pairs after the failure are not run";
+  EXPECT_EQ(d0->size(), 3u) << "pairs before the failure stay done and narrowed";
+  EXPECT_EQ(d1->size(), 8u) << "the failed pair is not narrowed";
+  EXPECT_EQ(d2->size(), 8u);
+  EXPECT_THAT(p.failure_message(id).value_or(""), HasSubstr("pair 1"));
+}
+
+TEST(AsyncSerdeProcessor, DeserializeFailureGivesFalse) {
+  Fixture f;
+  f.deser->body = [](const MemoryObj&, MemoryObj&) { throw std::invalid_argument("bad bytes"); };
+  AsyncSerdeProcessor p(f.ser, f.deser);
+  TaskId id = p.submit_deserialize({bytes_obj(1)}, {bytes_obj(1)});
+  EXPECT_EQ(await_deserialize(p, id), std::optional<bool>(false));
+  EXPECT_THAT(p.failure_message(id).value_or(""), HasSubstr("bad bytes"));
+}
+
+TEST(AsyncSerdeProcessor, NonStandardExceptionGivesFalse) {
+  Fixture f;
+  f.ser->body = [](const MemoryObj&, MemoryObj&) -> std::size_t { throw 42; };
+  AsyncSerdeProcessor p(f.ser, f.deser);
+  TaskId id = p.submit_serialize({bytes_obj(1)}, {bytes_obj(1)});
+  EXPECT_EQ(await_serialize(p, id), std::optional<bool>(false));
+  EXPECT_THAT(p.failure_message(id).value_or(""), HasSubstr("unknown exception"));
+}
+
+TEST(AsyncSerdeProcessor, NullObjectFailsTheTaskInsteadOfCrashing) {
+  Fixture f;
+  AsyncSerdeProcessor p(f.ser, f.deser);
+  TaskId a = p.submit_serialize({nullptr}, {bytes_obj(1)});
+  TaskId b = p.submit_serialize({bytes_obj(1)}, {nullptr});
+  TaskId c = p.submit_deserialize({bytes_obj(1), nullptr}, {bytes_obj(1), bytes_obj(1)});
+  EXPECT_EQ(await_serialize(p, a), std::optional<bool>(false));
+  EXPECT_EQ(await_serialize(p, b), std::optional<bool>(false));
+  EXPECT_EQ(await_deserialize(p, c), std::optional<bool>(false));
+  EXPECT_EQ(f.ser->calls.load(), 0);
+  EXPECT_EQ(f.deser->calls.load(), 1) << "pair 0 ran before the null pair 1";
+  EXPECT_THAT(p.failure_message(a).value_or(""), HasSubstr("null src"));
+  EXPECT_THAT(p.failure_message(b).value_or(""), HasSubstr("null dst"));
+}
+
+// §14 item 5.
+TEST(AsyncSerdeProcessor, UnknownAndOtherDirectionIdsGiveNullopt) {
+  Fixture f;
+  AsyncSerdeProcessor p(f.ser, f.deser);
+  EXPECT_EQ(p.query_serialize_result(42), std::nullopt);
+  EXPECT_EQ(p.query_deserialize_result(42), std::nullopt);
+  TaskId s = p.submit_serialize({bytes_obj(1)}, {bytes_obj(1)});
+  TaskId d = p.submit_deserialize({bytes_obj(1)}, {bytes_obj(1)});
+  EXPECT_NE(s, d) << "one id counter for both directions";
+  p.close();  // drains both tasks
+  EXPECT_EQ(p.query_deserialize_result(s), std::nullopt) << "serialize id on deserialize side";
+  EXPECT_EQ(p.query_serialize_result(d), std::nullopt) << "deserialize id on serialize side";
+  EXPECT_EQ(p.query_serialize_result(s), std::optional<bool>(true));
+  EXPECT_EQ(p.query_deserialize_result(d), std::optional<bool>(true));
+}
+
+TEST(AsyncSerdeProcessor, IdsComeFromOneCounterAcrossDirections) {
+  Fixture f;
+  AsyncSerdeProcessor p(f.ser, f.deser);
+  std::vector<TaskId> ids = {p.submit_serialize({}, {}), p.submit_deserialize({}, {}),
+                             p.submit_serialize({}, {}), p.submit_deserialize({}, {})};
+  EXPECT_EQ(ids, (std::vector<TaskId>{0, 1, 2, 3}));
+}
+
+// §14 item 6.
+TEST(AsyncSerdeProcessor, EstimateDelegatesToSerializer) {
+  Fixture f;
+  AsyncSerdeProcessor p(f.ser, f.deser);
+  EXPECT_EQ(p.estimate_serialized_size(MemoryLayoutDesc()), 1u);
+  f.ser->estimate = 777;
+  EXPECT_EQ(p.estimate_serialized_size(MemoryLayoutDesc::single({3}, DType::kFloat32)), 777u);
+}
+
+// §14 item 7.
+TEST(AsyncSerdeProcessor, SerializeNarrowsDstToBytesWritten) {
+  Fixture f;
+  f.ser->body = [](const MemoryObj&, MemoryObj&) -> std::size_t { return 213; };
+  AsyncSerdeProcessor p(f.ser, f.deser);
+  auto dst = bytes_obj(4096);
+  TaskId id = p.submit_serialize({bytes_obj(8)}, {dst});
+  EXPECT_EQ(await_serialize(p, id), std::optional<bool>(true));
+  EXPECT_EQ(dst->size(), 213u);
+  EXPECT_EQ(dst->bytes().size(), 213u);
+  EXPECT_EQ(dst->physical_size(), 4096u);
+}
+
+// §14 item 8.
+TEST(AsyncSerdeProcessor, FailedSerializeDoesNotNarrowDst) {
+  Fixture f;
+  f.ser->body = [](const MemoryObj&, MemoryObj&) -> std::size_t {
+    throw std::runtime_error("nope");
+  };
+  AsyncSerdeProcessor p(f.ser, f.deser);
+  auto dst = bytes_obj(4096);
+  TaskId id = p.submit_serialize({bytes_obj(8)}, {dst});
+  EXPECT_EQ(await_serialize(p, id), std::optional<bool>(false));
+  EXPECT_EQ(dst->size(), 4096u);
+}
+
+// A count larger than the destination cannot be applied: the task fails.
+TEST(AsyncSerdeProcessor, ImpossibleByteCountFailsTheTask) {
+  Fixture f;
+  f.ser->body = [](const MemoryObj&, MemoryObj&) -> std::size_t { return 5000; };
+  AsyncSerdeProcessor p(f.ser, f.deser);
+  auto dst = bytes_obj(4096);
+  TaskId id = p.submit_serialize({bytes_obj(8)}, {dst});
+  EXPECT_EQ(await_serialize(p, id), std::optional<bool>(false));
+  EXPECT_EQ(dst->size(), 4096u);
+}
+
+TEST(AsyncSerdeProcessor, EachPairIsNarrowedToItsOwnCount) {
+  Fixture f;
+  f.ser->body = [](const MemoryObj& src, MemoryObj&) -> std::size_t { return src.size() * 2; };
+  AsyncSerdeProcessor p(f.ser, f.deser);
+  auto d0 = bytes_obj(64), d1 = bytes_obj(64);
+  TaskId id = p.submit_serialize({bytes_obj(3), bytes_obj(5)}, {d0, d1});
+  EXPECT_EQ(await_serialize(p, id), std::optional<bool>(true));
+  EXPECT_EQ(d0->size(), 6u);
+  EXPECT_EQ(d1->size(), 10u);
+}
+
+TEST(AsyncSerdeProcessor, PairsRunInOrder) {
+  Fixture f;
+  std::vector<std::size_t> order;  // one worker: no lock needed
+  f.ser->body = [&](const MemoryObj& src, MemoryObj&) -> std::size_t {
+    order.push_back(src.size());
+    return 0;
+  };
+  AsyncSerdeProcessor p(f.ser, f.deser);
+  TaskId id = p.submit_serialize({bytes_obj(1), bytes_obj(2), bytes_obj(3), bytes_obj(4)},
+                                 {bytes_obj(1), bytes_obj(1), bytes_obj(1), bytes_obj(1)});
+  EXPECT_EQ(await_serialize(p, id), std::optional<bool>(true));
+  EXPECT_EQ(order, (std::vector<std::size_t>{1, 2, 3, 4}));
+}
+
+TEST(AsyncSerdeProcessor, EmptyBatchSucceeds) {
+  Fixture f;
+  AsyncSerdeProcessor p(f.ser, f.deser);
+  TaskId id = p.submit_serialize({}, {});
+  EXPECT_EQ(await_serialize(p, id), std::optional<bool>(true));
+  EXPECT_EQ(f.ser->calls.load(), 0);
+}
+
+TEST(AsyncSerdeProcessor, MismatchedListLengthsRejectedAtSubmit) {
+  Fixture f;
+  AsyncSerdeProcessor p(f.ser, f.deser);
+  try {
+    p.submit_serialize({bytes_obj(1), bytes_obj(1), bytes_obj(1)}, {bytes_obj(1), bytes_obj(1)});
+    FAIL() << "expected invalid_argument";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_THAT(e.what(), HasSubstr("3"));
+    EXPECT_THAT(e.what(), HasSubstr("2"));
+  }
+  EXPECT_THROW(p.submit_deserialize({}, {bytes_obj(1)}), std::invalid_argument);
+  p.close();
+  EXPECT_EQ(f.ser->calls.load(), 0) << "nothing ran for the rejected submits";
+  EXPECT_EQ(f.deser->calls.load(), 0);
+  EXPECT_EQ(p.failed_task_count(), 0u);
+}
+
+TEST(AsyncSerdeProcessor, ConstructionRejectsZeroWorkersAndNullPair) {
+  Fixture f;
+  EXPECT_THROW(AsyncSerdeProcessor(f.ser, f.deser, 0), std::invalid_argument);
+  EXPECT_THROW(AsyncSerdeProcessor(nullptr, f.deser), std::invalid_argument);
+  EXPECT_THROW(AsyncSerdeProcessor(f.ser, nullptr), std::invalid_argument);
+}
+
+// One notify per task (a batch is one task), counted through the eventfd counter.
+TEST(AsyncSerdeProcessor, OneNotifyPerTask) {
+  Fixture f;
+  AsyncSerdeProcessor p(f.ser, f.deser, 2);
+  constexpr int kTasks = 5;
+  std::vector<TaskId> ids;
+  for (int i = 0; i < kTasks; ++i) {
+    ids.push_back(p.submit_serialize({bytes_obj(1), bytes_obj(1)}, {bytes_obj(1), bytes_obj(1)}));
+  }
+  // Every result is stored before its notify, so once the counter reaches kTasks all results
+  // are there; a notify per pair (10) or a missing one would never match exactly.
+  std::uint64_t notified = 0;
+  const int fd = p.get_serialize_event_fd();
+  const auto deadline = std::chrono::steady_clock::now() + kWait;
+  while (notified < kTasks && std::chrono::steady_clock::now() < deadline) {
+    if (wait_readable(fd, 100ms)) notified += consume_fd(fd);
+  }
+  p.close();  // all work done: no late notify can follow
+  EXPECT_EQ(notified, static_cast<std::uint64_t>(kTasks));
+  for (TaskId id : ids) EXPECT_EQ(p.query_serialize_result(id), std::optional<bool>(true));
+  EXPECT_EQ(f.ser->calls.load(), 2 * kTasks);
+}
+
+TEST(AsyncSerdeProcessor, ResultIsStoredBeforeTheNotify) {
+  Fixture f;
+  AsyncSerdeProcessor p(f.ser, f.deser);
+  for (int i = 0; i < 20; ++i) {
+    TaskId id = p.submit_deserialize({bytes_obj(1)}, {bytes_obj(1)});
+    ASSERT_TRUE(wait_readable(p.get_deserialize_event_fd(), kWait));
+    consume_fd(p.get_deserialize_event_fd());
+    // With one worker and one task at a time, the wake-up is this task's.
+    EXPECT_EQ(p.query_deserialize_result(id), std::optional<bool>(true)) << "task " << id;
+  }
+}
+
+// The Done-when scenario of the issue, by name through the registry lives in
+// serde_registry_test.cc; here the pool is checked to be shared by both directions.
+TEST(AsyncSerdeProcessor, PoolIsSharedAndBoundedByMaxWorkers) {
+  Fixture f;
+  std::atomic<int> in_flight{0}, peak{0};
+  auto enter = [&] {
+    int now = in_flight.fetch_add(1) + 1;
+    int old = peak.load();
+    while (now > old && !peak.compare_exchange_weak(old, now)) {
+    }
+    std::this_thread::yield();
+    in_flight.fetch_sub(1);
+  };
+  f.ser->body = [&](const MemoryObj&, MemoryObj&) -> std::size_t {
+    enter();
+    return 0;
+  };
+  f.deser->body = [&](const MemoryObj&, MemoryObj&) { enter(); };
+  AsyncSerdeProcessor p(f.ser, f.deser, 2);
+  for (int i = 0; i < 50; ++i) {
+    p.submit_serialize({bytes_obj(1)}, {bytes_obj(1)});
+    p.submit_deserialize({bytes_obj(1)}, {bytes_obj(1)});
+  }
+  p.close();
+  EXPECT_EQ(f.ser->calls.load(), 50);
+  EXPECT_EQ(f.deser->calls.load(), 50);
+  EXPECT_GE(peak.load(), 1);
+  EXPECT_LE(peak.load(), 2) << "never more than max_workers tasks at once, both directions";
+}
+
+// Two tasks of different directions run at the same time with max_workers = 2: each waits
+// (bounded) until it sees the other.
+TEST(AsyncSerdeProcessor, BothDirectionsRunConcurrentlyWithTwoWorkers) {
+  Fixture f;
+  std::mutex mu;
+  std::condition_variable cv;
+  int arrived = 0;
+  auto rendezvous = [&] {
+    std::unique_lock lock(mu);
+    ++arrived;
+    cv.notify_all();
+    if (!cv.wait_for(lock, kWait, [&] { return arrived >= 2; })) {
+      throw std::runtime_error("the other direction never ran concurrently");
+    }
+  };
+  f.ser->body = [&](const MemoryObj&, MemoryObj&) -> std::size_t {
+    rendezvous();
+    return 0;
+  };
+  f.deser->body = [&](const MemoryObj&, MemoryObj&) { rendezvous(); };
+  AsyncSerdeProcessor p(f.ser, f.deser, 2);
+  TaskId s = p.submit_serialize({bytes_obj(1)}, {bytes_obj(1)});
+  TaskId d = p.submit_deserialize({bytes_obj(1)}, {bytes_obj(1)});
+  EXPECT_EQ(await_serialize(p, s), std::optional<bool>(true));
+  EXPECT_EQ(await_deserialize(p, d), std::optional<bool>(true));
+}
+
+TEST(AsyncSerdeProcessor, SubmitNeverWaitsForRunningWork) {
+  Fixture f;
+  Gate gate;
+  f.ser->body = [&](const MemoryObj&, MemoryObj&) -> std::size_t {
+    if (!gate.wait()) throw std::runtime_error("gate never opened");
+    return 0;
+  };
+  AsyncSerdeProcessor p(f.ser, f.deser);
+  // The only worker is blocked in the first task; further submits still return ids.
+  std::vector<TaskId> ids;
+  for (int i = 0; i < 10; ++i) ids.push_back(p.submit_serialize({bytes_obj(1)}, {bytes_obj(1)}));
+  for (TaskId id : ids) EXPECT_EQ(p.query_serialize_result(id), std::nullopt) << "still pending";
+  gate.open();
+  for (TaskId id : ids) EXPECT_EQ(await_serialize(p, id), std::optional<bool>(true));
+}
+
+TEST(AsyncSerdeProcessor, ConcurrentSubmittersGetUniqueIdsAndEveryResultOnce) {
+  Fixture f;
+  AsyncSerdeProcessor p(f.ser, f.deser, 3);
+  constexpr int kThreads = 4, kPerThread = 50;
+  std::vector<std::vector<TaskId>> ids(kThreads);
+  std::vector<std::thread> submitters;
+  for (int t = 0; t < kThreads; ++t) {
+    submitters.emplace_back([&, t] {
+      for (int i = 0; i < kPerThread; ++i) {
+        ids[t].push_back(t % 2 == 0 ? p.submit_serialize({bytes_obj(1)}, {bytes_obj(1)})
+                                    : p.submit_deserialize({bytes_obj(1)}, {bytes_obj(1)}));
+      }
+    });
+  }
+  for (auto& th : submitters) th.join();
+  p.close();
+  std::set<TaskId> unique;
+  int results = 0;
+  for (int t = 0; t < kThreads; ++t) {
+    for (TaskId id : ids[t]) {
+      unique.insert(id);
+      auto r = t % 2 == 0 ? p.query_serialize_result(id) : p.query_deserialize_result(id);
+      results += r.value_or(false) ? 1 : 0;
+    }
+  }
+  EXPECT_EQ(unique.size(), static_cast<std::size_t>(kThreads * kPerThread));
+  EXPECT_EQ(results, kThreads * kPerThread);
+  EXPECT_EQ(f.ser->calls.load() + f.deser->calls.load(), kThreads * kPerThread);
+}
+
+TEST(AsyncSerdeProcessor, ConcurrentQueriersTakeEachResultOnce) {
+  Fixture f;
+  AsyncSerdeProcessor p(f.ser, f.deser, 2);
+  constexpr int kTasks = 100;
+  for (int i = 0; i < kTasks; ++i) p.submit_serialize({bytes_obj(1)}, {bytes_obj(1)});
+  p.close();
+  std::atomic<int> taken{0};
+  std::vector<std::thread> queriers;
+  for (int t = 0; t < 4; ++t) {
+    queriers.emplace_back([&] {
+      for (TaskId id = 0; id < kTasks; ++id) {
+        if (p.query_serialize_result(id)) taken.fetch_add(1);
+      }
+    });
+  }
+  for (auto& th : queriers) th.join();
+  EXPECT_EQ(taken.load(), kTasks);
+}
+
+TEST(AsyncSerdeProcessor, CloseDrainsQueuedWorkJoinsThreadsAndClosesFds) {
+  const int before = thread_count();
+  Fixture f;
+  Gate gate;
+  f.ser->body = [&](const MemoryObj&, MemoryObj&) -> std::size_t {
+    if (!gate.wait()) throw std::runtime_error("gate never opened");
+    return 1;
+  };
+  auto p = std::make_unique<AsyncSerdeProcessor>(f.ser, f.deser, 3);
+  EXPECT_EQ(thread_count(), before + 3) << "the pool's threads are started up front";
+  const int sfd = p->get_serialize_event_fd(), dfd = p->get_deserialize_event_fd();
+  ASSERT_TRUE(fd_is_open(sfd));
+  ASSERT_TRUE(fd_is_open(dfd));
+
+  std::vector<TaskId> ids;
+  for (int i = 0; i < 8; ++i) ids.push_back(p->submit_serialize({bytes_obj(1)}, {bytes_obj(1)}));
+  TaskId d = p->submit_deserialize({bytes_obj(1)}, {bytes_obj(1)});
+
+  std::atomic<bool> closed{false};
+  std::thread closer([&] {
+    p->close();
+    closed = true;
+  });
+  // close() cannot return while tasks are blocked on the gate, whatever the timing.
+  std::this_thread::sleep_for(20ms);
+  EXPECT_FALSE(closed.load());
+  gate.open();
+  closer.join();
+
+  EXPECT_EQ(f.ser->calls.load(), 8) << "queued work still ran";
+  EXPECT_EQ(f.deser->calls.load(), 1);
+  for (TaskId id : ids) {
+    EXPECT_EQ(p->query_serialize_result(id), std::optional<bool>(true)) << "query after close";
+  }
+  EXPECT_EQ(p->query_deserialize_result(d), std::optional<bool>(true));
+  EXPECT_EQ(thread_count(), before) << "close() joins the workers";
+  EXPECT_FALSE(fd_is_open(sfd));
+  EXPECT_FALSE(fd_is_open(dfd));
+  EXPECT_EQ(p->get_serialize_event_fd(), -1);
+  EXPECT_EQ(p->get_deserialize_event_fd(), -1);
+
+  EXPECT_THROW(p->submit_serialize({bytes_obj(1)}, {bytes_obj(1)}), std::logic_error);
+  EXPECT_THROW(p->submit_deserialize({}, {}), std::logic_error);
+  EXPECT_NO_THROW(p->close()) << "idempotent";
+  EXPECT_EQ(p->estimate_serialized_size(MemoryLayoutDesc()), 1u) << "still answers after close";
+  p.reset();
+  EXPECT_EQ(thread_count(), before);
+}
+
+TEST(AsyncSerdeProcessor, ConcurrentCloseCallsAllReturnAfterTheDrain) {
+  Fixture f;
+  std::atomic<int> done{0};
+  f.ser->body = [&](const MemoryObj&, MemoryObj&) -> std::size_t {
+    std::this_thread::yield();
+    done.fetch_add(1);
+    return 0;
+  };
+  AsyncSerdeProcessor p(f.ser, f.deser, 2);
+  for (int i = 0; i < 40; ++i) p.submit_serialize({bytes_obj(1)}, {bytes_obj(1)});
+  std::vector<std::thread> closers;
+  std::atomic<int> seen_after{0};
+  for (int t = 0; t < 3; ++t) {
+    closers.emplace_back([&] {
+      p.close();
+      if (done.load() == 40) seen_after.fetch_add(1);
+    });
+  }
+  for (auto& th : closers) th.join();
+  EXPECT_EQ(seen_after.load(), 3) << "no close() returns before the work is drained";
+}
+
+TEST(AsyncSerdeProcessor, SubmitRacingCloseEitherRunsOrThrowsLogicError) {
+  Fixture f;
+  AsyncSerdeProcessor p(f.ser, f.deser, 2);
+  std::atomic<int> accepted{0}, rejected{0};
+  std::thread submitter([&] {
+    for (int i = 0; i < 200; ++i) {
+      try {
+        p.submit_serialize({bytes_obj(1)}, {bytes_obj(1)});
+        accepted.fetch_add(1);
+      } catch (const std::logic_error&) {
+        rejected.fetch_add(1);
+      }
+    }
+  });
+  std::this_thread::yield();
+  p.close();
+  submitter.join();
+  EXPECT_EQ(accepted.load() + rejected.load(), 200);
+  EXPECT_EQ(f.ser->calls.load(), accepted.load()) << "every accepted task ran before close()";
+}
+
+TEST(AsyncSerdeProcessor, CloseFromInsideATaskIsALogicError) {
+  Fixture f;
+  AsyncSerdeProcessor* self = nullptr;
+  f.ser->body = [&](const MemoryObj&, MemoryObj&) -> std::size_t {
+    self->close();  // throws: it would join its own thread
+    return 0;
+  };
+  AsyncSerdeProcessor p(f.ser, f.deser);
+  self = &p;
+  TaskId id = p.submit_serialize({bytes_obj(1)}, {bytes_obj(1)});
+  EXPECT_EQ(await_serialize(p, id), std::optional<bool>(false));
+  EXPECT_THAT(p.failure_message(id).value_or(""), HasSubstr("inside a serde task"));
+}
+
+TEST(AsyncSerdeProcessor, FailureMessagesAreBounded) {
+  Fixture f;
+  f.ser->body = [](const MemoryObj&, MemoryObj&) -> std::size_t { throw std::runtime_error("x"); };
+  AsyncSerdeProcessor p(f.ser, f.deser);
+  const std::size_t n = AsyncSerdeProcessor::kMaxFailureMessages + 10;
+  for (std::size_t i = 0; i < n; ++i) p.submit_serialize({bytes_obj(1)}, {bytes_obj(1)});
+  p.close();
+  EXPECT_EQ(p.failed_task_count(), n);
+  EXPECT_FALSE(p.failure_message(0).has_value()) << "the oldest message was dropped";
+  EXPECT_TRUE(p.failure_message(n - 1).has_value());
+}
+
+TEST(AsyncSerdeProcessor, DestructorDrainsQueuedWork) {
+  Fixture f;
+  {
+    AsyncSerdeProcessor p(f.ser, f.deser, 2);
+    for (int i = 0; i < 20; ++i) p.submit_serialize({bytes_obj(1)}, {bytes_obj(1)});
+  }
+  EXPECT_EQ(f.ser->calls.load(), 20);
+}
+
+}  // namespace
+}  // namespace lmcache

@@ -1,0 +1,177 @@
+// File: lmcache/wrapper/serde_l2_adapter_wrapper.h
+//
+// SerdeL2AdapterWrapper plugs a SerdeProcessor into the L2 path (seeds/serde-l2-wrapper.md,
+// SPEC §7). It implements L2AdapterInterface by composing an inner adapter, a serde processor
+// (both owned) and the L1Manager that holds its temporary byte buffers:
+//
+//   store: reserve temps -> serialize(objs -> temps) -> inner store(original keys, temps)
+//          -> finish_read(temps) (they delete themselves) -> signal store fd
+//   load:  reserve temps -> inner load(original keys -> temps) -> deserialize(set bits only)
+//          -> finish_write + delete(temps) -> signal load fd
+// Lookup, unlock, delete, usage, eviction support and listeners pass straight to the inner
+// adapter; get_lookup_and_lock_event_fd() *is* the inner's fd.
+//
+// Threading model: one background thread polls the inner store and load fds, the serde's two
+// fds and the wrapper's own wake fd, and after every wake-up scans all pending tasks (fds
+// coalesce). One mutex guards the task tables; it is never held across a call into the inner
+// adapter's or the serde's completion paths from the loop. Submits run on the caller's thread.
+//
+// Failure policy: all or nothing per submit. submit_* throws only std::invalid_argument (length
+// mismatch, a null object, objects whose layouts differ from objects[0], naming the index) and
+// std::logic_error after close(). Every other failure -- temp allocation on any key, a throw
+// from the serde or the inner adapter at submit or while draining, a false serialize or
+// deserialize, a failed inner store, an inner bitmap of the wrong size -- completes the task as
+// failed exactly once (store: success=false, 0 bytes; load: all-zero bitmap of keys.size())
+// with every temp released. A partial inner load keeps its bitmap; only its set bits are
+// deserialized. Temp keys never leave L1: the inner adapter sees the original keys.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "lmcache/core/completion_queue.h"
+#include "lmcache/core/event_notifier.h"
+#include "lmcache/l1/l1_manager.h"
+#include "lmcache/l2/l2_adapter.h"
+#include "lmcache/serde/serde_processor.h"
+#include "lmcache/wrapper/wrapper_metrics.h"
+
+namespace lmcache {
+
+struct SerdeWrapperOptions {
+  // Upper bound of one poll; only a safety net, since every event wakes the loop.
+  std::chrono::milliseconds poll_timeout{500};
+  // Where the metrics go (a fresh registry when null) and labels added to every series.
+  std::shared_ptr<prometheus::Registry> metrics_registry;
+  std::map<std::string, std::string> metrics_labels;
+};
+
+class SerdeL2AdapterWrapper final : public L2AdapterInterface {
+ public:
+  // SerdeL2AdapterWrapper()
+  //
+  // Takes ownership of `inner` and `serde` (close() closes both) and starts the loop thread.
+  // Throws std::invalid_argument when any of the three is null.
+  SerdeL2AdapterWrapper(L2AdapterPtr inner, SerdeProcessorPtr serde,
+                        std::shared_ptr<L1Manager> l1, SerdeWrapperOptions options = {});
+  ~SerdeL2AdapterWrapper() override;
+
+  int get_store_event_fd() const override;
+  int get_lookup_and_lock_event_fd() const override;
+  int get_load_event_fd() const override;
+
+  TaskId submit_store_task(const std::vector<ObjectKey>& keys,
+                           const std::vector<MemoryObjPtr>& objects) override;
+  std::map<TaskId, L2StoreResult> pop_completed_store_tasks() override;
+
+  TaskId submit_lookup_and_lock_task(const std::vector<ObjectKey>& keys) override;
+  std::optional<Bitmap> query_lookup_and_lock_result(TaskId id) override;
+  void submit_unlock(const std::vector<ObjectKey>& keys) override;
+
+  TaskId submit_load_task(const std::vector<ObjectKey>& keys,
+                          const std::vector<MemoryObjPtr>& objects) override;
+  std::optional<Bitmap> query_load_result(TaskId id) override;
+
+  void delete_keys(const std::vector<ObjectKey>& keys) override;
+  AdapterUsage get_usage() const override;
+  bool supports_global_eviction() const override;
+  void register_listener(std::shared_ptr<L2AdapterListener> listener) override;
+
+  // report_status()
+  //
+  // The inner's status plus "serde_wrapped": true and "serde_wrapper": metrics().summary().
+  Json report_status() const override;
+
+  // close()
+  //
+  // Idempotent and prompt (wakes the loop through its own fd). In order: stops and joins the
+  // loop; closes the inner adapter and the serde processor (each has stopped touching the temps
+  // when its close() returns); releases every temp by the phase its task was in (L1 usage
+  // returns to its value before the first submit); completes every task still in flight as
+  // failed, exactly once; closes the wrapper's fds. Afterwards pop_completed_store_tasks() and
+  // query_load_result() still hand out what completed; every other call throws
+  // std::logic_error.
+  void close() override;
+
+  // The adapter this one wraps (valid until destruction).
+  L2AdapterInterface& inner_adapter() { return *inner_; }
+  const WrapperMetrics& metrics() const { return metrics_; }
+
+ private:
+  enum class Phase : std::uint8_t { kSerialize, kInnerStore, kInnerLoad, kDeserialize };
+  using Clock = std::chrono::steady_clock;
+
+  // One wrapped task. Store tasks use kSerialize then kInnerStore; loads kInnerLoad then
+  // kDeserialize. Entries are only erased by the loop thread, by close(), or by the submit
+  // that created them before they became visible to the loop.
+  struct Task {
+    bool is_store = true;
+    Phase phase = Phase::kSerialize;
+    Clock::time_point phase_started;
+    std::vector<ObjectKey> keys;
+    std::vector<MemoryObjPtr> dst_objects;  // loads: the caller's destinations
+    std::vector<ObjectKey> temp_keys;
+    std::vector<MemoryObjPtr> temp_objects;
+    std::uint64_t temp_bytes = 0;
+    Bitmap inner_bitmap;  // loads: what the inner adapter loaded
+  };
+
+  void check_open(const char* op) const;
+  void validate_batch(const char* op, const std::vector<ObjectKey>& keys,
+                      const std::vector<MemoryObjPtr>& objects) const;
+
+  // Reserves one temp per key in one batched reserve_write. On any failure releases what was
+  // reserved and returns false.
+  bool allocate_temps(Task& task, const MemoryLayoutDesc& layout);
+  // Releases temps that are still write-locked (finish_write + delete_keys).
+  void release_write_locked_temps(Task& task);
+  // Releases temps that were moved to read-locked (finish_read deletes them).
+  void release_read_locked_temps(Task& task);
+  void release_temps_by_phase(Task& task);
+
+  void enter_phase(Task& task, Phase phase);
+  void leave_phase(Task& task);
+
+  // Removes the task and publishes its result (store: `store_result`; load: `load_result`).
+  void finish_store(TaskId id, L2StoreResult result);
+  void finish_load(TaskId id, Bitmap result);
+
+  void loop();
+  void drain_serialize();
+  void drain_inner_store();
+  void drain_inner_load();
+  void drain_deserialize();
+
+  std::unique_ptr<L2AdapterInterface> inner_;
+  std::unique_ptr<SerdeProcessor> serde_;
+  std::shared_ptr<L1Manager> l1_;
+  SerdeWrapperOptions options_;
+  WrapperMetrics metrics_;
+
+  TaskIdCounter ids_;
+  CompletionQueue<L2StoreResult> store_done_;
+  CompletionQueue<Bitmap> load_done_;
+  EventNotifier wake_;
+
+  mutable std::mutex mu_;
+  std::unordered_map<TaskId, Task> tasks_;                // guarded by mu_
+  std::unordered_map<TaskId, TaskId> serialize_to_task_;  // serde id -> wrapped id
+  std::unordered_map<TaskId, TaskId> inner_store_to_task_;
+  std::unordered_map<TaskId, TaskId> inner_load_to_task_;
+  std::unordered_map<TaskId, TaskId> deserialize_to_task_;
+  bool closing_ = false;  // guarded by mu_
+
+  std::mutex close_mu_;  // serialises close() calls
+  std::atomic<bool> closed_{false};
+  std::atomic<bool> stop_{false};
+  std::thread loop_thread_;
+};
+
+}  // namespace lmcache

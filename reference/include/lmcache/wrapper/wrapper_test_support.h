@@ -1,0 +1,210 @@
+// File: lmcache/wrapper/wrapper_test_support.h
+//
+// Test doubles and helpers for the wrapper's tests: controllable serializers, a serde
+// processor and an inner adapter whose every failure point can be switched on, and waits on
+// the wrapper's fds. Test-only (not installed).
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <stdexcept>
+#include <vector>
+
+#include "lmcache/core/event_notifier.h"
+#include "lmcache/l2/forwarding_adapter.h"
+#include "lmcache/serde/forwarding_serde_processor.h"
+#include "lmcache/serde/fp8_serde.h"
+
+namespace lmcache::testing {
+
+using namespace std::chrono_literals;
+
+// A one-shot gate: wait() blocks until open() (or a generous safety timeout).
+class Gate {
+ public:
+  void open() {
+    std::lock_guard lock(mu_);
+    open_ = true;
+    cv_.notify_all();
+  }
+  void wait() {
+    std::unique_lock lock(mu_);
+    entered_ = true;
+    cv_.notify_all();
+    cv_.wait_for(lock, 30s, [&] { return open_; });
+  }
+  // Waits until some thread is blocked in wait().
+  bool wait_entered(std::chrono::milliseconds timeout = 10s) {
+    std::unique_lock lock(mu_);
+    return cv_.wait_for(lock, timeout, [&] { return entered_; });
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool open_ = false;
+  bool entered_ = false;
+};
+
+// fp8 serializer that can throw on chosen calls or wait on a gate first.
+class ControlledSerializer final : public Serializer {
+ public:
+  explicit ControlledSerializer(Fp8SerdeOptions options = {}) : inner_(options) {}
+  std::size_t serialize(const MemoryObj& src, MemoryObj& dst) override {
+    int n = calls_.fetch_add(1);
+    if (gate) gate->wait();
+    if (throw_on_call == n || throw_always) throw std::runtime_error("injected serialize failure");
+    return inner_.serialize(src, dst);
+  }
+  std::size_t estimate_serialized_size(const MemoryLayoutDesc& layout) const override {
+    return inner_.estimate_serialized_size(layout);
+  }
+  Gate* gate = nullptr;
+  int throw_on_call = -1;
+  bool throw_always = false;
+
+ private:
+  Fp8Serializer inner_;
+  std::atomic<int> calls_{0};
+};
+
+class ControlledDeserializer final : public Deserializer {
+ public:
+  explicit ControlledDeserializer(Fp8SerdeOptions options = {}) : inner_(options) {}
+  void deserialize(const MemoryObj& src, MemoryObj& dst) override {
+    calls.fetch_add(1);
+    if (gate) gate->wait();
+    if (throw_always) throw std::runtime_error("injected deserialize failure");
+    inner_.deserialize(src, dst);
+  }
+  Gate* gate = nullptr;
+  bool throw_always = false;
+  std::atomic<int> calls{0};
+
+ private:
+  Fp8Deserializer inner_;
+};
+
+// A serde processor whose submits can throw.
+class FlakySerdeProcessor final : public ForwardingSerdeProcessor {
+ public:
+  using ForwardingSerdeProcessor::ForwardingSerdeProcessor;
+  TaskId submit_serialize(std::vector<MemoryObjPtr> s, std::vector<MemoryObjPtr> d) override {
+    if (throw_on_submit_serialize) throw std::runtime_error("injected submit_serialize failure");
+    return ForwardingSerdeProcessor::submit_serialize(std::move(s), std::move(d));
+  }
+  TaskId submit_deserialize(std::vector<MemoryObjPtr> s, std::vector<MemoryObjPtr> d) override {
+    if (throw_on_submit_deserialize) {
+      throw std::runtime_error("injected submit_deserialize failure");
+    }
+    return ForwardingSerdeProcessor::submit_deserialize(std::move(s), std::move(d));
+  }
+  std::atomic<bool> throw_on_submit_serialize{false};
+  std::atomic<bool> throw_on_submit_deserialize{false};
+};
+
+// An inner adapter whose submits can throw, whose stores can fail, whose loads can drop
+// chosen indices, and whose load results can be held back.
+class FlakyAdapter final : public ForwardingL2Adapter {
+ public:
+  using ForwardingL2Adapter::ForwardingL2Adapter;
+  TaskId submit_store_task(const std::vector<ObjectKey>& k,
+                           const std::vector<MemoryObjPtr>& o) override {
+    if (throw_on_submit_store) throw std::runtime_error("injected inner submit_store failure");
+    return ForwardingL2Adapter::submit_store_task(k, o);
+  }
+  std::map<TaskId, L2StoreResult> pop_completed_store_tasks() override {
+    auto done = ForwardingL2Adapter::pop_completed_store_tasks();
+    if (fail_stores) {
+      for (auto& [id, r] : done) r = L2StoreResult::failure();
+    }
+    return done;
+  }
+  TaskId submit_load_task(const std::vector<ObjectKey>& k,
+                          const std::vector<MemoryObjPtr>& o) override {
+    if (throw_on_submit_load) throw std::runtime_error("injected inner submit_load failure");
+    return ForwardingL2Adapter::submit_load_task(k, o);
+  }
+  std::optional<Bitmap> query_load_result(TaskId id) override {
+    if (hold_loads) return std::nullopt;
+    auto bits = ForwardingL2Adapter::query_load_result(id);
+    if (bits) {
+      for (std::size_t i : drop_load_indices) bits->clear(i);
+    }
+    return bits;
+  }
+  // Re-signals the load fd so a held-back result is noticed once released.
+  void release_loads() { hold_loads = false; }
+
+  std::atomic<bool> throw_on_submit_store{false};
+  std::atomic<bool> fail_stores{false};
+  std::atomic<bool> throw_on_submit_load{false};
+  std::atomic<bool> hold_loads{false};
+  std::set<std::size_t> drop_load_indices;
+};
+
+// StoreResults: a thread-safe collector of an adapter's store completions, for tests where
+// several threads wait on one adapter (pop_completed_store_tasks() hands out everyone's
+// results). Throws std::logic_error if a result is handed out twice.
+class StoreResults {
+ public:
+  explicit StoreResults(L2AdapterInterface& adapter) : adapter_(adapter) {}
+  std::optional<L2StoreResult> wait(TaskId id, std::chrono::milliseconds timeout = 30s) {
+    auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (std::chrono::steady_clock::now() < deadline) {
+      {
+        std::lock_guard lock(mu_);
+        for (auto& [tid, r] : adapter_.pop_completed_store_tasks()) {
+          if (!results_.emplace(tid, r).second) {
+            throw std::logic_error("store result handed out twice");
+          }
+        }
+        if (auto it = results_.find(id); it != results_.end()) return it->second;
+      }
+      wait_readable(adapter_.get_store_event_fd(), 20ms);
+    }
+    return std::nullopt;
+  }
+
+ private:
+  L2AdapterInterface& adapter_;
+  std::mutex mu_;
+  std::map<TaskId, L2StoreResult> results_;
+};
+
+// Waits for the store result of `id`, collecting every result popped meanwhile into `seen`.
+inline std::optional<L2StoreResult> wait_store(L2AdapterInterface& a, TaskId id,
+                                               std::map<TaskId, L2StoreResult>* seen = nullptr,
+                                               std::chrono::milliseconds timeout = 20s) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  std::map<TaskId, L2StoreResult> local;
+  auto& all = seen ? *seen : local;
+  while (std::chrono::steady_clock::now() < deadline) {
+    for (auto& [tid, r] : a.pop_completed_store_tasks()) {
+      if (!all.emplace(tid, r).second) throw std::logic_error("store result handed out twice");
+    }
+    if (auto it = all.find(id); it != all.end()) return it->second;
+    wait_readable(a.get_store_event_fd(), 50ms);
+    consume_fd(a.get_store_event_fd());
+  }
+  return std::nullopt;
+}
+
+inline std::optional<Bitmap> wait_load(L2AdapterInterface& a, TaskId id,
+                                       std::chrono::milliseconds timeout = 20s) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (auto r = a.query_load_result(id)) return r;
+    wait_readable(a.get_load_event_fd(), 50ms);
+    consume_fd(a.get_load_event_fd());
+  }
+  return std::nullopt;
+}
+
+}  // namespace lmcache::testing
