@@ -58,16 +58,19 @@ class ControlledSerializer final : public Serializer {
   explicit ControlledSerializer(Fp8SerdeOptions options = {}) : inner_(options) {}
   std::size_t serialize(const MemoryObj& src, MemoryObj& dst) override {
     int n = calls_.fetch_add(1);
-    if (gate) gate->wait();
-    if (throw_on_call == n || throw_always) throw std::runtime_error("injected serialize failure");
+    if (Gate* g = gate.load()) g->wait();
+    if (throw_on_call.load() == n || throw_always.load()) {
+      throw std::runtime_error("injected serialize failure");
+    }
     return inner_.serialize(src, dst);
   }
   std::size_t estimate_serialized_size(const MemoryLayoutDesc& layout) const override {
     return inner_.estimate_serialized_size(layout);
   }
-  Gate* gate = nullptr;
-  int throw_on_call = -1;
-  bool throw_always = false;
+  // Switched by the test while workers run, hence atomic.
+  std::atomic<Gate*> gate{nullptr};
+  std::atomic<int> throw_on_call{-1};
+  std::atomic<bool> throw_always{false};
 
  private:
   Fp8Serializer inner_;
@@ -79,12 +82,12 @@ class ControlledDeserializer final : public Deserializer {
   explicit ControlledDeserializer(Fp8SerdeOptions options = {}) : inner_(options) {}
   void deserialize(const MemoryObj& src, MemoryObj& dst) override {
     calls.fetch_add(1);
-    if (gate) gate->wait();
-    if (throw_always) throw std::runtime_error("injected deserialize failure");
+    if (Gate* g = gate.load()) g->wait();
+    if (throw_always.load()) throw std::runtime_error("injected deserialize failure");
     inner_.deserialize(src, dst);
   }
-  Gate* gate = nullptr;
-  bool throw_always = false;
+  std::atomic<Gate*> gate{nullptr};
+  std::atomic<bool> throw_always{false};
   std::atomic<int> calls{0};
 
  private:
