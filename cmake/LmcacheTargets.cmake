@@ -67,6 +67,13 @@ function(lmcache_add_test name)
   add_executable(${name} ${ARG_SOURCES})
   target_link_libraries(${name} PRIVATE ${ARG_DEPS} GTest::gtest GTest::gmock GTest::gtest_main
                                         lmcache_build_flags)
+  if(ARG_CONCURRENCY_FILTER)
+    # `cmake --build <dir> --target lmcache_concurrency_tests` builds just what TSan runs.
+    if(NOT TARGET lmcache_concurrency_tests)
+      add_custom_target(lmcache_concurrency_tests)
+    endif()
+    add_dependencies(lmcache_concurrency_tests ${name})
+  endif()
   if(LMCACHE_SANITIZE STREQUAL "thread")
     if(ARG_CONCURRENCY_FILTER)
       add_test(NAME ${name}.concurrency COMMAND ${name} --gtest_filter=${ARG_CONCURRENCY_FILTER})

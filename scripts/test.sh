@@ -30,12 +30,14 @@ export CCACHE_MAXSIZE=${CCACHE_MAXSIZE:-5G}
 
 step() { printf '\n==> %s\n' "$*"; }
 
-# configure_and_build <dir> <cmake args...>
+# configure_and_build <dir> [--target T] <cmake args...>
 configure_and_build() {
   local dir=$1; shift
+  local target=()
+  if [[ "${1:-}" == --target ]]; then target=(--target "$2"); shift 2; fi
   cmake -S "$root" -B "$dir" -G Ninja -DLMCACHE_WERROR=ON "$@" >"$dir.configure.log" 2>&1 ||
     { cat "$dir.configure.log"; return 1; }
-  cmake --build "$dir" -j "$jobs"
+  cmake --build "$dir" -j "$jobs" "${target[@]}"
 }
 
 # run_tests <dir> [ctest args...]
@@ -63,6 +65,7 @@ UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   run_tests "$root/build/asan"
 
 step "TSan build and the concurrency tests"
-configure_and_build "$root/build/tsan" -DLMCACHE_SANITIZE=thread "${san_flags[@]}"
+configure_and_build "$root/build/tsan" --target lmcache_concurrency_tests \
+  -DLMCACHE_SANITIZE=thread "${san_flags[@]}"
 TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
   run_tests "$root/build/tsan" -L concurrency

@@ -142,7 +142,7 @@ class FlakyAdapter final : public ForwardingL2Adapter {
     }
     return bits;
   }
-  // Re-signals the load fd so a held-back result is noticed once released.
+  // Stops holding load results back; the wrapper picks them up at its next wake-up.
   void release_loads() { hold_loads = false; }
 
   std::atomic<bool> throw_on_submit_store{false};

@@ -1,0 +1,798 @@
+#include "lmcache/fault/fault_inject_adapter.h"
+
+#include <poll.h>
+#include <sys/eventfd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <iostream>
+#include <limits>
+#include <sstream>
+#include <stdexcept>
+#include <utility>
+
+#include "lmcache/fault/internal/knobs.h"
+#include "lmcache/wrapper/adapter_factory.h"
+
+namespace lmcache {
+namespace {
+
+using namespace fault_internal;
+
+constexpr const char* kContext = "fault_inject adapter config";
+
+int hex_value(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+// Python bytes.fromhex(): pairs of hex digits, whitespace allowed between pairs.
+std::optional<std::string> from_hex(const std::string& text) {
+  std::string out;
+  std::size_t i = 0;
+  while (i < text.size()) {
+    if (text[i] == ' ' || text[i] == '\t' || text[i] == '\n' || text[i] == '\r') {
+      ++i;
+      continue;
+    }
+    if (i + 1 >= text.size()) return std::nullopt;
+    int hi = hex_value(text[i]), lo = hex_value(text[i + 1]);
+    if (hi < 0 || lo < 0) return std::nullopt;
+    out += static_cast<char>(hi * 16 + lo);
+    i += 2;
+  }
+  return out;
+}
+
+std::string to_hex(const std::string& raw) {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  std::string out;
+  for (unsigned char c : raw) {
+    out += kDigits[c >> 4];
+    out += kDigits[c & 0xF];
+  }
+  return out;
+}
+
+const char* store_fail_mode_name(StoreFailMode m) {
+  switch (m) {
+    case StoreFailMode::kDeleteAfter:
+      return "delete_after";
+    case StoreFailMode::kNeverForward:
+      return "never_forward";
+    case StoreFailMode::kMixed:
+      return "mixed";
+  }
+  return "?";
+}
+
+const char* truncate_mode_name(TruncateMode m) {
+  switch (m) {
+    case TruncateMode::kNarrow:
+      return "narrow";
+    case TruncateMode::kZeroTail:
+      return "zero_tail";
+    case TruncateMode::kMixed:
+      return "mixed";
+  }
+  return "?";
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// Options.
+
+FaultInjectOptions FaultInjectOptions::from_json(const Json& config) {
+  ConfigReader reader(config, kContext);
+  reader.allow("inner");
+  FaultInjectOptions o;
+  // Python knobs, with Python's messages.
+  o.drop.rate = read_probability(reader, "rate", 0.0, "rate must be a number in [0, 1]");
+  if (const Json* v = reader.raw("seed")) {
+    if (!v->is_number_integer() ||
+        (v->is_number_unsigned() &&
+         v->get<std::uint64_t>() > static_cast<std::uint64_t>(INT64_MAX))) {
+      fail("seed must be an integer", *v);
+    }
+    o.drop.seed = v->get<std::int64_t>();
+  }
+  for (std::uint64_t i : read_index_list(reader, "gap_indices",
+                                         "gap_indices must be a list of non-negative integers")) {
+    o.drop.gap_indices.push_back(static_cast<std::size_t>(i));
+  }
+  std::sort(o.drop.gap_indices.begin(), o.drop.gap_indices.end());
+  o.drop.gap_indices.erase(std::unique(o.drop.gap_indices.begin(), o.drop.gap_indices.end()),
+                           o.drop.gap_indices.end());
+  if (const Json* v = reader.raw("gap_tail_ratios")) {
+    if (!v->is_array()) fail("gap_tail_ratios must be a list of floats in [0, 1]", *v);
+    for (const Json& e : *v) {
+      if (!e.is_number() || !(e.get<double>() >= 0.0 && e.get<double>() <= 1.0)) {
+        fail("gap_tail_ratios must be a list of floats in [0, 1]", *v);
+      }
+      o.drop.gap_tail_ratios.push_back(e.get<double>());
+    }
+  }
+  if (const Json* v = reader.raw("drop_chunk_hashes")) {
+    if (!v->is_array()) fail("drop_chunk_hashes must be a list of hex strings", *v);
+    for (const Json& e : *v) {
+      if (!e.is_string()) fail("drop_chunk_hashes must be a list of hex strings", *v);
+      auto raw = from_hex(e.get<std::string>());
+      if (!raw) {
+        throw std::invalid_argument("drop_chunk_hashes entry '" + e.get<std::string>() +
+                                    "' is not hex");
+      }
+      o.drop.drop_chunk_hashes.push_back(*raw);
+    }
+  }
+  // New knobs.
+  o.store_fail_rate = read_probability(reader, "store_fail_rate", 0.0);
+  o.store_fail_mode = read_mode(reader, "store_fail_mode", StoreFailMode::kMixed,
+                                {{"delete_after", StoreFailMode::kDeleteAfter},
+                                 {"never_forward", StoreFailMode::kNeverForward},
+                                 {"mixed", StoreFailMode::kMixed}});
+  o.submit_throw_rate = read_probability(reader, "submit_throw_rate", 0.0);
+  o.lookup_miss_rate = read_probability(reader, "lookup_miss_rate", 0.0);
+  o.corrupt_rate = read_probability(reader, "corrupt_rate", 0.0);
+  o.corrupt_bits = read_integer(reader, "corrupt_bits", 1, 1, 64);
+  o.truncate_rate = read_probability(reader, "truncate_rate", 0.0);
+  o.truncate_mode = read_mode(reader, "truncate_mode", TruncateMode::kMixed,
+                              {{"narrow", TruncateMode::kNarrow},
+                               {"zero_tail", TruncateMode::kZeroTail},
+                               {"mixed", TruncateMode::kMixed}});
+  o.delay_rate = read_probability(reader, "delay_rate", 0.0);
+  o.max_delay_ms = read_non_negative(reader, "max_delay_ms", 10.0, 60'000.0);
+  o.reorder_rate = read_probability(reader, "reorder_rate", 0.0);
+  o.coalesce_rate = read_probability(reader, "coalesce_rate", 0.0);
+  o.max_hold_ms = read_non_negative(reader, "max_hold_ms", 20.0, 60'000.0);
+  o.spurious_wakeup_rate = read_probability(reader, "spurious_wakeup_rate", 0.0);
+  o.hang_rate = read_probability(reader, "hang_rate", 0.0);
+  o.slow_close_ms = read_integer(reader, "slow_close_ms", 0, 0, 60'000);
+  reader.finish();
+  return o;
+}
+
+Json FaultInjectOptions::to_json() const {
+  Json hashes = Json::array();
+  for (const auto& h : drop.drop_chunk_hashes) hashes.push_back(to_hex(h));
+  std::vector<std::size_t> gaps = drop.gap_indices;
+  std::sort(gaps.begin(), gaps.end());
+  return {{"rate", drop.rate},
+          {"seed", drop.seed},
+          {"gap_indices", gaps},
+          {"gap_tail_ratios", drop.gap_tail_ratios},
+          {"drop_chunk_hashes", hashes},
+          {"store_fail_rate", store_fail_rate},
+          {"store_fail_mode", store_fail_mode_name(store_fail_mode)},
+          {"submit_throw_rate", submit_throw_rate},
+          {"lookup_miss_rate", lookup_miss_rate},
+          {"corrupt_rate", corrupt_rate},
+          {"corrupt_bits", corrupt_bits},
+          {"truncate_rate", truncate_rate},
+          {"truncate_mode", truncate_mode_name(truncate_mode)},
+          {"delay_rate", delay_rate},
+          {"max_delay_ms", max_delay_ms},
+          {"reorder_rate", reorder_rate},
+          {"coalesce_rate", coalesce_rate},
+          {"max_hold_ms", max_hold_ms},
+          {"spurious_wakeup_rate", spurious_wakeup_rate},
+          {"hang_rate", hang_rate},
+          {"slow_close_ms", slow_close_ms}};
+}
+
+FaultInjectConfig parse_fault_inject_config(const Json& config) {
+  if (!config.is_object()) {
+    throw std::invalid_argument(std::string(kContext) + ": expected a JSON object, got " +
+                                std::string(config.type_name()));
+  }
+  auto it = config.find("inner");
+  if (it == config.end() || !it->is_object() || !it->contains("type")) {
+    throw std::invalid_argument("'inner' must be an adapter spec dict with a 'type' field");
+  }
+  if (!it->at("type").is_string()) {
+    throw std::invalid_argument("'inner' adapter spec must include a string 'type'");
+  }
+  FaultInjectConfig out;
+  out.options = FaultInjectOptions::from_json(config);
+  out.inner = *it;
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Construction and bookkeeping.
+
+FaultInjectL2Adapter::FaultInjectL2Adapter(L2AdapterPtr inner, FaultInjectOptions options,
+                                           std::shared_ptr<FaultLog> log)
+    : ForwardingL2Adapter(std::move(inner)),
+      options_(std::move(options)),
+      log_(log ? std::move(log) : std::make_shared<FaultLog>()),
+      rng_(static_cast<std::uint64_t>(options_.seed())) {
+  pump_ = std::thread([this] { pump_loop(); });
+}
+
+FaultInjectL2Adapter::~FaultInjectL2Adapter() {
+  try {
+    close();
+  } catch (...) {
+  }
+}
+
+const char* FaultInjectL2Adapter::op_name(Op op) {
+  switch (op) {
+    case Op::kStore:
+      return "store";
+    case Op::kLookup:
+      return "lookup";
+    case Op::kLoad:
+      return "load";
+  }
+  return "?";
+}
+
+void FaultInjectL2Adapter::check_open(const char* what) const {
+  if (closed_.load(std::memory_order_acquire)) {
+    throw std::logic_error(std::string("FaultInjectL2Adapter::") + what + " called after close()");
+  }
+}
+
+void FaultInjectL2Adapter::record(FaultKind kind, FaultEffect effect, const Task& task,
+                                  std::vector<ObjectKey> keys, std::string detail, bool effective,
+                                  std::vector<const MemoryObj*> objects) {
+  FaultEvent e;
+  e.kind = kind;
+  e.effect = effect;
+  e.keys = std::move(keys);
+  e.objects = std::move(objects);
+  e.effective = effective;
+  e.detail = std::string(op_name(task.op)) + (detail.empty() ? "" : ": " + detail);
+  log_->record(std::move(e));
+}
+
+std::uint64_t FaultInjectL2Adapter::decision_index(Op op, const std::vector<ObjectKey>& keys) {
+  return occurrences_.next(static_cast<std::uint64_t>(op) + 1, digest_keys(keys));
+}
+
+void FaultInjectL2Adapter::maybe_throw_at_submit(Op op, const std::vector<ObjectKey>& keys,
+                                                 std::uint64_t index) {
+  if (!rng_.chance(options_.submit_throw_rate, "submit_throw", index)) return;
+  Task t;
+  t.op = op;
+  record(FaultKind::kSubmitThrow, FaultEffect::kFailsTask, t, keys, "");
+  throw InjectedFault(std::string("submit_") + op_name(op) + "_task of " +
+                      std::to_string(keys.size()) + " keys (fault_inject)");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Submits.
+
+int FaultInjectL2Adapter::get_store_event_fd() const { return store_done_.event_fd(); }
+int FaultInjectL2Adapter::get_lookup_and_lock_event_fd() const { return lookup_done_.event_fd(); }
+int FaultInjectL2Adapter::get_load_event_fd() const { return load_done_.event_fd(); }
+
+TaskId FaultInjectL2Adapter::submit_store_task(const std::vector<ObjectKey>& keys,
+                                               const std::vector<MemoryObjPtr>& objects) {
+  check_open("submit_store_task");
+  if (keys.size() != objects.size()) {
+    throw std::invalid_argument(
+        "FaultInjectL2Adapter::submit_store_task: " + std::to_string(keys.size()) + " keys but " +
+        std::to_string(objects.size()) + " objects");
+  }
+  const std::uint64_t index = decision_index(Op::kStore, keys);
+  maybe_throw_at_submit(Op::kStore, keys, index);
+  Task task;
+  task.op = Op::kStore;
+  task.keys = keys;
+  task.objects = objects;
+  task.index = index;
+  task.submitted = Clock::now();
+  task.fail_store = rng_.chance(options_.store_fail_rate, "store_fail", index);
+  if (task.fail_store) {
+    task.delete_after = options_.store_fail_mode == StoreFailMode::kMixed
+                            ? rng_.chance(0.5, "store_fail_mode", index)
+                            : options_.store_fail_mode == StoreFailMode::kDeleteAfter;
+  } else {
+    task.hang = rng_.chance(options_.hang_rate, "hang", index);
+  }
+
+  std::lock_guard lock(mu_);
+  if (closing_)
+    throw std::logic_error("FaultInjectL2Adapter::submit_store_task called after close()");
+  const TaskId id = ids_.next();
+  // Record before anything can complete: the pump needs mu_ to publish.
+  if (task.fail_store) {
+    record(FaultKind::kStoreFail, FaultEffect::kFailsTask, task, keys,
+           task.delete_after ? "delete_after" : "never_forward");
+  }
+  if (task.hang) record(FaultKind::kHang, FaultEffect::kHang, task, keys, "");
+  if (task.fail_store && !task.delete_after) {
+    task.store_result = L2StoreResult::failure();
+    Task& t = tasks_.emplace(id, std::move(task)).first->second;
+    schedule_locked(id, t);
+    wake_.notify();
+    return id;
+  }
+  const TaskId inner_id = inner().submit_store_task(keys, objects);
+  task.inner_id = inner_id;
+  inner_to_outer_[static_cast<int>(Op::kStore)][inner_id] = id;
+  tasks_.emplace(id, std::move(task));
+  return id;
+}
+
+std::map<TaskId, L2StoreResult> FaultInjectL2Adapter::pop_completed_store_tasks() {
+  return store_done_.take_all();
+}
+
+TaskId FaultInjectL2Adapter::submit_lookup_and_lock_task(const std::vector<ObjectKey>& keys) {
+  check_open("submit_lookup_and_lock_task");
+  const std::uint64_t index = decision_index(Op::kLookup, keys);
+  maybe_throw_at_submit(Op::kLookup, keys, index);
+  Task task;
+  task.op = Op::kLookup;
+  task.keys = keys;
+  task.index = index;
+  task.submitted = Clock::now();
+  std::lock_guard lock(mu_);
+  if (closing_) {
+    throw std::logic_error(
+        "FaultInjectL2Adapter::submit_lookup_and_lock_task called after close()");
+  }
+  const TaskId id = ids_.next();
+  const TaskId inner_id = inner().submit_lookup_and_lock_task(keys);
+  task.inner_id = inner_id;
+  inner_to_outer_[static_cast<int>(Op::kLookup)][inner_id] = id;
+  tasks_.emplace(id, std::move(task));
+  return id;
+}
+
+std::optional<Bitmap> FaultInjectL2Adapter::query_lookup_and_lock_result(TaskId id) {
+  return lookup_done_.take(id);
+}
+
+void FaultInjectL2Adapter::submit_unlock(const std::vector<ObjectKey>& keys) {
+  check_open("submit_unlock");
+  inner().submit_unlock(keys);
+}
+
+TaskId FaultInjectL2Adapter::submit_load_task(const std::vector<ObjectKey>& keys,
+                                              const std::vector<MemoryObjPtr>& objects) {
+  check_open("submit_load_task");
+  if (keys.size() != objects.size()) {
+    throw std::invalid_argument(
+        "FaultInjectL2Adapter::submit_load_task: " + std::to_string(keys.size()) + " keys but " +
+        std::to_string(objects.size()) + " objects");
+  }
+  const std::uint64_t index = decision_index(Op::kLoad, keys);
+  maybe_throw_at_submit(Op::kLoad, keys, index);
+  Task task;
+  task.op = Op::kLoad;
+  task.keys = keys;
+  task.objects = objects;
+  task.index = index;
+  task.submitted = Clock::now();
+  task.hang = rng_.chance(options_.hang_rate, "hang", index);
+  std::lock_guard lock(mu_);
+  if (closing_)
+    throw std::logic_error("FaultInjectL2Adapter::submit_load_task called after close()");
+  const TaskId id = ids_.next();
+  if (task.hang) record(FaultKind::kHang, FaultEffect::kHang, task, keys, "");
+  const TaskId inner_id = inner().submit_load_task(keys, objects);
+  task.inner_id = inner_id;
+  inner_to_outer_[static_cast<int>(Op::kLoad)][inner_id] = id;
+  tasks_.emplace(id, std::move(task));
+  return id;
+}
+
+std::optional<Bitmap> FaultInjectL2Adapter::query_load_result(TaskId id) {
+  return load_done_.take(id);
+}
+
+void FaultInjectL2Adapter::delete_keys(const std::vector<ObjectKey>& keys) {
+  check_open("delete_keys");
+  inner().delete_keys(keys);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The pump.
+
+void FaultInjectL2Adapter::pump_loop() {
+  pollfd fds[4] = {{inner().get_store_event_fd(), POLLIN, 0},
+                   {inner().get_lookup_and_lock_event_fd(), POLLIN, 0},
+                   {inner().get_load_event_fd(), POLLIN, 0},
+                   {wake_.fd(), POLLIN, 0}};
+  while (!stop_.load(std::memory_order_acquire)) {
+    int timeout_ms = 100;
+    {
+      std::lock_guard lock(mu_);
+      auto next = next_deadline_locked();
+      if (next != Clock::time_point::max()) {
+        auto left = std::chrono::ceil<std::chrono::milliseconds>(next - Clock::now()).count();
+        timeout_ms = static_cast<int>(std::clamp<long long>(left, 0, 100));
+      }
+    }
+    int rc = ::poll(fds, 4, timeout_ms);
+    if (rc < 0 && errno != EINTR) continue;
+    for (auto& p : fds) {
+      if (p.revents & POLLIN) consume_fd(p.fd);
+      p.revents = 0;
+    }
+    if (stop_.load(std::memory_order_acquire)) break;
+    // Every wake-up scans everything: fds coalesce, and a wake-up may be spurious.
+    try {
+      collect_inner_stores();
+      collect_inner_queries(Op::kLookup);
+      collect_inner_queries(Op::kLoad);
+      std::lock_guard lock(mu_);
+      publish_due_locked(Clock::now());
+    } catch (...) {
+      // Only an inner adapter that breaks its contract gets here; keep serving the others.
+      pump_errors_.fetch_add(1, std::memory_order_relaxed);
+    }
+  }
+}
+
+void FaultInjectL2Adapter::collect_inner_stores() {
+  auto done = inner().pop_completed_store_tasks();
+  if (done.empty()) return;
+  struct Hit {
+    TaskId id;
+    Task* task;
+    L2StoreResult result;
+  };
+  std::vector<Hit> hits;
+  {
+    std::lock_guard lock(mu_);
+    auto& map = inner_to_outer_[static_cast<int>(Op::kStore)];
+    for (auto& [inner_id, result] : done) {
+      auto it = map.find(inner_id);
+      if (it == map.end()) {
+        stray_results_.fetch_add(1, std::memory_order_relaxed);
+        continue;
+      }
+      hits.push_back({it->second, &tasks_.at(it->second), result});
+      map.erase(it);
+    }
+  }
+  // Tasks stay put: only this thread erases them (or close(), after joining it).
+  for (auto& h : hits) h.result = apply_store_faults(*h.task, h.result);
+  std::lock_guard lock(mu_);
+  for (auto& h : hits) {
+    h.task->store_result = h.result;
+    schedule_locked(h.id, *h.task);
+  }
+}
+
+void FaultInjectL2Adapter::collect_inner_queries(Op op) {
+  std::vector<std::pair<TaskId, TaskId>> pending;
+  {
+    std::lock_guard lock(mu_);
+    const auto& map = inner_to_outer_[static_cast<int>(op)];
+    pending.assign(map.begin(), map.end());
+  }
+  for (auto [inner_id, id] : pending) {
+    std::optional<Bitmap> bits = op == Op::kLookup ? inner().query_lookup_and_lock_result(inner_id)
+                                                   : inner().query_load_result(inner_id);
+    if (!bits) continue;
+    Task* task;
+    {
+      std::lock_guard lock(mu_);
+      inner_to_outer_[static_cast<int>(op)].erase(inner_id);
+      task = &tasks_.at(id);
+    }
+    Bitmap out = op == Op::kLookup ? apply_lookup_faults(*task, std::move(*bits))
+                                   : apply_load_faults(*task, std::move(*bits));
+    std::lock_guard lock(mu_);
+    task->bitmap = std::move(out);
+    schedule_locked(id, *task);
+  }
+}
+
+L2StoreResult FaultInjectL2Adapter::apply_store_faults(Task& task, L2StoreResult result) {
+  if (!task.fail_store) return result;
+  // delete_after: the inner adapter may hold the keys now; they must not stay visible once
+  // the failure is published.
+  if (result.is_successful()) inner().delete_keys(task.keys);
+  return L2StoreResult::failure();
+}
+
+Bitmap FaultInjectL2Adapter::apply_lookup_faults(Task& task, Bitmap bits) {
+  if (!(options_.lookup_miss_rate > 0.0)) return bits;
+  std::vector<ObjectKey> unlock;
+  for (std::size_t i : bits.set_indices()) {
+    if (i >= task.keys.size()) break;
+    if (!rng_.chance(options_.lookup_miss_rate, "lookup_miss", task.index, i)) continue;
+    bits.clear(i);
+    unlock.push_back(task.keys[i]);
+    record(FaultKind::kLookupMiss, FaultEffect::kMiss, task, {task.keys[i]},
+           "position " + std::to_string(i));
+  }
+  // The inner adapter locked what it found; the caller will not unlock what it was told is
+  // absent, so the injector must.
+  if (!unlock.empty()) inner().submit_unlock(unlock);
+  return bits;
+}
+
+Bitmap FaultInjectL2Adapter::apply_load_faults(Task& task, Bitmap bits) {
+  // 1. The Python rule: clear dropped positions (only a set bit is a real drop).
+  for (std::size_t i : options_.drop.dropped_positions(task.keys)) {
+    if (!bits.test(i)) continue;
+    bits.clear(i);
+    record(FaultKind::kLoadDrop, FaultEffect::kMiss, task, {task.keys[i]},
+           "position " + std::to_string(i));
+  }
+  // 2. Damage the bytes of keys that stay loaded.
+  for (std::size_t i : bits.set_indices()) {
+    if (i >= task.objects.size() || !task.objects[i]) continue;
+    MemoryObj& obj = *task.objects[i];
+    const std::size_t size = obj.size();
+    if (rng_.chance(options_.truncate_rate, "truncate", task.index, i)) {
+      const bool narrow = options_.truncate_mode == TruncateMode::kMixed
+                              ? rng_.chance(0.5, "truncate_mode", task.index, i)
+                              : options_.truncate_mode == TruncateMode::kNarrow;
+      const std::size_t keep = static_cast<std::size_t>(
+          rng_.below(size, "truncate_keep", task.index, i));  // in [0, size)
+      if (narrow) {
+        if (size > 0) obj.set_used_size(keep);
+        // A short source must be rejected by the deserializer: the whole wrapped load fails.
+        record(FaultKind::kTruncate, FaultEffect::kFailsTask, task, task.keys,
+               "narrow position " + std::to_string(i) + " " + std::to_string(size) + " -> " +
+                   std::to_string(keep) + " bytes",
+               size > 0, {&obj});
+        continue;
+      }
+      bool changed = false;
+      auto bytes = obj.bytes();
+      for (std::size_t b = keep; b < size; ++b) {
+        changed |= bytes[b] != std::byte{0};
+        bytes[b] = std::byte{0};
+      }
+      record(FaultKind::kTruncate, FaultEffect::kCorruptsData, task, {task.keys[i]},
+             "zero_tail position " + std::to_string(i) + " from byte " + std::to_string(keep) +
+                 " of " + std::to_string(size),
+             changed, {&obj});
+      continue;
+    }
+    if (rng_.chance(options_.corrupt_rate, "corrupt", task.index, i)) {
+      std::map<std::size_t, std::uint8_t> masks;
+      if (size > 0) {
+        for (std::int64_t b = 0; b < options_.corrupt_bits; ++b) {
+          std::uint64_t bit = rng_.below(size * 8, "corrupt_bit", task.index,
+                                         (static_cast<std::uint64_t>(i) << 8) | b);
+          masks[bit / 8] ^= static_cast<std::uint8_t>(1u << (bit % 8));
+        }
+      }
+      bool changed = false;
+      std::string where;
+      auto bytes = obj.bytes();
+      for (auto [byte, mask] : masks) {
+        if (!mask) continue;
+        changed = true;
+        bytes[byte] ^= std::byte{mask};
+        where += (where.empty() ? "" : ",") + std::to_string(byte);
+      }
+      record(FaultKind::kCorrupt, FaultEffect::kCorruptsData, task, {task.keys[i]},
+             "position " + std::to_string(i) + " bytes " + (where.empty() ? "none" : where),
+             changed, {&obj});
+    }
+  }
+  return bits;
+}
+
+void FaultInjectL2Adapter::schedule_locked(TaskId id, Task& task) {
+  if (task.hang) {
+    task.state = State::kHung;
+    return;
+  }
+  const auto now = Clock::now();
+  const std::uint64_t idx = task.index;
+  if (rng_.chance(options_.reorder_rate, "reorder", idx) ||
+      rng_.chance(options_.coalesce_rate, "coalesce", idx)) {
+    task.coalesce = !rng_.chance(options_.reorder_rate, "reorder", idx);
+    record(task.coalesce ? FaultKind::kCoalesce : FaultKind::kReorder, FaultEffect::kNone, task,
+           task.keys, "held up to " + Json(options_.max_hold_ms).dump() + " ms");
+    task.state = State::kHeld;
+    task.due = now + std::chrono::duration_cast<Clock::duration>(
+                         std::chrono::duration<double, std::milli>(options_.max_hold_ms));
+    held_[static_cast<int>(task.op)].push_back(id);
+    return;
+  }
+  task.due = now;
+  if (rng_.chance(options_.delay_rate, "delay", idx)) {
+    double ms = rng_.uniform("delay_ms", idx) * options_.max_delay_ms;
+    task.due = now + std::chrono::duration_cast<Clock::duration>(
+                         std::chrono::duration<double, std::milli>(ms));
+    record(FaultKind::kDelay, FaultEffect::kNone, task, task.keys,
+           "+" + std::to_string(static_cast<int>(ms * 1000)) + " us");
+  }
+  task.state = State::kScheduled;
+  due_.emplace(task.due, id);
+  if (task.due > now) wake_.notify();  // let the pump recompute its timeout
+}
+
+FaultInjectL2Adapter::Clock::time_point FaultInjectL2Adapter::next_deadline_locked() const {
+  auto next = Clock::time_point::max();
+  if (!due_.empty()) next = due_.begin()->first;
+  for (const auto& held : held_) {
+    for (TaskId id : held) next = std::min(next, tasks_.at(id).due);
+  }
+  return next;
+}
+
+void FaultInjectL2Adapter::publish_due_locked(Clock::time_point now) {
+  for (auto& held : held_) {
+    std::vector<TaskId> keep;
+    for (TaskId id : held) {
+      if (tasks_.at(id).due <= now) {
+        complete_locked(id);
+      } else {
+        keep.push_back(id);
+      }
+    }
+    held.swap(keep);
+  }
+  while (!due_.empty() && due_.begin()->first <= now) {
+    TaskId id = due_.begin()->second;
+    due_.erase(due_.begin());
+    publish_locked(id);
+  }
+}
+
+void FaultInjectL2Adapter::publish_locked(TaskId id) {
+  auto& held = held_[static_cast<int>(tasks_.at(id).op)];
+  std::vector<TaskId> after;
+  for (TaskId h : held) {
+    if (tasks_.at(h).coalesce) {
+      complete_locked(h);  // coalesce: back to back, before
+    } else {
+      after.push_back(h);  // reorder: after
+    }
+  }
+  held.clear();
+  complete_locked(id);
+  for (TaskId h : after) complete_locked(h);
+}
+
+void FaultInjectL2Adapter::complete_locked(TaskId id) {
+  auto it = tasks_.find(id);
+  Task& t = it->second;
+  int spurious_fd = -1;
+  if (rng_.chance(options_.spurious_wakeup_rate, "spurious", t.index)) {
+    static constexpr const char* kNames[] = {"store", "lookup", "load"};
+    const auto which = rng_.below(3, "spurious_fd", t.index);
+    spurious_fd = which == 0   ? store_done_.event_fd()
+                  : which == 1 ? lookup_done_.event_fd()
+                               : load_done_.event_fd();
+    // Recorded before the completion becomes visible, like every event.
+    record(FaultKind::kSpuriousWakeup, FaultEffect::kNone, t, t.keys,
+           std::string("extra notify on the ") + kNames[which] + " fd");
+  }
+  switch (t.op) {
+    case Op::kStore:
+      store_done_.complete(id, *t.store_result);
+      break;
+    case Op::kLookup:
+      lookup_done_.complete(id, std::move(*t.bitmap));
+      break;
+    case Op::kLoad:
+      load_done_.complete(id, std::move(*t.bitmap));
+      break;
+  }
+  // A notify with no result behind it: a consumer must cope with an empty scan.
+  if (spurious_fd >= 0) ::eventfd_write(spurious_fd, 1);
+  tasks_.erase(it);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Status and close.
+
+Json FaultInjectL2Adapter::pending_summary() const {
+  std::lock_guard lock(mu_);
+  Json out = Json::object();
+  for (Op op : {Op::kStore, Op::kLookup, Op::kLoad}) {
+    out[op_name(op)] = {{"at_inner", 0}, {"scheduled", 0}, {"held", 0}, {"hung", 0}};
+  }
+  for (const auto& [id, t] : tasks_) {
+    static constexpr const char* kStates[] = {"at_inner", "scheduled", "held", "hung"};
+    auto& slot = out[op_name(t.op)][kStates[static_cast<int>(t.state)]];
+    slot = slot.get<int>() + 1;
+  }
+  return out;
+}
+
+std::string FaultInjectL2Adapter::describe_task(const ObjectKey& key) const {
+  std::lock_guard lock(mu_);
+  for (auto it = tasks_.rbegin(); it != tasks_.rend(); ++it) {
+    const Task& t = it->second;
+    if (std::find(t.keys.begin(), t.keys.end(), key) == t.keys.end()) continue;
+    static constexpr const char* kStates[] = {"at the inner adapter", "scheduled for publication",
+                                              "held (reorder/coalesce)",
+                                              "hung on purpose (hang fault)"};
+    std::ostringstream out;
+    out << op_name(t.op) << " task " << it->first;
+    if (t.inner_id) out << " (inner " << *t.inner_id << ")";
+    out << ": " << kStates[static_cast<int>(t.state)] << " for "
+        << std::chrono::duration<double>(Clock::now() - t.submitted).count() << " s since submit";
+    return out.str();
+  }
+  return "no unpublished task of the fault injector holds this key (it was published, or never "
+         "reached the injector)";
+}
+
+Json FaultInjectL2Adapter::report_status() const {
+  Json status = inner().report_status();
+  Json fi = options_.to_json();
+  fi["pending"] = pending_summary();
+  fi["pump_errors"] = pump_errors_.load(std::memory_order_relaxed);
+  fi["stray_inner_results"] = stray_results_.load(std::memory_order_relaxed);
+  fi["events_dropped"] = log_->dropped();
+  fi["closed"] = closed_.load(std::memory_order_acquire);
+  status["fault_inject"] = std::move(fi);
+  return status;
+}
+
+void FaultInjectL2Adapter::close() {
+  std::lock_guard close_lock(close_mu_);
+  if (closed_.load(std::memory_order_acquire)) return;
+  {
+    std::lock_guard lock(mu_);
+    closing_ = true;
+  }
+  if (options_.slow_close_ms > 0) {
+    FaultEvent e;
+    e.kind = FaultKind::kSlowClose;
+    e.effect = FaultEffect::kNone;
+    e.detail = std::to_string(options_.slow_close_ms) + " ms";
+    log_->record(std::move(e));
+    std::this_thread::sleep_for(std::chrono::milliseconds(options_.slow_close_ms));
+  }
+  stop_.store(true, std::memory_order_release);
+  wake_.notify();
+  if (pump_.joinable()) pump_.join();
+  try {
+    inner().close();
+  } catch (...) {
+  }
+  {
+    std::lock_guard lock(mu_);
+    tasks_.clear();  // unpublished results are dropped, never signalled; release the buffers
+    for (auto& m : inner_to_outer_) m.clear();
+    due_.clear();
+    for (auto& h : held_) h.clear();
+  }
+  store_done_.close();
+  lookup_done_.close();
+  load_done_.close();
+  wake_.close();
+  closed_.store(true, std::memory_order_release);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Registration.
+
+void register_fault_injection_adapters() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    auto names = registered_l2_adapter_types();
+    if (std::find(names.begin(), names.end(), FaultInjectL2Adapter::kTypeName) != names.end()) {
+      return;
+    }
+    register_l2_adapter_type(
+        std::string(FaultInjectL2Adapter::kTypeName),
+        [](const Json& config, const AdapterContext& ctx) -> L2AdapterPtr {
+          FaultInjectConfig parsed = parse_fault_inject_config(config);  // before any thread
+          const std::string inner_type = parsed.inner.at("type").get<std::string>();
+          L2AdapterPtr inner = create_l2_adapter(parsed.inner, ctx);
+          const auto& d = parsed.options.drop;
+          std::cerr << "FaultInjectL2Adapter ACTIVE (rate=" << d.rate << ", seed=" << d.seed
+                    << ", gap_indices=" << Json(d.gap_indices).dump()
+                    << ", gap_tail_ratios=" << Json(d.gap_tail_ratios).dump() << ") wrapping "
+                    << inner_type << " -- test/diagnostic use only.\n";
+          return std::make_unique<FaultInjectL2Adapter>(std::move(inner),
+                                                        std::move(parsed.options));
+        });
+  });
+}
+
+}  // namespace lmcache

@@ -1,0 +1,303 @@
+// File: lmcache/fault/fault_inject_adapter.h
+//
+// FaultInjectL2Adapter (type name "fault_inject") decorates any L2 adapter and injects faults
+// into what it reports, for tests and diagnostics only. It is the C++ form of LMCache's Python
+// FaultInjectL2Adapter (notes/lmcache-behaviour.md §12) -- whose load-drop rule it reproduces
+// exactly (see drop_rule.h) -- extended with the fault kinds of fault_log.h:
+//
+//   {"type": "fault_inject",
+//    "inner": {"type": "mock", ...},          // any registered adapter spec (may carry "serde")
+//    "rate": 0.0, "seed": 0, "gap_indices": [], "gap_tail_ratios": [],
+//    "drop_chunk_hashes": [],                 // Python knobs (drop_chunk_hashes: earlier version)
+//    "store_fail_rate": 0.0, "store_fail_mode": "mixed",     // delete_after|never_forward|mixed
+//    "submit_throw_rate": 0.0, "lookup_miss_rate": 0.0,
+//    "corrupt_rate": 0.0, "corrupt_bits": 1,
+//    "truncate_rate": 0.0, "truncate_mode": "mixed",         // narrow|zero_tail|mixed
+//    "delay_rate": 0.0, "max_delay_ms": 10, "reorder_rate": 0.0, "coalesce_rate": 0.0,
+//    "max_hold_ms": 20, "spurious_wakeup_rate": 0.0, "hang_rate": 0.0, "slow_close_ms": 0}
+//
+// What each knob does (all probabilities in [0, 1], default 0 = off):
+//   rate, gap_*, drop_chunk_hashes  load bits cleared by the Python rule (lookup unaffected).
+//   store_fail_rate    per store task: the result becomes failure and the keys are not left
+//                      visible -- never forwarded to the inner adapter (never_forward), or
+//                      forwarded and deleted from it before the failure is published
+//                      (delete_after; a lookup racing with that window may still see them).
+//   submit_throw_rate  per submit (store, load, lookup): throws InjectedFault, nothing forwarded.
+//   lookup_miss_rate   per hit of a lookup: the bit is cleared and the lock the inner adapter
+//                      took for it is released (submit_unlock), so no lock leaks.
+//   corrupt_rate       per loaded key: corrupt_bits random bits of the caller's buffer (within
+//                      its logical size) are flipped after a successful inner load; the bit
+//                      stays set. Not detectable by the stack: only a data check catches it.
+//   truncate_rate      per loaded key: narrow = set_used_size() to fewer bytes than loaded (a
+//                      conforming deserializer rejects the short source); zero_tail = the tail
+//                      of the loaded bytes zeroed, size unchanged (not detectable, like corrupt).
+//   delay_rate         per completion: published up to max_delay_ms late (hence out of order).
+//   reorder_rate       per completion: held and published right after the next completion of
+//                      the same kind (or after max_hold_ms).
+//   coalesce_rate      per completion: held and published back to back with the next one, so
+//                      both land behind a single wake-up.
+//   spurious_wakeup_rate per completion: one extra notify, with no result, on one of the fds.
+//   hang_rate          per store / load task: the inner adapter does the work but the
+//                      completion is never published; close() drops it (a serde wrapper above
+//                      then fails the task). Lookups never hang: nothing could fail them later.
+//   slow_close_ms      close() sleeps this long first.
+// Every decision is drawn from one FaultRng seeded with "seed", indexed by the content of the
+// task (its keys and how many times that batch was seen), never by thread timing; the Python
+// rate rule uses BLAKE2b of each key as in Python. Every injected fault is recorded in a
+// FaultLog before its effect becomes visible.
+//
+// Threading model: the adapter owns its three event fds (one CompletionQueue per kind) and one
+// pump thread. submit_*() runs on the caller's thread: it draws the submit-time decisions
+// (throw, store failure, hang), forwards to the inner adapter and records the inner id under
+// the adapter's mutex, which it holds across the inner submit so that the pump can never see
+// an inner completion it cannot match. The pump polls the inner adapter's three fds, its own
+// wake fd and its schedule's next deadline; after every wake-up it pops / queries every
+// pending inner task, applies the completion-time faults (drops, corruption, truncation,
+// lookup misses, deletions of failed stores -- inner calls are made without the mutex held),
+// and schedules each result for publication (delay / hold). Publication is
+// CompletionQueue::complete(): the result is stored, then the fd notified once. The pump is the
+// only thread that touches caller buffers after submit returns, and only between the inner
+// completion and publication, when neither the inner adapter nor the caller uses them.
+//
+// close(): idempotent. Rejects new submits (std::logic_error), sleeps slow_close_ms, stops and
+// joins the pump, closes the inner adapter, then closes the three fds. Results not yet
+// published (delayed, held, hung, or still at the inner adapter) are dropped and never
+// signalled, as the mock adapter does; results already published stay takeable.
+// delete_keys(), submit_unlock() and submit_*() throw std::logic_error after close(); getters
+// delegate to the (closed) inner adapter.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include "lmcache/core/completion_queue.h"
+#include "lmcache/core/event_notifier.h"
+#include "lmcache/fault/drop_rule.h"
+#include "lmcache/fault/fault_log.h"
+#include "lmcache/fault/fault_rng.h"
+#include "lmcache/l2/adapter_registry.h"
+#include "lmcache/l2/forwarding_adapter.h"
+
+namespace lmcache {
+
+enum class StoreFailMode : std::uint8_t { kDeleteAfter, kNeverForward, kMixed };
+enum class TruncateMode : std::uint8_t { kNarrow, kZeroTail, kMixed };
+
+// FaultInjectOptions
+//
+// Every knob of the adapter except "inner". The Python knobs live in `drop` (drop.seed is
+// "seed", the one seed of every decision).
+struct FaultInjectOptions {
+  LoadDropRule drop;
+  double store_fail_rate = 0.0;
+  StoreFailMode store_fail_mode = StoreFailMode::kMixed;
+  double submit_throw_rate = 0.0;
+  double lookup_miss_rate = 0.0;
+  double corrupt_rate = 0.0;
+  std::int64_t corrupt_bits = 1;
+  double truncate_rate = 0.0;
+  TruncateMode truncate_mode = TruncateMode::kMixed;
+  double delay_rate = 0.0;
+  double max_delay_ms = 10.0;
+  double reorder_rate = 0.0;
+  double coalesce_rate = 0.0;
+  double max_hold_ms = 20.0;
+  double spurious_wakeup_rate = 0.0;
+  double hang_rate = 0.0;
+  std::int64_t slow_close_ms = 0;
+
+  std::int64_t seed() const { return drop.seed; }
+
+  // from_json()
+  //
+  // Reads the knobs from `config` (the adapter config without "type"; an "inner" key is
+  // allowed and ignored here). Throws std::invalid_argument whose message starts with the
+  // Python ValueError text where Python has one -- "rate must be a number in [0, 1]", "seed
+  // must be an integer", "gap_indices must be a list of non-negative integers",
+  // "gap_tail_ratios must be a list of floats in [0, 1]", "drop_chunk_hashes must be a list of
+  // hex strings", "drop_chunk_hashes entry 'x' is not hex" -- followed by " (got <value>)";
+  // for the new knobs "'<key>' must be a number in [0, 1] (got <value>)" or similar; and
+  // "fault_inject adapter config: unknown key 'k' (known keys: ...)" for an unknown key.
+  // Booleans are rejected wherever a number is expected.
+  static FaultInjectOptions from_json(const Json& config);
+
+  // to_json()
+  //
+  // Every knob, in the JSON form from_json() reads (gap_indices sorted, drop_chunk_hashes as
+  // lower-case hex).
+  Json to_json() const;
+};
+
+// FaultInjectConfig / parse_fault_inject_config()
+//
+// The factory's view: the inner adapter spec plus the options. Throws std::invalid_argument
+// "'inner' must be an adapter spec dict with a 'type' field" when "inner" is missing, not an
+// object or has no "type", and "'inner' adapter spec must include a string 'type'" when its
+// "type" is not a string; then as FaultInjectOptions::from_json().
+struct FaultInjectConfig {
+  Json inner;
+  FaultInjectOptions options;
+};
+FaultInjectConfig parse_fault_inject_config(const Json& config_without_type);
+
+class FaultInjectL2Adapter final : public ForwardingL2Adapter {
+ public:
+  static constexpr std::string_view kTypeName = "fault_inject";
+
+  // FaultInjectL2Adapter()
+  //
+  // Takes ownership of `inner` (close() closes it) and starts the pump thread. Events go to
+  // `log` (a private one when null). Throws std::invalid_argument for a null inner.
+  FaultInjectL2Adapter(L2AdapterPtr inner, FaultInjectOptions options,
+                       std::shared_ptr<FaultLog> log = nullptr);
+
+  // Calls close().
+  ~FaultInjectL2Adapter() override;
+
+  FaultInjectL2Adapter(const FaultInjectL2Adapter&) = delete;
+  FaultInjectL2Adapter& operator=(const FaultInjectL2Adapter&) = delete;
+
+  // The adapter's own fds (-1 after close()), pairwise distinct and distinct from the inner's.
+  int get_store_event_fd() const override;
+  int get_lookup_and_lock_event_fd() const override;
+  int get_load_event_fd() const override;
+
+  // submit_*()
+  //
+  // As L2AdapterInterface, plus: may throw InjectedFault (submit_throw_rate); exceptions of
+  // the inner submit propagate unchanged. Throws std::invalid_argument when the lists differ
+  // in length, std::logic_error after close().
+  TaskId submit_store_task(const std::vector<ObjectKey>& keys,
+                           const std::vector<MemoryObjPtr>& objects) override;
+  std::map<TaskId, L2StoreResult> pop_completed_store_tasks() override;
+  TaskId submit_lookup_and_lock_task(const std::vector<ObjectKey>& keys) override;
+  std::optional<Bitmap> query_lookup_and_lock_result(TaskId id) override;
+  void submit_unlock(const std::vector<ObjectKey>& keys) override;
+  TaskId submit_load_task(const std::vector<ObjectKey>& keys,
+                          const std::vector<MemoryObjPtr>& objects) override;
+  std::optional<Bitmap> query_load_result(TaskId id) override;
+  void delete_keys(const std::vector<ObjectKey>& keys) override;
+
+  // report_status()
+  //
+  // The inner's status plus "fault_inject": {rate, seed, gap_indices (sorted),
+  // gap_tail_ratios, drop_chunk_hashes, every new knob, "pending": pending_summary(),
+  // "pump_errors", "stray_inner_results", "events_dropped" (FaultLog::dropped()), "closed"}.
+  Json report_status() const override;
+
+  void close() override;
+
+  const FaultInjectOptions& options() const { return options_; }
+  FaultLog& fault_log() { return *log_; }
+  const std::shared_ptr<FaultLog>& fault_log_ptr() const { return log_; }
+
+  // pending_summary()
+  //
+  // Counts of unpublished tasks by kind and state: {"store": {"at_inner": n, "scheduled": n,
+  // "held": n, "hung": n}, "lookup": {...}, "load": {...}}.
+  Json pending_summary() const;
+
+  // describe_task()
+  //
+  // Where the newest unpublished task whose keys include `key` is ("load task 7 (inner 12):
+  // at the inner adapter for 3.2 s"), or "no unpublished task" -- for watchdog messages.
+  std::string describe_task(const ObjectKey& key) const;
+
+ private:
+  enum class Op : std::uint8_t { kStore, kLookup, kLoad };
+  enum class State : std::uint8_t { kAtInner, kScheduled, kHeld, kHung };
+  using Clock = std::chrono::steady_clock;
+
+  struct Task {
+    Op op = Op::kStore;
+    State state = State::kAtInner;
+    std::vector<ObjectKey> keys;
+    std::vector<MemoryObjPtr> objects;
+    std::uint64_t index = 0;  // the decision index (content + occurrence)
+    std::optional<TaskId> inner_id;
+    bool fail_store = false;
+    bool delete_after = false;
+    bool hang = false;
+    bool coalesce = false;  // when held: published before (true) or after (false) the next one
+    Clock::time_point submitted;
+    Clock::time_point due;
+    std::optional<L2StoreResult> store_result;
+    std::optional<Bitmap> bitmap;
+  };
+
+  static const char* op_name(Op op);
+  void check_open(const char* what) const;
+  // Records an event about `task` (the detail is prefixed with its op).
+  void record(FaultKind kind, FaultEffect effect, const Task& task, std::vector<ObjectKey> keys,
+              std::string detail, bool effective = true,
+              std::vector<const MemoryObj*> objects = {});
+  std::uint64_t decision_index(Op op, const std::vector<ObjectKey>& keys);
+  // Draws submit_throw; throws InjectedFault (recorded) when it fires.
+  void maybe_throw_at_submit(Op op, const std::vector<ObjectKey>& keys, std::uint64_t index);
+
+  // Pump side. apply_*() run without mu_ and touch only the task's caller buffers (and make
+  // inner calls: delete_keys, submit_unlock); they record every fault they inject.
+  void pump_loop();
+  void collect_inner_stores();
+  void collect_inner_queries(Op op);
+  L2StoreResult apply_store_faults(Task& task, L2StoreResult result);
+  Bitmap apply_lookup_faults(Task& task, Bitmap bits);
+  Bitmap apply_load_faults(Task& task, Bitmap bits);
+  // Moves a task whose result is ready to kScheduled / kHeld / kHung. Requires mu_.
+  void schedule_locked(TaskId id, Task& task);
+  // Publishes what is due, held tasks around the one they wait for. Require mu_
+  // (CompletionQueue::complete only takes its own lock).
+  void publish_due_locked(Clock::time_point now);
+  void publish_locked(TaskId id);
+  void complete_locked(TaskId id);
+  Clock::time_point next_deadline_locked() const;
+
+  FaultInjectOptions options_;
+  std::shared_ptr<FaultLog> log_;
+  FaultRng rng_;
+  OccurrenceCounter occurrences_;
+
+  TaskIdCounter ids_;
+  CompletionQueue<L2StoreResult> store_done_;
+  CompletionQueue<Bitmap> lookup_done_;
+  CompletionQueue<Bitmap> load_done_;
+  EventNotifier wake_;
+
+  mutable std::mutex mu_;
+  std::map<TaskId, Task> tasks_;                  // unpublished tasks; guarded by mu_
+  std::map<TaskId, TaskId> inner_to_outer_[3];    // per Op; guarded by mu_
+  std::multimap<Clock::time_point, TaskId> due_;  // kScheduled; guarded by mu_
+  std::vector<TaskId> held_[3];                   // kHeld, per Op; guarded by mu_
+  bool closing_ = false;                          // guarded by mu_
+  std::atomic<std::uint64_t> pump_errors_{0};     // exceptions from the inner in the pump
+  std::atomic<std::uint64_t> stray_results_{0};   // inner store results we never submitted
+
+  std::mutex close_mu_;
+  std::atomic<bool> closed_{false};
+  std::atomic<bool> stop_{false};
+  std::thread pump_;  // last: starts once everything above exists
+};
+
+// register_fault_injection_adapters()
+//
+// Registers "fault_inject" in the L2 adapter registry. Idempotent and thread-safe; nothing
+// relies on static initialisation. The factory builds the inner adapter with
+// create_l2_adapter() (so an inner spec with a "serde" object becomes a SerdeL2AdapterWrapper
+// and the faults then act on decoded objects), passing the AdapterContext on; the options are
+// validated before the inner adapter is built. It prints the Python warning banner
+// "FaultInjectL2Adapter ACTIVE (...) wrapping <type> -- test/diagnostic use only." on stderr.
+// Note: the usual layout is {"type": "fault_inject", "inner": {...}, "serde": {...}} built with
+// create_l2_adapter(): the wrapper then sits above the injector, which faults serialized bytes.
+void register_fault_injection_adapters();
+
+}  // namespace lmcache
