@@ -12,6 +12,8 @@
 # rebuilds cheap. Exits non-zero on the first failing step.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# ccache: share hits between clones (CI builds a fresh clone in another folder).
+export CCACHE_BASEDIR="$root" CCACHE_NOHASHDIR=1
 quick=0
 label=""
 while (($#)); do
