@@ -36,7 +36,7 @@ function(lmcache_add_library name)
   target_include_directories(lmcache_${name} PUBLIC
     $<BUILD_INTERFACE:${ARG_INCLUDE_ROOT}>
     $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>)
-  target_link_libraries(lmcache_${name} PUBLIC ${ARG_DEPS} lmcache_build_flags
+  target_link_libraries(lmcache_${name} PUBLIC ${ARG_DEPS} $<BUILD_INTERFACE:lmcache_build_flags>
                                         PRIVATE ${ARG_PRIVATE_DEPS})
   install(TARGETS lmcache_${name} EXPORT lmcacheTargets
     LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}

@@ -1,55 +1,82 @@
 #!/usr/bin/env bash
-# The main job (README quick start): install what is missing, build Release, and run the
-# harness on this machine with its defaults.
+# The main job (README quick start): install what is missing, build Release, and run the whole
+# harness on this machine, then write its performance report.
 #
-#   scripts/run.sh [--quick]
+#   scripts/run.sh [--quick] [--seed N] [--out DIR]
 #
-# Stages: build -> reference self-check -> conformance -> fault campaign -> benchmarks ->
-# report. A stage whose tool is not built yet says so and is counted as skipped; any failing
-# stage makes the job exit non-zero.
+#   --quick    short conformance, campaign and benchmarks (a few minutes instead of ~15)
+#   --seed N   seed of the fault campaign and of RapidCheck (default: 1; printed either way)
+#   --out DIR  where the raw results go (default build/harness); the report itself is written
+#              to reports/<system-id>/ and checked with reports/tools/validate_report.py
+#
+# Stages: build -> conformance of the reference implementation -> fault campaign ->
+# benchmarks on every available device -> report. Any failing stage stops the job with a
+# non-zero exit status naming it.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# ccache: share hits between clones (CI builds a fresh clone in another folder).
+export CCACHE_BASEDIR="$root" CCACHE_NOHASHDIR=1
 quick=0
-for arg in "$@"; do
-  case "$arg" in
+seed=1
+out="$root/build/harness"
+while (($#)); do
+  case "$1" in
     --quick) quick=1 ;;
-    -h|--help) sed -n '2,10p' "${BASH_SOURCE[0]}"; exit 0 ;;
-    *) echo "run.sh: unknown option '$arg' (see --help)" >&2; exit 2 ;;
+    --seed) seed="$2"; shift ;;
+    --out) out="$2"; shift ;;
+    -h|--help) sed -n '2,15p' "${BASH_SOURCE[0]}"; exit 0 ;;
+    *) echo "run.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
   esac
+  shift
 done
 build="$root/build/release"
-stages_total=6
+python=/usr/bin/python3
+[[ -x $python ]] || python=python3
+stages_total=5
 stage_no=0
-skipped=()
-stage() { stage_no=$((stage_no + 1)); printf '\n[%d/%d] %s\n' "$stage_no" "$stages_total" "$*"; }
-skip() { echo "  SKIPPED: $1"; skipped+=("$2"); }
+started=$SECONDS
+stage() {
+  stage_no=$((stage_no + 1))
+  current="$*"
+  printf '\n[%d/%d] %s  (%ds elapsed)\n' "$stage_no" "$stages_total" "$*" $((SECONDS - started))
+}
+trap 'rc=$?; ((rc)) && echo "run.sh: stage \"${current:-setup}\" failed (exit $rc)" >&2' EXIT
 
 stage "install dependencies and build (Release)"
 bash "$root/scripts/install-deps.sh"
+mkdir -p "$root/build" "$out"
 cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release >"$build.configure.log" 2>&1 ||
   { cat "$build.configure.log"; exit 1; }
 cmake --build "$build" -j "$(nproc)"
 
-stage "reference implementation self-check (unit tests)"
-ctest --test-dir "$build" -L unit -j "$(nproc)" --output-on-failure --no-tests=error
-
-run_tool() {  # run_tool <stage-name> <binary relative to build> [args...]
-  local name=$1 bin="$build/$2"; shift 2
-  if [[ -x "$bin" ]]; then "$bin" "$@"; else skip "$name is not built yet ($bin missing)" "$name"; fi
-}
+if ((quick)); then
+  rc_params="seed=$seed max_success=20"
+  operations=2000
+  bench_args=(--quick)
+else
+  rc_params="seed=$seed max_success=100"
+  operations=20000
+  bench_args=()
+fi
 
 stage "conformance of the reference implementation"
-run_tool conformance conformance/lmcache-conform --reference
-stage "fault campaign"
-run_tool campaign fault_injection/lmcache-fault-campaign --operations $((quick ? 2000 : 20000))
-stage "benchmarks"
-run_tool benchmarks bench/lmcache-bench $( ((quick)) && echo --quick)
-stage "report"
-run_tool report reports/lmcache-report
+"$build/conformance/lmcache-conform" --reference --rc-params "$rc_params" \
+  --json "$out/conformance.json" --junit "$out/conformance.xml"
 
+stage "fault campaign ($operations operations, seed $seed)"
+"$build/fault_injection/lmcache-fault-campaign" --operations "$operations" --seed "$seed" \
+  --json "$out/campaign.json"
+
+stage "benchmarks"
+rm -rf "$out/bench"
+"$build/bench/lmcache-bench" "${bench_args[@]}" --out "$out/bench"
+
+stage "report"
+reproduce="scripts/run.sh$( ((quick)) && echo ' --quick') --seed $seed"
+report=$("$python" "$root/reports/tools/make_report.py" --bench-dir "$out/bench" \
+  --conformance "$out/conformance.json" --campaign "$out/campaign.json" --build-dir "$build" \
+  --reproduce "$reproduce")
+"$python" "$root/reports/tools/validate_report.py" "$report"
+"$python" "$root/reports/tools/index.py" >/dev/null
 echo
-if ((${#skipped[@]})); then
-  echo "Done, with ${#skipped[@]} stage(s) not available yet: ${skipped[*]}."
-else
-  echo "Done: every stage ran."
-fi
+echo "Report: $report/README.md  (index: reports/README.md; total $((SECONDS - started))s)"

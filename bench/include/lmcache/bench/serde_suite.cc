@@ -1,0 +1,135 @@
+// The serde/ suite (see suites.h): every serde and processor of a conformance Registry -- the
+// reference implementations and whatever --plugin registered -- on the same KV-like inputs, so
+// a vendor's numbers sit beside the reference's in one run and one metrics file.
+//
+//   serde/{serialize,deserialize}/direct/<name>/<dtype>/cpu/size:N/threads:1
+//        the descriptor's Serializer / Deserializer called directly
+//   serde/{serialize,deserialize}/processor/<name>/<dtype>/cpu/size:N/threads:1
+//        the descriptor's SerdeProcessor, one task of one object, submit -> eventfd -> query
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "lmcache/bench/bench_catalog.h"
+#include "lmcache/bench/suites.h"
+#include "lmcache/bench/workloads.h"
+#include "lmcache/conformance/registry.h"
+
+namespace lmcache::bench {
+namespace {
+
+bool wide_dtype(DType d) {
+  return d == DType::kFloat32 || d == DType::kFloat16 || d == DType::kBFloat16;
+}
+
+BenchLabels labels(bool serialize, const char* impl, const std::string& name, DType dtype,
+                   std::uint64_t size) {
+  BenchLabels l;
+  l.suite = "serde";
+  l.op = serialize ? "serialize" : "deserialize";
+  l.impl = impl;
+  l.serde = name;
+  l.dtype = std::string(dtype_name(dtype));
+  l.size_bytes = size;
+  l.threads = 1;
+  return l;
+}
+
+MemoryObjPtr byte_buffer(std::size_t bytes) {
+  return MemoryObj::allocate(MemoryLayoutDesc::single(
+      {static_cast<std::int64_t>(std::max<std::size_t>(1, bytes))}, DType::kUInt8));
+}
+
+void register_direct(const conformance::SerdeUnderTest& serde, bool serialize, DType dtype,
+                     std::uint64_t size) {
+  register_labeled(labels(serialize, "direct", serde.name, dtype, size),
+                   [serde, serialize, dtype, size](benchmark::State& st) {
+                     try {
+                       SerializerPtr ser = serde.make_serializer();
+                       DeserializerPtr deser = serde.make_deserializer();
+                       MemoryObjPtr src = make_kv_object(dtype, size, 7);
+                       MemoryObjPtr wire =
+                           byte_buffer(ser->estimate_serialized_size(src->layout()));
+                       MemoryObjPtr back = MemoryObj::allocate(src->layout());
+                       wire->set_used_size(ser->serialize(*src, *wire));
+                       for (auto _ : st) {
+                         if (serialize) {
+                           wire->set_used_size(wire->physical_size());
+                           wire->set_used_size(ser->serialize(*src, *wire));
+                         } else {
+                           deser->deserialize(*wire, *back);
+                         }
+                         benchmark::ClobberMemory();
+                       }
+                     } catch (const std::exception& e) {
+                       st.SkipWithError(e.what());
+                       return;
+                     }
+                     st.SetItemsProcessed(st.iterations());
+                     st.SetBytesProcessed(st.iterations() * static_cast<std::int64_t>(size));
+                   })
+      ->Unit(benchmark::kMicrosecond)
+      ->UseRealTime();
+}
+
+void register_processor(const conformance::ProcessorUnderTest& proc, bool serialize, DType dtype,
+                        std::uint64_t size) {
+  register_labeled(labels(serialize, "processor", proc.name, dtype, size),
+                   [proc, serialize, dtype, size](benchmark::State& st) {
+                     try {
+                       SerdeProcessorPtr p = proc.make();
+                       MemoryObjPtr src = make_kv_object(dtype, size, 7);
+                       MemoryObjPtr wire = byte_buffer(p->estimate_serialized_size(src->layout()));
+                       MemoryObjPtr back = MemoryObj::allocate(src->layout());
+                       if (!serialize_round_trip(*p, {src}, {wire})) {
+                         st.SkipWithError("serialize task failed");
+                         return;
+                       }
+                       for (auto _ : st) {
+                         const bool ok = serialize ? serialize_round_trip(*p, {src}, {wire})
+                                                   : deserialize_round_trip(*p, {wire}, {back});
+                         if (!ok) {
+                           st.SkipWithError("serde task failed");
+                           break;
+                         }
+                       }
+                       p->close();
+                     } catch (const std::exception& e) {
+                       st.SkipWithError(e.what());
+                       return;
+                     }
+                     st.SetItemsProcessed(st.iterations());
+                     st.SetBytesProcessed(st.iterations() * static_cast<std::int64_t>(size));
+                   })
+      ->Unit(benchmark::kMicrosecond)
+      ->UseRealTime();
+}
+
+}  // namespace
+
+void register_serde_suite(const SuiteConfig& c, const conformance::Registry& registry) {
+  const std::vector<std::uint64_t> sizes =
+      c.sizes.empty() ? std::vector<std::uint64_t>{1ull << 20} : c.sizes;
+  for (const auto& serde : registry.serdes()) {
+    for (DType dtype : serde.input_dtypes) {
+      if (!wide_dtype(dtype)) continue;
+      for (std::uint64_t size : sizes) {
+        if (size % element_size(dtype) != 0) continue;
+        register_direct(serde, true, dtype, size);
+        register_direct(serde, false, dtype, size);
+      }
+    }
+  }
+  for (const auto& proc : registry.processors()) {
+    for (DType dtype : proc.input_dtypes) {
+      if (!wide_dtype(dtype)) continue;
+      for (std::uint64_t size : sizes) {
+        if (size % element_size(dtype) != 0) continue;
+        register_processor(proc, true, dtype, size);
+        register_processor(proc, false, dtype, size);
+      }
+    }
+  }
+}
+
+}  // namespace lmcache::bench

@@ -1,0 +1,117 @@
+// File: lmcache/bench/suites.h
+//
+// The benchmark suites of lmcache-bench, registered programmatically (register_labeled()) so
+// that the sizes, thread counts, devices and plugin serdes of a run decide what exists:
+//
+//   codec/      fp8 encode / decode per (dtype, format, size, threads, device) with the scalar
+//               reference codec and the SIMD kernels (and the CUDA kernels on a GPU), through
+//               the same entry points the serde uses (lmcache::fp8_encode for the reference,
+//               lmcache::devices::fp8_encode_fast for the fast backends). Supersedes the
+//               devices area's fp8_kernels_bench for everything but its per-SIMD-target rows.
+//   roofline/   memcpy (CPU; device-to-device copy on a GPU) of the same bytes: every codec row
+//               also carries roofline_ratio = its throughput / this copy's, measured in-run.
+//   processor/  AsyncSerdeProcessor: per-task latency (submit -> eventfd -> query) with a no-op
+//               serde, throughput with tasks in flight, and direct serializer calls.
+//   wrapper/    SerdeL2AdapterWrapper store / load end to end over a fast mock adapter, the
+//               mock alone ("inner"), the AsyncSerdeProcessor alone, and the bare serde
+//               ("serde_direct"), for KV-sized chunks and batches.
+//   l1/         L1Manager reserve_write / finish cycles.
+//   serde/      every serde of the conformance registry (the reference fp8 serdes and those of
+//               --plugin), serialize and deserialize side by side.
+//
+// Byte convention: the codec and roofline suites count bytes read + written (SetBytesProcessed);
+// the processor, wrapper, serde and l1 suites count the bytes of the wide (unquantised) objects
+// handled, i.e. what a caller stores or loads. Items: elements (codec), tasks (processor),
+// chunks (wrapper, serde), keys (l1).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "lmcache/core/dtype.h"
+
+namespace lmcache::conformance {
+class Registry;
+}
+
+namespace lmcache::bench {
+
+struct SuiteConfig {
+  bool quick = false;
+  bool cpu = true;    // register the CPU codec rows
+  bool cuda = false;  // register the CUDA codec rows (the caller checked a GPU is usable)
+  std::vector<std::size_t> threads;  // empty: defaults
+  std::vector<std::uint64_t> sizes;  // empty: defaults
+  std::vector<std::size_t> batches;  // empty: defaults
+};
+
+// register_codec_suite()
+//
+// The codec/ and roofline/ rows for config.cpu / config.cuda. Throws std::invalid_argument
+// when a size is not a whole number of float32 elements.
+void register_codec_suite(const SuiteConfig& config);
+
+// register_processor_suite()
+//
+// The processor/ rows: no-op latency and throughput per worker count, and fp8 on 1 MiB
+// bfloat16 chunks (or config.sizes).
+void register_processor_suite(const SuiteConfig& config);
+
+// register_wrapper_suite()
+//
+// The wrapper/ rows for serdes "fp8" and "fp8_simd" (registers the latter's factory).
+void register_wrapper_suite(const SuiteConfig& config);
+
+// register_l1_suite()
+//
+// The l1/ rows.
+void register_l1_suite(const SuiteConfig& config);
+
+// register_serde_suite()
+//
+// The serdes and processors of `registry` (reference implementations plus plugins).
+void register_serde_suite(const SuiteConfig& config, const conformance::Registry& registry);
+
+// ---------------------------------------------------------------------------------------------
+// Helpers shared by the suites.
+
+// The default thread list: 1 and the number of CPUs (just 1 when --quick or on one CPU).
+std::vector<std::size_t> default_threads(bool quick);
+
+// kv_values()
+//
+// A process-wide buffer of at least `bytes` bytes of fill_kv_values() data of `dtype`
+// (float32 / float16 / bfloat16), seed 1; grown on demand, never shrunk. Not thread-safe: call
+// it from the benchmark thread.
+std::span<const std::byte> kv_values(DType dtype, std::size_t bytes);
+
+// kernel_threads()
+//
+// The threads a codec kernel call over `elements` elements with `threads` really uses: ranges
+// are never smaller than devices::kMinElementsPerThread. The roofline copies split the same way.
+std::size_t kernel_threads(std::size_t elements, std::size_t threads);
+
+// parallel_memcpy()
+//
+// Copies `bytes` split into `threads` contiguous page-aligned ranges, the calling thread doing
+// the last one and threads started for the call doing the others (how the codec kernels split
+// their work), so the roofline pays the same thread start-up. `chunked` copies each range with
+// glibc memcpy in 2 KiB pieces: glibc 2.36 switches to `rep movsb` from 4 KiB up to the L2 size
+// on AMD CPUs, which runs at ~6 GB/s for some sizes and page offsets on the development VM;
+// 2 KiB pieces stay on its vector loop. The roofline is the faster of the two.
+void parallel_memcpy(std::byte* dst, const std::byte* src, std::size_t bytes, std::size_t threads,
+                     bool chunked = false);
+
+// measure_rate()
+//
+// Runs `pass` (which moves `bytes_per_pass` bytes) once to warm up, then in samples of enough
+// passes to last ~200 us (so the clock's cost does not count for tiny copies), at least
+// `min_passes` samples and for at least `min_seconds`; returns the median bytes per second.
+double measure_rate(const std::function<void()>& pass, double bytes_per_pass, double min_seconds,
+                    int min_passes);
+
+}  // namespace lmcache::bench

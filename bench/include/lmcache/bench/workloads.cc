@@ -1,0 +1,269 @@
+#include "lmcache/bench/workloads.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <new>
+#include <optional>
+#include <set>
+#include <stdexcept>
+#include <utility>
+
+#include "lmcache/core/event_notifier.h"
+#include "lmcache/serde/serde_registry.h"
+#include "lmcache/wrapper/serde_l2_adapter_wrapper.h"
+
+namespace lmcache::bench {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::uint64_t splitmix64(std::uint64_t& state) {
+  std::uint64_t z = (state += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+// Irwin-Hall: the sum of four uniform 16-bit integers, centred and scaled to unit variance.
+// Integer sum, exact int -> float conversion and one IEEE multiply: the same on every machine.
+float approx_normal(std::uint64_t& state) {
+  const std::uint64_t r = splitmix64(state);
+  const auto sum = static_cast<std::int32_t>((r & 0xFFFF) + ((r >> 16) & 0xFFFF) +
+                                             ((r >> 32) & 0xFFFF) + (r >> 48)) -
+                   2 * 65535;
+  // The standard deviation of the sum is 65536 * sqrt(4 / 12) = 37837.23.
+  return static_cast<float>(sum) * (1.0f / 37837.23f);
+}
+
+// Round-to-nearest-even float32 -> bfloat16 bits (finite inputs only, which is all we make).
+std::uint16_t to_bf16_bits(float x) {
+  std::uint32_t bits;
+  std::memcpy(&bits, &x, 4);
+  bits += 0x7FFF + ((bits >> 16) & 1);
+  return static_cast<std::uint16_t>(bits >> 16);
+}
+
+[[noreturn]] void timed_out(const char* what) {
+  throw std::runtime_error(std::string(what) + ": no result within " +
+                           std::to_string(kRoundTripTimeout.count()) + " s");
+}
+
+// Waits until `fd` is readable, consumes it; throws after the deadline.
+void wait_and_consume(int fd, Clock::time_point deadline, const char* what) {
+  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+  if (left.count() <= 0 || !wait_readable(fd, left)) timed_out(what);
+  consume_fd(fd);
+}
+
+}  // namespace
+
+void fill_kv_values(std::span<std::byte> out, DType dtype, std::uint64_t seed) {
+  const std::size_t elem = element_size(dtype);
+  if (out.size() % elem != 0) {
+    throw std::invalid_argument("fill_kv_values: " + std::to_string(out.size()) +
+                                " bytes is not a whole number of " +
+                                std::string(dtype_name(dtype)) + " elements");
+  }
+  const std::size_t n = out.size() / elem;
+  std::uint64_t state = seed;
+  std::byte* p = out.data();
+  switch (dtype) {
+    case DType::kFloat32:
+      for (std::size_t i = 0; i < n; ++i) {
+        const float x = approx_normal(state);
+        std::memcpy(p + 4 * i, &x, 4);
+      }
+      return;
+    case DType::kBFloat16:
+      for (std::size_t i = 0; i < n; ++i) {
+        const std::uint16_t b = to_bf16_bits(approx_normal(state));
+        std::memcpy(p + 2 * i, &b, 2);
+      }
+      return;
+    case DType::kFloat16:
+      for (std::size_t i = 0; i < n; ++i) {
+        const auto h = static_cast<_Float16>(approx_normal(state));  // IEEE RNE, exact rule
+        std::memcpy(p + 2 * i, &h, 2);
+      }
+      return;
+    default:
+      throw std::invalid_argument("fill_kv_values: unsupported dtype " +
+                                  std::string(dtype_name(dtype)));
+  }
+}
+
+MemoryObjPtr make_kv_object(DType dtype, std::size_t bytes, std::uint64_t seed) {
+  const std::size_t elem = element_size(dtype);
+  if (bytes % elem != 0) {
+    throw std::invalid_argument("make_kv_object: " + std::to_string(bytes) +
+                                " bytes is not a whole number of elements");
+  }
+  auto obj = MemoryObj::allocate(
+      MemoryLayoutDesc::single({static_cast<std::int64_t>(bytes / elem)}, dtype));
+  fill_kv_values(obj->bytes(), dtype, seed);
+  return obj;
+}
+
+std::vector<ObjectKey> make_bench_keys(std::uint64_t first, std::size_t n) {
+  std::vector<ObjectKey> keys;
+  keys.reserve(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::uint64_t h = first + i;
+    std::string hash(8, '\0');
+    std::memcpy(hash.data(), &h, 8);
+    keys.emplace_back(std::move(hash), "bench", 0);
+  }
+  return keys;
+}
+
+std::size_t NoopSerializer::serialize(const MemoryObj&, MemoryObj&) { return 0; }
+std::size_t NoopSerializer::estimate_serialized_size(const MemoryLayoutDesc&) const { return 0; }
+void NoopDeserializer::deserialize(const MemoryObj&, MemoryObj&) {}
+
+bool serialize_round_trip(SerdeProcessor& p, std::vector<MemoryObjPtr> srcs,
+                          std::vector<MemoryObjPtr> dsts) {
+  const auto deadline = Clock::now() + kRoundTripTimeout;
+  const TaskId id = p.submit_serialize(std::move(srcs), std::move(dsts));
+  for (;;) {
+    wait_and_consume(p.get_serialize_event_fd(), deadline, "serialize");
+    if (std::optional<bool> r = p.query_serialize_result(id)) return *r;
+  }
+}
+
+bool deserialize_round_trip(SerdeProcessor& p, std::vector<MemoryObjPtr> srcs,
+                            std::vector<MemoryObjPtr> dsts) {
+  const auto deadline = Clock::now() + kRoundTripTimeout;
+  const TaskId id = p.submit_deserialize(std::move(srcs), std::move(dsts));
+  for (;;) {
+    wait_and_consume(p.get_deserialize_event_fd(), deadline, "deserialize");
+    if (std::optional<bool> r = p.query_deserialize_result(id)) return *r;
+  }
+}
+
+std::size_t serialize_pipelined(SerdeProcessor& p, const std::vector<MemoryObjPtr>& srcs,
+                                const std::vector<MemoryObjPtr>& dsts, std::size_t tasks) {
+  const auto deadline = Clock::now() + kRoundTripTimeout;
+  std::vector<TaskId> pending;
+  pending.reserve(tasks);
+  for (std::size_t i = 0; i < tasks; ++i) {
+    pending.push_back(p.submit_serialize({srcs[i % srcs.size()]}, {dsts[i % dsts.size()]}));
+  }
+  std::size_t ok = 0;
+  while (!pending.empty()) {
+    wait_and_consume(p.get_serialize_event_fd(), deadline, "serialize (pipelined)");
+    // The fd coalesces completions: scan every pending task after each wake-up.
+    std::size_t kept = 0;
+    for (TaskId id : pending) {
+      if (std::optional<bool> r = p.query_serialize_result(id)) {
+        ok += *r ? 1 : 0;
+      } else {
+        pending[kept++] = id;
+      }
+    }
+    pending.resize(kept);
+  }
+  return ok;
+}
+
+L2StoreResult store_round_trip(L2AdapterInterface& a, const std::vector<ObjectKey>& keys,
+                               const std::vector<MemoryObjPtr>& objects, double* submit_seconds) {
+  const auto start = Clock::now();
+  const auto deadline = start + kRoundTripTimeout;
+  const TaskId id = a.submit_store_task(keys, objects);
+  if (submit_seconds) *submit_seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  for (;;) {
+    wait_and_consume(a.get_store_event_fd(), deadline, "store");
+    auto done = a.pop_completed_store_tasks();
+    auto it = done.find(id);
+    if (it != done.end()) return it->second;
+  }
+}
+
+Bitmap load_round_trip(L2AdapterInterface& a, const std::vector<ObjectKey>& keys,
+                       const std::vector<MemoryObjPtr>& objects, double* submit_seconds) {
+  const auto start = Clock::now();
+  const auto deadline = start + kRoundTripTimeout;
+  const TaskId id = a.submit_load_task(keys, objects);
+  if (submit_seconds) *submit_seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  for (;;) {
+    wait_and_consume(a.get_load_event_fd(), deadline, "load");
+    if (std::optional<Bitmap> r = a.query_load_result(id)) return std::move(*r);
+  }
+}
+
+std::unique_ptr<MockL2Adapter> make_fast_mock(std::uint64_t capacity_bytes) {
+  MockL2AdapterOptions options;
+  options.max_capacity_bytes = capacity_bytes;
+  options.bandwidth_bytes_per_sec = kFastMockBandwidth;
+  return std::make_unique<MockL2Adapter>(options);
+}
+
+struct HostBufferPool::State {
+  std::mutex mu;
+  std::map<std::size_t, std::vector<std::byte*>> free;  // by rounded size
+  std::size_t created = 0;
+  std::size_t reused = 0;
+
+  ~State() {
+    for (auto& [size, list] : free) {
+      for (std::byte* p : list) std::free(p);
+    }
+  }
+};
+
+HostBufferPool::HostBufferPool() : state_(std::make_shared<State>()) {}
+
+ByteCapacityAllocator::BufferFactory HostBufferPool::factory() {
+  return [state = state_](const MemoryLayoutDesc& layout) -> MemoryObjPtr {
+    const std::size_t bytes = std::max<std::size_t>(layout.total_bytes(), 1);
+    const std::size_t rounded =
+        (bytes + kHostBufferAlignment - 1) / kHostBufferAlignment * kHostBufferAlignment;
+    std::byte* p = nullptr;
+    {
+      std::lock_guard lock(state->mu);
+      auto& list = state->free[rounded];
+      if (!list.empty()) {
+        p = list.back();
+        list.pop_back();
+        ++state->reused;
+      }
+    }
+    if (p == nullptr) {
+      p = static_cast<std::byte*>(std::aligned_alloc(kHostBufferAlignment, rounded));
+      if (p == nullptr) throw std::bad_alloc();
+      std::lock_guard lock(state->mu);
+      ++state->created;
+    }
+    std::memset(p, 0, rounded);  // reserve_write hands out zero-filled objects
+    std::shared_ptr<std::byte> owner(p, [state, rounded](std::byte* q) {
+      std::lock_guard lock(state->mu);
+      state->free[rounded].push_back(q);
+    });
+    return std::make_shared<MemoryObj>(std::move(owner), p, rounded, layout);
+  };
+}
+
+std::size_t HostBufferPool::created() const {
+  std::lock_guard lock(state_->mu);
+  return state_->created;
+}
+
+std::size_t HostBufferPool::reused() const {
+  std::lock_guard lock(state_->mu);
+  return state_->reused;
+}
+
+WrapperRig make_wrapper_rig(const Json& serde_config, std::uint64_t l1_capacity_bytes,
+                            std::uint64_t mock_capacity_bytes, HostBufferPool* pool) {
+  WrapperRig rig;
+  rig.l1 = pool ? std::make_shared<L1Manager>(l1_capacity_bytes, pool->factory())
+                : std::make_shared<L1Manager>(l1_capacity_bytes);
+  rig.adapter = std::make_unique<SerdeL2AdapterWrapper>(
+      make_fast_mock(mock_capacity_bytes), create_serde_processor(serde_config), rig.l1);
+  return rig;
+}
+
+}  // namespace lmcache::bench

@@ -1,0 +1,157 @@
+// File: lmcache/bench/workloads.h
+//
+// The fixed workloads both lmcache-bench (timed) and lmcache-icount (instruction-counted) run,
+// so the gate counts exactly the paths the benchmarks time: deterministic KV-like input data,
+// a no-op serde, the submit -> eventfd -> result round trips of a SerdeProcessor and of an L2
+// adapter, and the wrapper rig (SerdeL2AdapterWrapper over a fast MockL2Adapter).
+//
+// Determinism: the input generator uses integer arithmetic and exact conversions only, so the
+// same seed gives the same bytes with any compiler, libm or CPU. That matters for the gate: the
+// scalar codec's branches, hence its instruction count, depend on the values.
+//
+// Nothing here uses Google Benchmark, so lmcache-icount links none of it.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "lmcache/core/bitmap.h"
+#include "lmcache/core/config.h"
+#include "lmcache/core/dtype.h"
+#include "lmcache/core/l2_store_result.h"
+#include "lmcache/core/memory_obj.h"
+#include "lmcache/core/object_key.h"
+#include "lmcache/l1/byte_capacity_allocator.h"
+#include "lmcache/l1/l1_manager.h"
+#include "lmcache/l2/l2_adapter.h"
+#include "lmcache/l2/mock_adapter.h"
+#include "lmcache/serde/serde_processor.h"
+#include "lmcache/serde/serializer.h"
+
+namespace lmcache::bench {
+
+// How long a round trip may take before the helpers below give up (a hung component must
+// fail a benchmark, not hang the run).
+inline constexpr std::chrono::seconds kRoundTripTimeout{60};
+
+// fill_kv_values()
+//
+// Fills `out` (a whole number of `dtype` elements; float32, float16 or bfloat16) with values
+// distributed roughly as N(0, 1) -- a KV cache's typical spread -- from `seed`. Exact and
+// platform-independent. Throws std::invalid_argument for another dtype or a ragged size.
+void fill_kv_values(std::span<std::byte> out, DType dtype, std::uint64_t seed);
+
+// make_kv_object()
+//
+// A MemoryObj of one 1-D group of `bytes / element_size(dtype)` elements, filled by
+// fill_kv_values(). `bytes` must be a multiple of the element size.
+MemoryObjPtr make_kv_object(DType dtype, std::size_t bytes, std::uint64_t seed);
+
+// make_bench_keys()
+//
+// `n` distinct keys, model "bench", chunk hashes `first`, `first + 1`, ... (8 bytes each), so
+// rounds can use fresh keys without colliding.
+std::vector<ObjectKey> make_bench_keys(std::uint64_t first, std::size_t n);
+
+// NoopSerializer / NoopDeserializer
+//
+// A serde that does nothing: serialize() writes no byte and returns 0, deserialize() returns
+// at once; estimate_serialized_size() is 0. Isolates a processor's own per-task cost.
+class NoopSerializer final : public Serializer {
+ public:
+  std::size_t serialize(const MemoryObj& src, MemoryObj& dst) override;
+  std::size_t estimate_serialized_size(const MemoryLayoutDesc& layout) const override;
+};
+
+class NoopDeserializer final : public Deserializer {
+ public:
+  void deserialize(const MemoryObj& src, MemoryObj& dst) override;
+};
+
+// serialize_round_trip() / deserialize_round_trip()
+//
+// submit -> wait on the direction's eventfd -> consume it -> query, until the task's result
+// arrives; returns it. Assumes no other task of that direction is in flight (the fd is
+// consumed). Throws std::runtime_error after kRoundTripTimeout.
+bool serialize_round_trip(SerdeProcessor& p, std::vector<MemoryObjPtr> srcs,
+                          std::vector<MemoryObjPtr> dsts);
+bool deserialize_round_trip(SerdeProcessor& p, std::vector<MemoryObjPtr> srcs,
+                            std::vector<MemoryObjPtr> dsts);
+
+// serialize_pipelined()
+//
+// Submits `tasks` serialize tasks of one pair each (srcs[i % n] -> dsts[i % n]) at once, then
+// waits for all of them. Returns how many succeeded. Throws std::runtime_error on timeout.
+std::size_t serialize_pipelined(SerdeProcessor& p, const std::vector<MemoryObjPtr>& srcs,
+                                const std::vector<MemoryObjPtr>& dsts, std::size_t tasks);
+
+// store_round_trip() / load_round_trip()
+//
+// Submit one L2 task and wait (fd, consume, pop / query) until its result arrives. Assume no
+// other task of that kind is in flight. Throw std::runtime_error after kRoundTripTimeout. When
+// `submit_seconds` is set, it receives the time the submit call itself took.
+L2StoreResult store_round_trip(L2AdapterInterface& a, const std::vector<ObjectKey>& keys,
+                               const std::vector<MemoryObjPtr>& objects,
+                               double* submit_seconds = nullptr);
+Bitmap load_round_trip(L2AdapterInterface& a, const std::vector<ObjectKey>& keys,
+                       const std::vector<MemoryObjPtr>& objects, double* submit_seconds = nullptr);
+
+// The simulated bandwidth of the benchmarks' mock adapter: 1 PB/s, so that the mock's copy,
+// not its simulated transfer time, is what gets measured.
+inline constexpr std::uint64_t kFastMockBandwidth = std::uint64_t{1} << 50;
+
+// make_fast_mock()
+//
+// A MockL2Adapter with `capacity_bytes` and kFastMockBandwidth.
+std::unique_ptr<MockL2Adapter> make_fast_mock(std::uint64_t capacity_bytes);
+
+// HostBufferPool
+//
+// A prototype of what the wrapper's temps lack (see RESULTS.md): an L1 buffer factory that
+// keeps page-aligned host buffers in per-size free lists instead of returning them to the C
+// library. MemoryObj::allocate() (aligned_alloc + memset) gets fresh pages from the kernel for
+// every temp of a few hundred KiB and more, so each wrapper task pays first-touch page faults
+// on top of the zero fill; pooled buffers stay mapped. Handed-out buffers are still
+// zero-filled (L1's reserve_write contract). Thread-safe; the pool outlives every buffer it
+// handed out (each holds a reference).
+class HostBufferPool {
+ public:
+  HostBufferPool();
+
+  // factory()
+  //
+  // A ByteCapacityAllocator::BufferFactory drawing from this pool.
+  ByteCapacityAllocator::BufferFactory factory();
+
+  // Buffers created so far (misses), and hand-outs served from the free lists (hits).
+  std::size_t created() const;
+  std::size_t reused() const;
+
+ private:
+  struct State;
+  std::shared_ptr<State> state_;
+};
+
+// WrapperRig
+//
+// A SerdeL2AdapterWrapper over a fast mock with the serde `serde_config` (e.g.
+// {"type": "fp8"}), its temps in `l1`.
+struct WrapperRig {
+  std::shared_ptr<L1Manager> l1;
+  L2AdapterPtr adapter;  // the wrapper
+};
+
+// make_wrapper_rig()
+//
+// Builds the rig; `l1_capacity_bytes` must fit a batch's temps (1.5 bytes per element for
+// fp8), `mock_capacity_bytes` what the rounds store at once. With `pool`, L1 takes its
+// buffers from it (HostBufferPool) instead of MemoryObj::allocate().
+WrapperRig make_wrapper_rig(const Json& serde_config, std::uint64_t l1_capacity_bytes,
+                            std::uint64_t mock_capacity_bytes, HostBufferPool* pool = nullptr);
+
+}  // namespace lmcache::bench

@@ -1,0 +1,233 @@
+// lmcache-bench: the benchmark binary (see bench/README.md and lmcache/bench/suites.h).
+//
+// Order of work: own flags -> conformance registry (reference implementations + --plugin) ->
+// programmatic registration of the suites -> benchmark::Initialize on the remaining arguments
+// -> run with a MetricsReporter in front of the usual display reporter -> export (textfile,
+// Pushgateway, linger for scrapers).
+//
+// Exit status: 0 when every benchmark ran; 1 when one ended in an error or an export failed;
+// 2 for a command-line or plugin error.
+#include <benchmark/benchmark.h>
+
+#include <cstdio>
+#include <exception>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "lmcache/bench/bench_catalog.h"
+#include "lmcache/bench/bench_flags.h"
+#include "lmcache/bench/metrics_export.h"
+#include "lmcache/bench/plugin_loader.h"
+#include "lmcache/bench/simd_fp8_serde.h"
+#include "lmcache/bench/suites.h"
+#include "lmcache/conformance/reference_impls.h"
+#include "lmcache/conformance/registry.h"
+#include "lmcache/devices/device_info.h"
+#include "lmcache/devices/fp8_kernels_cuda.h"
+
+namespace {
+
+namespace lb = lmcache::bench;
+
+// Google Benchmark's arguments: the pass-through ones plus the defaults lmcache-bench sets
+// (each only when the user did not set it).
+std::vector<std::string> benchmark_args(const lb::BenchFlags& f) {
+  std::vector<std::string> args = f.passthrough;
+  if (!f.filter.empty() && !f.passthrough_has("benchmark_filter")) {
+    args.push_back("--benchmark_filter=" + f.filter);
+  }
+  if (!f.passthrough_has("benchmark_min_time")) {
+    // 1.7.1 takes a bare number of seconds.
+    args.push_back(f.quick ? "--benchmark_min_time=0.01" : "--benchmark_min_time=0.2");
+  }
+  if (!f.passthrough_has("benchmark_out")) {
+    args.push_back("--benchmark_out=" +
+                   (std::filesystem::path(f.out_dir) / "lmcache-bench.json").string());
+    if (!f.passthrough_has("benchmark_out_format")) args.push_back("--benchmark_out_format=json");
+  }
+  return args;
+}
+
+lb::MachineInfo machine_info(const lmcache::devices::DeviceInfo& info) {
+  lb::MachineInfo m;
+  m.cpu_model = info.cpu.model;
+  m.logical_cores = info.cpu.logical_cores;
+  m.simd_target = info.cpu.simd_best.empty() ? "unknown" : info.cpu.simd_best;
+  m.cuda_device =
+      info.cuda.available && !info.cuda.gpus.empty() ? info.cuda.gpus.front().name : "none";
+  return m;
+}
+
+void write_system_json(const std::string& out_dir, const lb::BuildInfo& build,
+                       const lb::BenchFlags& f) {
+  nlohmann::json j = lmcache::devices::device_info_json();
+  j["build"] = {{"version", build.version},
+                {"git_sha", build.git_sha},
+                {"compiler", build.compiler},
+                {"build_type", build.build_type}};
+  j["quick"] = f.quick;
+  j["device_flag"] = f.device;
+  j["plugins"] = f.plugins;
+  std::ofstream(std::filesystem::path(out_dir) / "system.json") << j.dump(2) << "\n";
+}
+
+int run(int argc, char** argv) {
+  lb::BenchFlags flags;
+  try {
+    flags = lb::parse_bench_flags(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "lmcache-bench: %s (see --help)\n", e.what());
+    return 2;
+  }
+  if (flags.help) {
+    std::fputs(lb::bench_flags_help().c_str(), stdout);
+    std::fflush(stdout);
+    benchmark::PrintDefaultHelp();
+    return 0;
+  }
+
+  const bool cuda_usable = lmcache::devices::fp8_cuda_available();
+  if (flags.device == "cuda" && !cuda_usable) {
+    std::fprintf(stderr, "lmcache-bench: --device cuda: %s\n",
+                 lmcache::devices::fp8_cuda_built() ? "no usable CUDA GPU on this machine"
+                                                    : "this build has no CUDA kernels");
+    return 2;
+  }
+
+  // The reference serdes and processors, then the plugins', through the conformance ABI.
+  lmcache::conformance::Registry registry;
+  lmcache::conformance::RegisterReferenceImplementations(registry);
+  lb::register_simd_fp8_serde(&registry);  // the bench-only "fp8_simd" stand-in
+  for (const std::string& path : flags.plugins) {
+    try {
+      const std::size_t n = lb::load_conformance_plugin(path, registry);
+      std::fprintf(stderr, "lmcache-bench: plugin %s registered %zu implementation(s)\n",
+                   path.c_str(), n);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "lmcache-bench: %s\n", e.what());
+      return 2;
+    }
+  }
+
+  lb::SuiteConfig suite;
+  suite.quick = flags.quick;
+  suite.cpu = flags.device != "cuda";
+  suite.cuda = flags.device != "cpu" && cuda_usable;
+  suite.threads = flags.threads;
+  suite.sizes = flags.sizes;
+  suite.batches = flags.batches;
+  try {
+    if (suite.cpu || suite.cuda) lb::register_codec_suite(suite);
+    if (suite.cpu) {
+      lb::register_processor_suite(suite);
+      lb::register_wrapper_suite(suite);
+      lb::register_l1_suite(suite);
+      lb::register_serde_suite(suite, registry);
+    }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "lmcache-bench: %s\n", e.what());
+    return 2;
+  }
+
+  std::error_code ec;
+  std::filesystem::create_directories(flags.out_dir, ec);
+  if (ec) {
+    std::fprintf(stderr, "lmcache-bench: cannot create --out %s: %s\n", flags.out_dir.c_str(),
+                 ec.message().c_str());
+    return 2;
+  }
+
+  std::vector<std::string> args = benchmark_args(flags);
+  std::vector<char*> bargv;
+  for (std::string& a : args) bargv.push_back(a.data());
+  bargv.push_back(nullptr);
+  int bargc = static_cast<int>(args.size());
+  benchmark::Initialize(&bargc, bargv.data());
+  if (benchmark::ReportUnrecognizedArguments(bargc, bargv.data())) return 2;
+
+  const lb::BuildInfo build = lb::BuildInfo::current();
+  const lmcache::devices::DeviceInfo info = lmcache::devices::device_info();
+  const lb::MachineInfo machine = machine_info(info);
+  benchmark::AddCustomContext("lmcache_version", build.version);
+  benchmark::AddCustomContext("lmcache_git_sha", build.git_sha);
+  benchmark::AddCustomContext("lmcache_build_type", build.build_type);
+  benchmark::AddCustomContext("compiler", build.compiler);
+  benchmark::AddCustomContext("cpu_model", machine.cpu_model);
+  benchmark::AddCustomContext("simd_target", machine.simd_target);
+  benchmark::AddCustomContext("cuda_device", machine.cuda_device);
+  benchmark::AddCustomContext("lmcache_bench_quick", flags.quick ? "true" : "false");
+
+  lb::BenchMetrics metrics(build, machine);
+  std::unique_ptr<lb::MetricsListener> listener;
+  if (!flags.metrics_listen.empty()) {
+    try {
+      listener = std::make_unique<lb::MetricsListener>(flags.metrics_listen, metrics.registry());
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "lmcache-bench: --metrics-listen: %s\n", e.what());
+      return 2;
+    }
+    std::fprintf(stderr, "lmcache-bench: serving http://%s/metrics\n",
+                 flags.metrics_listen.c_str());
+  }
+
+  lb::MetricsReporter reporter(nullptr, &metrics);
+  const std::size_t matched = benchmark::RunSpecifiedBenchmarks(&reporter);
+  benchmark::Shutdown();
+  metrics.finish();
+  if (matched == 0) std::fprintf(stderr, "lmcache-bench: no benchmark matched the filter\n");
+
+  int status = 0;
+  for (const auto& [name, message] : reporter.errors()) {
+    std::fprintf(stderr, "lmcache-bench: ERROR %s: %s\n", name.c_str(), message.c_str());
+    status = 1;
+  }
+
+  write_system_json(flags.out_dir, build, flags);
+  const std::string textfile =
+      flags.metrics_textfile.empty()
+          ? (std::filesystem::path(flags.out_dir) / "metrics.prom").string()
+          : flags.metrics_textfile;
+  if (textfile != "none") {
+    try {
+      lb::write_textfile_atomically(textfile, metrics.text());
+      std::fprintf(stderr, "lmcache-bench: metrics written to %s\n", textfile.c_str());
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "lmcache-bench: --metrics-textfile: %s\n", e.what());
+      status = 1;
+    }
+  }
+  if (!flags.push_gateway.empty()) {
+    try {
+      const int code = lb::push_to_gateway(flags.push_gateway, flags.push_job, metrics.registry());
+      if (code < 200 || code >= 300) {
+        std::fprintf(stderr, "lmcache-bench: push to %s failed (HTTP status %d)\n",
+                     flags.push_gateway.c_str(), code);
+        status = 1;
+      } else {
+        std::fprintf(stderr, "lmcache-bench: pushed to %s job=%s (HTTP %d)\n",
+                     flags.push_gateway.c_str(), flags.push_job.c_str(), code);
+      }
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "lmcache-bench: --push-gateway: %s\n", e.what());
+      status = 1;
+    }
+  }
+  std::fprintf(stderr, "lmcache-bench: %zu benchmark(s) ok, %zu error(s)\n", metrics.ok_count(),
+               metrics.error_count());
+  if (listener) {
+    std::fprintf(stderr, "lmcache-bench: lingering %.1f s for scrapers\n",
+                 flags.metrics_linger_seconds);
+    listener->linger(flags.metrics_linger_seconds);
+  }
+  return status;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) { return run(argc, argv); }

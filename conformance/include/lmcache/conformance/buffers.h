@@ -1,0 +1,151 @@
+// File: lmcache/conformance/buffers.h
+//
+// Buffer tools the properties are built from: element access for every dtype (float16, bfloat16
+// and fp8 included, without libtorch), value filling with zeros, subnormals, extremes, infinities
+// and NaNs, and GuardedObject, a MemoryObj that sits between two guard zones of known bytes so
+// that a write outside the object (an overrun) is detected without relying on a sanitizer.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "lmcache/core/dtype.h"
+#include "lmcache/core/memory_layout.h"
+#include "lmcache/core/memory_obj.h"
+
+namespace lmcache::conformance {
+
+// Exact-as-possible conversions (round to nearest, ties to even) between float and the 16-bit
+// float formats, as raw bits.
+std::uint16_t FloatToHalfBits(float value);
+float HalfBitsToFloat(std::uint16_t bits);
+std::uint16_t FloatToBf16Bits(float value);
+float Bf16BitsToFloat(std::uint16_t bits);
+
+// IsFloatDType()
+//
+// float16, bfloat16, float32 and the fp8 dtypes (everything but uint8).
+bool IsFloatDType(DType dtype);
+
+// ReadElement()
+//
+// The value of the element at `p` (element_size(dtype) bytes, any alignment) as a double; exact
+// for every dtype. uint8 reads as its integer value.
+double ReadElement(DType dtype, const std::byte* p);
+
+// WriteElement()
+//
+// Stores `value` at `p`, rounded to nearest-even into `dtype`. uint8 takes the value modulo 256.
+void WriteElement(DType dtype, std::byte* p, double value);
+
+// MaxFinite() / MinSubnormal() / MinNormal()
+//
+// The dtype's largest finite value, smallest positive subnormal and smallest positive normal
+// (uint8: 255, 1, 1).
+double MaxFinite(DType dtype);
+double MinSubnormal(DType dtype);
+double MinNormal(DType dtype);
+
+// ValueSpec
+//
+// Which values a generator may produce for a serde: finite values with |x| <= max_abs (nullopt:
+// the dtype's whole range), plus NaN and +-inf when allowed.
+struct ValueSpec {
+  std::optional<double> max_abs;
+  bool allow_nan = true;
+  bool allow_inf = true;
+};
+
+// FillValues()
+//
+// Fills every group of `obj` deterministically from `seed`: about a quarter of the elements are
+// special values (+-0, +-1, the smallest subnormal and normal, the largest value allowed, NaN
+// and +-inf when allowed), the rest spread over every exponent the dtype and `spec` allow, so
+// subnormals and extremes are common. uint8 and fp8 groups get arbitrary bytes within `spec`.
+void FillValues(MemoryObj& obj, const ValueSpec& spec, std::uint64_t seed);
+
+// FillBytes()
+//
+// Deterministic pseudo-random bytes from `seed`.
+void FillBytes(std::span<std::byte> bytes, std::uint64_t seed);
+
+// GuardedObject
+//
+// A MemoryObj of `layout` whose physical_size() is `physical_size` (at least the layout's bytes)
+// and whose buffer lies between two kGuardBytes guard zones of pseudo-random bytes, all in one
+// allocation. The payload starts filled with pseudo-random bytes too, so "left untouched" can be
+// checked for any region.
+class GuardedObject {
+ public:
+  static constexpr std::size_t kGuardBytes = 64;
+
+  // Throws std::invalid_argument when physical_size < layout.total_bytes(). `guard_bytes`
+  // (at least kGuardBytes) sizes each guard zone: make it as large as the worst overrun a test
+  // provokes, so that the overrun stays inside this allocation.
+  GuardedObject(MemoryLayoutDesc layout, std::size_t physical_size, std::uint64_t fill_seed = 1,
+                std::size_t guard_bytes = kGuardBytes);
+
+  // A byte buffer: one 1-D uint8 group of `bytes` bytes (physical size `bytes` as well).
+  static GuardedObject Bytes(std::size_t bytes, std::uint64_t fill_seed = 1,
+                             std::size_t guard_bytes = kGuardBytes);
+
+  const MemoryObjPtr& obj() const { return obj_; }
+  MemoryObj& operator*() const { return *obj_; }
+  MemoryObj* operator->() const { return obj_.get(); }
+
+  // The whole payload (physical size), before any narrowing.
+  std::span<const std::byte> payload() const;
+
+  // A copy of the payload, to compare against later.
+  std::vector<std::byte> snapshot() const;
+
+  // CheckGuards()
+  //
+  // Empty when both guard zones still hold their bytes; otherwise a message naming the first
+  // damaged byte ("3 bytes past the end were written, first at +0").
+  std::string CheckGuards() const;
+
+  // CheckPayloadUnchanged()
+  //
+  // Empty when payload bytes [from, to) still equal `before` there; otherwise names the first
+  // changed offset.
+  std::string CheckPayloadUnchanged(const std::vector<std::byte>& before, std::size_t from,
+                                    std::size_t to) const;
+
+ private:
+  std::shared_ptr<std::byte[]> storage_;
+  std::size_t guard_ = kGuardBytes;
+  std::size_t physical_size_ = 0;
+  std::vector<std::byte> guard_before_;
+  std::vector<std::byte> guard_after_;
+  MemoryObjPtr obj_;
+};
+
+// MakeObject()
+//
+// A plain zero-filled MemoryObj of `layout` (physical size exactly the layout's bytes, at least
+// `min_physical`).
+MemoryObjPtr MakeObject(const MemoryLayoutDesc& layout, std::size_t min_physical = 0);
+
+// ByteLayout()
+//
+// One 1-D uint8 group of `bytes` bytes: the layout of a serialized buffer.
+MemoryLayoutDesc ByteLayout(std::size_t bytes);
+
+// DescribeElementMismatch()
+//
+// "group 1 element 7 (bfloat16): expected 0.5, got 0.625" for diagnostics.
+std::string DescribeElement(const MemoryLayoutDesc& layout, std::size_t group, std::size_t index,
+                            double expected, double got);
+
+// HexPreview()
+//
+// The first `max_bytes` bytes as hex, for messages.
+std::string HexPreview(std::span<const std::byte> bytes, std::size_t max_bytes = 16);
+
+}  // namespace lmcache::conformance

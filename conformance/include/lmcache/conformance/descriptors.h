@@ -1,0 +1,169 @@
+// File: lmcache/conformance/descriptors.h
+//
+// Descriptors: how a vendor hands an implementation to the conformance kit. Each descriptor is a
+// name, factories that build fresh instances (every property builds its own, often several), and
+// the declarations the properties need to judge the results: which dtypes a serde accepts, how
+// lossy it is, which optional adapter features exist. A declaration never weakens a contract; it
+// only decides which inputs are generated and which properties are NotSupported.
+//
+// The same descriptors feed both ways of plugging in:
+//   - link time: INSTANTIATE_TEST_SUITE_P(Vendor, SerdeConformance, ::testing::Values(MySerde()),
+//                                         lmcache::conformance::ParamName());
+//   - run time:  a plugin's entry point adds them to a Registry (plugin_abi.h), and the runner
+//                lmcache-conform instantiates the suites over the registry.
+//
+// Names become gtest parameter names and report keys: letters, digits and '_' only.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "lmcache/core/dtype.h"
+#include "lmcache/core/memory_layout.h"
+#include "lmcache/core/memory_obj.h"
+#include "lmcache/l1/l1_manager.h"
+#include "lmcache/l2/l2_adapter.h"
+#include "lmcache/serde/multi_serde.h"
+#include "lmcache/serde/serde_processor.h"
+#include "lmcache/serde/serializer.h"
+
+namespace lmcache::conformance {
+
+// Lossiness
+//
+// What a round trip may change. A lossless serde must give back every element bit for bit (NaN
+// payloads excepted: a NaN must come back as a NaN). A lossy one must keep every finite element
+// x within the hard bound |x - y| <= max(hard_abs, hard_rel * |x|); exceeding the soft bound
+// max(soft_abs, soft_rel * |x|) (soft <= hard) is a QualityWarning, not a failure.
+//
+// For fp8 round-to-nearest-even the format gives the bounds (prior-art.md §5.1): e4m3fn
+// hard_rel = 2^-4 for normals, hard_abs = 2^-10 in the subnormal range; e5m2 2^-3 and 2^-17.
+struct Lossiness {
+  bool lossless = true;
+  double hard_abs = 0.0;
+  double hard_rel = 0.0;
+  double soft_abs = 0.0;
+  double soft_rel = 0.0;
+
+  static Lossiness Lossless() { return {}; }
+  static Lossiness Bounded(double hard_abs, double hard_rel, double soft_abs, double soft_rel) {
+    return {false, hard_abs, hard_rel, soft_abs, soft_rel};
+  }
+};
+
+// SerdeUnderTest
+//
+// A synchronous Serializer / Deserializer pair (serde/serializer.h). The factories must return a
+// fresh, independent instance on every call (determinism is checked across instances).
+struct SerdeUnderTest {
+  std::string name;
+  std::function<SerializerPtr()> make_serializer;
+  std::function<DeserializerPtr()> make_deserializer;
+
+  // The source dtypes serialize() accepts; the generators draw layouts from these (uint8 only
+  // where listed), and every other dtype must be rejected with std::invalid_argument.
+  std::vector<DType> input_dtypes = {DType::kFloat32, DType::kFloat16, DType::kBFloat16};
+
+  Lossiness lossiness;
+
+  // Finite inputs are generated with |x| <= max_abs_input (nullopt: the dtype's whole range).
+  // fp8 e4m3fn turns |x| > 464 into NaN, so it declares 448.
+  std::optional<double> max_abs_input;
+  // Whether NaN / +-inf inputs are generated; when true, a NaN must come back as a NaN and an
+  // infinity as the same infinity.
+  bool preserves_nan = true;
+  bool preserves_inf = true;
+
+  // The multi-output forms (serde/multi_serde.h). Empty: the kit tests the reference bridges
+  // single_to_multi_serializer / single_to_multi_deserializer over this pair.
+  std::function<MultiSerializerPtr()> make_multi_serializer;
+  std::function<MultiDeserializerPtr()> make_multi_deserializer;
+  // Slots a multi serializer requires (a null there must be rejected); empty means every slot.
+  std::vector<bool> multi_required_slots;
+};
+
+// ProcessorUnderTest
+//
+// An asynchronous SerdeProcessor (serde/serde_processor.h). `make` returns a fresh processor on
+// every call. Inputs are drawn from `input_dtypes` with small finite values every serde keeps.
+struct ProcessorUnderTest {
+  std::string name;
+  std::function<SerdeProcessorPtr()> make;
+  std::vector<DType> input_dtypes = {DType::kFloat32};
+};
+
+// AdapterCapabilities
+//
+// Optional parts of L2AdapterInterface. A property that needs a missing capability is
+// NotSupported, with the capability named in the reason.
+struct AdapterCapabilities {
+  // delete_keys() removes keys (the interface allows a no-op default).
+  bool supports_delete = true;
+  // register_listener() listeners see every store (with sizes), load hit and delete.
+  bool supports_listeners = true;
+  // get_usage() reports exactly the bytes held, in total and per cache_salt.
+  bool reports_usage = true;
+  // report_status()["locked_key_count"] is the number of keys holding a lookup lock, so that
+  // lookup-and-lock / unlock can be observed (the mock adapter has it).
+  bool reports_lock_count = false;
+};
+
+// AdapterUnderTest
+//
+// An L2 adapter. `make` returns a fresh, empty adapter on every call, with room for a few MiB.
+struct AdapterUnderTest {
+  std::string name;
+  std::function<L2AdapterPtr()> make;
+  AdapterCapabilities capabilities;
+
+  // The dtypes of the objects stored; one layout per generated run, drawn from these.
+  std::vector<DType> object_dtypes = {DType::kUInt8, DType::kFloat32};
+
+  // What the adapter stores for an object of this layout (usage, listener sizes, bytes
+  // transferred). Empty: layout.total_bytes().
+  std::function<std::uint64_t(const MemoryLayoutDesc&)> stored_bytes;
+  // What a load of a stored object gives back, written into `expected` (same layout, zeroed).
+  // Empty: the stored bytes exactly. A serde-wrapping adapter passes its serde round trip here.
+  std::function<void(const MemoryObj& stored, MemoryObj& expected)> expected_load;
+};
+
+// WrapperUnderTest
+//
+// An implementation of the serde L2 wrapper (SPEC §7): given an inner adapter, a serde processor
+// and the L1Manager holding its temps, it returns the wrapping adapter, which owns the first two.
+// The kit composes it with failing serdes and failing inner adapters of its own.
+struct WrapperUnderTest {
+  std::string name;
+  std::function<L2AdapterPtr(L2AdapterPtr inner, SerdeProcessorPtr serde,
+                             std::shared_ptr<L1Manager> l1)>
+      make;
+};
+
+// Printed by gtest in test names and failure messages.
+void PrintTo(const SerdeUnderTest& serde, std::ostream* os);
+void PrintTo(const ProcessorUnderTest& processor, std::ostream* os);
+void PrintTo(const AdapterUnderTest& adapter, std::ostream* os);
+void PrintTo(const WrapperUnderTest& wrapper, std::ostream* os);
+
+// ParamName
+//
+// The 4th argument of INSTANTIATE_TEST_SUITE_P: names each instantiation after the
+// descriptor's name, e.g. Vendor/SerdeConformance.RoundTrip/copy_serde.
+struct ParamName {
+  template <class ParamInfo>
+  std::string operator()(const ParamInfo& info) const {
+    return info.param.name;
+  }
+};
+
+// IsValidImplementationName()
+//
+// True for a non-empty name of letters, digits and '_' (what gtest accepts as a parameter name).
+bool IsValidImplementationName(std::string_view name);
+
+}  // namespace lmcache::conformance

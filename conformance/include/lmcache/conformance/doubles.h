@@ -1,0 +1,147 @@
+// File: lmcache/conformance/doubles.h
+//
+// Failure-injecting collaborators for the wrapper suite: an fp8 serializer / deserializer pair
+// and a serde processor whose calls can be made to fail, and an inner adapter (over any real
+// adapter, the mock by default) whose submits can throw, whose stores can fail, whose loads can
+// drop chosen indices and whose results can be held back. The switches live in shared
+// SerdeFaults / AdapterFaults objects, so a test keeps control of them after handing the
+// doubles over to the wrapper (which owns them and may even destroy them).
+//
+// Thread safety: every switch is atomic or mutex-guarded; the doubles are called from the
+// wrapper's threads.
+#pragma once
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <vector>
+
+#include "lmcache/l2/l2_adapter.h"
+#include "lmcache/serde/forwarding_serde_processor.h"
+#include "lmcache/serde/fp8_serde.h"
+#include "lmcache/serde/serializer.h"
+
+namespace lmcache::conformance {
+
+// SerdeFaults
+//
+// Calls are counted from construction; a call whose 0-based index equals *_fail_at throws
+// std::runtime_error; *_fail_always makes every call throw.
+struct SerdeFaults {
+  std::atomic<long> serialize_calls{0};
+  std::atomic<long> serialize_fail_at{-1};
+  std::atomic<bool> serialize_fail_always{false};
+  std::atomic<long> deserialize_calls{0};
+  std::atomic<bool> deserialize_fail_always{false};
+  std::atomic<bool> throw_on_submit_serialize{false};
+  std::atomic<bool> throw_on_submit_deserialize{false};
+
+  // Makes the `i`-th serialize call from now on (0 = the next one) throw.
+  void FailSerializeCallFromNow(long i) { serialize_fail_at = serialize_calls.load() + i; }
+};
+
+// ScriptedSerializer / ScriptedDeserializer
+//
+// The reference fp8 e4m3fn pair, failing as `faults` says.
+class ScriptedSerializer final : public Serializer {
+ public:
+  explicit ScriptedSerializer(std::shared_ptr<SerdeFaults> faults) : faults_(std::move(faults)) {}
+  std::size_t serialize(const MemoryObj& src, MemoryObj& dst) override;
+  std::size_t estimate_serialized_size(const MemoryLayoutDesc& layout) const override {
+    return inner_.estimate_serialized_size(layout);
+  }
+
+ private:
+  std::shared_ptr<SerdeFaults> faults_;
+  Fp8Serializer inner_;
+};
+
+class ScriptedDeserializer final : public Deserializer {
+ public:
+  explicit ScriptedDeserializer(std::shared_ptr<SerdeFaults> faults) : faults_(std::move(faults)) {}
+  void deserialize(const MemoryObj& src, MemoryObj& dst) override;
+
+ private:
+  std::shared_ptr<SerdeFaults> faults_;
+  Fp8Deserializer inner_;
+};
+
+// ScriptedProcessor
+//
+// An AsyncSerdeProcessor over the scripted pair whose submits can throw.
+class ScriptedProcessor final : public ForwardingSerdeProcessor {
+ public:
+  explicit ScriptedProcessor(std::shared_ptr<SerdeFaults> faults);
+  TaskId submit_serialize(std::vector<MemoryObjPtr> srcs, std::vector<MemoryObjPtr> dsts) override;
+  TaskId submit_deserialize(std::vector<MemoryObjPtr> srcs,
+                            std::vector<MemoryObjPtr> dsts) override;
+
+ private:
+  std::shared_ptr<SerdeFaults> faults_;
+};
+
+// AdapterFaults
+//
+// throw_on_submit_*: the submit throws std::runtime_error. fail_stores: every popped store
+// result becomes a failure. drop_load_indices: those bits are cleared from load results.
+// hold_results: pops return nothing and load queries none until released (results are kept).
+struct AdapterFaults {
+  std::atomic<bool> throw_on_submit_store{false};
+  std::atomic<bool> fail_stores{false};
+  std::atomic<bool> throw_on_submit_load{false};
+  std::atomic<bool> hold_results{false};
+
+  void SetDroppedLoadIndices(std::set<std::size_t> indices);
+  std::set<std::size_t> DroppedLoadIndices() const;
+
+ private:
+  mutable std::mutex mu_;
+  std::set<std::size_t> drop_load_indices_;
+};
+
+// ScriptedAdapter
+//
+// Forwards to a shared inner adapter (so a test can keep inspecting it), failing as `faults`
+// says. Its fds are the inner's.
+class ScriptedAdapter final : public L2AdapterInterface {
+ public:
+  ScriptedAdapter(std::shared_ptr<L2AdapterInterface> inner, std::shared_ptr<AdapterFaults> faults);
+
+  int get_store_event_fd() const override { return inner_->get_store_event_fd(); }
+  int get_lookup_and_lock_event_fd() const override {
+    return inner_->get_lookup_and_lock_event_fd();
+  }
+  int get_load_event_fd() const override { return inner_->get_load_event_fd(); }
+  TaskId submit_store_task(const std::vector<ObjectKey>& keys,
+                           const std::vector<MemoryObjPtr>& objects) override;
+  std::map<TaskId, L2StoreResult> pop_completed_store_tasks() override;
+  TaskId submit_lookup_and_lock_task(const std::vector<ObjectKey>& keys) override {
+    return inner_->submit_lookup_and_lock_task(keys);
+  }
+  std::optional<Bitmap> query_lookup_and_lock_result(TaskId id) override {
+    return inner_->query_lookup_and_lock_result(id);
+  }
+  void submit_unlock(const std::vector<ObjectKey>& keys) override { inner_->submit_unlock(keys); }
+  TaskId submit_load_task(const std::vector<ObjectKey>& keys,
+                          const std::vector<MemoryObjPtr>& objects) override;
+  std::optional<Bitmap> query_load_result(TaskId id) override;
+  void delete_keys(const std::vector<ObjectKey>& keys) override { inner_->delete_keys(keys); }
+  AdapterUsage get_usage() const override { return inner_->get_usage(); }
+  bool supports_global_eviction() const override { return inner_->supports_global_eviction(); }
+  void register_listener(std::shared_ptr<L2AdapterListener> listener) override {
+    inner_->register_listener(std::move(listener));
+  }
+  Json report_status() const override { return inner_->report_status(); }
+  void close() override { inner_->close(); }
+
+ private:
+  std::shared_ptr<L2AdapterInterface> inner_;
+  std::shared_ptr<AdapterFaults> faults_;
+  std::mutex mu_;
+  std::map<TaskId, L2StoreResult> held_;  // popped while held
+};
+
+}  // namespace lmcache::conformance

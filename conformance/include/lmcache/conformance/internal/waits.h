@@ -1,0 +1,76 @@
+// File: lmcache/conformance/internal/waits.h
+//
+// Time limits shared by the asynchronous suites. Results are polled (never waited for through
+// the fd, so that the fd's counter can be checked afterwards); the limits are generous because
+// CI runs the suites under sanitizers on two slow cores, and a correct implementation never
+// waits them out.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <cstdlib>
+#include <thread>
+
+#include "lmcache/core/event_notifier.h"
+
+namespace lmcache::conformance::internal {
+
+using namespace std::chrono_literals;
+
+// Scaled()
+//
+// `base` times LMCACHE_CONFORMANCE_TIMEOUT_SCALE (a positive number, default 1): slower machines
+// raise it; the self-tests lower it, because their mutants wait out every limit.
+inline std::chrono::milliseconds Scaled(std::chrono::milliseconds base) {
+  static const double scale = [] {
+    const char* s = std::getenv("LMCACHE_CONFORMANCE_TIMEOUT_SCALE");
+    double v = s ? std::atof(s) : 1.0;
+    return v > 0 ? v : 1.0;
+  }();
+  return std::chrono::milliseconds(
+      static_cast<long long>(static_cast<double>(base.count()) * scale));
+}
+
+// How long a task may take to complete.
+inline std::chrono::milliseconds ResultTimeout() { return Scaled(10s); }
+// How long after its result is visible a task's notify may take to arrive.
+inline std::chrono::milliseconds SignalGrace() { return Scaled(5s); }
+// How long an eventually-consistent state (an unlock, a temp release, a joined thread) may take.
+inline std::chrono::milliseconds SettleTimeout() { return Scaled(2s); }
+// How long to watch for a notify that must not come (a double or cross notify).
+inline constexpr std::chrono::milliseconds kSettle = 30ms;
+
+// PollUntil()
+//
+// Calls `fn` (returning an optional) until it has a value or `timeout` passes, backing off from
+// 50 us to 2 ms between calls.
+template <class Fn>
+auto PollUntil(Fn&& fn, std::chrono::milliseconds timeout) -> decltype(fn()) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  auto pause = std::chrono::microseconds(50);
+  for (;;) {
+    if (auto v = fn()) return v;
+    if (std::chrono::steady_clock::now() >= deadline) return fn();
+    std::this_thread::sleep_for(pause);
+    if (pause < std::chrono::milliseconds(2)) pause *= 2;
+  }
+}
+
+// CollectNotifies()
+//
+// Drains `fd` until `expected` notifies in total have been read (starting from `already`) or
+// `grace` passes, then watches kSettle more for extra ones. Returns the total read.
+inline std::uint64_t CollectNotifies(int fd, std::uint64_t expected, std::uint64_t already = 0,
+                                     std::chrono::milliseconds grace = SignalGrace()) {
+  std::uint64_t total = already + consume_fd(fd);
+  auto deadline = std::chrono::steady_clock::now() + grace;
+  while (total < expected && std::chrono::steady_clock::now() < deadline) {
+    wait_readable(fd, 10ms);
+    total += consume_fd(fd);
+  }
+  std::this_thread::sleep_for(kSettle);
+  total += consume_fd(fd);
+  return total;
+}
+
+}  // namespace lmcache::conformance::internal

@@ -1,0 +1,47 @@
+// File: lmcache/conformance/process_stats.h
+//
+// Resource counts of the current process, for "close() releases its fds and threads": count
+// before creating an implementation and after closing it. Linux only (/proc/self).
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <string>
+
+namespace lmcache::conformance {
+
+// CountOpenFds()
+//
+// Open file descriptors of this process (the entries of /proc/self/fd, less the one used to
+// read it).
+std::size_t CountOpenFds();
+
+// CountThreads()
+//
+// Threads of this process (the entries of /proc/self/task).
+std::size_t CountThreads();
+
+// ResourceSnapshot
+//
+// Both counts at one moment.
+struct ResourceSnapshot {
+  std::size_t fds = 0;
+  std::size_t threads = 0;
+
+  static ResourceSnapshot Take();
+};
+
+// WaitForResources()
+//
+// Polls until the counts are back to `baseline` or `timeout` passes (a joined thread can linger
+// in /proc for a moment). Returns an empty string on success, else a message such as
+// "1 fd(s) and 0 thread(s) more than before creation".
+std::string WaitForResources(const ResourceSnapshot& baseline,
+                             std::chrono::milliseconds timeout = std::chrono::seconds(2));
+
+// IsOpenFd()
+//
+// Whether `fd` is an open descriptor of this process.
+bool IsOpenFd(int fd);
+
+}  // namespace lmcache::conformance

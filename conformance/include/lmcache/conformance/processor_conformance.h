@@ -1,0 +1,41 @@
+// File: lmcache/conformance/processor_conformance.h
+//
+// ProcessorConformance: the abstract suite every asynchronous SerdeProcessor must pass (the
+// submit -> eventfd -> one-shot query contract of SPEC §2 and §5). Instantiate it with your
+// descriptors:
+//
+//   INSTANTIATE_TEST_SUITE_P(Vendor, ProcessorConformance,
+//                            ::testing::Values(MyVendorProcessor()),
+//                            lmcache::conformance::ParamName());
+//
+// Properties: PropertiesOf(ImplementationKind::kProcessor) (properties.h). Each builds fresh
+// processors through the descriptor and closes them. Failures are induced through the serde
+// contract itself (a destination or source too short must make the pair throw), so no test
+// hook is needed in the implementation.
+#pragma once
+
+#include <string_view>
+
+#include <gtest/gtest.h>
+
+#include "lmcache/conformance/descriptors.h"
+#include "lmcache/conformance/status.h"
+
+namespace lmcache::conformance {
+
+class ProcessorConformance : public ::testing::TestWithParam<ProcessorUnderTest> {};
+
+// RunProcessorProperty()
+//
+// The verdict of one property (by name) for `processor`; an unknown name is a Fail.
+Verdict RunProcessorProperty(std::string_view property, const ProcessorUnderTest& processor);
+
+namespace internal {
+int ProcessorConformanceLinkAnchor();
+[[maybe_unused]] static const int kProcessorConformanceLinked = ProcessorConformanceLinkAnchor();
+}  // namespace internal
+
+}  // namespace lmcache::conformance
+
+// Unqualified for INSTANTIATE_TEST_SUITE_P (see serde_conformance.h).
+using lmcache::conformance::ProcessorConformance;

@@ -1,0 +1,73 @@
+// File: lmcache/conformance/rapidcheck_driver.h
+//
+// Runs a RapidCheck property and turns the outcome into a Verdict, so that properties can be
+// called on their own (self-tests, Verify helpers) as well as from the gtest suites.
+//
+// Configuration is layered: each property has kit defaults (RcOptions: a modest max_success so
+// that CI on two slow cores stays fast), and every key of the RC_PARAMS environment variable
+// overrides them (seed, max_success, max_size, noshrink, reproduce, verbose_progress, ...). With
+// no seed in RC_PARAMS a random one is drawn; the Verdict records the seed, and a failure carries
+// the RC_PARAMS string (seed, sizes and a `reproduce=` token) that replays the minimal failing
+// case of exactly that property:
+//
+//   RC_PARAMS="seed=42 max_success=40 reproduce=..." ./my_conformance_test
+//          --gtest_filter='*SerdeConformance.RoundTrip/my_serde'
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include <gtest/gtest.h>
+#include <rapidcheck.h>
+
+#include "lmcache/conformance/status.h"
+
+namespace lmcache::conformance {
+
+// RcOptions
+//
+// A property's defaults; RC_PARAMS keys override each of them.
+struct RcOptions {
+  int max_success = 40;
+  int max_size = 100;
+  bool shrink = true;
+};
+
+// CheckRcProperty()
+//
+// Runs `property` (rc::detail::toProperty of a testable) under the layered configuration. `id`
+// identifies the property in `reproduce=` tokens; use "<Suite>.<Property>/<implementation>".
+// Pass on success; Fail with RapidCheck's report (counterexample, description) otherwise,
+// including when the generator gives up or RC_PARAMS cannot be parsed.
+Verdict CheckRcProperty(std::string_view id, const RcOptions& options,
+                        const rc::detail::Property& property);
+
+// RunRcProperty()
+//
+// CheckRcProperty() for any testable RapidCheck accepts (a lambda taking generated arguments).
+template <class Testable>
+Verdict RunRcProperty(std::string_view id, const RcOptions& options, Testable&& testable) {
+  return CheckRcProperty(id, options, rc::detail::toProperty(std::forward<Testable>(testable)));
+}
+
+// FailCase()
+//
+// Fails the current RapidCheck case with `message` (no file / line noise, unlike RC_FAIL).
+[[noreturn]] void FailCase(std::string message);
+
+// RequireOk()
+//
+// Fails the current case with the result's message unless `result` is a success; the bridge
+// from the Verify* helpers (verify.h) to RapidCheck.
+void RequireOk(const ::testing::AssertionResult& result);
+
+// Require()
+//
+// Fails the current case with `message` unless `condition` holds.
+inline void Require(bool condition, const std::string& message) {
+  if (!condition) FailCase(message);
+}
+
+}  // namespace lmcache::conformance

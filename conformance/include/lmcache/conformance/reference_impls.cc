@@ -1,0 +1,125 @@
+#include "lmcache/conformance/reference_impls.h"
+
+#include <cmath>
+#include <memory>
+#include <string>
+
+#include "lmcache/l2/mock_adapter.h"
+#include "lmcache/serde/async_serde_processor.h"
+#include "lmcache/serde/fp8_serde.h"
+#include "lmcache/wrapper/serde_l2_adapter_wrapper.h"
+
+namespace lmcache::conformance {
+
+namespace {
+
+// Large enough for every generated object; the mock only counts it.
+constexpr std::uint64_t kMockCapacityBytes = 1ull << 30;
+// 1 TiB/s: a few KiB move in nanoseconds, so the simulated bandwidth never slows the suites.
+constexpr std::uint64_t kMockBandwidth = 1ull << 40;
+constexpr std::size_t kWrapperL1Bytes = 64u << 20;
+
+std::string FormatSuffix(Fp8Format format) {
+  return format == Fp8Format::kE4M3FN ? "e4m3fn" : "e5m2";
+}
+
+L2AdapterPtr MakeMock() {
+  return std::make_unique<MockL2Adapter>(MockL2AdapterOptions{kMockCapacityBytes, kMockBandwidth});
+}
+
+}  // namespace
+
+SerdeUnderTest ReferenceFp8Serde(Fp8Format format) {
+  Fp8SerdeOptions options{format, Fp8Overflow::kNonSaturating};
+  SerdeUnderTest s;
+  s.name = "fp8_" + FormatSuffix(format);
+  s.make_serializer = [options] { return std::make_shared<Fp8Serializer>(options); };
+  s.make_deserializer = [options] { return std::make_shared<Fp8Deserializer>(options); };
+  s.input_dtypes = {DType::kFloat32, DType::kFloat16, DType::kBFloat16};
+  if (format == Fp8Format::kE4M3FN) {
+    // 3 mantissa bits: half an ulp is 2^-4 of the value for normals; subnormal step 2^-9.
+    s.lossiness = Lossiness::Bounded(std::ldexp(1.0, -10), std::ldexp(1.0, -4),
+                                     std::ldexp(1.0, -10), std::ldexp(1.0, -4));
+    s.max_abs_input = 448.0;
+    s.preserves_inf = false;  // e4m3fn has no infinity: +-inf encodes as NaN
+  } else {
+    // 2 mantissa bits: 2^-3 for normals; subnormal step 2^-16.
+    s.lossiness = Lossiness::Bounded(std::ldexp(1.0, -17), std::ldexp(1.0, -3),
+                                     std::ldexp(1.0, -17), std::ldexp(1.0, -3));
+    s.max_abs_input = 57344.0;
+  }
+  return s;
+}
+
+ProcessorUnderTest ReferenceAsyncFp8Processor(Fp8Format format, std::size_t max_workers) {
+  Fp8SerdeOptions options{format, Fp8Overflow::kNonSaturating};
+  ProcessorUnderTest p;
+  p.name = "async_fp8_" + FormatSuffix(format) + "_w" + std::to_string(max_workers);
+  p.make = [options, max_workers]() -> SerdeProcessorPtr {
+    return std::make_unique<AsyncSerdeProcessor>(std::make_shared<Fp8Serializer>(options),
+                                                 std::make_shared<Fp8Deserializer>(options),
+                                                 max_workers);
+  };
+  p.input_dtypes = {DType::kFloat32, DType::kFloat16, DType::kBFloat16};
+  return p;
+}
+
+AdapterUnderTest ReferenceMockAdapter() {
+  AdapterUnderTest a;
+  a.name = "mock";
+  a.make = &MakeMock;
+  a.capabilities.reports_lock_count = true;
+  a.object_dtypes = {DType::kUInt8, DType::kFloat32, DType::kBFloat16};
+  return a;
+}
+
+AdapterUnderTest ReferenceWrappedMockAdapter() {
+  AdapterUnderTest a;
+  a.name = "wrapper_mock_fp8";
+  a.make = []() -> L2AdapterPtr {
+    auto serde = std::make_unique<AsyncSerdeProcessor>(std::make_shared<Fp8Serializer>(),
+                                                       std::make_shared<Fp8Deserializer>());
+    return std::make_unique<SerdeL2AdapterWrapper>(MakeMock(), std::move(serde),
+                                                   std::make_shared<L1Manager>(kWrapperL1Bytes));
+  };
+  // Lookup locks happen in the inner mock, whose status the wrapper passes through.
+  a.capabilities.reports_lock_count = true;
+  a.object_dtypes = {DType::kFloat32, DType::kFloat16, DType::kBFloat16};
+  // The inner mock holds one fp8 code per element.
+  a.stored_bytes = [](const MemoryLayoutDesc& layout) -> std::uint64_t {
+    return layout.total_elements();
+  };
+  a.expected_load = [](const MemoryObj& stored, MemoryObj& expected) {
+    Fp8Serializer ser;
+    Fp8Deserializer deser;
+    auto bytes = MemoryObj::allocate(MemoryLayoutDesc::single(
+        {static_cast<std::int64_t>(ser.estimate_serialized_size(stored.layout()))}, DType::kUInt8));
+    std::size_t n = ser.serialize(stored, *bytes);
+    bytes->set_used_size(n);
+    deser.deserialize(*bytes, expected);
+  };
+  return a;
+}
+
+WrapperUnderTest ReferenceSerdeWrapper() {
+  WrapperUnderTest w;
+  w.name = "serde_l2_adapter_wrapper";
+  w.make = [](L2AdapterPtr inner, SerdeProcessorPtr serde,
+              std::shared_ptr<L1Manager> l1) -> L2AdapterPtr {
+    return std::make_unique<SerdeL2AdapterWrapper>(std::move(inner), std::move(serde),
+                                                   std::move(l1));
+  };
+  return w;
+}
+
+void RegisterReferenceImplementations(Registry& registry) {
+  registry.add_serde(ReferenceFp8Serde(Fp8Format::kE4M3FN));
+  registry.add_serde(ReferenceFp8Serde(Fp8Format::kE5M2));
+  registry.add_processor(ReferenceAsyncFp8Processor(Fp8Format::kE4M3FN, 1));
+  registry.add_processor(ReferenceAsyncFp8Processor(Fp8Format::kE5M2, 3));
+  registry.add_adapter(ReferenceMockAdapter());
+  registry.add_adapter(ReferenceWrappedMockAdapter());
+  registry.add_wrapper(ReferenceSerdeWrapper());
+}
+
+}  // namespace lmcache::conformance

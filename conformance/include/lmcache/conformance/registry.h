@@ -1,0 +1,71 @@
+// File: lmcache/conformance/registry.h
+//
+// Registry: the implementations a run of the kit covers, by kind and name. The runner
+// (lmcache-conform) fills the process-wide GlobalRegistry() from plugins (plugin_abi.h) and from
+// RegisterReferenceImplementations(), then instantiates every conformance suite over it. A
+// link-time user normally needs no registry: INSTANTIATE_TEST_SUITE_P takes descriptors directly.
+//
+// Thread safety: none. Implementations are registered during start-up, before any suite runs.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "lmcache/conformance/descriptors.h"
+
+namespace lmcache::conformance {
+
+// The four kinds of implementation, each with its own suite.
+enum class ImplementationKind { kSerde, kProcessor, kAdapter, kWrapper };
+
+// "serde", "processor", "adapter", "wrapper".
+std::string_view KindName(ImplementationKind kind);
+// Inverse of KindName(); throws std::invalid_argument naming the text.
+ImplementationKind ParseKind(std::string_view name);
+
+class Registry {
+ public:
+  // add_serde() / add_processor() / add_adapter() / add_wrapper()
+  //
+  // Appends a descriptor. Throws std::invalid_argument when the name is not valid
+  // (IsValidImplementationName), when a factory is empty, or when the name is already taken by
+  // an implementation of the same kind (the message names it).
+  void add_serde(SerdeUnderTest serde);
+  void add_processor(ProcessorUnderTest processor);
+  void add_adapter(AdapterUnderTest adapter);
+  void add_wrapper(WrapperUnderTest wrapper);
+
+  // In registration order.
+  const std::vector<SerdeUnderTest>& serdes() const { return serdes_; }
+  const std::vector<ProcessorUnderTest>& processors() const { return processors_; }
+  const std::vector<AdapterUnderTest>& adapters() const { return adapters_; }
+  const std::vector<WrapperUnderTest>& wrappers() const { return wrappers_; }
+
+  // Total number of implementations of every kind.
+  std::size_t size() const;
+
+  // Whether an implementation of this kind and name is registered.
+  bool contains(ImplementationKind kind, std::string_view name) const;
+
+  // Keeps only the implementation of this kind and name (the runner's child processes test
+  // one implementation at a time). Returns false, removing everything, when there is none.
+  bool retain_only(ImplementationKind kind, std::string_view name);
+
+  // Drops every implementation.
+  void clear();
+
+ private:
+  std::vector<SerdeUnderTest> serdes_;
+  std::vector<ProcessorUnderTest> processors_;
+  std::vector<AdapterUnderTest> adapters_;
+  std::vector<WrapperUnderTest> wrappers_;
+};
+
+// GlobalRegistry()
+//
+// The process-wide registry the runner instantiates its suites over.
+Registry& GlobalRegistry();
+
+}  // namespace lmcache::conformance

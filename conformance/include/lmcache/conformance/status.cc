@@ -1,0 +1,44 @@
+#include "lmcache/conformance/status.h"
+
+namespace lmcache::conformance {
+
+std::string_view StatusName(Status status) {
+  switch (status) {
+    case Status::kPass:
+      return "Pass";
+    case Status::kNotSupported:
+      return "NotSupported";
+    case Status::kQualityWarning:
+      return "QualityWarning";
+    case Status::kFail:
+      return "Fail";
+  }
+  return "Fail";
+}
+
+std::optional<Status> ParseStatus(std::string_view name) {
+  for (Status s : {Status::kPass, Status::kNotSupported, Status::kQualityWarning, Status::kFail}) {
+    if (StatusName(s) == name) return s;
+  }
+  return std::nullopt;
+}
+
+Status Worse(Status a, Status b) {
+  // Severity order; NotSupported is the mildest, so a mix of NotSupported and Pass is Pass.
+  auto rank = [](Status s) {
+    switch (s) {
+      case Status::kNotSupported:
+        return 0;
+      case Status::kPass:
+        return 1;
+      case Status::kQualityWarning:
+        return 2;
+      case Status::kFail:
+        return 3;
+    }
+    return 3;
+  };
+  return rank(a) >= rank(b) ? a : b;
+}
+
+}  // namespace lmcache::conformance

@@ -1,0 +1,107 @@
+// File: lmcache/conformance/verify.h
+//
+// Verify* helpers: single-call checks of one serde contract on one input, returning
+// ::testing::AssertionResult (abseil's VerifyTypeImplementsAbslHashCorrectly style), so they
+// read naturally in a vendor's own tests:
+//
+//   EXPECT_TRUE(VerifySerdeRoundTrip(MySerde(), *input));
+//
+// On failure the message names the contract, the input layout and the first offending byte or
+// element. The conformance suites run these same helpers over generated inputs.
+//
+// Each helper builds fresh serializer / deserializer instances through the descriptor, so the
+// descriptor's factories must be callable repeatedly. Buffers are GuardedObjects (buffers.h): a
+// write outside a buffer is reported, never silently absorbed.
+//
+// Failure modes and the helper that catches each (cf. abseil's documented Bad1..Bad4 types):
+//   - output differs between two calls or two instances        VerifySerializeDeterministic
+//   - output differs when one instance serves several threads  VerifySerializeThreadSafe
+//   - serialize() returns more than the estimate               VerifyEstimateIsUpperBound
+//   - the estimate changes after serializing other data        VerifyEstimateDependsOnLayoutOnly
+//   - a round trip changes data beyond the declared bound      VerifySerdeRoundTrip
+//   - bytes past the returned count (or the source) change     VerifyBytesPastCountUntouched
+//   - a short destination is overrun / not rejected            VerifyShortBufferRejected
+//   - deserialize() writes outside its destination VerifyDeserializeWritesOnlyDestination
+//   - a truncated source is accepted                           VerifyShortSourceRejected
+//   - an undeclared dtype is accepted                          VerifyUnsupportedInputRejected
+//   - a multi-serde breaks the None-slot rules                 VerifyMultiNoneSlotRules
+//   - the length-1 bridge differs from the direct call         VerifyBridgeEquivalence
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "lmcache/conformance/descriptors.h"
+
+namespace lmcache::conformance {
+
+// QualityReport
+//
+// The largest error a lossy round trip showed relative to the declared soft bound.
+// `exceeded_soft` means some element was beyond the soft bound (but within the hard one).
+struct QualityReport {
+  bool exceeded_soft = false;
+  double worst_ratio = 0.0;  // error / soft bound, of the worst element
+  std::string worst;         // which element, with its values
+
+  // Keeps the worse of the two reports.
+  void Merge(const QualityReport& other);
+};
+
+::testing::AssertionResult VerifySerializeDeterministic(const SerdeUnderTest& serde,
+                                                        const MemoryObj& src);
+
+// `threads` threads share one serializer and serialize `src` concurrently, twice each.
+::testing::AssertionResult VerifySerializeThreadSafe(const SerdeUnderTest& serde,
+                                                     const MemoryObj& src, int threads = 4);
+
+::testing::AssertionResult VerifyEstimateIsUpperBound(const SerdeUnderTest& serde,
+                                                      const MemoryObj& src);
+
+// `a` and `b` must share a layout; the estimate for it must not move when the serializer
+// serializes either, and must match a fresh instance's.
+::testing::AssertionResult VerifyEstimateDependsOnLayoutOnly(const SerdeUnderTest& serde,
+                                                             const MemoryObj& a,
+                                                             const MemoryObj& b);
+
+// Serializes `src`, narrows the buffer to the count (as AsyncSerdeProcessor does), deserializes
+// into a fresh object of the same layout and compares per the serde's Lossiness. `quality`, when
+// given, receives how close a lossy serde came to its soft bound.
+::testing::AssertionResult VerifySerdeRoundTrip(const SerdeUnderTest& serde, const MemoryObj& src,
+                                                QualityReport* quality = nullptr);
+
+::testing::AssertionResult VerifyBytesPastCountUntouched(const SerdeUnderTest& serde,
+                                                         const MemoryObj& src);
+
+// The destination is `shortfall` bytes (>= 1) shorter than what serialize() writes for `src`
+// (clamped to an empty buffer). Succeeds trivially when `src` serializes to 0 bytes.
+::testing::AssertionResult VerifyShortBufferRejected(const SerdeUnderTest& serde,
+                                                     const MemoryObj& src, std::size_t shortfall);
+
+::testing::AssertionResult VerifyDeserializeWritesOnlyDestination(const SerdeUnderTest& serde,
+                                                                  const MemoryObj& src);
+
+// The source handed to deserialize() is `shortfall` bytes shorter than what serialize() wrote.
+::testing::AssertionResult VerifyShortSourceRejected(const SerdeUnderTest& serde,
+                                                     const MemoryObj& src, std::size_t shortfall);
+
+// `src` has at least one group whose dtype the serde does not declare.
+::testing::AssertionResult VerifyUnsupportedInputRejected(const SerdeUnderTest& serde,
+                                                          const MemoryObj& src);
+
+::testing::AssertionResult VerifyMultiNoneSlotRules(const SerdeUnderTest& serde,
+                                                    const MemoryObj& src);
+
+// Requires a group_size() == 1 multi serde (the bridge).
+::testing::AssertionResult VerifyBridgeEquivalence(const SerdeUnderTest& serde,
+                                                   const MemoryObj& src);
+
+// MakeMultiSerializer() / MakeMultiDeserializer()
+//
+// The descriptor's multi factories, or the reference bridges over its single pair.
+MultiSerializerPtr MakeMultiSerializer(const SerdeUnderTest& serde);
+MultiDeserializerPtr MakeMultiDeserializer(const SerdeUnderTest& serde);
+
+}  // namespace lmcache::conformance

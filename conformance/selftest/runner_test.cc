@@ -1,0 +1,180 @@
+// lmcache-conform end to end: the reference and the example plugin pass and both reports are
+// written; a broken plugin fails naming the property; a crashing and a hanging implementation
+// become Fails of the running property while the run goes on; bad plugins are usage errors.
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct RunResult {
+  int exit_code = -1;
+  std::string output;
+  nlohmann::json json;
+  bool json_written = false;
+  bool junit_written = false;
+  std::string junit;
+};
+
+// Runs the runner with `args` plus --json / --junit into a fresh directory.
+RunResult RunConform(const std::string& args) {
+  static int n = 0;
+  fs::path dir = fs::temp_directory_path() /
+                 ("lmcache_conform_test_" + std::to_string(getpid()) + "_" + std::to_string(n++));
+  fs::create_directories(dir);
+  std::string json = (dir / "report.json").string();
+  std::string junit = (dir / "report.xml").string();
+  std::string cmd =
+      std::string(LMCONF_RUNNER) + " " + args + " --json " + json + " --junit " + junit + " 2>&1";
+  RunResult r;
+  FILE* p = popen(cmd.c_str(), "r");
+  if (p == nullptr) return r;
+  char buf[4096];
+  std::size_t got;
+  while ((got = fread(buf, 1, sizeof(buf), p)) > 0) r.output.append(buf, got);
+  int status = pclose(p);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  if (std::ifstream in(json); in) {
+    r.json = nlohmann::json::parse(in, nullptr, false);
+    r.json_written = !r.json.is_discarded();
+  }
+  if (std::ifstream in(junit); in) {
+    r.junit.assign(std::istreambuf_iterator<char>(in), {});
+    r.junit_written = r.junit.find("<testsuites") != std::string::npos;
+  }
+  fs::remove_all(dir);
+  return r;
+}
+
+// The result object of `impl`.`property`, or null.
+nlohmann::json Result(const RunResult& r, const std::string& impl, const std::string& property) {
+  for (auto& i : r.json["implementations"]) {
+    if (i["name"] != impl) continue;
+    for (auto& res : i["properties"]) {
+      if (res["property"] == property) return res;
+    }
+  }
+  return nullptr;
+}
+
+std::string StatusOf(const RunResult& r, const std::string& impl, const std::string& property) {
+  nlohmann::json res = Result(r, impl, property);
+  return res.is_null() ? "(missing)" : res["status"].get<std::string>();
+}
+
+std::size_t CountResults(const RunResult& r) {
+  std::size_t n = 0;
+  for (auto& i : r.json["implementations"]) n += i["properties"].size();
+  return n;
+}
+
+TEST(Runner, ReferencePassesEveryProperty) {
+  RunResult r = RunConform("--reference --quiet");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  ASSERT_TRUE(r.json_written);
+  EXPECT_TRUE(r.junit_written);
+  EXPECT_EQ(r.json["summary"]["Fail"], 0) << r.output;
+  for (const char* suite :
+       {"SerdeConformance", "ProcessorConformance", "AdapterConformance", "WrapperConformance"}) {
+    EXPECT_NE(r.output.find(suite), std::string::npos) << "matrix lacks " << suite;
+  }
+  EXPECT_NE(r.output.find("CONFORMANT"), std::string::npos);
+  EXPECT_EQ(r.json["implementations"].size(), 7u);
+}
+
+TEST(Runner, ExamplePluginPassesAndWritesBothReports) {
+  RunResult r = RunConform(std::string("--plugin ") + LMCONF_EXAMPLE_PLUGIN);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  ASSERT_TRUE(r.json_written);
+  EXPECT_TRUE(r.junit_written);
+  EXPECT_GT(CountResults(r), 0u);
+  EXPECT_EQ(r.json["summary"]["Fail"], 0) << r.output;
+  EXPECT_NE(r.junit.find("<testcase"), std::string::npos);
+  EXPECT_NE(r.output.find("Summary:"), std::string::npos);
+}
+
+TEST(Runner, BrokenPluginFailsNamingTheProperty) {
+  RunResult r =
+      RunConform(std::string("--plugin ") + LMCONF_BROKEN_PLUGIN +
+                 " --filter 'copy_serde.*:under_estimate.EstimateIsUpperBound:"
+                 "missing_notify.OneNotifyPerTask:load_ignores_bitmap.PartialLoadBitmap:"
+                 "failed_store_succeeds.AllOrNothingStore:above_soft_error_bound.RoundTrip'");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  ASSERT_TRUE(r.json_written) << r.output;
+  EXPECT_EQ(StatusOf(r, "under_estimate", "EstimateIsUpperBound"), "Fail");
+  EXPECT_EQ(StatusOf(r, "missing_notify", "OneNotifyPerTask"), "Fail");
+  EXPECT_EQ(StatusOf(r, "load_ignores_bitmap", "PartialLoadBitmap"), "Fail");
+  EXPECT_EQ(StatusOf(r, "failed_store_succeeds", "AllOrNothingStore"), "Fail");
+  EXPECT_EQ(StatusOf(r, "above_soft_error_bound", "RoundTrip"), "QualityWarning");
+  EXPECT_EQ(StatusOf(r, "copy_serde", "RoundTrip"), "Pass");
+  EXPECT_NE(r.output.find("FAIL under_estimate (serde) SerdeConformance.EstimateIsUpperBound"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("AdapterConformance.PartialLoadBitmap"), std::string::npos);
+  // A failure names its seed and how to replay it.
+  nlohmann::json f = Result(r, "under_estimate", "EstimateIsUpperBound");
+  EXPECT_FALSE(f["rc_seed"].is_null());
+  EXPECT_NE(f["rc_params"].get<std::string>().find("reproduce="), std::string::npos);
+  EXPECT_NE(f["reproduce"].get<std::string>().find("under_estimate.EstimateIsUpperBound"),
+            std::string::npos);
+  EXPECT_NE(r.junit.find("<failure"), std::string::npos);
+}
+
+TEST(Runner, QualityWarningAloneIsNotAFailure) {
+  RunResult r = RunConform(std::string("--plugin ") + LMCONF_BROKEN_PLUGIN +
+                           " --filter 'above_soft_error_bound.RoundTrip'");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(StatusOf(r, "above_soft_error_bound", "RoundTrip"), "QualityWarning");
+}
+
+TEST(Runner, CrashAndHangAreReportedNotFatal) {
+  RunResult r =
+      RunConform(std::string("--plugin ") + LMCONF_CRASHING_PLUGIN +
+                 " --timeout 5 --filter 'copy_serde.DeterministicOutput:copy_serde.RoundTrip:"
+                 "crashing_serde.DeterministicOutput:crashing_serde.RoundTrip:"
+                 "hanging_processor.DistinctEventFds:hanging_processor.OneShotQueries'");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  ASSERT_TRUE(r.json_written) << r.output;
+  EXPECT_EQ(CountResults(r), 6u) << "the run must go on after a crash";
+  EXPECT_EQ(StatusOf(r, "copy_serde", "DeterministicOutput"), "Pass");
+  EXPECT_EQ(StatusOf(r, "copy_serde", "RoundTrip"), "Pass");
+  EXPECT_EQ(StatusOf(r, "hanging_processor", "DistinctEventFds"), "Pass");
+  for (const char* p : {"DeterministicOutput", "RoundTrip"}) {
+    nlohmann::json res = Result(r, "crashing_serde", p);
+    ASSERT_FALSE(res.is_null());
+    EXPECT_EQ(res["status"], "Fail");
+    EXPECT_NE(res["message"].get<std::string>().find("crash"), std::string::npos) << res["message"];
+  }
+  nlohmann::json hang = Result(r, "hanging_processor", "OneShotQueries");
+  ASSERT_FALSE(hang.is_null());
+  EXPECT_EQ(hang["status"], "Fail");
+  EXPECT_NE(hang["message"].get<std::string>().find("hang (timeout after 5 s)"), std::string::npos)
+      << hang["message"];
+}
+
+TEST(Runner, UnloadablePluginIsAUsageError) {
+  RunResult r = RunConform(std::string("--plugin ") + LMCONF_NOT_A_PLUGIN);
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("does not export lmcache_conformance_plugin_v1"), std::string::npos)
+      << r.output;
+  RunResult none = RunConform("");
+  EXPECT_EQ(none.exit_code, 2) << none.output;
+}
+
+TEST(Runner, ListShowsImplementationsAndProperties) {
+  RunResult r = RunConform(std::string("--list --reference --plugin ") + LMCONF_EXAMPLE_PLUGIN);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("serde fp8_e4m3fn"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("adapter wrapper_mock_fp8"), std::string::npos);
+  EXPECT_NE(r.output.find("BridgeEquivalence"), std::string::npos);
+}
+
+}  // namespace

@@ -1,0 +1,102 @@
+#include "child.h"
+
+#include <fstream>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "lmcache/conformance/adapter_conformance.h"
+#include "lmcache/conformance/descriptors.h"
+#include "lmcache/conformance/processor_conformance.h"
+#include "lmcache/conformance/properties.h"
+#include "lmcache/conformance/registry.h"
+#include "lmcache/conformance/serde_conformance.h"
+#include "lmcache/conformance/wrapper_conformance.h"
+#include "plugin_loader.h"
+
+// The suites over whatever the child registered; gtest evaluates these at InitGoogleTest(),
+// after the source has been loaded.
+INSTANTIATE_TEST_SUITE_P(Registered, SerdeConformance,
+                         ::testing::ValuesIn(lmcache::conformance::GlobalRegistry().serdes()),
+                         lmcache::conformance::ParamName());
+INSTANTIATE_TEST_SUITE_P(Registered, ProcessorConformance,
+                         ::testing::ValuesIn(lmcache::conformance::GlobalRegistry().processors()),
+                         lmcache::conformance::ParamName());
+INSTANTIATE_TEST_SUITE_P(Registered, AdapterConformance,
+                         ::testing::ValuesIn(lmcache::conformance::GlobalRegistry().adapters()),
+                         lmcache::conformance::ParamName());
+INSTANTIATE_TEST_SUITE_P(Registered, WrapperConformance,
+                         ::testing::ValuesIn(lmcache::conformance::GlobalRegistry().wrappers()),
+                         lmcache::conformance::ParamName());
+
+namespace lmcache::conformance::tools {
+
+namespace {
+
+// Returns the value after `flag`, or "".
+std::string Arg(int argc, char** argv, const std::string& flag) {
+  for (int i = 2; i + 1 < argc; ++i) {
+    if (flag == argv[i]) return argv[i + 1];
+  }
+  return {};
+}
+
+int List(const std::string& out_path) {
+  nlohmann::json j;
+  j["implementations"] = nlohmann::json::array();
+  const Registry& r = GlobalRegistry();
+  auto add = [&](ImplementationKind kind, const std::string& name) {
+    j["implementations"].push_back({{"kind", std::string(KindName(kind))}, {"name", name}});
+  };
+  for (const auto& d : r.serdes()) add(ImplementationKind::kSerde, d.name);
+  for (const auto& d : r.processors()) add(ImplementationKind::kProcessor, d.name);
+  for (const auto& d : r.adapters()) add(ImplementationKind::kAdapter, d.name);
+  for (const auto& d : r.wrappers()) add(ImplementationKind::kWrapper, d.name);
+  std::ofstream out(out_path);
+  out << j.dump() << "\n";
+  return out ? 0 : 4;
+}
+
+}  // namespace
+
+int RunChild(int argc, char** argv) {
+  if (argc < 3) {
+    std::cerr << "lmcache-conform --child: missing mode\n";
+    return 4;
+  }
+  const std::string mode = argv[2];
+  const std::string source = Arg(argc, argv, "--source");
+  const std::string out = Arg(argc, argv, "--out");
+  if (std::string error = LoadSource(source, GlobalRegistry()); !error.empty()) {
+    std::cerr << error << "\n";
+    return 3;
+  }
+  if (mode == "list") return List(out);
+  if (mode != "run") {
+    std::cerr << "lmcache-conform --child: unknown mode '" << mode << "'\n";
+    return 4;
+  }
+  const ImplementationKind kind = ParseKind(Arg(argc, argv, "--kind"));
+  const std::string impl = Arg(argc, argv, "--impl");
+  const std::string property = Arg(argc, argv, "--property");
+  if (!GlobalRegistry().retain_only(kind, impl)) {
+    std::cerr << "no " << KindName(kind) << " named '" << impl << "' in " << source << "\n";
+    return 4;
+  }
+  std::vector<std::string> args = {
+      argv[0],
+      "--gtest_filter=Registered/" + std::string(SuiteName(kind)) + "." + property + "/" + impl,
+      "--gtest_output=json:" + out,
+  };
+  std::vector<char*> cargs;
+  for (auto& a : args) cargs.push_back(a.data());
+  cargs.push_back(nullptr);
+  int gargc = static_cast<int>(args.size());
+  ::testing::InitGoogleTest(&gargc, cargs.data());
+  return RUN_ALL_TESTS();
+}
+
+}  // namespace lmcache::conformance::tools

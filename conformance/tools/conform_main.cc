@@ -1,0 +1,514 @@
+// lmcache-conform: runs the conformance suites against implementations loaded from plugins
+// (--plugin) and/or the reference implementations (--reference), each property in its own child
+// process with a timeout, prints a Pass / NotSupported / QualityWarning / Fail matrix, writes
+// JSON and JUnit reports, and exits non-zero only when a property failed (1) or a source could
+// not be loaded (2). See conformance/README.md.
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <random>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include "child.h"
+#include "lmcache/conformance/plugin_abi.h"
+#include "lmcache/conformance/properties.h"
+#include "plugin_loader.h"
+#include "report.h"
+
+namespace lmcache::conformance::tools {
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+struct Options {
+  bool reference = false;
+  std::vector<std::string> plugins;
+  std::string filter = "*";
+  bool list = false;
+  std::string json_path;
+  std::string junit_path;
+  std::string rc_params;
+  bool rc_params_given = false;
+  double timeout_s = 300;
+  int jobs = 0;
+  std::string keep_logs;
+  bool quiet = false;
+};
+
+struct Impl {
+  std::string source;
+  ImplementationKind kind;
+  std::string name;
+};
+
+struct Job {
+  std::size_t impl_index;
+  std::string suite;
+  std::string property;
+  std::string out_json;
+  std::string log;
+  pid_t pid = -1;
+  Clock::time_point start;
+  bool timed_out = false;
+  int wait_status = 0;
+  double duration_s = 0;
+};
+
+std::string SelfExe() {
+  std::error_code ec;
+  fs::path p = fs::read_symlink("/proc/self/exe", ec);
+  return ec ? std::string("/proc/self/exe") : p.string();
+}
+
+// A gtest-style glob: '*' any run, '?' one character.
+bool Glob(const char* p, const char* s) {
+  if (*p == '\0') return *s == '\0';
+  if (*p == '*') return Glob(p + 1, s) || (*s != '\0' && Glob(p, s + 1));
+  if (*s != '\0' && (*p == '?' || *p == *s)) return Glob(p + 1, s + 1);
+  return false;
+}
+
+std::vector<std::string> Split(const std::string& s, char sep) {
+  std::vector<std::string> out;
+  std::string cur;
+  for (char c : s) {
+    if (c == sep) {
+      out.push_back(cur);
+      cur.clear();
+    } else {
+      cur += c;
+    }
+  }
+  out.push_back(cur);
+  return out;
+}
+
+// gtest filter semantics: "POS1:POS2-NEG1:NEG2"; a subject is "<impl>.<Property>" or
+// "<impl>.<Suite>.<Property>".
+bool FilterMatches(const std::string& filter, const std::vector<std::string>& subjects) {
+  std::string pos = filter, neg;
+  if (auto dash = filter.find('-'); dash != std::string::npos) {
+    pos = filter.substr(0, dash);
+    neg = filter.substr(dash + 1);
+  }
+  if (pos.empty()) pos = "*";
+  auto any = [&](const std::string& patterns) {
+    for (const auto& pat : Split(patterns, ':')) {
+      if (pat.empty()) continue;
+      for (const auto& s : subjects) {
+        if (Glob(pat.c_str(), s.c_str())) return true;
+      }
+    }
+    return false;
+  };
+  return any(pos) && !(neg.size() && any(neg));
+}
+
+std::string ShellQuote(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+std::string Tail(const std::string& path, std::size_t lines) {
+  std::ifstream in(path);
+  std::vector<std::string> all;
+  std::string line;
+  while (std::getline(in, line)) all.push_back(line);
+  std::string out;
+  for (std::size_t i = all.size() > lines ? all.size() - lines : 0; i < all.size(); ++i) {
+    out += "  | " + all[i] + "\n";
+  }
+  return out;
+}
+
+// fork + exec of this binary with `args`, stdout and stderr to `log`, RC_PARAMS in the env.
+pid_t Spawn(const std::string& exe, const std::vector<std::string>& args, const std::string& log,
+            const std::string& rc_params) {
+  // Everything the child needs is built before fork(): only async-signal-safe calls after it.
+  std::vector<std::string> argv_s = {exe};
+  argv_s.insert(argv_s.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (auto& a : argv_s) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  std::vector<std::string> env_s;
+  for (char** e = environ; *e != nullptr; ++e) {
+    if (std::strncmp(*e, "RC_PARAMS=", 10) != 0) env_s.emplace_back(*e);
+  }
+  env_s.push_back("RC_PARAMS=" + rc_params);
+  std::vector<char*> envp;
+  for (auto& e : env_s) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  pid_t pid = fork();
+  if (pid == 0) {
+    setpgid(0, 0);  // the whole group is killed on a timeout
+    if (fd >= 0) {
+      dup2(fd, STDOUT_FILENO);
+      dup2(fd, STDERR_FILENO);
+    }
+    execve(exe.c_str(), argv.data(), envp.data());
+    _exit(127);
+  }
+  if (pid > 0) setpgid(pid, pid);
+  if (fd >= 0) close(fd);
+  return pid;
+}
+
+// Waits for `pid` up to `timeout_s`; kills its process group on a timeout.
+void WaitChild(pid_t pid, double timeout_s, int* status, bool* timed_out) {
+  auto deadline = Clock::now() + std::chrono::duration<double>(timeout_s);
+  *timed_out = false;
+  for (;;) {
+    pid_t r = waitpid(pid, status, WNOHANG);
+    if (r == pid) return;
+    if (Clock::now() > deadline) {
+      kill(-pid, SIGKILL);
+      waitpid(pid, status, 0);
+      *timed_out = true;
+      return;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+}
+
+std::string SignalName(int sig) {
+  const char* abbrev = sigabbrev_np(sig);
+  const char* desc = strsignal(sig);
+  return std::string("SIG") + (abbrev ? abbrev : std::to_string(sig)) + " (" + (desc ? desc : "?") +
+         ")";
+}
+
+// Loads `source` in a child and returns its implementations, or an error.
+std::string ListSource(const std::string& exe, const std::string& source, const fs::path& dir,
+                       std::size_t index, std::vector<Impl>* impls) {
+  std::string out = (dir / ("list_" + std::to_string(index) + ".json")).string();
+  std::string log = (dir / ("list_" + std::to_string(index) + ".log")).string();
+  pid_t pid = Spawn(exe, {"--child", "list", "--source", source, "--out", out}, log, "");
+  if (pid < 0) return "cannot fork to load " + source;
+  int status = 0;
+  bool timed_out = false;
+  WaitChild(pid, 60, &status, &timed_out);
+  if (timed_out) return "loading " + source + " hung (no answer after 60 s)";
+  if (WIFSIGNALED(status)) {
+    return "loading " + source + " crashed with signal " + SignalName(WTERMSIG(status)) + "\n" +
+           Tail(log, 15);
+  }
+  if (WEXITSTATUS(status) != 0) {
+    std::string why = Tail(log, 15);
+    return "cannot use " + source + " (exit status " + std::to_string(WEXITSTATUS(status)) +
+           "):\n" + why;
+  }
+  try {
+    std::ifstream in(out);
+    nlohmann::json j = nlohmann::json::parse(in);
+    for (auto& e : j.at("implementations")) {
+      impls->push_back(
+          {source, ParseKind(e.at("kind").get<std::string>()), e.at("name").get<std::string>()});
+    }
+  } catch (const std::exception& e) {
+    return "unreadable implementation list from " + source + ": " + e.what();
+  }
+  return {};
+}
+
+PropertyResult Collect(const Job& job, const Impl& impl, double timeout_s) {
+  PropertyResult r;
+  r.suite = job.suite;
+  r.property = job.property;
+  r.duration_s = job.duration_s;
+  r.status = Status::kFail;
+  if (job.timed_out) {
+    std::ostringstream m;
+    m << "hang (timeout after " << timeout_s << " s): the property did not finish and its "
+      << "process was killed\n"
+      << Tail(job.log, 12);
+    r.message = m.str();
+    return r;
+  }
+  if (WIFSIGNALED(job.wait_status)) {
+    r.message = "crashed with signal " + SignalName(WTERMSIG(job.wait_status)) +
+                " inside the implementation\n" + Tail(job.log, 12);
+    return r;
+  }
+  nlohmann::json j;
+  try {
+    std::ifstream in(job.out_json);
+    if (!in) throw std::runtime_error("no report");
+    j = nlohmann::json::parse(in);
+  } catch (const std::exception&) {
+    r.message = "crashed: the child exited with status " +
+                std::to_string(WEXITSTATUS(job.wait_status)) + " before writing its report\n" +
+                Tail(job.log, 12);
+    return r;
+  }
+  // The child ran exactly one test: take the first testcase of the first suite.
+  const nlohmann::json* test = nullptr;
+  if (j.is_object() && j.contains("testsuites") && j["testsuites"].is_array()) {
+    for (const auto& suite : j["testsuites"]) {
+      if (suite.contains("testsuite") && suite["testsuite"].is_array() &&
+          !suite["testsuite"].empty()) {
+        test = &suite["testsuite"][0];
+        break;
+      }
+    }
+  }
+  if (test == nullptr) {
+    r.message = "the property did not run (no matching test in the child)";
+    return r;
+  }
+  auto prop = [&](const char* key) -> std::string {
+    if (!test->contains(key)) return "";
+    const auto& v = (*test)[key];
+    return v.is_string() ? v.get<std::string>() : v.dump();
+  };
+  std::string verdict = prop("verdict");
+  r.message = prop("verdict_message");
+  r.rc_params = prop("rc_params");
+  if (std::string seed = prop("rc_seed"); !seed.empty()) r.rc_seed = std::stoull(seed);
+  std::string failures;
+  for (auto& f : test->value("failures", nlohmann::json::array())) {
+    failures += f.value("failure", std::string()) + "\n";
+  }
+  if (auto s = ParseStatus(verdict)) {
+    r.status = *s;
+    // A gtest failure outside the verdict (e.g. an exception) still fails the property.
+    if (r.status != Status::kFail && !failures.empty()) {
+      r.status = Status::kFail;
+      r.message = failures;
+    }
+  } else if (!failures.empty()) {
+    r.message = failures;
+  } else if (test->value("result", std::string()) == "SKIPPED") {
+    r.status = Status::kNotSupported;
+  } else {
+    r.status = WEXITSTATUS(job.wait_status) == 0 ? Status::kPass : Status::kFail;
+  }
+  // gtest exits 0 unless a test failed: anything else after a passing verdict is a problem at
+  // exit (a sanitizer's leak report, an error in a static destructor).
+  if (r.status != Status::kFail && WEXITSTATUS(job.wait_status) != 0) {
+    r.status = Status::kFail;
+    r.message = "the property finished as " + verdict + " but the child then exited with status " +
+                std::to_string(WEXITSTATUS(job.wait_status)) + " (an error at exit?)\n" +
+                Tail(job.log, 12);
+  }
+  if (r.status == Status::kFail && r.message.empty()) {
+    r.message = "failed (exit status " + std::to_string(WEXITSTATUS(job.wait_status)) + ")\n" +
+                Tail(job.log, 12);
+  }
+  (void)impl;
+  return r;
+}
+
+int Main(int argc, char** argv) {
+  Options o;
+  CLI::App app{
+      "lmcache-conform: run the lmcache conformance suites against serdes, serde processors, L2 "
+      "adapters and serde wrappers loaded from plugins, and report a Pass / NotSupported / "
+      "QualityWarning / Fail matrix. Exits 1 when a property fails, 2 when a plugin cannot be "
+      "loaded, 0 otherwise."};
+  app.add_flag("--reference", o.reference, "Test the reference implementations (no plugin)");
+  app.add_option("--plugin", o.plugins,
+                 "A plugin shared object exporting " LMCACHE_CONFORMANCE_ENTRY_POINT_V1
+                 " (repeatable)")
+      ->check(CLI::ExistingFile);
+  app.add_option("--filter", o.filter,
+                 "gtest-style filter over '<impl>.<Property>' (and '<impl>.<Suite>.<Property>'), "
+                 "e.g. 'fp8*:*.RoundTrip-*.Close*'");
+  app.add_flag("--list", o.list, "List the implementations and properties, run nothing");
+  app.add_option("--json", o.json_path, "Write the JSON report to this file");
+  app.add_option("--junit", o.junit_path, "Write the JUnit XML report to this file");
+  auto* rc = app.add_option("--rc-params", o.rc_params,
+                            "RapidCheck configuration for every property (RC_PARAMS syntax, e.g. "
+                            "'seed=42 max_success=200'); default: $RC_PARAMS plus a random seed");
+  app.add_option("--timeout", o.timeout_s, "Seconds a property may run before it counts as a hang")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--jobs,-j", o.jobs, "Properties run in parallel (default: min(4, cores))");
+  app.add_option("--keep-logs", o.keep_logs, "Keep every child's log and gtest report here");
+  app.add_flag("--quiet,-q", o.quiet, "Only print the matrix");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;
+  }
+  o.rc_params_given = rc->count() > 0;
+  if (!o.reference && o.plugins.empty()) {
+    std::cerr << "lmcache-conform: give --reference and/or --plugin FILE\n" << app.help();
+    return 2;
+  }
+  if (!o.rc_params_given) {
+    const char* env = std::getenv("RC_PARAMS");
+    o.rc_params = env ? env : "";
+  }
+  // One seed for the whole run, printed, so that any result can be replayed.
+  if (o.rc_params.find("seed=") == std::string::npos) {
+    std::random_device rd;
+    std::uint64_t seed = (static_cast<std::uint64_t>(rd()) << 32) ^ rd();
+    o.rc_params = (o.rc_params.empty() ? "" : o.rc_params + " ") + "seed=" + std::to_string(seed);
+  }
+  if (o.jobs <= 0) {
+    o.jobs = static_cast<int>(std::clamp(std::thread::hardware_concurrency(), 1u, 4u));
+  }
+
+  const std::string exe = SelfExe();
+  fs::path dir;
+  if (!o.keep_logs.empty()) {
+    dir = fs::absolute(o.keep_logs);
+    fs::create_directories(dir);
+  } else {
+    std::string tmpl = (fs::temp_directory_path() / "lmcache-conform.XXXXXX").string();
+    if (mkdtemp(tmpl.data()) == nullptr) {
+      std::cerr << "lmcache-conform: cannot create a temporary directory\n";
+      return 2;
+    }
+    dir = tmpl;
+  }
+
+  RunReport report;
+  report.rc_params = o.rc_params;
+  auto run_start = Clock::now();
+  std::vector<std::string> sources;
+  if (o.reference) sources.push_back(kReferenceSource);
+  for (auto& p : o.plugins) sources.push_back(fs::absolute(p).string());
+  std::vector<Impl> impls;
+  for (std::size_t i = 0; i < sources.size(); ++i) {
+    if (std::string e = ListSource(exe, sources[i], dir, i, &impls); !e.empty()) {
+      report.errors.push_back(e);
+    }
+  }
+
+  if (o.list) {
+    std::cout << "Implementations:\n";
+    for (auto& im : impls) {
+      std::cout << "  " << KindName(im.kind) << " " << im.name << "  (" << im.source << ")\n";
+    }
+    for (auto kind : {ImplementationKind::kSerde, ImplementationKind::kProcessor,
+                      ImplementationKind::kAdapter, ImplementationKind::kWrapper}) {
+      std::cout << "\n" << SuiteName(kind) << " (" << KindName(kind) << "s):\n";
+      for (auto& p : PropertiesOf(kind)) std::cout << "  " << p.name << ": " << p.checks << "\n";
+    }
+    for (auto& e : report.errors) std::cerr << "ERROR: " << e << "\n";
+    if (o.keep_logs.empty()) fs::remove_all(dir);
+    return report.errors.empty() ? 0 : 2;
+  }
+
+  for (auto& im : impls) report.implementations.push_back({im.name, im.kind, im.source, {}});
+  std::vector<Job> jobs;
+  for (std::size_t i = 0; i < impls.size(); ++i) {
+    const std::string suite(SuiteName(impls[i].kind));
+    for (const auto& p : PropertiesOf(impls[i].kind)) {
+      std::string prop(p.name);
+      if (!FilterMatches(o.filter,
+                         {impls[i].name + "." + prop, impls[i].name + "." + suite + "." + prop})) {
+        continue;
+      }
+      Job job;
+      job.impl_index = i;
+      job.suite = suite;
+      job.property = prop;
+      std::string stem = "job_" + std::to_string(jobs.size());
+      job.out_json = (dir / (stem + ".json")).string();
+      job.log = (dir / (stem + ".log")).string();
+      jobs.push_back(job);
+    }
+  }
+
+  // Run the jobs, at most o.jobs at a time.
+  std::size_t next = 0, finished = 0;
+  std::vector<std::size_t> running;
+  std::vector<PropertyResult> results(jobs.size());
+  while (finished < jobs.size()) {
+    while (next < jobs.size() && running.size() < static_cast<std::size_t>(o.jobs)) {
+      Job& j = jobs[next];
+      const Impl& im = impls[j.impl_index];
+      j.start = Clock::now();
+      j.pid =
+          Spawn(exe,
+                {"--child", "run", "--source", im.source, "--kind", std::string(KindName(im.kind)),
+                 "--impl", im.name, "--property", j.property, "--out", j.out_json},
+                j.log, o.rc_params);
+      running.push_back(next++);
+    }
+    for (auto it = running.begin(); it != running.end();) {
+      Job& j = jobs[*it];
+      int status = 0;
+      pid_t r = j.pid > 0 ? waitpid(j.pid, &status, WNOHANG) : -1;
+      bool over = Clock::now() - j.start > std::chrono::duration<double>(o.timeout_s);
+      if (r == 0 && !over) {
+        ++it;
+        continue;
+      }
+      if (r == 0 && over) {
+        kill(-j.pid, SIGKILL);
+        waitpid(j.pid, &status, 0);
+        j.timed_out = true;
+      }
+      if (r < 0 && j.pid <= 0) status = 127 << 8;
+      j.wait_status = status;
+      j.duration_s = std::chrono::duration<double>(Clock::now() - j.start).count();
+      const Impl& im = impls[j.impl_index];
+      PropertyResult pr = Collect(j, im, o.timeout_s);
+      std::string src =
+          im.source == kReferenceSource ? "--reference" : "--plugin " + ShellQuote(im.source);
+      pr.reproduce = "lmcache-conform " + src + " --filter " +
+                     ShellQuote(im.name + "." + j.property) + " --rc-params " +
+                     ShellQuote(pr.rc_params.empty() ? o.rc_params : pr.rc_params);
+      ++finished;
+      if (!o.quiet) {
+        std::cout << "[" << finished << "/" << jobs.size() << "] " << im.name << " " << j.suite
+                  << "." << j.property << " ... " << StatusName(pr.status) << " ("
+                  << static_cast<int>(j.duration_s * 1000) << " ms)" << std::endl;
+      }
+      results[*it] = std::move(pr);
+      it = running.erase(it);
+    }
+    if (!running.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  for (std::size_t k = 0; k < jobs.size(); ++k) {
+    report.implementations[jobs[k].impl_index].results.push_back(std::move(results[k]));
+  }
+  report.duration_s = std::chrono::duration<double>(Clock::now() - run_start).count();
+
+  PrintMatrix(report, std::cout);
+  int exit_code = report.ExitCode();
+  if (!o.json_path.empty()) {
+    if (std::string e = WriteJsonReport(report, o.json_path); !e.empty()) {
+      std::cerr << "lmcache-conform: " << e << "\n";
+      exit_code = std::max(exit_code, 2);
+    }
+  }
+  if (!o.junit_path.empty()) {
+    if (std::string e = WriteJUnitReport(report, o.junit_path); !e.empty()) {
+      std::cerr << "lmcache-conform: " << e << "\n";
+      exit_code = std::max(exit_code, 2);
+    }
+  }
+  if (o.keep_logs.empty()) fs::remove_all(dir);
+  return exit_code;
+}
+
+}  // namespace
+}  // namespace lmcache::conformance::tools
+
+int main(int argc, char** argv) {
+  if (argc > 1 && std::strcmp(argv[1], "--child") == 0) {
+    return lmcache::conformance::tools::RunChild(argc, argv);
+  }
+  return lmcache::conformance::tools::Main(argc, argv);
+}

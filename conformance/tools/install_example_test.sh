@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# install_example_test.sh <build-dir> <source-dir>: installs the build into a temporary prefix,
+# then configures conformance/examples against it as an out-of-tree vendor would
+# (find_package(lmcache_conformance)), builds it, runs its link-time conformance test, and runs
+# the installed lmcache-conform on the example plugin, expecting both reports.
+set -euo pipefail
+build=$1 src=$2
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+cmake --install "$build" --prefix "$tmp/prefix" >/dev/null
+cmake -S "$src/conformance/examples" -B "$tmp/example" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+  -DCMAKE_PREFIX_PATH="$tmp/prefix" >"$tmp/configure.log" 2>&1 || { cat "$tmp/configure.log"; exit 1; }
+cmake --build "$tmp/example" >"$tmp/build.log" 2>&1 || { cat "$tmp/build.log"; exit 1; }
+export LD_LIBRARY_PATH="$tmp/prefix/lib:${LD_LIBRARY_PATH:-}"
+(cd "$tmp/example" && ctest --output-on-failure)
+plugin=$(find "$tmp/example" -name 'libvendor_conformance_plugin.so' | head -n1)
+test -n "$plugin" || { echo "example plugin not built"; exit 1; }
+"$tmp/prefix/bin/lmcache-conform" --plugin "$plugin" --quiet \
+  --json "$tmp/report.json" --junit "$tmp/report.xml"
+test -s "$tmp/report.json" || { echo "no JSON report"; exit 1; }
+test -s "$tmp/report.xml" || { echo "no JUnit report"; exit 1; }
+test -f "$tmp/prefix/share/lmcache/conformance/mustpass.txt" || { echo "mustpass.txt not installed"; exit 1; }
+test ! -e "$tmp/prefix/include/lmcache/conformance/serde_conformance.cc" \
+  || { echo "sources installed"; exit 1; }
+echo "installed conformance kit works with find_package(lmcache_conformance)"

@@ -1,0 +1,264 @@
+#include "report.h"
+
+#include <algorithm>
+#include <fstream>
+#include <iomanip>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "lmcache/conformance/plugin_abi.h"
+#include "lmcache/conformance/properties.h"
+
+namespace lmcache::conformance::tools {
+
+namespace {
+
+std::string Indent(const std::string& text, const std::string& prefix, std::size_t max_lines) {
+  std::istringstream in(text);
+  std::string line, out;
+  std::size_t n = 0;
+  while (std::getline(in, line)) {
+    if (n++ == max_lines) {
+      out += prefix + "...\n";
+      break;
+    }
+    out += prefix + line + "\n";
+  }
+  return out;
+}
+
+std::string XmlEscape(const std::string& s) {
+  std::string out;
+  out.reserve(s.size());
+  for (char c : s) {
+    switch (c) {
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&apos;";
+        break;
+      default:
+        // Control characters other than tab / newline are not allowed in XML 1.0.
+        if (static_cast<unsigned char>(c) < 0x20 && c != '\n' && c != '\t' && c != '\r') {
+          out += ' ';
+        } else {
+          out += c;
+        }
+    }
+  }
+  return out;
+}
+
+std::string FirstLine(const std::string& s) {
+  auto nl = s.find('\n');
+  return nl == std::string::npos ? s : s.substr(0, nl);
+}
+
+}  // namespace
+
+std::map<Status, std::size_t> RunReport::Summary() const {
+  std::map<Status, std::size_t> counts = {{Status::kPass, 0},
+                                          {Status::kNotSupported, 0},
+                                          {Status::kQualityWarning, 0},
+                                          {Status::kFail, 0}};
+  for (const auto& impl : implementations) {
+    for (const auto& r : impl.results) ++counts[r.status];
+  }
+  return counts;
+}
+
+int RunReport::ExitCode() const {
+  if (Summary().at(Status::kFail) > 0) return 1;
+  return errors.empty() ? 0 : 2;
+}
+
+void PrintMatrix(const RunReport& report, std::ostream& os) {
+  os << "lmcache-conform " << LMCACHE_CONFORMANCE_PROJECT_VERSION << " (plugin ABI v"
+     << LMCACHE_CONFORMANCE_ABI_VERSION << ", mustpass " << LMCACHE_CONFORMANCE_MUSTPASS_VERSION
+     << ")  RC_PARAMS=\"" << report.rc_params << "\"\n";
+  for (auto kind : {ImplementationKind::kSerde, ImplementationKind::kProcessor,
+                    ImplementationKind::kAdapter, ImplementationKind::kWrapper}) {
+    std::vector<const ImplementationReport*> impls;
+    for (const auto& i : report.implementations) {
+      if (i.kind == kind && !i.results.empty()) impls.push_back(&i);
+    }
+    if (impls.empty()) continue;
+    // Rows: the catalogue's properties that ran for at least one implementation.
+    std::vector<std::string> rows;
+    for (const auto& p : PropertiesOf(kind)) {
+      for (auto* i : impls) {
+        bool ran = std::any_of(i->results.begin(), i->results.end(),
+                               [&](const PropertyResult& r) { return r.property == p.name; });
+        if (ran) {
+          rows.emplace_back(p.name);
+          break;
+        }
+      }
+    }
+    std::size_t first = std::string(SuiteName(kind)).size();
+    for (auto& r : rows) first = std::max(first, r.size() + 2);
+    first += 2;
+    std::vector<std::size_t> widths;
+    for (auto* i : impls) widths.push_back(std::max<std::size_t>(i->name.size(), 14) + 2);
+    os << "\n" << std::left << std::setw(static_cast<int>(first)) << SuiteName(kind);
+    for (std::size_t c = 0; c < impls.size(); ++c) {
+      os << std::setw(static_cast<int>(widths[c])) << impls[c]->name;
+    }
+    os << "\n";
+    for (auto& row : rows) {
+      os << "  " << std::setw(static_cast<int>(first - 2)) << row;
+      for (std::size_t c = 0; c < impls.size(); ++c) {
+        std::string cell = "-";
+        for (const auto& r : impls[c]->results) {
+          if (r.property == row) cell = std::string(StatusName(r.status));
+        }
+        os << std::setw(static_cast<int>(widths[c])) << cell;
+      }
+      os << "\n";
+    }
+  }
+  bool header = false;
+  for (const auto& impl : report.implementations) {
+    for (const auto& r : impl.results) {
+      if (r.status != Status::kFail) continue;
+      if (!header) os << "\nFailures:\n";
+      header = true;
+      os << "  FAIL " << impl.name << " (" << KindName(impl.kind) << ") " << r.suite << "."
+         << r.property << "\n"
+         << Indent(r.message, "      ", 20);
+      if (r.rc_seed) os << "      RapidCheck seed: " << *r.rc_seed << "\n";
+      if (!r.rc_params.empty()) os << "      RC_PARAMS=\"" << r.rc_params << "\"\n";
+      os << "      reproduce: " << r.reproduce << "\n";
+    }
+  }
+  header = false;
+  for (const auto& impl : report.implementations) {
+    for (const auto& r : impl.results) {
+      if (r.status != Status::kQualityWarning && r.status != Status::kNotSupported) continue;
+      if (!header) os << "\nNotes:\n";
+      header = true;
+      os << "  " << StatusName(r.status) << " " << impl.name << " " << r.suite << "." << r.property
+         << ": " << FirstLine(r.message) << "\n";
+    }
+  }
+  for (const auto& e : report.errors) os << "\nERROR: " << e << "\n";
+  auto counts = report.Summary();
+  os << "\nSummary: " << counts[Status::kPass] << " Pass, " << counts[Status::kNotSupported]
+     << " NotSupported, " << counts[Status::kQualityWarning] << " QualityWarning, "
+     << counts[Status::kFail] << " Fail over " << report.implementations.size()
+     << " implementation(s) in " << std::fixed << std::setprecision(1) << report.duration_s
+     << " s -> " << (report.ExitCode() == 0 ? "CONFORMANT" : "NOT CONFORMANT") << "\n";
+}
+
+std::string WriteJsonReport(const RunReport& report, const std::string& path) {
+  nlohmann::json j;
+  j["tool"] = "lmcache-conform";
+  j["project_version"] = LMCACHE_CONFORMANCE_PROJECT_VERSION;
+  j["plugin_abi_version"] = LMCACHE_CONFORMANCE_ABI_VERSION;
+  j["mustpass_version"] = LMCACHE_CONFORMANCE_MUSTPASS_VERSION;
+  j["rc_params"] = report.rc_params;
+  j["duration_s"] = report.duration_s;
+  j["implementations"] = nlohmann::json::array();
+  for (const auto& impl : report.implementations) {
+    nlohmann::json ji;
+    ji["name"] = impl.name;
+    ji["kind"] = std::string(KindName(impl.kind));
+    ji["source"] = impl.source;
+    ji["properties"] = nlohmann::json::array();
+    for (const auto& r : impl.results) {
+      nlohmann::json jr;
+      jr["suite"] = r.suite;
+      jr["property"] = r.property;
+      jr["status"] = std::string(StatusName(r.status));
+      jr["message"] = r.message;
+      jr["duration_s"] = r.duration_s;
+      jr["rc_seed"] = r.rc_seed ? nlohmann::json(*r.rc_seed) : nlohmann::json(nullptr);
+      jr["rc_params"] = r.rc_params;
+      jr["reproduce"] = r.reproduce;
+      ji["properties"].push_back(jr);
+    }
+    j["implementations"].push_back(ji);
+  }
+  j["errors"] = report.errors;
+  nlohmann::json summary;
+  for (auto& [status, n] : report.Summary()) summary[std::string(StatusName(status))] = n;
+  j["summary"] = summary;
+  j["exit_code"] = report.ExitCode();
+  std::ofstream out(path);
+  if (!out) return "cannot open '" + path + "' for writing";
+  out << j.dump(2) << "\n";
+  return out ? std::string() : "failed writing '" + path + "'";
+}
+
+std::string WriteJUnitReport(const RunReport& report, const std::string& path) {
+  auto counts = report.Summary();
+  std::ostringstream x;
+  x << std::fixed << std::setprecision(3);
+  std::size_t total = 0;
+  for (auto& [s, n] : counts) total += n;
+  x << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+    << "<testsuites name=\"lmcache-conform\" tests=\"" << total << "\" failures=\""
+    << counts[Status::kFail] << "\" skipped=\"" << counts[Status::kNotSupported] << "\" errors=\""
+    << report.errors.size() << "\" time=\"" << report.duration_s << "\">\n";
+  for (const auto& impl : report.implementations) {
+    if (impl.results.empty()) continue;  // everything filtered out
+    std::size_t fails = 0, skips = 0;
+    double time = 0;
+    for (const auto& r : impl.results) {
+      fails += r.status == Status::kFail;
+      skips += r.status == Status::kNotSupported;
+      time += r.duration_s;
+    }
+    x << "  <testsuite name=\"" << XmlEscape(impl.name) << "\" tests=\"" << impl.results.size()
+      << "\" failures=\"" << fails << "\" skipped=\"" << skips << "\" errors=\"0\" time=\"" << time
+      << "\">\n"
+      << "    <properties>\n"
+      << "      <property name=\"kind\" value=\"" << KindName(impl.kind) << "\"/>\n"
+      << "      <property name=\"source\" value=\"" << XmlEscape(impl.source) << "\"/>\n"
+      << "      <property name=\"rc_params\" value=\"" << XmlEscape(report.rc_params) << "\"/>\n"
+      << "    </properties>\n";
+    for (const auto& r : impl.results) {
+      x << "    <testcase classname=\"" << XmlEscape(impl.name + "." + r.suite) << "\" name=\""
+        << XmlEscape(r.property) << "\" time=\"" << r.duration_s << "\">\n";
+      switch (r.status) {
+        case Status::kFail:
+          x << "      <failure message=\"" << XmlEscape(FirstLine(r.message)) << "\" type=\"Fail\">"
+            << XmlEscape(r.message +
+                         (r.rc_params.empty() ? "" : "\nRC_PARAMS=\"" + r.rc_params + "\"") +
+                         "\nreproduce: " + r.reproduce)
+            << "</failure>\n";
+          break;
+        case Status::kNotSupported:
+          x << "      <skipped message=\"" << XmlEscape("NotSupported: " + FirstLine(r.message))
+            << "\"/>\n";
+          break;
+        case Status::kQualityWarning:
+          x << "      <system-out>" << XmlEscape("QualityWarning: " + r.message)
+            << "</system-out>\n";
+          break;
+        case Status::kPass:
+          break;
+      }
+      x << "    </testcase>\n";
+    }
+    x << "  </testsuite>\n";
+  }
+  x << "</testsuites>\n";
+  std::ofstream out(path);
+  if (!out) return "cannot open '" + path + "' for writing";
+  out << x.str();
+  return out ? std::string() : "failed writing '" + path + "'";
+}
+
+}  // namespace lmcache::conformance::tools

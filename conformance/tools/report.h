@@ -1,0 +1,64 @@
+// File: conformance/tools/report.h
+//
+// The results of a lmcache-conform run and their three renderings: the matrix printed on the
+// console (one table per suite, rows = properties, columns = implementations), a JSON report and
+// a JUnit XML report (one <testsuite> per implementation, one <testcase> per property; Fail is a
+// <failure>, NotSupported a <skipped>, QualityWarning a pass with the warning in <system-out>).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "lmcache/conformance/registry.h"
+#include "lmcache/conformance/status.h"
+
+namespace lmcache::conformance::tools {
+
+struct PropertyResult {
+  std::string suite;
+  std::string property;
+  Status status = Status::kFail;
+  std::string message;
+  double duration_s = 0.0;
+  std::optional<std::uint64_t> rc_seed;
+  std::string rc_params;  // replays the minimal failing case
+  std::string reproduce;  // a command line that re-runs just this property
+};
+
+struct ImplementationReport {
+  std::string name;
+  ImplementationKind kind = ImplementationKind::kSerde;
+  std::string source;  // "reference" or the plugin path
+  std::vector<PropertyResult> results;
+};
+
+struct RunReport {
+  std::string rc_params;  // what every child ran with
+  std::vector<ImplementationReport> implementations;
+  std::vector<std::string> errors;  // sources that could not be loaded
+  double duration_s = 0.0;
+
+  // Counts per status over every result.
+  std::map<Status, std::size_t> Summary() const;
+  // 0 when nothing failed, 1 when a property failed, 2 when a source could not be loaded (and
+  // nothing failed).
+  int ExitCode() const;
+};
+
+// PrintMatrix()
+//
+// The console report: a table per suite, then every Fail (message, seed, reproducing command),
+// QualityWarning and NotSupported reason, then a summary line.
+void PrintMatrix(const RunReport& report, std::ostream& os);
+
+// WriteJsonReport() / WriteJUnitReport()
+//
+// Write the reports to `path`; return an empty string or why writing failed.
+std::string WriteJsonReport(const RunReport& report, const std::string& path);
+std::string WriteJUnitReport(const RunReport& report, const std::string& path);
+
+}  // namespace lmcache::conformance::tools
