@@ -45,7 +45,7 @@ trap 'rc=$?; ((rc)) && echo "run.sh: stage \"${current:-setup}\" failed (exit $r
 stage "install dependencies and build (Release)"
 bash "$root/scripts/install-deps.sh"
 mkdir -p "$root/build" "$out"
-cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release >"$build.configure.log" 2>&1 ||
+cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DLMCACHE_WERROR=ON >"$build.configure.log" 2>&1 ||
   { cat "$build.configure.log"; exit 1; }
 cmake --build "$build" -j "$(nproc)"
 

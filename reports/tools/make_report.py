@@ -73,20 +73,25 @@ def lab(key, name):
     return key[Metrics.LABELS.index(name)]
 
 
+def num(text):
+    """A numeric label as an int; 0 for "none" (the label does not apply)."""
+    return int(text) if text.isdigit() else 0
+
+
 def codec_section(m):
     tput = m.series('lmcache_bench_throughput_bytes_per_second')
     ratio = m.series('lmcache_bench_roofline_ratio')
     rows = []
     for k in sorted(tput, key=lambda k: (lab(k, 'device'), lab(k, 'op'), lab(k, 'dtype'),
-                                         lab(k, 'format'), lab(k, 'impl'), int(lab(k, 'threads')),
-                                         int(lab(k, 'size_bytes')))):
+                                         lab(k, 'format'), lab(k, 'impl'), num(lab(k, 'threads')),
+                                         num(lab(k, 'size_bytes')))):
         if lab(k, 'suite') != 'codec':
             continue
         rows.append([lab(k, 'device'), lab(k, 'op'), lab(k, 'impl'), lab(k, 'dtype'),
-                     lab(k, 'format'), human_bytes(lab(k, 'size_bytes')), lab(k, 'threads'),
+                     lab(k, 'format'), (human_bytes(lab(k, 'size_bytes')) if lab(k, 'size_bytes') != 'none' else '–'), lab(k, 'threads'),
                      gbps(tput[k]), f'{ratio[k]:.2f}' if k in ratio else '–'])
-    roof = [[lab(k, 'device'), lab(k, 'impl'), human_bytes(lab(k, 'size_bytes')), lab(k, 'threads'),
-             gbps(v)] for k, v in sorted(tput.items(), key=lambda kv: int(lab(kv[0], 'size_bytes')))
+    roof = [[lab(k, 'device'), lab(k, 'impl'), (human_bytes(lab(k, 'size_bytes')) if lab(k, 'size_bytes') != 'none' else '–'), lab(k, 'threads'),
+             gbps(v)] for k, v in sorted(tput.items(), key=lambda kv: num(lab(kv[0], 'size_bytes')))
             if lab(k, 'suite') == 'roofline']
     text = ['## fp8 codec throughput',
             '',
@@ -115,7 +120,7 @@ def overhead_section(m):
             continue
         l = lat.get(k, {})
         rows.append([lab(k, 'suite'), lab(k, 'op'), lab(k, 'impl'), lab(k, 'serde'),
-                     lab(k, 'dtype'), human_bytes(lab(k, 'size_bytes')) if lab(k, 'size_bytes') != 'none' else '–',
+                     lab(k, 'dtype'), (human_bytes(lab(k, 'size_bytes')) if lab(k, 'size_bytes') != 'none' else '–') if lab(k, 'size_bytes') != 'none' else '–',
                      lab(k, 'batch'), lab(k, 'threads'),
                      f"{l['p50'] * 1e6:.1f}" if 'p50' in l else '–',
                      f"{l['p99'] * 1e6:.1f}" if 'p99' in l else '–',
@@ -144,7 +149,7 @@ def plots(m, out_dir):
         if lab(k, 'suite') in ('codec', 'roofline') and lab(k, 'threads') in ('1', 'none'):
             name = (f"{lab(k, 'op')} {lab(k, 'impl')} {lab(k, 'dtype')} {lab(k, 'format')}"
                     if lab(k, 'suite') == 'codec' else f"roofline {lab(k, 'impl')}")
-            lines[(lab(k, 'device'), name)].append((int(lab(k, 'size_bytes')), v / 1e9))
+            lines[(lab(k, 'device'), name)].append((num(lab(k, 'size_bytes')), v / 1e9))
     if lines:
         fig, ax = plt.subplots(figsize=(9, 5.5))
         for (device, name), pts in sorted(lines.items()):
@@ -166,12 +171,12 @@ def plots(m, out_dir):
     # 2. Codec throughput against threads at the largest size measured.
     codec = [k for k in tput if lab(k, 'suite') == 'codec' and lab(k, 'threads') != 'none']
     if codec:
-        biggest = max(int(lab(k, 'size_bytes')) for k in codec)
+        biggest = max(num(lab(k, 'size_bytes')) for k in codec)
         lines = collections.defaultdict(list)
         for k in codec:
-            if int(lab(k, 'size_bytes')) == biggest:
+            if num(lab(k, 'size_bytes')) == biggest:
                 name = f"{lab(k, 'device')}: {lab(k, 'op')} {lab(k, 'impl')} {lab(k, 'dtype')} {lab(k, 'format')}"
-                lines[name].append((int(lab(k, 'threads')), tput[k] / 1e9))
+                lines[name].append((num(lab(k, 'threads')), tput[k] / 1e9))
         if any(len(p) > 1 for p in lines.values()):
             fig, ax = plt.subplots(figsize=(9, 5.5))
             for name, pts in sorted(lines.items()):
