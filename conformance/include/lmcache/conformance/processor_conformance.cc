@@ -423,7 +423,8 @@ Verdict CloseCompletesQueuedWork(const ProcessorUnderTest& put) {
     SerdeProcessorPtr p = put.make();
     std::vector<std::pair<MemoryObjPtr, MemoryObjPtr>> work;
     work.emplace_back(SafeInput(big, 17), TempFor(*p, big));
-    for (int i = 0; i < kSmallTasks; ++i) work.emplace_back(SafeInput(small, 18), TempFor(*p, small));
+    for (int i = 0; i < kSmallTasks; ++i)
+      work.emplace_back(SafeInput(small, 18), TempFor(*p, small));
     std::vector<TaskId> ids;
     ids.reserve(work.size());
     for (auto& [src, temp] : work) ids.push_back(p->submit_serialize({src}, {temp}));
