@@ -1,11 +1,7 @@
 #include "lmcache/bench/workloads.h"
 
 #include <algorithm>
-#include <cstdlib>
 #include <cstring>
-#include <map>
-#include <mutex>
-#include <new>
 #include <optional>
 #include <set>
 #include <stdexcept>
@@ -201,66 +197,10 @@ std::unique_ptr<MockL2Adapter> make_fast_mock(std::uint64_t capacity_bytes) {
   return std::make_unique<MockL2Adapter>(options);
 }
 
-struct HostBufferPool::State {
-  std::mutex mu;
-  std::map<std::size_t, std::vector<std::byte*>> free;  // by rounded size
-  std::size_t created = 0;
-  std::size_t reused = 0;
-
-  ~State() {
-    for (auto& [size, list] : free) {
-      for (std::byte* p : list) std::free(p);
-    }
-  }
-};
-
-HostBufferPool::HostBufferPool() : state_(std::make_shared<State>()) {}
-
-ByteCapacityAllocator::BufferFactory HostBufferPool::factory() {
-  return [state = state_](const MemoryLayoutDesc& layout) -> MemoryObjPtr {
-    const std::size_t bytes = std::max<std::size_t>(layout.total_bytes(), 1);
-    const std::size_t rounded =
-        (bytes + kHostBufferAlignment - 1) / kHostBufferAlignment * kHostBufferAlignment;
-    std::byte* p = nullptr;
-    {
-      std::lock_guard lock(state->mu);
-      auto& list = state->free[rounded];
-      if (!list.empty()) {
-        p = list.back();
-        list.pop_back();
-        ++state->reused;
-      }
-    }
-    if (p == nullptr) {
-      p = static_cast<std::byte*>(std::aligned_alloc(kHostBufferAlignment, rounded));
-      if (p == nullptr) throw std::bad_alloc();
-      std::lock_guard lock(state->mu);
-      ++state->created;
-    }
-    std::memset(p, 0, rounded);  // reserve_write hands out zero-filled objects
-    std::shared_ptr<std::byte> owner(p, [state, rounded](std::byte* q) {
-      std::lock_guard lock(state->mu);
-      state->free[rounded].push_back(q);
-    });
-    return std::make_shared<MemoryObj>(std::move(owner), p, rounded, layout);
-  };
-}
-
-std::size_t HostBufferPool::created() const {
-  std::lock_guard lock(state_->mu);
-  return state_->created;
-}
-
-std::size_t HostBufferPool::reused() const {
-  std::lock_guard lock(state_->mu);
-  return state_->reused;
-}
-
 WrapperRig make_wrapper_rig(const Json& serde_config, std::uint64_t l1_capacity_bytes,
-                            std::uint64_t mock_capacity_bytes, HostBufferPool* pool) {
+                            std::uint64_t mock_capacity_bytes) {
   WrapperRig rig;
-  rig.l1 = pool ? std::make_shared<L1Manager>(l1_capacity_bytes, pool->factory())
-                : std::make_shared<L1Manager>(l1_capacity_bytes);
+  rig.l1 = std::make_shared<L1Manager>(l1_capacity_bytes);
   rig.adapter = std::make_unique<SerdeL2AdapterWrapper>(
       make_fast_mock(mock_capacity_bytes), create_serde_processor(serde_config), rig.l1);
   return rig;

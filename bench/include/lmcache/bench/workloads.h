@@ -110,33 +110,6 @@ inline constexpr std::uint64_t kFastMockBandwidth = std::uint64_t{1} << 50;
 // A MockL2Adapter with `capacity_bytes` and kFastMockBandwidth.
 std::unique_ptr<MockL2Adapter> make_fast_mock(std::uint64_t capacity_bytes);
 
-// HostBufferPool
-//
-// A prototype of what the wrapper's temps lack (see RESULTS.md): an L1 buffer factory that
-// keeps page-aligned host buffers in per-size free lists instead of returning them to the C
-// library. MemoryObj::allocate() (aligned_alloc + memset) gets fresh pages from the kernel for
-// every temp of a few hundred KiB and more, so each wrapper task pays first-touch page faults
-// on top of the zero fill; pooled buffers stay mapped. Handed-out buffers are still
-// zero-filled (L1's reserve_write contract). Thread-safe; the pool outlives every buffer it
-// handed out (each holds a reference).
-class HostBufferPool {
- public:
-  HostBufferPool();
-
-  // factory()
-  //
-  // A ByteCapacityAllocator::BufferFactory drawing from this pool.
-  ByteCapacityAllocator::BufferFactory factory();
-
-  // Buffers created so far (misses), and hand-outs served from the free lists (hits).
-  std::size_t created() const;
-  std::size_t reused() const;
-
- private:
-  struct State;
-  std::shared_ptr<State> state_;
-};
-
 // WrapperRig
 //
 // A SerdeL2AdapterWrapper over a fast mock with the serde `serde_config` (e.g.
@@ -149,9 +122,8 @@ struct WrapperRig {
 // make_wrapper_rig()
 //
 // Builds the rig; `l1_capacity_bytes` must fit a batch's temps (1.5 bytes per element for
-// fp8), `mock_capacity_bytes` what the rounds store at once. With `pool`, L1 takes its
-// buffers from it (HostBufferPool) instead of MemoryObj::allocate().
+// fp8), `mock_capacity_bytes` what the rounds store at once.
 WrapperRig make_wrapper_rig(const Json& serde_config, std::uint64_t l1_capacity_bytes,
-                            std::uint64_t mock_capacity_bytes, HostBufferPool* pool = nullptr);
+                            std::uint64_t mock_capacity_bytes);
 
 }  // namespace lmcache::bench

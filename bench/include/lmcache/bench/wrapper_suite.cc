@@ -1,13 +1,12 @@
 // The wrapper/ suite (see suites.h): a batch of bfloat16 KV chunks stored and loaded end to
 // end, through four implementations of the same operation:
 //
-// Every serde row exists for serde=fp8 (the reference serde, scalar codec) and serde=fp8_simd
-// (the same wire format through the SIMD kernels, simd_fp8_serde.h).
+// Every serde row exists for serde=fp8 (the reference serde, on the best SIMD target the CPU
+// has) and serde=fp8_simd (the same wire format through kernels pinned to one target,
+// simd_fp8_serde.h).
 //
 //   impl=wrapper       SerdeL2AdapterWrapper(fast mock, fp8 processor, L1): temps from L1,
 //                      serialize, inner store / inner load, deserialize, release temps
-//   impl=wrapper_pooled the same wrapper with L1 buffers from a HostBufferPool (workloads.h):
-//                      a prototype of pooled temps, to show what per-task allocation costs
 //   impl=inner         the fast mock alone, storing the wide bytes (no serde)
 //   impl=processor     AsyncSerdeProcessor(fp8) alone: one serialize / deserialize task of the
 //                      batch into preallocated temps
@@ -42,14 +41,12 @@ using Clock = std::chrono::steady_clock;
 
 constexpr std::uint64_t kMaxDefaultTaskBytes = 128ull << 20;
 
-enum class Impl { kWrapper, kWrapperPooled, kInner, kProcessor, kSerdeDirect };
+enum class Impl { kWrapper, kInner, kProcessor, kSerdeDirect };
 
 const char* impl_name(Impl i) {
   switch (i) {
     case Impl::kWrapper:
       return "wrapper";
-    case Impl::kWrapperPooled:
-      return "wrapper_pooled";
     case Impl::kInner:
       return "inner";
     case Impl::kProcessor:
@@ -128,7 +125,7 @@ void register_case(const std::string& serde, bool store, Impl impl, std::uint64_
       l,
       [=](benchmark::State& st) {
         const double batch_bytes = static_cast<double>(size) * static_cast<double>(batch);
-        const bool wrapped = impl == Impl::kWrapper || impl == Impl::kWrapperPooled;
+        const bool wrapped = impl == Impl::kWrapper;
         const bool want_ratio = wrapped || impl == Impl::kProcessor;
         Batch b = make_batch(size, batch, impl != Impl::kInner || want_ratio, !store);
         SerializerPtr ser = make_ser(serde);
@@ -173,13 +170,11 @@ void register_case(const std::string& serde, bool store, Impl impl, std::uint64_
             // Room for one batch (wide bytes; the wrapper stores one byte per element) and its
             // temps (1.5 bytes per element), with slack for the allocator's rounding.
             const auto capacity = static_cast<std::uint64_t>(batch_bytes * 2) + (64ull << 20);
-            HostBufferPool pool;  // declared first: outlives the L1 buffers it hands out
             WrapperRig rig;
             L2AdapterPtr bare;
             L2AdapterInterface* a = nullptr;
             if (wrapped) {
-              rig = make_wrapper_rig(Json{{"type", serde}}, capacity, capacity,
-                                     impl == Impl::kWrapperPooled ? &pool : nullptr);
+              rig = make_wrapper_rig(Json{{"type", serde}}, capacity, capacity);
               a = rig.adapter.get();
             } else {
               bare = make_fast_mock(capacity);
@@ -261,8 +256,7 @@ void register_wrapper_suite(const SuiteConfig& c) {
       for (bool store : {true, false}) {
         register_case("fp8", store, Impl::kInner, size, batch);
         for (const char* serde : {"fp8", kSimdFp8SerdeType}) {
-          for (Impl impl :
-               {Impl::kWrapper, Impl::kWrapperPooled, Impl::kProcessor, Impl::kSerdeDirect}) {
+          for (Impl impl : {Impl::kWrapper, Impl::kProcessor, Impl::kSerdeDirect}) {
             register_case(serde, store, impl, size, batch);
           }
         }

@@ -10,15 +10,8 @@
 
 namespace lmcache {
 
-std::shared_ptr<std::byte> allocate_host_buffer(std::size_t bytes) {
-  // aligned_alloc needs a multiple of the alignment and a non-zero size.
-  std::size_t rounded = (bytes + kHostBufferAlignment - 1) / kHostBufferAlignment *
-                        kHostBufferAlignment;
-  if (rounded == 0) rounded = kHostBufferAlignment;
-  void* p = std::aligned_alloc(kHostBufferAlignment, rounded);
-  if (p == nullptr) throw std::bad_alloc();
-  std::memset(p, 0, rounded);
-  return std::shared_ptr<std::byte>(static_cast<std::byte*>(p), [](std::byte* q) { std::free(q); });
+std::shared_ptr<std::byte> allocate_host_buffer(std::size_t bytes, BufferFill fill) {
+  return HostBufferPool::process_default().acquire(bytes, fill);
 }
 
 MemoryObj::MemoryObj(std::shared_ptr<void> owner, std::byte* data, std::size_t physical_size,
@@ -36,9 +29,9 @@ MemoryObj::MemoryObj(std::shared_ptr<void> owner, std::byte* data, std::size_t p
 }
 
 std::shared_ptr<MemoryObj> MemoryObj::allocate(MemoryLayoutDesc layout,
-                                               std::size_t min_physical_size) {
+                                               std::size_t min_physical_size, BufferFill fill) {
   std::size_t bytes = std::max(layout.total_bytes(), min_physical_size);
-  auto buffer = allocate_host_buffer(bytes);
+  auto buffer = allocate_host_buffer(bytes, fill);
   std::byte* data = buffer.get();
   return std::make_shared<MemoryObj>(std::move(buffer), data, bytes, std::move(layout));
 }

@@ -14,6 +14,7 @@
 #include <memory>
 #include <span>
 
+#include "lmcache/core/host_buffer_pool.h"
 #include "lmcache/core/memory_layout.h"
 
 namespace lmcache {
@@ -32,10 +33,12 @@ class MemoryObj {
 
   // allocate()
   //
-  // A page-aligned, zero-filled buffer sized for `layout` (at least `min_physical_size`), owned
-  // by the object itself. Throws std::bad_alloc when the system is out of memory.
+  // A page-aligned buffer sized for `layout` (at least `min_physical_size`) from
+  // allocate_host_buffer(), owned by the object itself; zero-filled unless `fill` says otherwise.
+  // Throws std::bad_alloc when the system is out of memory.
   static std::shared_ptr<MemoryObj> allocate(MemoryLayoutDesc layout,
-                                             std::size_t min_physical_size = 0);
+                                             std::size_t min_physical_size = 0,
+                                             BufferFill fill = BufferFill::kZeroed);
 
   const MemoryLayoutDesc& layout() const { return layout_; }
 
@@ -86,13 +89,15 @@ class MemoryObj {
 
 using MemoryObjPtr = std::shared_ptr<MemoryObj>;
 
-// kHostBufferAlignment: host buffers are page aligned.
+// kHostBufferAlignment: host buffers are page aligned (HostBufferPool serves whole pages).
 inline constexpr std::size_t kHostBufferAlignment = 4096;
 
 // allocate_host_buffer()
 //
-// `bytes` zero-filled bytes aligned to kHostBufferAlignment, freed when the last reference
-// drops. Throws std::bad_alloc on failure.
-std::shared_ptr<std::byte> allocate_host_buffer(std::size_t bytes);
+// `bytes` bytes aligned to kHostBufferAlignment from HostBufferPool::process_default(),
+// zero-filled unless `fill` is kUninitialized, and given back to that pool when the last
+// reference drops. Throws std::bad_alloc on failure.
+std::shared_ptr<std::byte> allocate_host_buffer(std::size_t bytes,
+                                                BufferFill fill = BufferFill::kZeroed);
 
 }  // namespace lmcache

@@ -8,13 +8,10 @@
 namespace lmcache {
 
 ByteCapacityAllocator::ByteCapacityAllocator(std::size_t capacity_bytes, BufferFactory factory)
-    : capacity_bytes_(capacity_bytes),
-      factory_(factory ? std::move(factory) : BufferFactory([](const MemoryLayoutDesc& layout) {
-        return MemoryObj::allocate(layout);
-      })) {}
+    : capacity_bytes_(capacity_bytes), factory_(std::move(factory)) {}
 
 std::optional<std::vector<MemoryObjPtr>> ByteCapacityAllocator::allocate_batch(
-    const MemoryLayoutDesc& layout, std::size_t count) {
+    const MemoryLayoutDesc& layout, std::size_t count, BufferFill fill) {
   const std::size_t each = charged_bytes(layout);
   std::size_t total = 0;
   {
@@ -31,7 +28,7 @@ std::optional<std::vector<MemoryObjPtr>> ByteCapacityAllocator::allocate_batch(
   try {
     objs.reserve(count);
     for (std::size_t i = 0; i < count; ++i) {
-      MemoryObjPtr obj = factory_(layout);
+      MemoryObjPtr obj = factory_ ? factory_(layout) : MemoryObj::allocate(layout, 0, fill);
       if (!obj) throw std::bad_alloc();
       objs.push_back(std::move(obj));
     }

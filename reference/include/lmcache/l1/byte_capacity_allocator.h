@@ -34,8 +34,9 @@ class ByteCapacityAllocator {
   // BufferFactory
   //
   // Makes one object for a layout; throws std::bad_alloc when the system has no memory. The
-  // default is MemoryObj::allocate (page-aligned, zero-filled host memory). Tests inject
-  // factories that fail on purpose.
+  // default is MemoryObj::allocate (page-aligned host memory from the process HostBufferPool,
+  // zero-filled unless allocate_batch() is told otherwise). Tests inject factories that fail on
+  // purpose; an injected factory decides the contents itself.
   using BufferFactory = std::function<MemoryObjPtr(const MemoryLayoutDesc&)>;
 
   // ByteCapacityAllocator()
@@ -56,9 +57,11 @@ class ByteCapacityAllocator {
   // `count` distinct objects of `layout`, all or nothing. Returns nullopt, with used_bytes()
   // unchanged and no object kept, when count * charged_bytes(layout) does not fit in the free
   // budget or when the factory fails (std::bad_alloc) for any of them. A count of 0 gives an
-  // empty vector. On success used_bytes() grows by count * charged_bytes(layout).
+  // empty vector. On success used_bytes() grows by count * charged_bytes(layout). `fill` is
+  // passed to the default factory (kUninitialized: the caller overwrites every byte it reads).
   std::optional<std::vector<MemoryObjPtr>> allocate_batch(const MemoryLayoutDesc& layout,
-                                                          std::size_t count);
+                                                          std::size_t count,
+                                                          BufferFill fill = BufferFill::kZeroed);
 
   // release()
   //
@@ -79,7 +82,7 @@ class ByteCapacityAllocator {
 
  private:
   const std::size_t capacity_bytes_;
-  const BufferFactory factory_;
+  const BufferFactory factory_;  // null: MemoryObj::allocate
   mutable std::mutex mu_;
   std::size_t used_bytes_ = 0;  // Guarded by mu_.
 };

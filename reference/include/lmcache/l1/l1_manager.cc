@@ -61,6 +61,7 @@ std::vector<L1Result> L1Manager::reserve_write(const std::vector<ObjectKey>& key
 
   std::unordered_set<ObjectKey> claimed;  // Keys this call write-locks or creates.
   std::size_t num_new = 0;
+  bool all_new_temporary = true;
   for (std::size_t i = 0; i < keys.size(); ++i) {
     const ObjectKey& key = keys[i];
     auto it = objects_.find(key);
@@ -80,13 +81,17 @@ std::vector<L1Result> L1Manager::reserve_write(const std::vector<ObjectKey>& key
     } else if (claimed.insert(key).second) {
       plan[i] = Plan::kCreate;
       ++num_new;
+      all_new_temporary = all_new_temporary && is_temporary[i];
     } else {
       plan[i] = Plan::kDuplicateNew;
     }
   }
 
   std::optional<std::vector<MemoryObjPtr>> fresh;
-  if (num_new > 0) fresh = allocator_.allocate_batch(layout, num_new);
+  // Temporaries are scratch space their writer fills completely (a serializer's output, an
+  // adapter's load), so they skip the zero fill; a batch with a kept object is zeroed.
+  const BufferFill fill = all_new_temporary ? BufferFill::kUninitialized : BufferFill::kZeroed;
+  if (num_new > 0) fresh = allocator_.allocate_batch(layout, num_new, fill);
   const bool allocated = fresh.has_value();
 
   // Insert the new entries first: emplace is the only step left that can throw, and if it

@@ -125,7 +125,9 @@ class L1Manager {
   //     temporary; otherwise it is write-locked and its existing object returned (`layout` and
   //     is_temporary[i] are ignored).
   //   - missing: KEY_NOT_WRITABLE under kUpdate; otherwise it is allocated with `layout`, created
-  //     write-locked with is_temporary[i], and its new (zero-filled) object returned.
+  //     write-locked with is_temporary[i], and its new object returned: zero-filled, except
+  //     when every missing key of the call is temporary (scratch space the caller overwrites;
+  //     its bytes are then unspecified).
   // All missing keys are allocated as one batch: if the budget (or the system) cannot fit them
   // all, every one of them gets OUT_OF_MEMORY and nothing stays allocated; existing keys of the
   // same call keep their own outcome. Nothing is ever evicted to make room.

@@ -346,6 +346,48 @@ TEST_F(L1ManagerTest, ReserveWriteNewKeySucceeds) {
   EXPECT_EQ(used(), kBasicBytes);
 }
 
+// Buffers are recycled through the process HostBufferPool: a kept object must still come back
+// zero-filled even when its buffer held another object's bytes.
+TEST_F(L1ManagerTest, ReserveWriteZeroFillsARecycledBuffer) {
+  auto first = make_key(1);
+  {
+    MemoryObjPtr obj = write_locked(first);
+    std::ranges::fill(obj->bytes(), std::byte{0xAB});
+  }
+  ASSERT_EQ(manager_.finish_write({first}).at(0), L1Error::kSuccess);
+  ASSERT_EQ(manager_.delete_keys({first}).at(0), L1Error::kSuccess);
+  for (bool mixed_with_temporary : {false, true}) {
+    auto keys = make_keys(10 + (mixed_with_temporary ? 10 : 0), 2);
+    auto r = manager_.reserve_write(keys, {false, mixed_with_temporary}, basic_layout());
+    for (const auto& result : r) {
+      ASSERT_EQ(result.error, L1Error::kSuccess);
+      EXPECT_TRUE(all_zero(*result.obj)) << "mixed_with_temporary=" << mixed_with_temporary;
+      std::ranges::fill(result.obj->bytes(), std::byte{0xAB});
+    }
+    manager_.finish_write(keys);
+    manager_.delete_keys(keys);
+  }
+}
+
+// Temporaries are scratch space their writer overwrites: a batch of only temporaries skips the
+// zero fill (a memset of every temp on the wrapper's hot path), so a recycled buffer keeps its
+// old bytes.
+TEST_F(L1ManagerTest, ReserveWriteOfTemporariesSkipsTheZeroFill) {
+  if (HostBufferPool::process_default().max_cached_bytes() < 2 * kBasicBytes) {
+    GTEST_SKIP() << "the process HostBufferPool keeps no buffers (LMCACHE_HOST_POOL_BYTES)";
+  }
+  auto key = make_key(1);
+  {
+    MemoryObjPtr obj = write_locked(key, /*temporary=*/true);
+    std::ranges::fill(obj->bytes(), std::byte{0xAB});
+  }
+  ASSERT_EQ(manager_.finish_write_and_reserve_read({key}).at(0).error, L1Error::kSuccess);
+  ASSERT_EQ(manager_.finish_read({key}).at(0), L1Error::kSuccess);  // deletes the temporary
+  ASSERT_FALSE(manager_.object_state(key).has_value());
+  MemoryObjPtr again = write_locked(make_key(2), /*temporary=*/true);
+  EXPECT_EQ(again->bytes()[0], std::byte{0xAB}) << "the temporary was zero-filled";
+}
+
 TEST_F(L1ManagerTest, ReserveWriteWriteLockedKeyIsNotWritable) {
   auto key = make_key(12345);
   write_locked(key);

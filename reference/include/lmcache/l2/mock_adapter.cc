@@ -256,7 +256,7 @@ L2StoreResult MockL2Adapter::run_store(const std::vector<ObjectKey>& keys,
   std::vector<StoredEntry> copies(fresh.size());
   for (std::size_t j = 0; j < fresh.size(); ++j) {
     const std::size_t i = fresh[j];
-    auto data = std::make_shared_for_overwrite<std::byte[]>(sizes[i]);
+    std::shared_ptr<std::byte> data = allocate_host_buffer(sizes[i], BufferFill::kUninitialized);
     if (sizes[i] > 0) std::memcpy(data.get(), objects[i]->data(), sizes[i]);
     copies[j] = StoredEntry{std::move(data), sizes[i]};
   }

@@ -163,7 +163,9 @@ class MockL2Adapter final : public L2AdapterInterface {
   using Step = std::function<void()>;
 
   struct StoredEntry {
-    std::shared_ptr<const std::byte[]> data;  // shared so loads copy outside the lock
+    // From the process HostBufferPool (stores of KV chunks reuse freed buffers instead of
+    // faulting in fresh pages); shared so loads copy outside the lock.
+    std::shared_ptr<const std::byte> data;
     std::uint64_t size = 0;
   };
 
