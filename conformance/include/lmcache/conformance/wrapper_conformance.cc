@@ -58,11 +58,20 @@ struct Rig {
   }
 };
 
-std::unique_ptr<Rig> MakeRig(const WrapperUnderTest& wut) {
+std::unique_ptr<Rig> MakeRig(const WrapperUnderTest& wut, const WrapperRigOptions& options) {
   auto rig = std::make_unique<Rig>();
   rig->l1 = std::make_shared<L1Manager>(kL1Bytes);
   rig->mock = std::make_shared<MockL2Adapter>(MockL2AdapterOptions{1ull << 30, 1ull << 40});
-  auto inner = std::make_unique<ScriptedAdapter>(rig->mock, rig->inner);
+  std::shared_ptr<L2AdapterInterface> below_script = rig->mock;
+  if (options.decorate_inner) {
+    // A switch-less ScriptedAdapter is a plain forwarder to the shared mock: the decorator owns
+    // it (and may close it) while the rig keeps inspecting the mock.
+    L2AdapterPtr decorated = options.decorate_inner(
+        std::make_unique<ScriptedAdapter>(rig->mock, std::make_shared<AdapterFaults>()));
+    Require(decorated != nullptr, "WrapperRigOptions::decorate_inner returned null");
+    below_script = std::move(decorated);
+  }
+  auto inner = std::make_unique<ScriptedAdapter>(below_script, rig->inner);
   rig->inner_lookup_fd = inner->get_lookup_and_lock_event_fd();
   rig->wrapper =
       wut.make(std::move(inner), std::make_unique<ScriptedProcessor>(rig->serde), rig->l1);
@@ -163,33 +172,37 @@ TaskId SubmitNoThrow(Fn&& fn, const std::string& what) {
   }
 }
 
-std::string Id(std::string_view property, const WrapperUnderTest& wut) {
-  return "WrapperConformance." + std::string(property) + "/" + wut.name;
+std::string Id(std::string_view property, const WrapperUnderTest& wut,
+               const WrapperRigOptions& rig_options) {
+  std::string id = "WrapperConformance." + std::string(property) + "/" + wut.name;
+  if (!rig_options.name.empty()) id += "@" + rig_options.name;
+  return id;
 }
 
 constexpr RcOptions kWrapperRc{.max_success = 8, .max_size = 100, .shrink = false};
 
-Verdict EmptyBatchCompletes(const WrapperUnderTest& wut) {
-  return RunRcProperty(Id("EmptyBatchCompletes", wut), {.max_success = 1, .shrink = false}, [&] {
-    auto rig = MakeRig(wut);
-    L2AdapterInterface& w = *rig->wrapper;
-    TaskId s = SubmitNoThrow([&] { return w.submit_store_task({}, {}); }, "empty store");
-    L2StoreResult r = WaitStoreOnce(w, s, "empty store");
-    Require(r.is_successful() && r.bytes_transferred() == 0,
-            "an empty store completed as " + r.to_string() + " instead of success(0 bytes)");
-    TaskId l = SubmitNoThrow([&] { return w.submit_load_task({}, {}); }, "empty load");
-    Bitmap bits = WaitLoadOnce(w, l, "empty load");
-    Require(bits.size() == 0,
-            "an empty load returned a bitmap of " + std::to_string(bits.size()) + " bits");
-  });
+Verdict EmptyBatchCompletes(const WrapperUnderTest& wut, const WrapperRigOptions& rig_options) {
+  return RunRcProperty(
+      Id("EmptyBatchCompletes", wut, rig_options), {.max_success = 1, .shrink = false}, [&] {
+        auto rig = MakeRig(wut, rig_options);
+        L2AdapterInterface& w = *rig->wrapper;
+        TaskId s = SubmitNoThrow([&] { return w.submit_store_task({}, {}); }, "empty store");
+        L2StoreResult r = WaitStoreOnce(w, s, "empty store");
+        Require(r.is_successful() && r.bytes_transferred() == 0,
+                "an empty store completed as " + r.to_string() + " instead of success(0 bytes)");
+        TaskId l = SubmitNoThrow([&] { return w.submit_load_task({}, {}); }, "empty load");
+        Bitmap bits = WaitLoadOnce(w, l, "empty load");
+        Require(bits.size() == 0,
+                "an empty load returned a bitmap of " + std::to_string(bits.size()) + " bits");
+      });
 }
 
-Verdict StoreLoadRoundTrip(const WrapperUnderTest& wut) {
-  return RunRcProperty(Id("StoreLoadRoundTrip", wut), kWrapperRc, [&] {
+Verdict StoreLoadRoundTrip(const WrapperUnderTest& wut, const WrapperRigOptions& rig_options) {
+  return RunRcProperty(Id("StoreLoadRoundTrip", wut, rig_options), kWrapperRc, [&] {
     MemoryLayoutDesc layout = GenKvLayout();
     std::size_t n = *rc::gen::inRange<std::size_t>(1, 5);
     std::uint64_t seed = *rc::gen::arbitrary<std::uint64_t>();
-    auto rig = MakeRig(wut);
+    auto rig = MakeRig(wut, rig_options);
     L2AdapterInterface& w = *rig->wrapper;
     auto keys = MakeKeys(n, seed);
     auto objs = MakeObjects(layout, n, seed);
@@ -217,8 +230,8 @@ Verdict StoreLoadRoundTrip(const WrapperUnderTest& wut) {
   });
 }
 
-Verdict LookupFdIsInners(const WrapperUnderTest& wut) {
-  auto rig = MakeRig(wut);
+Verdict LookupFdIsInners(const WrapperUnderTest& wut, const WrapperRigOptions& rig_options) {
+  auto rig = MakeRig(wut, rig_options);
   L2AdapterInterface& w = *rig->wrapper;
   if (w.get_lookup_and_lock_event_fd() != rig->inner_lookup_fd) {
     return Verdict::Fail("the wrapper's lookup fd " +
@@ -229,22 +242,23 @@ Verdict LookupFdIsInners(const WrapperUnderTest& wut) {
   MemoryLayoutDesc layout = MemoryLayoutDesc::single({4, 3}, DType::kFloat32);
   auto keys = MakeKeys(3, 5);
   auto objs = MakeObjects(layout, 2, 5);
-  Verdict v = RunRcProperty(Id("LookupFdIsInners", wut), {.max_success = 1, .shrink = false}, [&] {
-    TaskId s = w.submit_store_task({keys[0], keys[1]}, objs);
-    Require(WaitStoreOnce(w, s, "store").is_successful(), "store failed");
-    TaskId l = w.submit_lookup_and_lock_task(keys);
-    auto bits = PollUntil([&] { return w.query_lookup_and_lock_result(l); }, ResultTimeout());
-    Require(bits.has_value(), "lookup never completed");
-    Require(*bits == Bitmap(3, 2),
-            "lookup of 2 stored keys and 1 absent gave " + bits->to_string());
-    Require(CollectNotifies(rig->inner_lookup_fd, 1) == 1,
-            "the lookup did not notify the (inner's) lookup fd exactly once");
-  });
+  Verdict v = RunRcProperty(
+      Id("LookupFdIsInners", wut, rig_options), {.max_success = 1, .shrink = false}, [&] {
+        TaskId s = w.submit_store_task({keys[0], keys[1]}, objs);
+        Require(WaitStoreOnce(w, s, "store").is_successful(), "store failed");
+        TaskId l = w.submit_lookup_and_lock_task(keys);
+        auto bits = PollUntil([&] { return w.query_lookup_and_lock_result(l); }, ResultTimeout());
+        Require(bits.has_value(), "lookup never completed");
+        Require(*bits == Bitmap(3, 2),
+                "lookup of 2 stored keys and 1 absent gave " + bits->to_string());
+        Require(CollectNotifies(rig->inner_lookup_fd, 1) == 1,
+                "the lookup did not notify the (inner's) lookup fd exactly once");
+      });
   return v;
 }
 
-Verdict HomogeneityEnforced(const WrapperUnderTest& wut) {
-  return RunRcProperty(Id("HomogeneityEnforced", wut), kWrapperRc, [&] {
+Verdict HomogeneityEnforced(const WrapperUnderTest& wut, const WrapperRigOptions& rig_options) {
+  return RunRcProperty(Id("HomogeneityEnforced", wut, rig_options), kWrapperRc, [&] {
     MemoryLayoutDesc a = GenKvLayout();
     std::vector<Shape> shapes = a.shapes();
     std::vector<DType> dtypes = a.dtypes();
@@ -263,7 +277,7 @@ Verdict HomogeneityEnforced(const WrapperUnderTest& wut) {
     MemoryLayoutDesc b(shapes, dtypes);
     std::size_t n = *rc::gen::inRange<std::size_t>(2, 5);
     std::size_t j = *rc::gen::inRange<std::size_t>(1, n);
-    auto rig = MakeRig(wut);
+    auto rig = MakeRig(wut, rig_options);
     L2AdapterInterface& w = *rig->wrapper;
     auto keys = MakeKeys(n, 9);
     auto objs = MakeObjects(a, n, 9);
@@ -340,8 +354,8 @@ const char* Name(LoadFault f) {
   return "?";
 }
 
-Verdict AllOrNothingStore(const WrapperUnderTest& wut) {
-  return RunRcProperty(Id("AllOrNothingStore", wut), kWrapperRc, [&] {
+Verdict AllOrNothingStore(const WrapperUnderTest& wut, const WrapperRigOptions& rig_options) {
+  return RunRcProperty(Id("AllOrNothingStore", wut, rig_options), kWrapperRc, [&] {
     MemoryLayoutDesc layout = GenKvLayout();
     std::size_t n = *rc::gen::inRange<std::size_t>(1, 5);
     long failing_pair = *rc::gen::inRange<long>(0, static_cast<long>(n));
@@ -350,7 +364,7 @@ Verdict AllOrNothingStore(const WrapperUnderTest& wut) {
           StoreFault::kInnerSubmit, StoreFault::kInnerStore}) {
       const std::string what = std::string("store with ") + Name(f) + " (" + std::to_string(n) +
                                " objects " + layout.to_string() + ")";
-      auto rig = MakeRig(wut);
+      auto rig = MakeRig(wut, rig_options);
       L2AdapterInterface& w = *rig->wrapper;
       auto keys = MakeKeys(n, 21);
       auto objs = MakeObjects(layout, n, 21);
@@ -387,15 +401,15 @@ Verdict AllOrNothingStore(const WrapperUnderTest& wut) {
   });
 }
 
-Verdict AllOrNothingLoad(const WrapperUnderTest& wut) {
-  return RunRcProperty(Id("AllOrNothingLoad", wut), kWrapperRc, [&] {
+Verdict AllOrNothingLoad(const WrapperUnderTest& wut, const WrapperRigOptions& rig_options) {
+  return RunRcProperty(Id("AllOrNothingLoad", wut, rig_options), kWrapperRc, [&] {
     MemoryLayoutDesc layout = GenKvLayout();
     std::size_t n = *rc::gen::inRange<std::size_t>(1, 5);
     for (LoadFault f : {LoadFault::kTempAllocation, LoadFault::kInnerSubmit,
                         LoadFault::kSubmitDeserialize, LoadFault::kDeserialize}) {
       const std::string what = std::string("load with ") + Name(f) + " (" + std::to_string(n) +
                                " objects " + layout.to_string() + ")";
-      auto rig = MakeRig(wut);
+      auto rig = MakeRig(wut, rig_options);
       L2AdapterInterface& w = *rig->wrapper;
       auto keys = MakeKeys(n, 31);
       auto objs = MakeObjects(layout, n, 31);
@@ -427,8 +441,8 @@ Verdict AllOrNothingLoad(const WrapperUnderTest& wut) {
   });
 }
 
-Verdict PartialLoadKeepsBitmap(const WrapperUnderTest& wut) {
-  return RunRcProperty(Id("PartialLoadKeepsBitmap", wut), kWrapperRc, [&] {
+Verdict PartialLoadKeepsBitmap(const WrapperUnderTest& wut, const WrapperRigOptions& rig_options) {
+  return RunRcProperty(Id("PartialLoadKeepsBitmap", wut, rig_options), kWrapperRc, [&] {
     MemoryLayoutDesc layout = GenKvLayout();
     std::size_t n = *rc::gen::inRange<std::size_t>(2, 7);
     auto stored = *rc::gen::container<std::vector<bool>>(n, rc::gen::arbitrary<bool>());
@@ -437,7 +451,7 @@ Verdict PartialLoadKeepsBitmap(const WrapperUnderTest& wut) {
     stored[0] = true;
     dropped[0] = false;
     if (stored[n - 1] && !dropped[n - 1]) dropped[n - 1] = true;
-    auto rig = MakeRig(wut);
+    auto rig = MakeRig(wut, rig_options);
     L2AdapterInterface& w = *rig->wrapper;
     auto keys = MakeKeys(n, 41);
     auto objs = MakeObjects(layout, n, 41);
@@ -487,11 +501,11 @@ Verdict PartialLoadKeepsBitmap(const WrapperUnderTest& wut) {
   });
 }
 
-Verdict TempsReleased(const WrapperUnderTest& wut) {
-  return RunRcProperty(Id("TempsReleased", wut), kWrapperRc, [&] {
+Verdict TempsReleased(const WrapperUnderTest& wut, const WrapperRigOptions& rig_options) {
+  return RunRcProperty(Id("TempsReleased", wut, rig_options), kWrapperRc, [&] {
     MemoryLayoutDesc layout = GenKvLayout();
     std::size_t n = *rc::gen::inRange<std::size_t>(1, 5);
-    auto rig = MakeRig(wut);
+    auto rig = MakeRig(wut, rig_options);
     L2AdapterInterface& w = *rig->wrapper;
     const std::size_t baseline = rig->l1_used();
     auto keys = MakeKeys(n, 51);
@@ -519,12 +533,12 @@ Verdict TempsReleased(const WrapperUnderTest& wut) {
   });
 }
 
-Verdict CloseFailsInFlightTasks(const WrapperUnderTest& wut) {
+Verdict CloseFailsInFlightTasks(const WrapperUnderTest& wut, const WrapperRigOptions& rig_options) {
   return RunRcProperty(
-      Id("CloseFailsInFlightTasks", wut), {.max_success = 3, .shrink = false}, [&] {
+      Id("CloseFailsInFlightTasks", wut, rig_options), {.max_success = 3, .shrink = false}, [&] {
         MemoryLayoutDesc layout = GenKvLayout();
         std::size_t n = *rc::gen::inRange<std::size_t>(1, 4);
-        auto rig = MakeRig(wut);
+        auto rig = MakeRig(wut, rig_options);
         L2AdapterInterface& w = *rig->wrapper;
         const std::size_t baseline = rig->l1_used();
         auto keys = MakeKeys(n, 61);
@@ -579,7 +593,12 @@ Verdict CloseFailsInFlightTasks(const WrapperUnderTest& wut) {
 }  // namespace
 
 Verdict RunWrapperProperty(std::string_view property, const WrapperUnderTest& wrapper) {
-  using Fn = Verdict (*)(const WrapperUnderTest&);
+  return RunWrapperProperty(property, wrapper, WrapperRigOptions{});
+}
+
+Verdict RunWrapperProperty(std::string_view property, const WrapperUnderTest& wrapper,
+                           const WrapperRigOptions& rig) {
+  using Fn = Verdict (*)(const WrapperUnderTest&, const WrapperRigOptions&);
   static const std::pair<std::string_view, Fn> kTable[] = {
       {"EmptyBatchCompletes", &EmptyBatchCompletes},
       {"StoreLoadRoundTrip", &StoreLoadRoundTrip},
@@ -594,7 +613,7 @@ Verdict RunWrapperProperty(std::string_view property, const WrapperUnderTest& wr
   for (const auto& [name, fn] : kTable) {
     if (name == property) {
       try {
-        return fn(wrapper);
+        return fn(wrapper, rig);
       } catch (const rc::detail::CaseResult& r) {
         return Verdict::Fail(r.description);
       } catch (const std::exception& e) {

@@ -12,6 +12,8 @@
 //                            lmcache::conformance::ParamName());
 #pragma once
 
+#include <functional>
+#include <string>
 #include <string_view>
 
 #include <gtest/gtest.h>
@@ -27,6 +29,35 @@ class WrapperConformance : public ::testing::TestWithParam<WrapperUnderTest> {};
 //
 // The verdict of one property (by name) for `wrapper`; an unknown name is a Fail.
 Verdict RunWrapperProperty(std::string_view property, const WrapperUnderTest& wrapper);
+
+// WrapperRigOptions
+//
+// An extension point of the kit's rig, for harnesses that want the wrapper properties to run
+// over another inner adapter stack (fault_injection/ runs them over its fault_inject adapter).
+// Not part of a vendor's descriptor and not reachable from plugins; the default options are the
+// rig of the gtest suite and of lmcache-conform.
+//
+//   decorate_inner  Empty: the kit's inner adapter is its scripted double over an in-memory
+//                   mock. Set: it receives an adapter forwarding to that mock (the kit keeps
+//                   inspecting the mock; closing the forwarder closes the mock) and returns
+//                   the adapter the scripted double forwards to instead, e.g. a fault injector
+//                   over it: wrapper -> scripted double -> decorate_inner(mock) -> mock. The
+//                   scripted failure points keep working above it. A property holds over a
+//                   decorator only as far as the decorator keeps the mock's results (timing
+//                   faults do; a store failure does not keep a "store then load" property).
+//   name            Appended to the RapidCheck id ("WrapperConformance.P/<wrapper>@<name>"),
+//                   so that a `reproduce=` token replays the run with this rig.
+struct WrapperRigOptions {
+  std::function<L2AdapterPtr(L2AdapterPtr mock)> decorate_inner;
+  std::string name;
+};
+
+// RunWrapperProperty() with a rig
+//
+// As above, with the kit's rig changed as `rig` says. RunWrapperProperty(p, w) is
+// RunWrapperProperty(p, w, WrapperRigOptions{}).
+Verdict RunWrapperProperty(std::string_view property, const WrapperUnderTest& wrapper,
+                           const WrapperRigOptions& rig);
 
 namespace internal {
 int WrapperConformanceLinkAnchor();
