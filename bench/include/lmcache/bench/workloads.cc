@@ -5,6 +5,7 @@
 #include <optional>
 #include <set>
 #include <stdexcept>
+#include <string>
 #include <utility>
 
 #include "lmcache/core/event_notifier.h"
@@ -188,6 +189,60 @@ Bitmap load_round_trip(L2AdapterInterface& a, const std::vector<ObjectKey>& keys
     wait_and_consume(a.get_load_event_fd(), deadline, "load");
     if (std::optional<Bitmap> r = a.query_load_result(id)) return std::move(*r);
   }
+}
+
+namespace {
+
+void check_pipelined_lists(const char* what, std::size_t keys, std::size_t objects) {
+  if (keys != objects) {
+    throw std::invalid_argument(std::string(what) + ": " + std::to_string(keys) +
+                                " key batches but " + std::to_string(objects) + " object batches");
+  }
+}
+
+}  // namespace
+
+std::size_t store_pipelined(L2AdapterInterface& a, const std::vector<std::vector<ObjectKey>>& keys,
+                            const std::vector<std::vector<MemoryObjPtr>>& objects) {
+  check_pipelined_lists("store_pipelined", keys.size(), objects.size());
+  const auto deadline = Clock::now() + kRoundTripTimeout;
+  std::set<TaskId> pending;
+  for (std::size_t t = 0; t < keys.size(); ++t) {
+    pending.insert(a.submit_store_task(keys[t], objects[t]));
+  }
+  std::size_t ok = 0;
+  while (!pending.empty()) {
+    wait_and_consume(a.get_store_event_fd(), deadline, "store (pipelined)");
+    for (const auto& [id, result] : a.pop_completed_store_tasks()) {
+      if (pending.erase(id) == 1 && result.is_successful()) ++ok;
+    }
+  }
+  return ok;
+}
+
+std::size_t load_pipelined(L2AdapterInterface& a, const std::vector<std::vector<ObjectKey>>& keys,
+                           const std::vector<std::vector<MemoryObjPtr>>& objects) {
+  check_pipelined_lists("load_pipelined", keys.size(), objects.size());
+  const auto deadline = Clock::now() + kRoundTripTimeout;
+  std::vector<TaskId> pending;
+  for (std::size_t t = 0; t < keys.size(); ++t) {
+    pending.push_back(a.submit_load_task(keys[t], objects[t]));
+  }
+  std::size_t ok = 0;
+  while (!pending.empty()) {
+    wait_and_consume(a.get_load_event_fd(), deadline, "load (pipelined)");
+    // The fd coalesces completions: scan every pending task after each wake-up.
+    std::size_t kept = 0;
+    for (TaskId id : pending) {
+      if (std::optional<Bitmap> r = a.query_load_result(id)) {
+        ok += r->all() ? 1 : 0;
+      } else {
+        pending[kept++] = id;
+      }
+    }
+    pending.resize(kept);
+  }
+  return ok;
 }
 
 std::unique_ptr<MockL2Adapter> make_fast_mock(std::uint64_t capacity_bytes) {

@@ -101,6 +101,18 @@ L2StoreResult store_round_trip(L2AdapterInterface& a, const std::vector<ObjectKe
 Bitmap load_round_trip(L2AdapterInterface& a, const std::vector<ObjectKey>& keys,
                        const std::vector<MemoryObjPtr>& objects, double* submit_seconds = nullptr);
 
+// store_pipelined() / load_pipelined()
+//
+// Submit one L2 task per batch (keys[t], objects[t]) back to back, then wait until every one
+// has its result: how a controller keeps several tasks in flight. Return how many succeeded
+// (store: success; load: every bit set). Assume no other task of that kind is in flight. Throw
+// std::invalid_argument when the lists differ in length, std::runtime_error after
+// kRoundTripTimeout.
+std::size_t store_pipelined(L2AdapterInterface& a, const std::vector<std::vector<ObjectKey>>& keys,
+                            const std::vector<std::vector<MemoryObjPtr>>& objects);
+std::size_t load_pipelined(L2AdapterInterface& a, const std::vector<std::vector<ObjectKey>>& keys,
+                           const std::vector<std::vector<MemoryObjPtr>>& objects);
+
 // The simulated bandwidth of the benchmarks' mock adapter: 1 PB/s, so that the mock's copy,
 // not its simulated transfer time, is what gets measured.
 inline constexpr std::uint64_t kFastMockBandwidth = std::uint64_t{1} << 50;

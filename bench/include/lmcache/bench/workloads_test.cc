@@ -82,6 +82,27 @@ TEST(Workloads, WrapperRigStoresAndLoadsThroughFp8) {
   EXPECT_EQ(rig.l1->get_memory_usage().used_bytes, 0u);
 }
 
+TEST(Workloads, PipelinedTasksAllComplete) {
+  WrapperRig rig = make_wrapper_rig(Json{{"type", "fp8"}}, 8 << 20, 8 << 20);
+  const std::vector<std::vector<ObjectKey>> keys{make_bench_keys(1, 2), make_bench_keys(3, 2),
+                                                 make_bench_keys(5, 2)};
+  std::vector<MemoryObjPtr> wide{make_kv_object(DType::kBFloat16, 8192, 1),
+                                 make_kv_object(DType::kBFloat16, 8192, 2)};
+  EXPECT_EQ(store_pipelined(*rig.adapter, keys, {wide, wide, wide}), 3u);
+  std::vector<std::vector<MemoryObjPtr>> dsts;
+  for (int t = 0; t < 3; ++t) {
+    dsts.push_back({make_kv_object(DType::kBFloat16, 8192, 10 + 2 * t),
+                    make_kv_object(DType::kBFloat16, 8192, 11 + 2 * t)});
+  }
+  EXPECT_EQ(load_pipelined(*rig.adapter, keys, dsts), 3u);
+  // A batch whose keys were never stored loads nothing: counted as not succeeded.
+  EXPECT_EQ(load_pipelined(*rig.adapter, {keys[0], make_bench_keys(100, 2)}, {dsts[0], dsts[1]}),
+            1u);
+  EXPECT_THROW(store_pipelined(*rig.adapter, keys, {wide}), std::invalid_argument);
+  rig.adapter->close();
+  EXPECT_EQ(rig.l1->get_memory_usage().used_bytes, 0u);
+}
+
 // The bench-only SIMD stand-in must produce the reference serde's bytes, or the wrapper rows
 // that use it would compare different work.
 TEST(Workloads, SimdFp8SerdeMatchesTheReferenceSerde) {

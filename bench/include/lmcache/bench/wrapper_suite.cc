@@ -6,7 +6,11 @@
 // simd_fp8_serde.h).
 //
 //   impl=wrapper       SerdeL2AdapterWrapper(fast mock, fp8 processor, L1): temps from L1,
-//                      serialize, inner store / inner load, deserialize, release temps
+//                      serialize, inner store / inner load, deserialize, release temps; one
+//                      task at a time, so every step of a task waits for the one before
+//   impl=wrapper_pipelined  the same wrapper with kPipelineDepth tasks (distinct keys) in
+//                      flight, as a controller drives it: one task's inner store overlaps the
+//                      next one's serialize
 //   impl=inner         the fast mock alone, storing the wide bytes (no serde)
 //   impl=processor     AsyncSerdeProcessor(fp8) alone: one serialize / deserialize task of the
 //                      batch into preallocated temps
@@ -41,12 +45,17 @@ using Clock = std::chrono::steady_clock;
 
 constexpr std::uint64_t kMaxDefaultTaskBytes = 128ull << 20;
 
-enum class Impl { kWrapper, kInner, kProcessor, kSerdeDirect };
+// Tasks in flight in the wrapper_pipelined rows.
+constexpr std::size_t kPipelineDepth = 4;
+
+enum class Impl { kWrapper, kWrapperPipelined, kInner, kProcessor, kSerdeDirect };
 
 const char* impl_name(Impl i) {
   switch (i) {
     case Impl::kWrapper:
       return "wrapper";
+    case Impl::kWrapperPipelined:
+      return "wrapper_pipelined";
     case Impl::kInner:
       return "inner";
     case Impl::kProcessor:
@@ -124,8 +133,11 @@ void register_case(const std::string& serde, bool store, Impl impl, std::uint64_
   register_labeled(
       l,
       [=](benchmark::State& st) {
-        const double batch_bytes = static_cast<double>(size) * static_cast<double>(batch);
-        const bool wrapped = impl == Impl::kWrapper;
+        const bool pipelined = impl == Impl::kWrapperPipelined;
+        const std::size_t depth = pipelined ? kPipelineDepth : 1;  // tasks per iteration
+        const double batch_bytes =
+            static_cast<double>(size) * static_cast<double>(batch) * static_cast<double>(depth);
+        const bool wrapped = impl == Impl::kWrapper || pipelined;
         const bool want_ratio = wrapped || impl == Impl::kProcessor;
         Batch b = make_batch(size, batch, impl != Impl::kInner || want_ratio, !store);
         SerializerPtr ser = make_ser(serde);
@@ -138,7 +150,7 @@ void register_case(const std::string& serde, bool store, Impl impl, std::uint64_
         auto time_direct_pass = [&] {
           if (!want_ratio) return;
           const auto t0 = Clock::now();
-          direct_pass(*ser, *deser, b, store);
+          for (std::size_t t = 0; t < depth; ++t) direct_pass(*ser, *deser, b, store);
           direct_s += seconds_since(t0);
         };
         try {
@@ -167,8 +179,8 @@ void register_case(const std::string& serde, bool store, Impl impl, std::uint64_
             }
             p.close();
           } else {
-            // Room for one batch (wide bytes; the wrapper stores one byte per element) and its
-            // temps (1.5 bytes per element), with slack for the allocator's rounding.
+            // Room for the batches in flight (wide bytes; the wrapper stores one byte per
+            // element) and their temps (1.5 bytes per element), with slack for the rounding.
             const auto capacity = static_cast<std::uint64_t>(batch_bytes * 2) + (64ull << 20);
             WrapperRig rig;
             L2AdapterPtr bare;
@@ -180,7 +192,17 @@ void register_case(const std::string& serde, bool store, Impl impl, std::uint64_
               bare = make_fast_mock(capacity);
               a = bare.get();
             }
-            if (!store && !store_round_trip(*a, b.keys, b.wide).is_successful()) {
+            // Pipelined rows: task t stores / loads keys of its own (the same wide data, its own
+            // load destinations).
+            std::vector<std::vector<ObjectKey>> task_keys{b.keys};
+            std::vector<std::vector<MemoryObjPtr>> task_dsts{b.dsts};
+            for (std::size_t t = 1; t < depth; ++t) {
+              task_keys.push_back(make_bench_keys(1 + t * batch, batch));
+              task_dsts.push_back(store ? std::vector<MemoryObjPtr>{}
+                                        : make_batch(size, batch, false, true).dsts);
+            }
+            const std::vector<std::vector<MemoryObjPtr>> task_wide(depth, b.wide);
+            if (!store && store_pipelined(*a, task_keys, task_wide) != depth) {
               st.SkipWithError("setup store failed");
               return;
             }
@@ -189,7 +211,10 @@ void register_case(const std::string& serde, bool store, Impl impl, std::uint64_
               const auto t0 = Clock::now();
               bool ok = false;
               double submit_s = 0;
-              if (store) {
+              if (pipelined) {
+                ok = (store ? store_pipelined(*a, task_keys, task_wide)
+                            : load_pipelined(*a, task_keys, task_dsts)) == depth;
+              } else if (store) {
                 ok = store_round_trip(*a, b.keys, b.wide, &submit_s).is_successful();
               } else {
                 ok = load_round_trip(*a, b.keys, b.dsts, &submit_s).all();
@@ -202,14 +227,16 @@ void register_case(const std::string& serde, bool store, Impl impl, std::uint64_
               }
               st.SetIterationTime(s);
               total_s += s;
-              if (store) a->delete_keys(b.keys);  // untimed: the next store must copy again
+              if (store) {  // untimed: the next store must copy again
+                for (const auto& keys : task_keys) a->delete_keys(keys);
+              }
               time_direct_pass();
             }
             // Where a wrapped task's time goes (console / JSON only, not exported): the submit call
             // (temp reservation in L1) and the mean of each step the wrapper times itself.
             if (wrapped && st.iterations() > 0) {
               const auto n = static_cast<double>(st.iterations());
-              st.counters["submit_s"] = submit_total / n;
+              if (!pipelined) st.counters["submit_s"] = submit_total / n;
               const Json steps = static_cast<SerdeL2AdapterWrapper*>(a)->metrics().summary().at(
                   "step_latency_seconds");
               const std::vector<std::string> names =
@@ -226,7 +253,7 @@ void register_case(const std::string& serde, bool store, Impl impl, std::uint64_
           return;
         }
         const auto iters = st.iterations();
-        st.SetItemsProcessed(iters * static_cast<std::int64_t>(batch));
+        st.SetItemsProcessed(iters * static_cast<std::int64_t>(batch * depth));
         st.SetBytesProcessed(static_cast<std::int64_t>(static_cast<double>(iters) * batch_bytes));
         if (want_ratio && total_s > 0) st.counters[kCodecRatioCounter] = direct_s / total_s;
       })
@@ -256,7 +283,8 @@ void register_wrapper_suite(const SuiteConfig& c) {
       for (bool store : {true, false}) {
         register_case("fp8", store, Impl::kInner, size, batch);
         for (const char* serde : {"fp8", kSimdFp8SerdeType}) {
-          for (Impl impl : {Impl::kWrapper, Impl::kProcessor, Impl::kSerdeDirect}) {
+          for (Impl impl :
+               {Impl::kWrapper, Impl::kWrapperPipelined, Impl::kProcessor, Impl::kSerdeDirect}) {
             register_case(serde, store, impl, size, batch);
           }
         }
