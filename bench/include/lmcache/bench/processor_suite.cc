@@ -8,16 +8,24 @@
 //                                             codec_ratio against direct calls timed between
 //                                             the tasks (paused timing)
 //   processor/throughput/direct/fp8           direct calls alone
+//   processor/latency/handoff/...             no processor: two threads ping-pong over a pair of
+//                                             eventfds (notify -> wake -> notify -> wake), the
+//                                             machine's floor for any task handed to a worker
+//                                             thread and signalled back; the no-op latency rows
+//                                             are this plus the processor's own cost
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "lmcache/bench/bench_catalog.h"
 #include "lmcache/bench/metrics_export.h"
 #include "lmcache/bench/suites.h"
 #include "lmcache/bench/workloads.h"
+#include "lmcache/core/event_notifier.h"
 #include "lmcache/serde/async_serde_processor.h"
 #include "lmcache/serde/fp8_serde.h"
 
@@ -128,6 +136,46 @@ void register_latency(bool fp8, std::uint64_t size, std::size_t workers) {
       ->UseRealTime();
 }
 
+void register_handoff() {
+  BenchLabels l = labels("latency", "handoff", false, 0, 1, 1);
+  l.serde = kNotApplicable;
+  l.dtype = kNotApplicable;
+  register_labeled(
+      l,
+      [](benchmark::State& st) {
+        EventNotifier to_worker;
+        EventNotifier to_caller;
+        std::atomic<bool> stop{false};
+        std::thread worker([&] {
+          while (!stop.load()) {
+            if (!wait_readable(to_worker.fd(), std::chrono::milliseconds(100))) continue;
+            to_worker.consume();
+            if (!stop.load()) to_caller.notify();
+          }
+        });
+        std::vector<double> latencies;
+        latencies.reserve(1 << 16);
+        for (auto _ : st) {
+          const auto t0 = Clock::now();
+          to_worker.notify();
+          if (!wait_readable(to_caller.fd(), std::chrono::seconds(10))) {
+            st.SkipWithError("the worker thread did not answer within 10 s");
+            break;
+          }
+          to_caller.consume();
+          latencies.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
+        }
+        stop.store(true);
+        to_worker.notify();
+        worker.join();
+        st.SetItemsProcessed(static_cast<std::int64_t>(st.iterations()));
+        st.counters[kLatencyP50Counter] = percentile(latencies, 0.5);
+        st.counters[kLatencyP99Counter] = percentile(latencies, 0.99);
+      })
+      ->Unit(benchmark::kMicrosecond)
+      ->UseRealTime();
+}
+
 void register_throughput(bool fp8, std::uint64_t size, std::size_t workers, std::size_t batch) {
   register_labeled(labels("throughput", "async", fp8, size, workers, batch),
                    [=](benchmark::State& st) {
@@ -187,7 +235,8 @@ void register_direct(bool fp8, std::uint64_t size, std::size_t batch) {
 
 void register_processor_suite(const SuiteConfig& c) {
   const std::vector<std::size_t> workers = c.threads.empty() ? default_threads(c.quick) : c.threads;
-  // No-op serde: the processor's own cost per task.
+  // No-op serde: the processor's own cost per task, above the machine's handoff floor.
+  register_handoff();
   for (std::size_t w : workers) {
     register_latency(false, kNoopObjectBytes, w);
     register_throughput(false, kNoopObjectBytes, w, kInFlight);
