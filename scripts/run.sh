@@ -74,7 +74,9 @@ rm -rf "$out/bench"
 "$build/bench/lmcache-bench" "${bench_args[@]}" --out "$out/bench"
 
 stage "report"
-reproduce="scripts/run.sh$( ((quick)) && echo ' --quick') --seed $seed"
+# (Not `$( ((quick)) && echo ...)`: under `set -e` a command substitution that fails ends the job.)
+reproduce="scripts/run.sh --seed $seed"
+if ((quick)); then reproduce="scripts/run.sh --quick --seed $seed"; fi
 report=$("$python" "$root/reports/tools/make_report.py" --bench-dir "$out/bench" \
   --conformance "$out/conformance.json" --campaign "$out/campaign.json" --build-dir "$build" \
   --reproduce "$reproduce")
