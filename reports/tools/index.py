@@ -50,10 +50,14 @@ def row(system_dir):
         system = json.load(f)
     samples, _ = promtext.load(os.path.join(system_dir, 'metrics.prom'))
     ratios = {tuple(sorted(l.items())): v for n, l, v in samples if n == 'lmcache_bench_roofline_ratio'}
+    # The processor's own rows (not the machine's handoff floor, impl=handoff).
     overhead = [v for n, l, v in samples if n == 'lmcache_bench_task_latency_seconds'
-                and l.get('suite') == 'processor' and l.get('stat') == 'p50']
+                and l.get('suite') == 'processor' and l.get('impl') == 'async'
+                and l.get('serde') == 'noop' and l.get('stat') == 'p50']
+    # The wrapper itself (not the processor-alone rows of the wrapper suite).
     wrapper = [v for n, l, v in samples if n == 'lmcache_bench_codec_ratio'
                and l.get('suite') == 'wrapper' and l.get('op') == 'store'
+               and l.get('impl') in ('wrapper', 'wrapper_pipelined')
                and l.get('size_bytes') == str(1 << 20)]
     gpu = ', '.join(g['name'] for g in system['gpus']) or '–'
     sid = system['system_id']

@@ -8,6 +8,7 @@ import tempfile
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import index  # noqa: E402
 import make_report  # noqa: E402
 import promtext  # noqa: E402
 import validate_report  # noqa: E402
@@ -70,6 +71,27 @@ class ReportToolsTest(unittest.TestCase):
         self.assertIn('plots/codec_throughput_vs_size.svg', readme)
         self.assertIn('plots/codec_throughput_vs_threads.svg', readme)
         self.assertIn('12.0', readme)  # processor p50 in microseconds
+
+    def test_index_row_takes_the_processor_and_the_wrapper_not_their_neighbours(self):
+        # The handoff floor (impl=handoff) is below the processor's p50 and the processor-alone
+        # rows of the wrapper suite are above the wrapper's ratio: neither may reach the index.
+        row_labels = ('suite="{suite}",op="{op}",impl="{impl}",serde="{serde}",dtype="bfloat16",'
+                      'format="none",device="cpu",size_bytes="{size}",threads="1",batch="{batch}"')
+        lines = []
+        for impl, serde, p50 in (('handoff', 'none', 3e-06), ('async', 'noop', 1.2e-05)):
+            l = row_labels.format(suite='processor', op='latency', impl=impl, serde=serde,
+                                  size='none', batch='1')
+            lines.append(f'lmcache_bench_task_latency_seconds{{{l},stat="p50"}} {p50}')
+        for impl, batch, ratio in (('processor', 8, 0.95), ('wrapper', 8, 0.61),
+                                   ('wrapper_pipelined', 8, 0.66), ('wrapper', 64, 0.64)):
+            l = row_labels.format(suite='wrapper', op='store', impl=impl, serde='fp8',
+                                  size=1 << 20, batch=batch)
+            lines.append(f'lmcache_bench_codec_ratio{{{l}}} {ratio}')
+        with open(os.path.join(self.report, 'metrics.prom'), 'w') as f:
+            f.write('\n'.join(lines) + '\n')
+        cells = index.row(self.report)
+        self.assertEqual(cells[-2], '12.0 µs')
+        self.assertEqual(cells[-1], '0.66×')
 
     def assert_caught(self, fragment):
         problems = validate_report.validate(self.report)

@@ -19,11 +19,6 @@ namespace {
 
 constexpr std::size_t kPage = 4096;
 
-struct FreeBuffer {
-  std::size_t bytes;
-  std::byte* data;
-};
-
 std::size_t ReadPoolBytesFromEnv() {
   const char* v = std::getenv("LMCACHE_HOST_POOL_BYTES");
   if (v == nullptr || *v == '\0') return HostBufferPool::kDefaultProcessPoolBytes;
@@ -40,6 +35,11 @@ std::size_t ReadPoolBytesFromEnv() {
 }  // namespace
 
 struct HostBufferPool::State {
+  struct FreeBuffer {
+    std::size_t bytes;
+    std::byte* data;
+  };
+
   explicit State(std::size_t cap) : max_cached(cap) {}
   ~State() {
     for (const FreeBuffer& b : lru) std::free(b.data);
