@@ -12,7 +12,6 @@
 #include <string>
 #include <unordered_map>
 #include <utility>
-#include <vector>
 
 namespace lmcache {
 namespace {
@@ -62,30 +61,53 @@ struct HostBufferPool::State {
     return data;
   }
 
-  // Keeps `data` for reuse, dropping the oldest free buffers to stay within the bound.
-  void Give(std::byte* data, std::size_t bytes) {
-    std::vector<std::byte*> drop;
+  // Keeps `data` for reuse, dropping the oldest free buffers to stay within the bound. Runs in
+  // a shared_ptr deleter, so it never throws: if the bookkeeping cannot grow, `data` is freed.
+  void Give(std::byte* data, std::size_t bytes) noexcept {
+    // Evicted buffers are chained through their own first bytes (every buffer holds at least a
+    // page) and freed after the lock is released: munmap can be slow, and a list needs no
+    // allocation here.
+    std::byte* evicted = nullptr;
     {
       std::lock_guard lock(mu);
       if (bytes > max_cached) {
-        drop.push_back(data);
+        Chain(evicted, data);
       } else {
         while (cached + bytes > max_cached) {
-          FreeBuffer oldest = lru.back();
-          auto& same = by_size[oldest.bytes];
-          same.pop_front();  // per size, free buffers are in release order: the oldest is first
-          if (same.empty()) by_size.erase(oldest.bytes);
+          const FreeBuffer oldest = lru.back();
+          auto same = by_size.find(oldest.bytes);
+          same->second.pop_front();  // per size, free buffers are in release order
+          if (same->second.empty()) by_size.erase(same);
           lru.pop_back();
           cached -= oldest.bytes;
           ++evictions;
-          drop.push_back(oldest.data);
+          Chain(evicted, oldest.data);
         }
-        lru.push_front({bytes, data});
-        by_size[bytes].push_back(lru.begin());
-        cached += bytes;
+        try {
+          lru.push_front({bytes, data});
+          try {
+            by_size[bytes].push_back(lru.begin());
+            cached += bytes;
+          } catch (...) {
+            lru.pop_front();
+            throw;
+          }
+        } catch (...) {
+          Chain(evicted, data);
+        }
       }
     }
-    for (std::byte* p : drop) std::free(p);  // outside the lock: munmap can be slow
+    while (evicted != nullptr) {
+      std::byte* next = nullptr;
+      std::memcpy(&next, evicted, sizeof next);
+      std::free(evicted);
+      evicted = next;
+    }
+  }
+
+  static void Chain(std::byte*& head, std::byte* buffer) noexcept {
+    std::memcpy(buffer, &head, sizeof head);
+    head = buffer;
   }
 
   void Trim() {

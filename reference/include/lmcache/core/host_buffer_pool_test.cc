@@ -77,6 +77,24 @@ TEST(HostBufferPool, EvictsTheOldestToStayWithinItsBound) {
   EXPECT_EQ(pool.acquire(2 * kPage).get(), c_data);
 }
 
+TEST(HostBufferPool, OneReleaseMayEvictSeveralBuffers) {
+  HostBufferPool pool(3 * kPage);
+  {
+    auto a = pool.acquire(kPage);
+    auto b = pool.acquire(kPage);
+    auto c = pool.acquire(kPage);
+  }
+  EXPECT_EQ(pool.stats().cached_buffers, 3u);
+  auto big = pool.acquire(3 * kPage);
+  std::byte* big_data = big.get();
+  big.reset();  // the three one-page buffers make room
+  HostBufferPool::Stats s = pool.stats();
+  EXPECT_EQ(s.evictions, 3u);
+  EXPECT_EQ(s.cached_buffers, 1u);
+  EXPECT_EQ(s.cached_bytes, 3 * kPage);
+  EXPECT_EQ(pool.acquire(3 * kPage).get(), big_data);
+}
+
 TEST(HostBufferPool, ABufferLargerThanTheBoundIsNotKept) {
   HostBufferPool pool(kPage);
   pool.acquire(2 * kPage).reset();
