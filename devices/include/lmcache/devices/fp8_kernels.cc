@@ -1,14 +1,12 @@
 // File: lmcache/devices/fp8_kernels.cc
 //
-// Validation, the backend routing point and the thread split. Argument checks reuse the
-// reference codec (a zero-count call validates format, overflow and dtype with its exact
-// messages) and then repeat its size checks word for word, so a failing fast call throws what
-// the reference would have thrown, before anything is written.
+// Validation, the backend routing point and the thread split. Arguments are checked by the
+// reference codec's own fp8_check_*_args, so a failing fast call throws what the reference would
+// have thrown, before anything is written.
 #include "lmcache/devices/fp8_kernels.h"
 
 #include <algorithm>
 #include <exception>
-#include <limits>
 #include <stdexcept>
 #include <string>
 #include <system_error>
@@ -23,22 +21,6 @@ namespace lmcache::devices {
 namespace {
 
 namespace simd = fp8_simd_internal;
-
-// The reference codec's size checks, with its messages.
-std::size_t checked_bytes(std::size_t count, std::size_t elem, const char* what) {
-  if (elem != 0 && count > std::numeric_limits<std::size_t>::max() / elem) {
-    throw std::invalid_argument(std::string(what) + ": element count " + std::to_string(count) +
-                                " overflows the byte size");
-  }
-  return count * elem;
-}
-
-void check_size(const char* which, std::size_t got, std::size_t need) {
-  if (got < need) {
-    throw std::invalid_argument(std::string(which) + " buffer too small: got " +
-                                std::to_string(got) + " bytes, need " + std::to_string(need));
-  }
-}
 
 void check_threads(const KernelOptions& options) {
   if (options.threads == 0) {
@@ -146,11 +128,8 @@ std::int64_t fp8_active_simd_target(const KernelOptions& options) {
 void fp8_encode_fast(std::span<const std::byte> src, DType src_dtype, std::size_t count,
                      std::span<std::uint8_t> dst, Fp8Format format, Fp8Overflow overflow,
                      const KernelOptions& options) {
-  // Format, overflow and dtype, with the reference's messages; a zero count writes nothing.
-  fp8_encode(src, src_dtype, 0, dst, format, overflow);
+  fp8_check_encode_args(src, src_dtype, count, dst, format, overflow);  // the reference's errors
   const std::size_t elem = element_size(src_dtype);
-  check_size("source", src.size(), checked_bytes(count, elem, "fp8_encode"));
-  check_size("destination", dst.size(), count);
   check_threads(options);
   const Fp8Backend backend = fp8_resolve_backend(options);
   const simd::SimdKernels* kernels =
@@ -182,10 +161,8 @@ void fp8_encode_fast(std::span<const std::byte> src, DType src_dtype, std::size_
 
 void fp8_decode_fast(std::span<const std::uint8_t> src, std::size_t count, std::span<std::byte> dst,
                      DType dst_dtype, Fp8Format format, const KernelOptions& options) {
-  fp8_decode(src, 0, dst, dst_dtype, format);
+  fp8_check_decode_args(src, count, dst, dst_dtype, format);  // the reference's errors
   const std::size_t elem = element_size(dst_dtype);
-  check_size("source", src.size(), count);
-  check_size("destination", dst.size(), checked_bytes(count, elem, "fp8_decode"));
   check_threads(options);
   const Fp8Backend backend = fp8_resolve_backend(options);
   const simd::SimdKernels* kernels =

@@ -287,19 +287,39 @@ std::uint16_t fp8_decode_to_bf16_bits(std::uint8_t code, Fp8Format format) {
   return f32_to_bf16_bits_exact(decode_f32_bits(code, params_for(format)));
 }
 
-void fp8_encode(std::span<const std::byte> src, DType src_dtype, std::size_t count,
-                std::span<std::uint8_t> dst, Fp8Format format, Fp8Overflow overflow) {
-  // Validate everything before the first write, so a throw leaves dst untouched.
-  const Fp8Params& p = params_for(format);
+void fp8_check_encode_args(std::span<const std::byte> src, DType src_dtype, std::size_t count,
+                           std::span<const std::uint8_t> dst, Fp8Format format,
+                           Fp8Overflow overflow) {
+  (void)params_for(format);
   check_overflow(overflow);
   if (!is_wide_float(src_dtype)) {
     throw std::invalid_argument("fp8_encode: unsupported source dtype '" +
                                 std::string(dtype_name(src_dtype)) +
                                 "' (expected float32, float16 or bfloat16)");
   }
-  const std::size_t elem = element_size(src_dtype);
-  check_size("source", src.size(), checked_bytes(count, elem, "fp8_encode"));
+  check_size("source", src.size(), checked_bytes(count, element_size(src_dtype), "fp8_encode"));
   check_size("destination", dst.size(), count);
+}
+
+void fp8_check_decode_args(std::span<const std::uint8_t> src, std::size_t count,
+                           std::span<const std::byte> dst, DType dst_dtype, Fp8Format format) {
+  (void)params_for(format);
+  if (!is_wide_float(dst_dtype)) {
+    throw std::invalid_argument("fp8_decode: unsupported destination dtype '" +
+                                std::string(dtype_name(dst_dtype)) +
+                                "' (expected float32, float16 or bfloat16)");
+  }
+  check_size("source", src.size(), count);
+  check_size("destination", dst.size(),
+             checked_bytes(count, element_size(dst_dtype), "fp8_decode"));
+}
+
+void fp8_encode(std::span<const std::byte> src, DType src_dtype, std::size_t count,
+                std::span<std::uint8_t> dst, Fp8Format format, Fp8Overflow overflow) {
+  // Validate everything before the first write, so a throw leaves dst untouched.
+  fp8_check_encode_args(src, src_dtype, count, dst, format, overflow);
+  const Fp8Params& p = params_for(format);
+  const std::size_t elem = element_size(src_dtype);
 
   const std::byte* in = src.data();
   for (std::size_t i = 0; i < count; ++i, in += elem) {
@@ -321,15 +341,9 @@ void fp8_encode(std::span<const std::byte> src, DType src_dtype, std::size_t cou
 
 void fp8_decode(std::span<const std::uint8_t> src, std::size_t count, std::span<std::byte> dst,
                 DType dst_dtype, Fp8Format format) {
+  fp8_check_decode_args(src, count, dst, dst_dtype, format);
   const Fp8Params& p = params_for(format);
-  if (!is_wide_float(dst_dtype)) {
-    throw std::invalid_argument("fp8_decode: unsupported destination dtype '" +
-                                std::string(dtype_name(dst_dtype)) +
-                                "' (expected float32, float16 or bfloat16)");
-  }
   const std::size_t elem = element_size(dst_dtype);
-  check_size("source", src.size(), count);
-  check_size("destination", dst.size(), checked_bytes(count, elem, "fp8_decode"));
 
   std::byte* out = dst.data();
   for (std::size_t i = 0; i < count; ++i, out += elem) {

@@ -49,6 +49,16 @@ std::uint16_t fp8_decode_to_bf16_bits(std::uint8_t code, Fp8Format format);
 void fp8_encode(std::span<const std::byte> src, DType src_dtype, std::size_t count,
                 std::span<std::uint8_t> dst, Fp8Format format, Fp8Overflow overflow);
 
+// fp8_check_encode_args() / fp8_check_decode_args()
+//
+// The argument checks of fp8_encode() / fp8_decode(), with their exact messages, for other
+// backends of the same conversion (devices/ fp8_encode_fast) to throw what the reference would.
+void fp8_check_encode_args(std::span<const std::byte> src, DType src_dtype, std::size_t count,
+                           std::span<const std::uint8_t> dst, Fp8Format format,
+                           Fp8Overflow overflow);
+void fp8_check_decode_args(std::span<const std::uint8_t> src, std::size_t count,
+                           std::span<const std::byte> dst, DType dst_dtype, Fp8Format format);
+
 // fp8_decode()
 //
 // Decodes `count` codes from `src` into `dst` as `dst_dtype` (float32, float16 or bfloat16).
