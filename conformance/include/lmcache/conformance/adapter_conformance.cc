@@ -549,17 +549,8 @@ Verdict DistinctEventFds(const AdapterUnderTest& aut) {
                           "second instance's store fd",
                           "second instance's lookup fd",
                           "second instance's load fd"};
-  for (int i = 0; i < 6; ++i) {
-    if (!IsOpenFd(fds[i])) {
-      return Verdict::Fail(std::string(names[i]) + " " + std::to_string(fds[i]) +
-                           " is not an open file descriptor");
-    }
-    for (int j = 0; j < i; ++j) {
-      if (fds[i] == fds[j]) {
-        return Verdict::Fail(std::string(names[j]) + " and " + names[i] + " are the same fd " +
-                             std::to_string(fds[i]));
-      }
-    }
+  if (std::string problem = DistinctOpenFdsProblem(fds, names); !problem.empty()) {
+    return Verdict::Fail(problem);
   }
   return Verdict::Pass();
 }

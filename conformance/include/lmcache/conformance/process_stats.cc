@@ -48,4 +48,20 @@ std::string WaitForResources(const ResourceSnapshot& baseline, std::chrono::mill
 
 bool IsOpenFd(int fd) { return fd >= 0 && fcntl(fd, F_GETFD) != -1; }
 
+std::string DistinctOpenFdsProblem(std::span<const int> fds, std::span<const char* const> names) {
+  for (std::size_t i = 0; i < fds.size(); ++i) {
+    if (!IsOpenFd(fds[i])) {
+      return std::string(names[i]) + " " + std::to_string(fds[i]) +
+             " is not an open file descriptor";
+    }
+    for (std::size_t j = 0; j < i; ++j) {
+      if (fds[i] == fds[j]) {
+        return std::string(names[j]) + " and " + names[i] + " are the same fd " +
+               std::to_string(fds[i]);
+      }
+    }
+  }
+  return "";
+}
+
 }  // namespace lmcache::conformance

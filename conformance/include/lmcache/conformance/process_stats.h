@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <span>
 #include <string>
 
 namespace lmcache::conformance {
@@ -43,5 +44,12 @@ std::string WaitForResources(const ResourceSnapshot& baseline,
 //
 // Whether `fd` is an open descriptor of this process.
 bool IsOpenFd(int fd);
+
+// DistinctOpenFdsProblem()
+//
+// Empty when every fds[i] is open and no two are equal; otherwise what is wrong, naming the
+// descriptors by names[i] (same length as fds), e.g. "load fd and second instance's load fd are
+// the same fd 7".
+std::string DistinctOpenFdsProblem(std::span<const int> fds, std::span<const char* const> names);
 
 }  // namespace lmcache::conformance

@@ -164,17 +164,8 @@ Verdict DistinctEventFds(const ProcessorUnderTest& put) {
                 b->get_serialize_event_fd(), b->get_deserialize_event_fd()};
   const char* names[4] = {"serialize fd", "deserialize fd", "second instance's serialize fd",
                           "second instance's deserialize fd"};
-  for (int i = 0; i < 4; ++i) {
-    if (!IsOpenFd(fds[i])) {
-      return Verdict::Fail(std::string(names[i]) + " " + std::to_string(fds[i]) +
-                           " is not an open file descriptor");
-    }
-    for (int j = 0; j < i; ++j) {
-      if (fds[i] == fds[j]) {
-        return Verdict::Fail(std::string(names[j]) + " and " + names[i] + " are the same fd " +
-                             std::to_string(fds[i]));
-      }
-    }
+  if (std::string problem = DistinctOpenFdsProblem(fds, names); !problem.empty()) {
+    return Verdict::Fail(problem);
   }
   return Verdict::Pass();
 }

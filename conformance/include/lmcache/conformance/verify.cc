@@ -101,6 +101,16 @@ std::optional<std::size_t> Estimate(const Serializer& s, const MemoryLayoutDesc&
   return e;
 }
 
+// Estimates `src`'s layout (into *est), then serializes into a buffer of exactly that size;
+// an estimate that throws is reported in the outcome's error like a failing serialize.
+SerializeOutcome SerializeAtEstimate(Serializer& s, const MemoryObj& src, std::size_t* est) {
+  std::string error;
+  std::optional<std::size_t> e = Estimate(s, src.layout(), &error);
+  if (!e) return SerializeOutcome{std::move(error), 0, {}};
+  *est = *e;
+  return RunSerialize(s, src, *e);
+}
+
 // A byte buffer holding `bytes`, physical size `physical` (>= bytes.size()), narrowed to the
 // byte count as a processor narrows a temp.
 GuardedObject SerializedBuffer(const std::vector<std::byte>& bytes, std::size_t physical) {
@@ -346,12 +356,10 @@ AssertionResult VerifySerdeRoundTrip(const SerdeUnderTest& serde, const MemoryOb
   const MemoryLayoutDesc& layout = src.layout();
   SerializerPtr s = serde.make_serializer();
   DeserializerPtr d = serde.make_deserializer();
-  std::string error;
-  auto est = Estimate(*s, layout, &error);
-  if (!est) return AssertionFailure() << error << Where(layout);
-  SerializeOutcome out = RunSerialize(*s, src, *est);
+  std::size_t est = 0;
+  SerializeOutcome out = SerializeAtEstimate(*s, src, &est);
   if (!out.error.empty()) return AssertionFailure() << out.error << Where(layout);
-  GuardedObject bytes = SerializedBuffer(out.bytes, *est);
+  GuardedObject bytes = SerializedBuffer(out.bytes, est);
   GuardedObject dst(layout, layout.total_bytes(), 31);  // stale bytes: every one must be written
   if (auto e = Throws([&] { d->deserialize(*bytes, *dst); })) {
     return AssertionFailure() << "deserialize() threw on serialize()'s own output: " << *e
@@ -433,10 +441,8 @@ AssertionResult VerifyDeserializeWritesOnlyDestination(const SerdeUnderTest& ser
   const MemoryLayoutDesc& layout = src.layout();
   SerializerPtr s = serde.make_serializer();
   DeserializerPtr d = serde.make_deserializer();
-  std::string error;
-  auto est = Estimate(*s, layout, &error);
-  if (!est) return AssertionFailure() << error << Where(layout);
-  SerializeOutcome out = RunSerialize(*s, src, *est);
+  std::size_t est = 0;
+  SerializeOutcome out = SerializeAtEstimate(*s, src, &est);
   if (!out.error.empty()) return AssertionFailure() << out.error << Where(layout);
   GuardedObject bytes = SerializedBuffer(out.bytes, out.bytes.size());  // exact size
   std::vector<std::byte> bytes_before = bytes.snapshot();
@@ -464,10 +470,8 @@ AssertionResult VerifyShortSourceRejected(const SerdeUnderTest& serde, const Mem
   const MemoryLayoutDesc& layout = src.layout();
   SerializerPtr s = serde.make_serializer();
   DeserializerPtr d = serde.make_deserializer();
-  std::string error;
-  auto est = Estimate(*s, layout, &error);
-  if (!est) return AssertionFailure() << error << Where(layout);
-  SerializeOutcome out = RunSerialize(*s, src, *est);
+  std::size_t est = 0;
+  SerializeOutcome out = SerializeAtEstimate(*s, src, &est);
   if (!out.error.empty()) return AssertionFailure() << out.error << Where(layout);
   if (out.count == 0) return AssertionSuccess();
   std::size_t size = out.count > shortfall ? out.count - shortfall : 0;
