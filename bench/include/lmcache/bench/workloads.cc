@@ -55,6 +55,28 @@ void wait_and_consume(int fd, Clock::time_point deadline, const char* what) {
   consume_fd(fd);
 }
 
+// Waits until `query(id)` (one-shot: optional<success>) has answered for every pending task;
+// returns how many succeeded. The fd coalesces completions, so every pending task is scanned
+// after each wake-up.
+template <class Query>
+std::size_t wait_for_all(std::vector<TaskId> pending, int fd, Clock::time_point deadline,
+                         const char* what, const Query& query) {
+  std::size_t ok = 0;
+  while (!pending.empty()) {
+    wait_and_consume(fd, deadline, what);
+    std::size_t kept = 0;
+    for (TaskId id : pending) {
+      if (std::optional<bool> r = query(id)) {
+        ok += *r ? 1 : 0;
+      } else {
+        pending[kept++] = id;
+      }
+    }
+    pending.resize(kept);
+  }
+  return ok;
+}
+
 }  // namespace
 
 void fill_kv_values(std::span<std::byte> out, DType dtype, std::uint64_t seed) {
@@ -148,21 +170,9 @@ std::size_t serialize_pipelined(SerdeProcessor& p, const std::vector<MemoryObjPt
   for (std::size_t i = 0; i < tasks; ++i) {
     pending.push_back(p.submit_serialize({srcs[i % srcs.size()]}, {dsts[i % dsts.size()]}));
   }
-  std::size_t ok = 0;
-  while (!pending.empty()) {
-    wait_and_consume(p.get_serialize_event_fd(), deadline, "serialize (pipelined)");
-    // The fd coalesces completions: scan every pending task after each wake-up.
-    std::size_t kept = 0;
-    for (TaskId id : pending) {
-      if (std::optional<bool> r = p.query_serialize_result(id)) {
-        ok += *r ? 1 : 0;
-      } else {
-        pending[kept++] = id;
-      }
-    }
-    pending.resize(kept);
-  }
-  return ok;
+  return wait_for_all(std::move(pending), p.get_serialize_event_fd(), deadline,
+                      "serialize (pipelined)",
+                      [&](TaskId id) { return p.query_serialize_result(id); });
 }
 
 L2StoreResult store_round_trip(L2AdapterInterface& a, const std::vector<ObjectKey>& keys,
@@ -228,21 +238,12 @@ std::size_t load_pipelined(L2AdapterInterface& a, const std::vector<std::vector<
   for (std::size_t t = 0; t < keys.size(); ++t) {
     pending.push_back(a.submit_load_task(keys[t], objects[t]));
   }
-  std::size_t ok = 0;
-  while (!pending.empty()) {
-    wait_and_consume(a.get_load_event_fd(), deadline, "load (pipelined)");
-    // The fd coalesces completions: scan every pending task after each wake-up.
-    std::size_t kept = 0;
-    for (TaskId id : pending) {
-      if (std::optional<Bitmap> r = a.query_load_result(id)) {
-        ok += r->all() ? 1 : 0;
-      } else {
-        pending[kept++] = id;
-      }
-    }
-    pending.resize(kept);
-  }
-  return ok;
+  return wait_for_all(std::move(pending), a.get_load_event_fd(), deadline, "load (pipelined)",
+                      [&](TaskId id) -> std::optional<bool> {
+                        std::optional<Bitmap> r = a.query_load_result(id);
+                        if (!r) return std::nullopt;
+                        return r->all();
+                      });
 }
 
 std::unique_ptr<MockL2Adapter> make_fast_mock(std::uint64_t capacity_bytes) {

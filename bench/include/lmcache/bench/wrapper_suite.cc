@@ -28,6 +28,7 @@
 #include <memory>
 #include <string>
 #include <vector>
+#include <utility>
 
 #include "lmcache/bench/bench_catalog.h"
 #include "lmcache/bench/metrics_export.h"
@@ -200,8 +201,9 @@ void register_case(const std::string& serde, bool store, Impl impl, std::uint64_
             std::vector<std::vector<MemoryObjPtr>> task_dsts{b.dsts};
             for (std::size_t t = 1; t < depth; ++t) {
               task_keys.push_back(make_bench_keys(1 + t * batch, batch));
-              task_dsts.push_back(store ? std::vector<MemoryObjPtr>{}
-                                        : make_batch(size, batch, false, true).dsts);
+              std::vector<MemoryObjPtr> dsts;
+              for (const MemoryObjPtr& d : b.dsts) dsts.push_back(MemoryObj::allocate(d->layout()));
+              task_dsts.push_back(std::move(dsts));
             }
             const std::vector<std::vector<MemoryObjPtr>> task_wide(depth, b.wide);
             if (!store && store_pipelined(*a, task_keys, task_wide) != depth) {
