@@ -27,8 +27,8 @@
 #include <chrono>
 #include <memory>
 #include <string>
-#include <vector>
 #include <utility>
+#include <vector>
 
 #include "lmcache/bench/bench_catalog.h"
 #include "lmcache/bench/metrics_export.h"
