@@ -315,6 +315,8 @@ class Campaign {
   void eval_store(Task& t, const Attribution& a);
   void eval_load(Task& t, const Attribution& a);
   void eval_lookup(Task& t, const Attribution& a);
+  // The kBitmapSize invariant of a load or lookup result: one bit per key.
+  bool check_bitmap_size(const Task& t);
   void release(std::uint64_t serial);
   void check_idle();
   void check_process_resources();
@@ -951,15 +953,20 @@ void Campaign::eval_store(Task& t, const Attribution& a) {
   for (std::size_t i : t.key_idx) model_[i] = KeyState{false, false, true};
 }
 
+bool Campaign::check_bitmap_size(const Task& t) {
+  const std::size_t bits = t.bitmap->size();
+  const bool ok = bits == t.keys.size();
+  check(ok, invariant::kBitmapSize, [&] {
+    return task_text(t) + ": bitmap of " + std::to_string(bits) + " bits for " +
+           std::to_string(t.keys.size()) + " keys";
+  });
+  return ok;
+}
+
 void Campaign::eval_load(Task& t, const Attribution& a) {
   const Bitmap& bits = *t.bitmap;
   const std::size_t n = t.keys.size();
-  bool size_ok = bits.size() == n;
-  check(size_ok, invariant::kBitmapSize, [&] {
-    return task_text(t) + ": bitmap of " + std::to_string(bits.size()) + " bits for " +
-           std::to_string(n) + " keys";
-  });
-  if (!size_ok) return;
+  if (!check_bitmap_size(t)) return;
   if (a.hang) {
     check(bits.none(), invariant::kHungTaskFails, [&] {
       return task_text(t) + " loaded " + bits.to_string() +
@@ -1038,12 +1045,7 @@ void Campaign::eval_load(Task& t, const Attribution& a) {
 void Campaign::eval_lookup(Task& t, const Attribution& a) {
   const Bitmap& bits = *t.bitmap;
   const std::size_t n = t.keys.size();
-  bool size_ok = bits.size() == n;
-  check(size_ok, invariant::kBitmapSize, [&] {
-    return task_text(t) + ": bitmap of " + std::to_string(bits.size()) + " bits for " +
-           std::to_string(n) + " keys";
-  });
-  if (!size_ok) return;
+  if (!check_bitmap_size(t)) return;
   std::vector<ObjectKey> unlock;
   for (std::size_t p = 0; p < n; ++p) {
     const std::size_t ki = t.key_idx[p];
