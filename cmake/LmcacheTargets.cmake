@@ -22,19 +22,27 @@ elseif(NOT LMCACHE_SANITIZE STREQUAL "")
 endif()
 install(TARGETS lmcache_build_flags EXPORT lmcacheTargets)
 
-# lmcache_add_library(<name> SOURCES ... [DEPS ...] [PRIVATE_DEPS ...])
-# Builds lmcache_<name> (alias lmcache::<name>), exports it, and installs its headers from
-# INCLUDE_ROOT (default: <area>/include).
+# lmcache_add_library(<name> SOURCES ... [HEADERS ...] [DEPS ...] [PRIVATE_DEPS ...])
+# Declared in a component folder <area>/lmcache/<component>/: builds lmcache_<name> (alias
+# lmcache::<name>), exports it, and installs exactly HEADERS (the component's public headers,
+# listed by hand: nothing under internal/, no test support) to include/lmcache/<component>/.
+# The include root is the area folder, so sources include "lmcache/<component>/foo.h".
 function(lmcache_add_library name)
-  cmake_parse_arguments(ARG "" "INCLUDE_ROOT" "SOURCES;DEPS;PRIVATE_DEPS" ${ARGN})
-  if(NOT ARG_INCLUDE_ROOT)
-    set(ARG_INCLUDE_ROOT "${CMAKE_CURRENT_SOURCE_DIR}/include")
-  endif()
+  cmake_parse_arguments(ARG "" "" "SOURCES;HEADERS;DEPS;PRIVATE_DEPS" ${ARGN})
+  cmake_path(GET CMAKE_CURRENT_SOURCE_DIR FILENAME component)
+  cmake_path(GET CMAKE_CURRENT_SOURCE_DIR PARENT_PATH lmcache_dir)
+  cmake_path(GET lmcache_dir PARENT_PATH area_root)
+  foreach(header IN LISTS ARG_HEADERS)
+    if(header MATCHES "(^|/)internal/|_test|testing/")
+      message(FATAL_ERROR "lmcache_add_library(${name}): '${header}' is private; list only "
+                          "public headers in HEADERS")
+    endif()
+  endforeach()
   add_library(lmcache_${name} ${ARG_SOURCES})
   add_library(lmcache::${name} ALIAS lmcache_${name})
   set_target_properties(lmcache_${name} PROPERTIES EXPORT_NAME ${name})
   target_include_directories(lmcache_${name} PUBLIC
-    $<BUILD_INTERFACE:${ARG_INCLUDE_ROOT}>
+    $<BUILD_INTERFACE:${area_root}>
     $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>)
   target_link_libraries(lmcache_${name} PUBLIC ${ARG_DEPS} $<BUILD_INTERFACE:lmcache_build_flags>
                                         PRIVATE ${ARG_PRIVATE_DEPS})
@@ -42,13 +50,7 @@ function(lmcache_add_library name)
     LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
     ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
     RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
-endfunction()
-
-# lmcache_install_headers(<dir>): installs the public headers below <dir> (tests excluded).
-function(lmcache_install_headers dir)
-  install(DIRECTORY ${dir}/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
-    FILES_MATCHING PATTERN "*.h"
-    PATTERN "*_test*" EXCLUDE PATTERN "testing" EXCLUDE)
+  install(FILES ${ARG_HEADERS} DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/lmcache/${component})
 endfunction()
 
 # lmcache_add_test(<name> SOURCES ... DEPS ... LABELS ... [TIMEOUT s] [CONCURRENCY_FILTER f])

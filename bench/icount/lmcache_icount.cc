@@ -48,7 +48,7 @@
 #include "lmcache/bench/workloads.h"
 #include "lmcache/devices/fp8_kernels.h"
 #include "lmcache/serde/async_serde_processor.h"
-#include "lmcache/serde/fp8_codec.h"
+#include "lmcache/fp8/fp8_codec.h"
 
 namespace {
 

@@ -1,0 +1,50 @@
+// File: lmcache/conformance/reference_impls.h
+//
+// Descriptors of the reference implementations (reference/), which must pass every property:
+// the fp8 serdes (e4m3fn and e5m2, PyTorch's non-saturating casts), AsyncSerdeProcessor over
+// fp8, the in-memory "mock" L2 adapter, the mock wrapped by SerdeL2AdapterWrapper with fp8, and
+// SerdeL2AdapterWrapper itself for the wrapper suite. `lmcache-conform --reference` runs them;
+// they are also the worked examples of how to fill a descriptor.
+#pragma once
+
+#include "lmcache/conformance/descriptors.h"
+#include "lmcache/conformance/registry.h"
+#include "lmcache/fp8/fp8_codec.h"
+
+namespace lmcache::conformance {
+
+// ReferenceFp8Serde()
+//
+// "fp8_e4m3fn" / "fp8_e5m2": Fp8Serializer / Fp8Deserializer, lossy with the format's bounds,
+// inputs float32 / float16 / bfloat16 within the format's finite range (448 / 57344). e4m3fn has
+// no infinity (inf -> NaN), so it declares preserves_inf = false.
+SerdeUnderTest ReferenceFp8Serde(Fp8Format format);
+
+// ReferenceAsyncFp8Processor()
+//
+// "async_fp8_e4m3fn_w<N>": AsyncSerdeProcessor over the fp8 pair with `max_workers` threads.
+ProcessorUnderTest ReferenceAsyncFp8Processor(Fp8Format format, std::size_t max_workers);
+
+// ReferenceMockAdapter()
+//
+// "mock": MockL2Adapter with 1 GiB of capacity and a bandwidth high enough that the simulated
+// transfer time is negligible. Reports its lock count.
+AdapterUnderTest ReferenceMockAdapter();
+
+// ReferenceWrappedMockAdapter()
+//
+// "wrapper_mock_fp8": SerdeL2AdapterWrapper(mock, AsyncSerdeProcessor(fp8 e4m3fn), L1). It
+// stores one byte per element and loads back the fp8 round trip of what was stored.
+AdapterUnderTest ReferenceWrappedMockAdapter();
+
+// ReferenceSerdeWrapper()
+//
+// "serde_l2_adapter_wrapper": the reference SerdeL2AdapterWrapper for the wrapper suite.
+WrapperUnderTest ReferenceSerdeWrapper();
+
+// RegisterReferenceImplementations()
+//
+// Adds every reference implementation above to `registry`.
+void RegisterReferenceImplementations(Registry& registry);
+
+}  // namespace lmcache::conformance

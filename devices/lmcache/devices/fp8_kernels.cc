@@ -1,0 +1,194 @@
+// File: lmcache/devices/fp8_kernels.cc
+//
+// Validation, the backend routing point and the thread split. Arguments are checked by the
+// reference codec's own fp8_check_*_args, so a failing fast call throws what the reference would
+// have thrown, before anything is written.
+#include "lmcache/devices/fp8_kernels.h"
+
+#include <algorithm>
+#include <exception>
+#include <stdexcept>
+#include <string>
+#include <system_error>
+#include <thread>
+#include <vector>
+
+#include "hwy/targets.h"
+#include "lmcache/devices/fp8_kernels_cuda.h"
+#include "lmcache/devices/internal/fp8_kernels_simd.h"
+
+namespace lmcache::devices {
+namespace {
+
+namespace simd = fp8_simd_internal;
+
+void check_threads(const KernelOptions& options) {
+  if (options.threads == 0) {
+    throw std::invalid_argument("fp8 kernels: threads must be >= 1 (got 0)");
+  }
+}
+
+int wide_index(DType dtype) {
+  switch (dtype) {
+    case DType::kFloat16:
+      return simd::kWideF16;
+    case DType::kBFloat16:
+      return simd::kWideBF16;
+    default:  // kFloat32; the others were rejected by validation
+      return simd::kWideF32;
+  }
+}
+
+// Runs body(begin, end) over [0, count) split into at most `threads` contiguous ranges of at
+// least kMinElementsPerThread elements. The caller's thread takes the last range. If a thread
+// cannot be started its range runs on the caller's thread instead, so the result never depends
+// on how many threads actually ran.
+template <class Body>
+void run_split(std::size_t count, std::size_t threads, const Body& body) {
+  const std::size_t max_parts = std::max<std::size_t>(1, count / kMinElementsPerThread);
+  const std::size_t parts = std::min(threads, max_parts);
+  if (parts <= 1) {
+    body(std::size_t{0}, count);
+    return;
+  }
+  // Boundaries on multiples of 64 elements keep every range's output cache-line sized.
+  const std::size_t step = (count / parts) & ~std::size_t{63};
+  std::vector<std::thread> workers;
+  workers.reserve(parts - 1);
+  std::vector<std::pair<std::size_t, std::size_t>> inline_ranges;
+  for (std::size_t p = 0; p + 1 < parts; ++p) {
+    const std::size_t begin = p * step;
+    const std::size_t end = begin + step;
+    try {
+      workers.emplace_back([&body, begin, end] { body(begin, end); });
+    } catch (const std::system_error&) {
+      inline_ranges.emplace_back(begin, end);
+    }
+  }
+  body((parts - 1) * step, count);
+  for (const auto& [begin, end] : inline_ranges) body(begin, end);
+  for (auto& t : workers) t.join();
+}
+
+}  // namespace
+
+std::string_view fp8_backend_name(Fp8Backend backend) {
+  switch (backend) {
+    case Fp8Backend::kAuto:
+      return "auto";
+    case Fp8Backend::kScalar:
+      return "scalar";
+    case Fp8Backend::kSimd:
+      return "simd";
+    case Fp8Backend::kCuda:
+      return "cuda";
+  }
+  return "invalid";
+}
+
+std::optional<Fp8Backend> parse_fp8_backend(std::string_view name) {
+  for (Fp8Backend b :
+       {Fp8Backend::kAuto, Fp8Backend::kScalar, Fp8Backend::kSimd, Fp8Backend::kCuda}) {
+    if (name == fp8_backend_name(b)) return b;
+  }
+  return std::nullopt;
+}
+
+// The routing point: every per-device decision is made here and nowhere else.
+Fp8Backend fp8_resolve_backend(const KernelOptions& options) {
+  switch (options.backend) {
+    case Fp8Backend::kAuto:
+      return Fp8Backend::kSimd;
+    case Fp8Backend::kScalar:
+    case Fp8Backend::kSimd:
+      return options.backend;
+    case Fp8Backend::kCuda:
+      if (!fp8_cuda_available()) {
+        throw std::runtime_error(fp8_cuda_built()
+                                     ? "fp8 kernels: backend cuda requested, but no CUDA GPU is "
+                                       "usable on this machine"
+                                     : "fp8 kernels: backend cuda requested, but this build has "
+                                       "no CUDA kernels (nvcc was not found or "
+                                       "LMCACHE_ENABLE_CUDA=OFF)");
+      }
+      return options.backend;
+  }
+  throw std::invalid_argument("fp8 kernels: invalid backend value " +
+                              std::to_string(static_cast<int>(options.backend)));
+}
+
+std::vector<std::int64_t> fp8_simd_targets() { return simd::simd_targets(); }
+
+std::string fp8_simd_target_name(std::int64_t target) { return hwy::TargetName(target); }
+
+std::int64_t fp8_active_simd_target(const KernelOptions& options) {
+  return simd::simd_kernels(options.simd_target).target;
+}
+
+void fp8_encode_fast(std::span<const std::byte> src, DType src_dtype, std::size_t count,
+                     std::span<std::uint8_t> dst, Fp8Format format, Fp8Overflow overflow,
+                     const KernelOptions& options) {
+  fp8_check_encode_args(src, src_dtype, count, dst, format, overflow);  // the reference's errors
+  const std::size_t elem = element_size(src_dtype);
+  check_threads(options);
+  const Fp8Backend backend = fp8_resolve_backend(options);
+  const simd::SimdKernels* kernels =
+      backend == Fp8Backend::kSimd ? &simd::simd_kernels(options.simd_target) : nullptr;
+  if (count == 0) return;
+
+  const std::byte* in = src.data();
+  std::uint8_t* out = dst.data();
+  switch (backend) {
+    case Fp8Backend::kCuda:
+      fp8_cuda_internal::encode_host(in, src_dtype, count, out, format, overflow);
+      return;
+    case Fp8Backend::kScalar:
+      run_split(count, options.threads, [&](std::size_t b, std::size_t e) {
+        fp8_encode(std::span<const std::byte>(in + b * elem, (e - b) * elem), src_dtype, e - b,
+                   std::span<std::uint8_t>(out + b, e - b), format, overflow);
+      });
+      return;
+    default: {  // kSimd
+      const simd::EncodeKernel kernel =
+          kernels
+              ->encode[wide_index(src_dtype)][static_cast<int>(format)][static_cast<int>(overflow)];
+      run_split(count, options.threads,
+                [&](std::size_t b, std::size_t e) { kernel(in + b * elem, e - b, out + b); });
+      return;
+    }
+  }
+}
+
+void fp8_decode_fast(std::span<const std::uint8_t> src, std::size_t count, std::span<std::byte> dst,
+                     DType dst_dtype, Fp8Format format, const KernelOptions& options) {
+  fp8_check_decode_args(src, count, dst, dst_dtype, format);  // the reference's errors
+  const std::size_t elem = element_size(dst_dtype);
+  check_threads(options);
+  const Fp8Backend backend = fp8_resolve_backend(options);
+  const simd::SimdKernels* kernels =
+      backend == Fp8Backend::kSimd ? &simd::simd_kernels(options.simd_target) : nullptr;
+  if (count == 0) return;
+
+  const std::uint8_t* in = src.data();
+  std::byte* out = dst.data();
+  switch (backend) {
+    case Fp8Backend::kCuda:
+      fp8_cuda_internal::decode_host(in, count, out, dst_dtype, format);
+      return;
+    case Fp8Backend::kScalar:
+      run_split(count, options.threads, [&](std::size_t b, std::size_t e) {
+        fp8_decode(std::span<const std::uint8_t>(in + b, e - b), e - b,
+                   std::span<std::byte>(out + b * elem, (e - b) * elem), dst_dtype, format);
+      });
+      return;
+    default: {  // kSimd
+      const simd::DecodeKernel kernel =
+          kernels->decode[wide_index(dst_dtype)][static_cast<int>(format)];
+      run_split(count, options.threads,
+                [&](std::size_t b, std::size_t e) { kernel(in + b, e - b, out + b * elem); });
+      return;
+    }
+  }
+}
+
+}  // namespace lmcache::devices

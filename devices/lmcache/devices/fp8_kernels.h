@@ -1,0 +1,108 @@
+// File: lmcache/devices/fp8_kernels.h
+//
+// Fast fp8 encode/decode of host buffers: the same contract and the same bytes as the scalar
+// reference codec (lmcache/fp8/fp8_codec.h), faster. Three CPU-visible backends sit behind
+// one routing point (KernelOptions::backend):
+//   - scalar: the reference codec itself (the oracle);
+//   - simd:   Highway kernels compiled for every x86 target (SSSE3, SSE4, AVX2, AVX-512) and
+//             chosen at run time for the CPU (dynamic dispatch), scalar fallback included;
+//   - cuda:   host -> pinned staging -> GPU -> host, when the CUDA kernels are built and a GPU
+//             is present (see fp8_kernels_cuda.h for device-pointer entry points).
+// `auto` picks simd: for pageable host memory the PCIe round trip of the cuda path costs more
+// than a CPU pass.
+//
+// Every backend is byte-identical to the reference on every input, NaN bit patterns included
+// (fp8-semantics.md §4), and the result does not depend on `threads`.
+//
+// Example (what the fp8 serde does per group):
+//   lmcache::devices::fp8_encode_fast(src.group_bytes(g), dtype, n, out, format, overflow,
+//                                     {.threads = 2});
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "lmcache/core/dtype.h"
+#include "lmcache/fp8/fp8_codec.h"
+
+namespace lmcache::devices {
+
+enum class Fp8Backend : std::uint8_t { kAuto, kScalar, kSimd, kCuda };
+
+// fp8_backend_name()
+//
+// "auto", "scalar", "simd", "cuda" ("invalid" for a value outside the enum).
+std::string_view fp8_backend_name(Fp8Backend backend);
+
+// parse_fp8_backend()
+//
+// Inverse of fp8_backend_name(); nullopt for any other string.
+std::optional<Fp8Backend> parse_fp8_backend(std::string_view name);
+
+struct KernelOptions {
+  // Upper bound on the threads one call uses, >= 1; 1 = the caller's thread only. The
+  // elements are split into contiguous ranges of at least kMinElementsPerThread; the caller's
+  // thread runs one range and the others run on threads started for the call and joined
+  // before it returns. Ignored by the cuda backend.
+  std::size_t threads = 1;
+  Fp8Backend backend = Fp8Backend::kAuto;
+  // simd backend only: one Highway target bit (HWY_AVX2, HWY_SSE4, ...; see fp8_simd_targets())
+  // to force instead of the best one the CPU supports (0). For tests and benchmarks.
+  std::int64_t simd_target = 0;
+};
+
+// Ranges smaller than this are not split further across threads (thread start-up would cost
+// more than the work).
+inline constexpr std::size_t kMinElementsPerThread = std::size_t{1} << 16;
+
+// fp8_encode_fast()
+//
+// Encodes `count` elements of `src_dtype` (float32, float16 or bfloat16) from `src` into
+// `dst[0..count)`, exactly as lmcache::fp8_encode() does; bytes of `dst` past `count` are left
+// alone. Buffers may be unaligned and must not overlap. Throws std::invalid_argument, with the
+// reference codec's message and before anything is written, for an invalid format, overflow
+// or dtype and for short buffers; also for threads == 0, an invalid backend or an unusable
+// simd_target. Throws std::runtime_error when the cuda backend is requested but not built or
+// no GPU is usable. Cost: one pass over the data; memory-bound on one core for large buffers.
+void fp8_encode_fast(std::span<const std::byte> src, DType src_dtype, std::size_t count,
+                     std::span<std::uint8_t> dst, Fp8Format format, Fp8Overflow overflow,
+                     const KernelOptions& options = {});
+
+// fp8_decode_fast()
+//
+// Decodes `count` codes from `src` into `dst` as `dst_dtype` (float32, float16 or bfloat16),
+// exactly as lmcache::fp8_decode() does. Same buffer rules, errors and cost as
+// fp8_encode_fast().
+void fp8_decode_fast(std::span<const std::uint8_t> src, std::size_t count, std::span<std::byte> dst,
+                     DType dst_dtype, Fp8Format format, const KernelOptions& options = {});
+
+// fp8_resolve_backend()
+//
+// The backend a call with `options` runs on (kAuto resolved). Throws std::invalid_argument for
+// a value outside the enum, std::runtime_error for kCuda when it is not built or no GPU is
+// usable.
+Fp8Backend fp8_resolve_backend(const KernelOptions& options);
+
+// fp8_simd_targets()
+//
+// The Highway targets compiled into the simd backend that this CPU supports, best first, as
+// target bits usable in KernelOptions::simd_target.
+std::vector<std::int64_t> fp8_simd_targets();
+
+// fp8_simd_target_name()
+//
+// Highway's name of a target bit: "AVX3", "AVX2", "SSE4", "SSSE3", "SCALAR", "EMU128", ...
+std::string fp8_simd_target_name(std::int64_t target);
+
+// fp8_active_simd_target()
+//
+// The target bit a simd call with `options` would run on now: options.simd_target when set
+// (validated), otherwise the best supported target (honours hwy::SetSupportedTargetsForTest).
+std::int64_t fp8_active_simd_target(const KernelOptions& options = {});
+
+}  // namespace lmcache::devices

@@ -1,0 +1,448 @@
+// File: lmcache/devices/fp8_kernels_test.cc
+//
+// The fast fp8 kernels against the scalar reference codec, byte for byte.
+//
+// Fp8KernelsTarget runs each case once per SIMD target that is compiled in and supported by
+// this CPU, Highway's way (hwy::TestWithParamTarget forces the target through
+// hwy::SetSupportedTargetsForTest, and the case checks that the kernels really run on it).
+// Fp8Kernels holds the target-independent cases: errors, backends, explicit targets, names.
+#include "lmcache/devices/fp8_kernels.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <random>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "hwy/tests/hwy_gtest.h"
+#include "lmcache/devices/fp8_kernels_cuda.h"
+#include "lmcache/devices/internal/fp8_kernels_simd.h"
+#include "lmcache/devices/testing/fp8_samples.h"
+
+namespace lmcache::devices {
+namespace {
+
+using fp8_testing::first_mismatch;
+using fp8_testing::kFormats;
+using fp8_testing::kOverflows;
+using fp8_testing::kWideDTypes;
+using fp8_testing::mode_name;
+using ::testing::HasSubstr;
+
+constexpr KernelOptions kSimd{.threads = 1, .backend = Fp8Backend::kSimd};
+
+std::string dtype_str(DType d) { return std::string(dtype_name(d)); }
+
+// AssertionResult streams each value on its own, so std::hex would not stick.
+std::string hex(std::uint32_t v) {
+  char buf[16];
+  std::snprintf(buf, sizeof buf, "0x%X", v);
+  return buf;
+}
+
+// Encodes `src` with the fast kernels and the reference, and reports the first difference.
+::testing::AssertionResult EncodeMatches(std::span<const std::byte> src, DType dtype, Fp8Format f,
+                                         Fp8Overflow o, const KernelOptions& options = kSimd) {
+  const std::size_t n = src.size() / element_size(dtype);
+  const auto want = fp8_testing::reference_encode(src, dtype, f, o);
+  std::vector<std::uint8_t> got(n, 0xA5);
+  fp8_encode_fast(src, dtype, n, got, f, o, options);
+  const long i = first_mismatch(got, want);
+  if (i < 0) return ::testing::AssertionSuccess();
+  std::uint32_t in = 0;
+  std::memcpy(&in, src.data() + i * element_size(dtype), element_size(dtype));
+  return ::testing::AssertionFailure()
+         << dtype_str(dtype) << " " << mode_name(f, o) << " element " << i << " (bits " << hex(in)
+         << "): got " << hex(got[i]) << ", want " << hex(want[i]);
+}
+
+::testing::AssertionResult DecodeMatches(std::span<const std::uint8_t> src, DType dtype,
+                                         Fp8Format f, const KernelOptions& options = kSimd) {
+  const std::size_t elem = element_size(dtype);
+  const auto want = fp8_testing::reference_decode(src, dtype, f);
+  std::vector<std::byte> got(src.size() * elem, std::byte{0xA5});
+  fp8_decode_fast(src, src.size(), got, dtype, f, options);
+  const long i = first_mismatch(got, want, elem);
+  if (i < 0) return ::testing::AssertionSuccess();
+  std::uint32_t g = 0;
+  std::uint32_t w = 0;
+  std::memcpy(&g, got.data() + i * elem, elem);
+  std::memcpy(&w, want.data() + i * elem, elem);
+  return ::testing::AssertionFailure()
+         << fp8_format_name(f) << " -> " << dtype_str(dtype) << " element " << i << " (code "
+         << hex(src[i]) << "): got " << hex(g) << ", want " << hex(w);
+}
+
+std::vector<std::byte> random_bytes(std::size_t n, std::uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::vector<std::byte> out(n);
+  for (auto& b : out) b = static_cast<std::byte>(rng());
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Per SIMD target.
+
+class Fp8KernelsTarget : public hwy::TestWithParamTarget {
+ protected:
+  void SetUp() override {
+    hwy::TestWithParamTarget::SetUp();
+    // The forced target is the one the kernels dispatch to.
+    ASSERT_EQ(fp8_active_simd_target(kSimd), GetParam())
+        << "expected " << fp8_simd_target_name(GetParam());
+  }
+};
+HWY_TARGET_INSTANTIATE_TEST_SUITE_P(Fp8KernelsTarget);
+
+TEST_P(Fp8KernelsTarget, EveryFloat16MatchesReference) {
+  const auto src = fp8_testing::all_16bit_patterns();
+  for (Fp8Format f : kFormats) {
+    for (Fp8Overflow o : kOverflows) EXPECT_TRUE(EncodeMatches(src, DType::kFloat16, f, o));
+  }
+}
+
+TEST_P(Fp8KernelsTarget, EveryBFloat16MatchesReference) {
+  const auto src = fp8_testing::all_16bit_patterns();
+  for (Fp8Format f : kFormats) {
+    for (Fp8Overflow o : kOverflows) EXPECT_TRUE(EncodeMatches(src, DType::kBFloat16, f, o));
+  }
+}
+
+TEST_P(Fp8KernelsTarget, DenseFloat32SampleMatchesReference) {
+  const auto src = fp8_testing::as_bytes(fp8_testing::dense_f32_sample());
+  for (Fp8Format f : kFormats) {
+    for (Fp8Overflow o : kOverflows) EXPECT_TRUE(EncodeMatches(src, DType::kFloat32, f, o));
+  }
+}
+
+TEST_P(Fp8KernelsTarget, EveryCodeDecodesLikeReference) {
+  const auto codes = fp8_testing::all_codes();
+  for (Fp8Format f : kFormats) {
+    for (DType d : kWideDTypes) EXPECT_TRUE(DecodeMatches(codes, d, f));
+  }
+}
+
+// Lengths around every vector size (up to 64 lanes of u8 on AVX-512 for the e5m2 -> f16
+// path), at every byte offset, with guard bytes on both sides that must stay untouched.
+TEST_P(Fp8KernelsTarget, OddLengthsAndUnalignedPointers) {
+  const std::vector<std::size_t> lengths = {0,  1,  2,  3,  4,  5,  7,  8,  9,   15,  16, 17,
+                                            31, 32, 33, 47, 63, 64, 65, 95, 127, 129, 257};
+  const auto pool = random_bytes(4 * 300 + 64, 99);
+  constexpr std::uint8_t kGuard = 0xA5;
+  for (std::size_t n : lengths) {
+    for (std::size_t in_off = 0; in_off < 4; ++in_off) {
+      for (std::size_t out_off = 0; out_off < 4; ++out_off) {
+        for (DType d : kWideDTypes) {
+          const std::size_t elem = element_size(d);
+          const std::span<const std::byte> src(pool.data() + in_off, n * elem);
+          for (Fp8Format f : kFormats) {
+            for (Fp8Overflow o : kOverflows) {
+              const auto want = fp8_testing::reference_encode(src, d, f, o);
+              std::vector<std::uint8_t> buf(n + 8, kGuard);
+              fp8_encode_fast(src, d, n, std::span<std::uint8_t>(buf.data() + out_off, n), f, o,
+                              kSimd);
+              ASSERT_TRUE(std::equal(want.begin(), want.end(), buf.begin() + out_off))
+                  << "encode " << dtype_str(d) << " " << mode_name(f, o) << " n=" << n
+                  << " in_off=" << in_off << " out_off=" << out_off;
+              for (std::size_t k = 0; k < buf.size(); ++k) {
+                if (k >= out_off && k < out_off + n) continue;
+                ASSERT_EQ(buf[k], kGuard) << "encode wrote outside dst, n=" << n;
+              }
+            }
+            // Decode from the same pool (any byte is a code).
+            const std::span<const std::uint8_t> codes(
+                reinterpret_cast<const std::uint8_t*>(pool.data()) + in_off, n);
+            const auto want = fp8_testing::reference_decode(codes, d, f);
+            std::vector<std::byte> buf(n * elem + 8, std::byte{kGuard});
+            fp8_decode_fast(codes, n, std::span<std::byte>(buf.data() + out_off, n * elem), d, f,
+                            kSimd);
+            ASSERT_TRUE(std::equal(want.begin(), want.end(), buf.begin() + out_off))
+                << "decode " << dtype_str(d) << " " << fp8_format_name(f) << " n=" << n
+                << " in_off=" << in_off << " out_off=" << out_off;
+            for (std::size_t k = 0; k < buf.size(); ++k) {
+              if (k >= out_off && k < out_off + n * elem) continue;
+              ASSERT_EQ(buf[k], std::byte{kGuard}) << "decode wrote outside dst, n=" << n;
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+// Outputs of kStreamMinBytes or more take the non-temporal path, which first aligns the
+// destination with scalar stores; check it at an aligned, an element-aligned and an unaligned
+// (ordinary stores) destination, with a ragged tail.
+TEST_P(Fp8KernelsTarget, LargeDecodeWithStreamingStoresMatchesReference) {
+  const std::size_t n = fp8_simd_internal::kStreamMinBytes / 2 + 77;  // 16-bit output: above
+  const auto pool = random_bytes(n + 8, 21);
+  const std::span<const std::uint8_t> codes(reinterpret_cast<const std::uint8_t*>(pool.data()), n);
+  for (Fp8Format f : kFormats) {
+    for (DType d : kWideDTypes) {
+      const std::size_t elem = element_size(d);
+      const auto want = fp8_testing::reference_decode(codes, d, f);
+      std::vector<std::byte> buf(n * elem + 128);
+      const std::size_t misalign = reinterpret_cast<std::uintptr_t>(buf.data()) % 64;
+      std::byte* aligned = buf.data() + (64 - misalign) % 64;  // 64-byte aligned
+      for (std::size_t offset : {std::size_t{0}, elem, std::size_t{1}}) {
+        const std::span<std::byte> out(aligned + offset, n * elem);
+        fp8_decode_fast(codes, n, out, d, f, kSimd);
+        EXPECT_EQ(first_mismatch(std::span<const std::byte>(out), want, elem), -1)
+            << fp8_format_name(f) << " -> " << dtype_str(d) << " offset " << offset;
+      }
+    }
+  }
+}
+
+// Encode outputs of kStreamMinBytes or more take the non-temporal path on AVX2 (after a scalar
+// head that aligns the destination to 32 bytes); check it at several destination offsets.
+TEST_P(Fp8KernelsTarget, LargeEncodeWithStreamingStoresMatchesReference) {
+  const std::size_t n = fp8_simd_internal::kStreamMinBytes + 45;
+  const auto pool = random_bytes(n * 2, 23);
+  const auto f32 = fp8_testing::as_bytes(fp8_testing::dense_f32_sample(n));
+  for (DType d : kWideDTypes) {
+    const std::span<const std::byte> src = d == DType::kFloat32
+                                               ? std::span<const std::byte>(f32.data(), n * 4)
+                                               : std::span<const std::byte>(pool.data(), n * 2);
+    ASSERT_GE(d == DType::kFloat32 ? f32.size() : pool.size(), n * element_size(d));
+    const Fp8Format f = d == DType::kFloat16 ? Fp8Format::kE5M2 : Fp8Format::kE4M3FN;
+    const auto want = fp8_testing::reference_encode(src, d, f, Fp8Overflow::kSaturating);
+    std::vector<std::uint8_t> buf(n + 64);
+    const std::size_t misalign = reinterpret_cast<std::uintptr_t>(buf.data()) % 32;
+    std::uint8_t* aligned = buf.data() + (32 - misalign) % 32;
+    for (std::size_t offset : {0, 1, 31}) {
+      const std::span<std::uint8_t> out(aligned + offset, n);
+      fp8_encode_fast(src, d, n, out, f, Fp8Overflow::kSaturating, kSimd);
+      EXPECT_EQ(first_mismatch(std::span<const std::uint8_t>(out), want), -1)
+          << dtype_str(d) << " offset " << offset;
+    }
+  }
+}
+
+TEST_P(Fp8KernelsTarget, ThreadCountDoesNotChangeBytes) {
+  const std::size_t n = 3 * kMinElementsPerThread + 12345;
+  const auto src = random_bytes(n * 4, 5);
+  for (DType d : kWideDTypes) {
+    const auto want =
+        fp8_testing::reference_encode(std::span<const std::byte>(src.data(), n * element_size(d)),
+                                      d, Fp8Format::kE4M3FN, Fp8Overflow::kNonSaturating);
+    for (std::size_t threads : {1, 2, 3, 7}) {
+      KernelOptions opt = kSimd;
+      opt.threads = threads;
+      std::vector<std::uint8_t> got(n, 0);
+      fp8_encode_fast(src, d, n, got, Fp8Format::kE4M3FN, Fp8Overflow::kNonSaturating, opt);
+      EXPECT_EQ(first_mismatch(got, want), -1) << dtype_str(d) << " threads=" << threads;
+    }
+  }
+  const std::span<const std::uint8_t> codes(reinterpret_cast<const std::uint8_t*>(src.data()), n);
+  for (DType d : kWideDTypes) {
+    const auto want = fp8_testing::reference_decode(codes, d, Fp8Format::kE5M2);
+    for (std::size_t threads : {1, 2, 3, 7}) {
+      KernelOptions opt = kSimd;
+      opt.threads = threads;
+      std::vector<std::byte> got(want.size());
+      fp8_decode_fast(codes, n, got, d, Fp8Format::kE5M2, opt);
+      EXPECT_EQ(first_mismatch(got, want, element_size(d)), -1)
+          << dtype_str(d) << " threads=" << threads;
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Target-independent.
+
+TEST(Fp8Kernels, TargetsAreListedBestFirstAndEndInAFallback) {
+  const auto targets = fp8_simd_targets();
+  ASSERT_FALSE(targets.empty());
+  for (std::size_t i = 1; i < targets.size(); ++i) EXPECT_LT(targets[i - 1], targets[i]);
+  // The last one is the scalar fallback every CPU runs.
+  EXPECT_THAT(fp8_simd_target_name(targets.back()),
+              ::testing::AnyOf(std::string("SCALAR"), std::string("EMU128")));
+  EXPECT_EQ(fp8_active_simd_target(kSimd), targets.front());
+}
+
+TEST(Fp8Kernels, EveryExplicitTargetMatchesReference) {
+  const auto src = fp8_testing::as_bytes(fp8_testing::dense_f32_sample(1 << 14));
+  const auto codes = fp8_testing::all_codes();
+  for (std::int64_t t : fp8_simd_targets()) {
+    KernelOptions opt = kSimd;
+    opt.simd_target = t;
+    ASSERT_EQ(fp8_active_simd_target(opt), t);
+    for (Fp8Format f : kFormats) {
+      for (Fp8Overflow o : kOverflows) {
+        EXPECT_TRUE(EncodeMatches(src, DType::kFloat32, f, o, opt)) << fp8_simd_target_name(t);
+      }
+      for (DType d : kWideDTypes) {
+        EXPECT_TRUE(DecodeMatches(codes, d, f, opt)) << fp8_simd_target_name(t);
+      }
+    }
+  }
+}
+
+TEST(Fp8Kernels, ScalarAndAutoBackendsMatchReference) {
+  const auto src = fp8_testing::all_16bit_patterns();
+  const auto codes = fp8_testing::all_codes();
+  for (Fp8Backend b : {Fp8Backend::kScalar, Fp8Backend::kAuto}) {
+    const KernelOptions opt{.threads = 2, .backend = b};
+    for (Fp8Format f : kFormats) {
+      EXPECT_TRUE(EncodeMatches(src, DType::kFloat16, f, Fp8Overflow::kSaturating, opt))
+          << fp8_backend_name(b);
+      EXPECT_TRUE(DecodeMatches(codes, DType::kBFloat16, f, opt)) << fp8_backend_name(b);
+    }
+  }
+  EXPECT_EQ(fp8_resolve_backend({}), Fp8Backend::kSimd);
+  EXPECT_EQ(fp8_resolve_backend({.backend = Fp8Backend::kScalar}), Fp8Backend::kScalar);
+}
+
+TEST(Fp8Kernels, ThreadsSplitScalarBackendToo) {
+  const std::size_t n = 2 * kMinElementsPerThread + 77;
+  const auto src = random_bytes(n * 2, 11);
+  const auto want = fp8_testing::reference_encode(src, DType::kBFloat16, Fp8Format::kE5M2,
+                                                  Fp8Overflow::kSaturating);
+  std::vector<std::uint8_t> got(n);
+  fp8_encode_fast(src, DType::kBFloat16, n, got, Fp8Format::kE5M2, Fp8Overflow::kSaturating,
+                  {.threads = 3, .backend = Fp8Backend::kScalar});
+  EXPECT_EQ(first_mismatch(got, want), -1);
+}
+
+// Runs `call` against the reference and the fast kernels on buffers pre-filled with a guard;
+// both must throw std::invalid_argument with the same message and leave the buffer alone.
+void ExpectSameError(const std::function<void(bool fast, std::span<std::uint8_t> buf)>& call) {
+  std::vector<std::uint8_t> ref_buf(64, 0x5A);
+  std::vector<std::uint8_t> fast_buf(64, 0x5A);
+  std::string ref_what;
+  std::string fast_what;
+  try {
+    call(false, ref_buf);
+    ADD_FAILURE() << "the reference did not throw";
+  } catch (const std::invalid_argument& e) {
+    ref_what = e.what();
+  }
+  try {
+    call(true, fast_buf);
+    ADD_FAILURE() << "the fast kernel did not throw (reference: " << ref_what << ")";
+  } catch (const std::invalid_argument& e) {
+    fast_what = e.what();
+  }
+  EXPECT_EQ(fast_what, ref_what);
+  EXPECT_FALSE(fast_what.empty());
+  EXPECT_TRUE(std::all_of(fast_buf.begin(), fast_buf.end(), [](auto b) { return b == 0x5A; }))
+      << "the fast kernel wrote before throwing: " << fast_what;
+}
+
+TEST(Fp8Kernels, EncodeErrorsMatchReferenceAndWriteNothing) {
+  const std::vector<std::byte> src(40, std::byte{0x3C});  // 10 f32, 20 f16
+  const auto encode = [&](std::span<const std::byte> s, DType d, std::size_t n, Fp8Format f,
+                          Fp8Overflow o) {
+    return [=](bool fast, std::span<std::uint8_t> dst) {
+      if (fast) {
+        fp8_encode_fast(s, d, n, dst, f, o, kSimd);
+      } else {
+        fp8_encode(s, d, n, dst, f, o);
+      }
+    };
+  };
+  const auto e4 = Fp8Format::kE4M3FN;
+  const auto ns = Fp8Overflow::kNonSaturating;
+  ExpectSameError(encode(src, DType::kFloat32, 11, e4, ns));     // short source
+  ExpectSameError(encode(src, DType::kFloat16, 21, e4, ns));     // short source
+  ExpectSameError(encode(src, DType::kFloat16, 65, e4, ns));     // short source first
+  ExpectSameError([&](bool fast, std::span<std::uint8_t> dst) {  // short destination
+    const auto d = dst.first(9);
+    fast ? fp8_encode_fast(src, DType::kFloat32, 10, d, e4, ns, kSimd)
+         : fp8_encode(src, DType::kFloat32, 10, d, e4, ns);
+  });
+  for (DType bad : {DType::kUInt8, DType::kFloat8E4M3FN, DType::kFloat8E5M2}) {
+    ExpectSameError(encode(src, bad, 4, e4, ns));
+  }
+  ExpectSameError(encode(src, DType::kFloat32, 4, static_cast<Fp8Format>(9), ns));
+  ExpectSameError(encode(src, DType::kFloat32, 4, e4, static_cast<Fp8Overflow>(9)));
+  ExpectSameError(encode(src, DType::kFloat32, SIZE_MAX / 2, e4, ns));  // byte size overflows
+}
+
+TEST(Fp8Kernels, DecodeErrorsMatchReferenceAndWriteNothing) {
+  const std::vector<std::uint8_t> codes(32, 0x38);  // the destination buffer has 64 bytes
+  const auto decode = [&](std::size_t n, DType d, Fp8Format f) {
+    return [=](bool fast, std::span<std::uint8_t> dst) {
+      const auto out = std::as_writable_bytes(dst);
+      if (fast) {
+        fp8_decode_fast(codes, n, out, d, f, kSimd);
+      } else {
+        fp8_decode(codes, n, out, d, f);
+      }
+    };
+  };
+  ExpectSameError(decode(33, DType::kFloat16, Fp8Format::kE5M2));     // short source
+  ExpectSameError(decode(17, DType::kFloat32, Fp8Format::kE5M2));     // short destination
+  ExpectSameError(decode(33, DType::kBFloat16, Fp8Format::kE4M3FN));  // both: source first
+  for (DType bad : {DType::kUInt8, DType::kFloat8E4M3FN, DType::kFloat8E5M2}) {
+    ExpectSameError(decode(4, bad, Fp8Format::kE4M3FN));
+  }
+  ExpectSameError(decode(4, DType::kFloat32, static_cast<Fp8Format>(3)));
+  ExpectSameError(decode(SIZE_MAX / 2, DType::kFloat32, Fp8Format::kE4M3FN));
+}
+
+TEST(Fp8Kernels, OptionErrorsThrowBeforeWriting) {
+  const std::vector<std::byte> src(64, std::byte{0x40});
+  std::vector<std::uint8_t> dst(16, 0x5A);
+  const auto call = [&](const KernelOptions& opt) {
+    fp8_encode_fast(src, DType::kFloat32, 16, dst, Fp8Format::kE4M3FN, Fp8Overflow::kSaturating,
+                    opt);
+  };
+  EXPECT_THAT([&] { call({.threads = 0}); },
+              ::testing::ThrowsMessage<std::invalid_argument>(HasSubstr("threads")));
+  EXPECT_THROW(call({.backend = static_cast<Fp8Backend>(17)}), std::invalid_argument);
+  // Not a single target; a target that was never compiled (bit 0 is not an x86 target).
+  EXPECT_THROW(call({.backend = Fp8Backend::kSimd, .simd_target = 3}), std::invalid_argument);
+  EXPECT_THAT([&] { call({.backend = Fp8Backend::kSimd, .simd_target = 1}); },
+              ::testing::ThrowsMessage<std::invalid_argument>(HasSubstr("not compiled in")));
+  EXPECT_TRUE(std::all_of(dst.begin(), dst.end(), [](auto b) { return b == 0x5A; }));
+}
+
+TEST(Fp8Kernels, CudaBackendWithoutGpuThrowsBeforeWriting) {
+  if (fp8_cuda_available()) GTEST_SKIP() << "a CUDA GPU is present (fp8_kernels_cuda_test)";
+  const std::vector<std::byte> src(64, std::byte{0x40});
+  std::vector<std::uint8_t> dst(16, 0x5A);
+  const KernelOptions opt{.backend = Fp8Backend::kCuda};
+  EXPECT_THAT(
+      [&] {
+        fp8_encode_fast(src, DType::kFloat32, 16, dst, Fp8Format::kE4M3FN, Fp8Overflow::kSaturating,
+                        opt);
+      },
+      ::testing::ThrowsMessage<std::runtime_error>(HasSubstr("cuda")));
+  std::vector<std::byte> out(64, std::byte{0x5A});
+  EXPECT_THROW(fp8_decode_fast(dst, 16, out, DType::kFloat32, Fp8Format::kE5M2, opt),
+               std::runtime_error);
+  EXPECT_TRUE(std::all_of(dst.begin(), dst.end(), [](auto b) { return b == 0x5A; }));
+  EXPECT_TRUE(std::all_of(out.begin(), out.end(), [](auto b) { return b == std::byte{0x5A}; }));
+}
+
+TEST(Fp8Kernels, ZeroCountAcceptsEmptyBuffers) {
+  for (Fp8Backend b : {Fp8Backend::kAuto, Fp8Backend::kScalar, Fp8Backend::kSimd}) {
+    EXPECT_NO_THROW(fp8_encode_fast({}, DType::kFloat16, 0, {}, Fp8Format::kE5M2,
+                                    Fp8Overflow::kNonSaturating, {.backend = b}));
+    EXPECT_NO_THROW(
+        fp8_decode_fast({}, 0, {}, DType::kBFloat16, Fp8Format::kE4M3FN, {.backend = b}));
+  }
+}
+
+TEST(Fp8Kernels, BackendNamesRoundTrip) {
+  for (Fp8Backend b :
+       {Fp8Backend::kAuto, Fp8Backend::kScalar, Fp8Backend::kSimd, Fp8Backend::kCuda}) {
+    EXPECT_EQ(parse_fp8_backend(fp8_backend_name(b)), b);
+  }
+  EXPECT_EQ(fp8_backend_name(Fp8Backend::kSimd), "simd");
+  EXPECT_EQ(parse_fp8_backend("SIMD"), std::nullopt);
+  EXPECT_EQ(fp8_backend_name(static_cast<Fp8Backend>(42)), "invalid");
+}
+
+}  // namespace
+}  // namespace lmcache::devices

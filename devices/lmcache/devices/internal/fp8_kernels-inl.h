@@ -1,0 +1,545 @@
+// File: lmcache/devices/internal/fp8_kernels-inl.h
+//
+// Per-target Highway code for the fp8 kernels; re-included once per SIMD target by
+// fp8_kernels_simd.cc through hwy/foreach_target.h (hence the toggling include guard).
+//
+// The arithmetic is fp8_bits.h's, lane by lane (read its file comment for the derivation):
+//   - encode: float32 in 32-bit lanes, float16 / bfloat16 in 16-bit lanes in their own formats
+//     (twice the lanes per vector). The normal case is computed for every vector; the
+//     subnormal and zero cases only for vectors that have a lane below the fp8 normal range
+//     (see EncodeImpl). On AVX2 several code vectors are packed into one 32-byte store,
+//     non-temporal for large outputs.
+//   - decode: float32 with integer arithmetic in 32-bit lanes (subnormal codes via an exact
+//     int -> float conversion and power-of-two scale); float16 / bfloat16 in 16-bit lanes, with
+//     the 8 subnormal results in a 16-byte in-register table (TableLookupBytes). Large outputs
+//     are written with non-temporal stores.
+//   A 256-entry table per (format, dtype) was measured and rejected: GCC does not vectorise
+//   the lookup loop and AVX2 gathers are slow on the CPUs measured (BENCHMARKS.md).
+// Loops handle whole vectors and leave the tail (fewer than one vector) to the fp8_bits.h
+// scalar functions. Loads and stores are unaligned, so any byte address works.
+
+#if defined(LMCACHE_DEVICES_FP8_KERNELS_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef LMCACHE_DEVICES_FP8_KERNELS_INL_H_
+#undef LMCACHE_DEVICES_FP8_KERNELS_INL_H_
+#else
+#define LMCACHE_DEVICES_FP8_KERNELS_INL_H_
+#endif
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+#include "hwy/cache_control.h"
+#include "hwy/highway.h"
+#include "lmcache/devices/internal/fp8_bits.h"
+#include "lmcache/devices/internal/fp8_kernels_simd.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace lmcache::devices::fp8_simd_internal {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+using D32 = hn::ScalableTag<std::uint32_t>;
+using V32 = hn::Vec<D32>;
+
+// ---------------------------------------------------------------------------------------------
+// Encode.
+
+// ShiftLeftSmall()
+//
+// v << j per lane, for j in [0, 7].
+template <class D>
+HWY_INLINE hn::Vec<D> ShiftLeftSmall(D d, hn::Vec<D> v, hn::Vec<D> j) {
+#if HWY_TARGET != HWY_SCALAR
+  using T = hn::TFromD<D>;
+  if constexpr (sizeof(T) == 2) {
+    // No 16-bit variable shift before AVX-512 (Highway emulates it through float): multiply
+    // by 2^j from a 16-byte table instead. Only the low byte of each lane indexes the table;
+    // the high byte's index has its top bit set, which gives 0.
+    const hn::Repartition<std::uint8_t, D> d8;
+    alignas(16) static constexpr std::uint8_t kPow2[16] = {1, 2, 4, 8, 16, 32, 64, 128};
+    const auto index = hn::BitCast(d8, hn::Or(j, hn::Set(d, T{0x8000})));
+    return hn::Mul(v, hn::BitCast(d, hn::TableLookupBytesOr0(hn::LoadDup128(d8, kPow2), index)));
+  } else {
+    return v << j;  // u32: a native variable shift from AVX2 on
+  }
+#else
+  return v << j;
+#endif
+}
+
+// EncodeNormalLanes<Src, kFormat, kSaturate>()
+//
+// Lanes (16 or 32 bits) holding source bits in their low Src::kWidth bits -> the fp8 code in
+// the low byte, exact for every lane except those below the fp8 normal range (|x| bits <
+// kNormalMin, never for kAlwaysFast), which `*below` reports: fp8_bits::encode_bits' normal
+// case with its overflow clamp, NaN and sign.
+template <class Src, Fp8Format kFormat, bool kSaturate, class D>
+HWY_INLINE hn::Vec<D> EncodeNormalLanes(D d, hn::Vec<D> x, hn::Mask<hn::RebindToSigned<D>>* below) {
+  using C = fp8_bits::EncodeConsts<Src, kFormat, kSaturate>;
+  using T = hn::TFromD<D>;
+  const hn::RebindToSigned<D> di;
+  using TI = hn::TFromD<decltype(di)>;
+  const auto au = hn::And(x, hn::Set(d, static_cast<T>(Src::kAbsMask)));
+  const auto ai = hn::BitCast(di, au);  // non-negative, so signed compares are exact
+  // The rebias (kOffset << S) is folded into the rounding constant and the shift is
+  // arithmetic, so lanes below the normal range come out negative (the caller replaces them).
+  // The sum wraps only for NaN lanes of float16 -> e5m2, which the NaN select replaces.
+  constexpr T kRoundRebias =
+      static_cast<T>(C::kHalfMinus1 - (C::kOffset << C::kShift0));  // mod 2^lane bits
+  const auto rounded = hn::ShiftRight<C::kShift0>(
+      hn::BitCast(di, hn::Add(hn::Add(au, hn::Set(d, kRoundRebias)),
+                              hn::And(hn::ShiftRight<C::kShift0>(au), hn::Set(d, T{1})))));
+  auto code = hn::Min(rounded, hn::Set(di, static_cast<TI>(C::kClampCode)));
+  *below = hn::Lt(ai, hn::Set(di, static_cast<TI>(C::kNormalMin)));
+  // e4m3fn non-saturating clamps NaN to 0x7F already; the other modes set it.
+  if constexpr (kFormat != Fp8Format::kE4M3FN || kSaturate) {
+    code = hn::IfThenElse(hn::Gt(ai, hn::Set(di, static_cast<TI>(Src::kInfBits))),
+                          hn::Set(di, TI{0x7F}), code);
+  }
+  const auto sign = hn::And(hn::ShiftRight<C::kSignShift>(x), hn::Set(d, T{0x80}));
+  return hn::Or(hn::BitCast(d, code), sign);
+}
+
+// EncodeLanes<Src, kFormat, kSaturate>()
+//
+// Every lane: EncodeNormalLanes, with the lanes below the normal range replaced by the
+// subnormal case (y = sig << j, then one RNE shift by M + 1) or 0 (at most half the smallest
+// subnormal). j is clamped to [0, m] so that the other lanes compute something harmless
+// before the select.
+template <class Src, Fp8Format kFormat, bool kSaturate, class D>
+HWY_INLINE hn::Vec<D> EncodeLanes(D d, hn::Vec<D> x) {
+  using C = fp8_bits::EncodeConsts<Src, kFormat, kSaturate>;
+  using T = hn::TFromD<D>;
+  const hn::RebindToSigned<D> di;
+  using TI = hn::TFromD<decltype(di)>;
+  hn::Mask<decltype(di)> below;
+  const auto normal = EncodeNormalLanes<Src, kFormat, kSaturate>(d, x, &below);
+  if constexpr (C::kAlwaysFast) {
+    return normal;
+  } else {
+    constexpr TI kMant8 = static_cast<TI>(fp8_bits::Fp8Traits<kFormat>::kMantBits);
+    const auto one = hn::Set(d, T{1});
+    const auto au = hn::And(x, hn::Set(d, static_cast<T>(Src::kAbsMask)));
+    const auto ai = hn::BitCast(di, au);
+    const auto e = hn::ShiftRight<Src::kMantBits>(ai);
+    const auto j = hn::BitCast(
+        d, hn::Min(hn::Max(hn::Sub(e, hn::Set(di, static_cast<TI>(C::kSubBase))), hn::Zero(di)),
+                   hn::Set(di, kMant8)));
+    const auto sig = hn::Or(hn::And(au, hn::Set(d, static_cast<T>((1u << Src::kMantBits) - 1u))),
+                            hn::Set(d, static_cast<T>(1u << Src::kMantBits)));
+    const auto y = ShiftLeftSmall(d, sig, j);
+    auto sub = hn::ShiftRight<C::kSubShift>(
+        hn::Add(hn::Add(y, hn::Set(d, static_cast<T>((1u << (C::kSubShift - 1)) - 1u))),
+                hn::And(hn::ShiftRight<C::kSubShift>(y), one)));
+    sub = hn::IfThenZeroElse(
+        hn::RebindMask(d, hn::Lt(ai, hn::Set(di, static_cast<TI>(C::kTinyMax + 1)))), sub);
+    const auto sign = hn::And(hn::ShiftRight<C::kSignShift>(x), hn::Set(d, T{0x80}));
+    return hn::IfThenElse(hn::RebindMask(d, below), hn::Or(sub, sign), normal);
+  }
+}
+
+// Which source element type a kernel reads.
+enum class SrcKind { kF32, kF16, kBF16 };
+
+template <SrcKind kKind, Fp8Format kFormat, bool kSaturate>
+HWY_INLINE std::uint8_t EncodeOne(const std::byte* p) {
+  if constexpr (kKind == SrcKind::kF32) {
+    std::uint32_t bits;
+    std::memcpy(&bits, p, sizeof bits);
+    return fp8_bits::encode_f32_bits<kFormat, kSaturate>(bits);
+  } else {
+    std::uint16_t bits;
+    std::memcpy(&bits, p, sizeof bits);
+    if constexpr (kKind == SrcKind::kBF16) {
+      return fp8_bits::encode_bf16_bits<kFormat, kSaturate>(bits);
+    }
+    return fp8_bits::encode_f16_bits<kFormat, kSaturate>(bits);
+  }
+}
+
+// StoreCodes<kStream>()
+//
+// Stores the low bytes of kUnroll consecutive code vectors (each lane <= 255) to dst, in order.
+// On AVX2 the vectors are packed together first into one 32-byte store (non-temporal when
+// kStream); elsewhere each vector is demoted and stored on its own.
+template <bool kStream, std::size_t kUnroll, class D, class V>
+HWY_INLINE void StoreCodes(D d, const V (&codes)[kUnroll], std::uint8_t* dst) {
+#if HWY_TARGET == HWY_AVX2
+  using T = hn::TFromD<D>;
+  const auto put = [dst](__m256i bytes) {
+    if constexpr (kStream) {
+      _mm256_stream_si256(reinterpret_cast<__m256i*>(dst), bytes);  // dst is 32-byte aligned
+    } else {
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst), bytes);
+    }
+  };
+  if constexpr (sizeof(T) == 4 && kUnroll == 4) {
+    // packus: [c0 lo4, c1 lo4 | c0 hi4, c1 hi4] per pair, then bytes [c0 c1 c2 c3 (lo4 each) |
+    // (hi4 each)]; the dword permutation restores element order.
+    const __m256i c01 = _mm256_packus_epi32(codes[0].raw, codes[1].raw);
+    const __m256i c23 = _mm256_packus_epi32(codes[2].raw, codes[3].raw);
+    const __m256i bytes = _mm256_packus_epi16(c01, c23);
+    const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+    put(_mm256_permutevar8x32_epi32(bytes, order));
+    return;
+  } else if constexpr (sizeof(T) == 2 && kUnroll == 2) {
+    // packus: [c0 lo8, c1 lo8 | c0 hi8, c1 hi8]; swapping the middle quadwords restores order.
+    const __m256i bytes = _mm256_packus_epi16(codes[0].raw, codes[1].raw);
+    put(_mm256_permute4x64_epi64(bytes, 0xD8));
+    return;
+  }
+#endif
+  const hn::RebindToSigned<D> di;
+  const hn::Rebind<std::uint8_t, D> d8;
+  const std::size_t lanes = hn::Lanes(d);
+  for (std::size_t k = 0; k < kUnroll; ++k) {
+    hn::StoreU(hn::DemoteTo(d8, hn::BitCast(di, codes[k])), d8, dst + k * lanes);
+  }
+}
+
+// Copies `bytes` (a multiple of 32) from the block buffer to dst: non-temporal stores into a
+// 32-byte aligned dst on AVX2 when kStream, an ordinary copy otherwise.
+template <bool kStream>
+HWY_INLINE void CopyOut(const std::uint8_t* buf, std::size_t bytes, std::uint8_t* dst) {
+#if HWY_TARGET == HWY_AVX2
+  if constexpr (kStream) {
+    for (std::size_t k = 0; k < bytes; k += 32) {
+      _mm256_stream_si256(reinterpret_cast<__m256i*>(dst + k),
+                          _mm256_load_si256(reinterpret_cast<const __m256i*>(buf + k)));
+    }
+    return;
+  }
+#endif
+  std::memcpy(dst, buf, bytes);
+}
+
+// Encodes whole vectors (float32 in u32 lanes; float16 / bfloat16 in u16 lanes, each in its
+// own format) and leaves the tail to the scalar form. Vectors with a lane below the fp8 normal
+// range need the full EncodeLanes; how they are found depends on how common they are:
+//   - e4m3fn (band |x| in (2^-10, 2^-6): about one 16-lane vector in six on normally
+//     distributed data): blocks of kBlock elements go in two passes through a small buffer.
+//     The first computes every vector's normal case and, without branching, lists the
+//     vectors to redo; the second recomputes just those. A per-vector branch would be taken
+//     unpredictably, and each misprediction also stalls the stream of loads from memory.
+//   - e5m2 (band (2^-17, 2^-14), practically empty) and float16 -> e5m2 (no such lanes): one
+//     pass, with a branch that is almost never taken.
+template <SrcKind kKind, Fp8Format kFormat, bool kSaturate, bool kStream>
+void EncodeImpl(const std::byte* src, std::size_t n, std::uint8_t* dst) {
+  using Src = std::conditional_t<
+      kKind == SrcKind::kF32, fp8_bits::F32Src,
+      std::conditional_t<kKind == SrcKind::kF16, fp8_bits::F16Src, fp8_bits::BF16Src>>;
+  using C = fp8_bits::EncodeConsts<Src, kFormat, kSaturate>;
+  using T = std::conditional_t<kKind == SrcKind::kF32, std::uint32_t, std::uint16_t>;
+  constexpr bool kTwoPass = kFormat == Fp8Format::kE4M3FN;
+  constexpr std::size_t kUnroll = sizeof(T) == 4 ? 4 : 2;  // 32 codes per AVX2 store
+  constexpr std::size_t kBlock = 1024;                     // a multiple of every unroll * lanes
+  const hn::ScalableTag<T> d;
+  const hn::RebindToSigned<decltype(d)> di;
+  using V = hn::Vec<decltype(d)>;
+  const std::size_t lanes = hn::Lanes(d);
+  const auto* in = reinterpret_cast<const T*>(src);
+  std::size_t i = 0;
+  if constexpr (kTwoPass) {
+    alignas(64) std::uint8_t buf[kBlock];
+    std::uint32_t redo[kBlock];  // vector indexes (at most kBlock / lanes of them)
+    for (; i + kBlock <= n; i += kBlock) {
+      std::size_t num_redo = 0;
+      for (std::size_t v = 0; v < kBlock / lanes; v += kUnroll) {
+        V codes[kUnroll];
+        for (std::size_t k = 0; k < kUnroll; ++k) {
+          hn::Mask<decltype(di)> below;
+          codes[k] = EncodeNormalLanes<Src, kFormat, kSaturate>(
+              d, hn::LoadU(d, in + i + (v + k) * lanes), &below);
+          redo[num_redo] = static_cast<std::uint32_t>(v + k);
+          num_redo += hn::AllFalse(di, below) ? 0 : 1;  // a select, not a branch
+        }
+        StoreCodes<false>(d, codes, buf + v * lanes);
+      }
+      for (std::size_t k = 0; k < num_redo; ++k) {
+        const std::size_t v = redo[k];
+        const V one[1] = {
+            EncodeLanes<Src, kFormat, kSaturate>(d, hn::LoadU(d, in + i + v * lanes))};
+        StoreCodes<false>(d, one, buf + v * lanes);
+      }
+      CopyOut<kStream>(buf, kBlock, dst + i);
+    }
+  } else {
+    for (; i + kUnroll * lanes <= n; i += kUnroll * lanes) {
+      V codes[kUnroll];
+      for (std::size_t k = 0; k < kUnroll; ++k) {
+        const V x = hn::LoadU(d, in + i + k * lanes);
+        hn::Mask<decltype(di)> below;
+        codes[k] = EncodeNormalLanes<Src, kFormat, kSaturate>(d, x, &below);
+        if (!C::kAlwaysFast && HWY_UNLIKELY(!hn::AllFalse(di, below))) {
+          codes[k] = EncodeLanes<Src, kFormat, kSaturate>(d, x);
+        }
+      }
+      StoreCodes<kStream>(d, codes, dst + i);
+    }
+  }
+  for (; i + lanes <= n; i += lanes) {
+    const V one[1] = {EncodeLanes<Src, kFormat, kSaturate>(d, hn::LoadU(d, in + i))};
+    StoreCodes<false>(d, one, dst + i);
+  }
+  for (; i < n; ++i) dst[i] = EncodeOne<kKind, kFormat, kSaturate>(src + i * sizeof(T));
+}
+
+// Encodes `n` elements. On AVX2, outputs of kStreamMinBytes or more are written with
+// non-temporal stores after a scalar head that aligns `dst` to 32 bytes (see Decode()).
+template <SrcKind kKind, Fp8Format kFormat, bool kSaturate>
+void Encode(const std::byte* src, std::size_t n, std::uint8_t* dst) {
+#if HWY_TARGET == HWY_AVX2
+  if (n >= kStreamMinBytes) {
+    constexpr std::size_t kInBytes = kKind == SrcKind::kF32 ? 4 : 2;
+    const std::size_t head = (32 - reinterpret_cast<std::uintptr_t>(dst) % 32) % 32;
+    for (std::size_t i = 0; i < head; ++i) {
+      dst[i] = EncodeOne<kKind, kFormat, kSaturate>(src + i * kInBytes);
+    }
+    EncodeImpl<kKind, kFormat, kSaturate, true>(src + head * kInBytes, n - head, dst + head);
+    hwy::FlushStream();
+    return;
+  }
+#endif
+  EncodeImpl<kKind, kFormat, kSaturate, false>(src, n, dst);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Decode.
+
+// DecodeF32Lanes<kFormat>()
+//
+// A code in the low byte of each lane -> float32 bits (fp8_bits::decode_f32_bits, per lane).
+template <Fp8Format kFormat>
+HWY_INLINE V32 DecodeF32Lanes(D32 d, V32 c) {
+  using C = fp8_bits::DecodeConsts<kFormat>;
+  const hn::Rebind<float, D32> df;
+  const hn::Rebind<std::int32_t, D32> di;
+  const V32 v = hn::And(c, hn::Set(d, 0x7Fu));
+  const V32 sign = hn::ShiftLeft<24>(hn::And(c, hn::Set(d, 0x80u)));
+  // Subnormal codes: exact small integer times an exact power of two.
+  const V32 sub = hn::BitCast(
+      d, hn::Mul(hn::ConvertTo(df, hn::BitCast(di, v)), hn::Set(df, C::kSubnormalScale)));
+  const V32 normal = hn::Add(hn::ShiftLeft<C::kFieldShift>(v), hn::Set(d, C::kRebias));
+  V32 r = hn::IfThenElse(hn::Lt(v, hn::Set(d, C::kFirstNormal)), sub, normal);
+  const V32 rebias = hn::Set(d, C::kRebias);
+  if constexpr (kFormat == Fp8Format::kE4M3FN) {
+    r = hn::Add(r, hn::IfThenElseZero(hn::Eq(v, hn::Set(d, 0x7Fu)), rebias));
+  } else {
+    r = hn::Add(r, hn::IfThenElseZero(hn::Gt(v, hn::Set(d, 0x7Bu)), rebias));
+    r = hn::Or(r, hn::IfThenElseZero(hn::Gt(v, hn::Set(d, 0x7Cu)), hn::Set(d, 0x00400000u)));
+  }
+  return hn::Or(r, sign);
+}
+
+// Which destination element type a decode kernel writes.
+enum class DstKind { kF32, kF16, kBF16 };
+
+template <DstKind kKind, Fp8Format kFormat>
+HWY_INLINE void DecodeOne(std::uint8_t code, std::byte* p) {
+  if constexpr (kKind == DstKind::kF32) {
+    const std::uint32_t bits = fp8_bits::decode_f32_bits<kFormat>(code);
+    std::memcpy(p, &bits, sizeof bits);
+  } else if constexpr (kKind == DstKind::kF16) {
+    const std::uint16_t bits = fp8_bits::decode_f16_bits<kFormat>(code);
+    std::memcpy(p, &bits, sizeof bits);
+  } else {
+    const std::uint16_t bits = fp8_bits::decode_bf16_bits<kFormat>(code);
+    std::memcpy(p, &bits, sizeof bits);
+  }
+}
+
+// Narrows decoded float32 bits to the 16-bit destination format, per fp8_bits.h.
+template <DstKind kKind, Fp8Format kFormat>
+HWY_INLINE V32 NarrowLanes(D32 d, V32 c, V32 f32) {
+  const V32 v = hn::And(c, hn::Set(d, 0x7Fu));
+  if constexpr (kKind == DstKind::kBF16) {
+    const auto nan =
+        kFormat == Fp8Format::kE4M3FN ? hn::Eq(v, hn::Set(d, 0x7Fu)) : hn::Gt(v, hn::Set(d, 0x7Cu));
+    return hn::IfThenElse(nan, hn::Set(d, 0x7FC0u), hn::ShiftRight<16>(f32));
+  } else {  // float16 from e4m3fn: every non-zero value is a float16 normal
+    const V32 a = hn::And(f32, hn::Set(d, 0x7FFFFFFFu));
+    V32 h = hn::Sub(hn::ShiftRight<13>(a), hn::Set(d, (127u - 15u) << 10));
+    h = hn::IfThenZeroElse(hn::Eq(v, hn::Zero(d)), h);
+    h = hn::IfThenElse(hn::Eq(v, hn::Set(d, 0x7Fu)), hn::Set(d, 0x7F80u), h);
+    return hn::Or(h, hn::ShiftLeft<8>(hn::And(c, hn::Set(d, 0x80u))));
+  }
+}
+
+// Put<kStream>()
+//
+// A full-vector store: non-temporal (kStream; `p` vector-aligned) or ordinary (any `p`).
+template <bool kStream, class D>
+HWY_INLINE void Put(hn::Vec<D> v, D d, hn::TFromD<D>* p) {
+  if constexpr (kStream) {
+    hn::Stream(v, d, p);
+  } else {
+    hn::StoreU(v, d, p);
+  }
+}
+
+#if HWY_TARGET != HWY_SCALAR
+// The 16-bit results of codes 0..7 (the subnormal codes and zero; entries past e5m2's 0..3 are
+// unused), from the scalar functions, for a 16-byte in-register table lookup.
+template <DstKind kKind, Fp8Format kFormat>
+const std::uint16_t* SubnormalTable16() {
+  struct alignas(16) Table {
+    std::uint16_t v[8];
+  };
+  static const Table table = [] {
+    Table t{};
+    for (std::uint8_t c = 0; c < fp8_bits::DecodeConsts<kFormat>::kFirstNormal; ++c) {
+      t.v[c] = kKind == DstKind::kF16 ? fp8_bits::decode_f16_bits<kFormat>(c)
+                                      : fp8_bits::decode_bf16_bits<kFormat>(c);
+    }
+    return t;
+  }();
+  return table.v;
+}
+
+// Codes -> float16 (e4m3fn) or bfloat16 (both formats) in 16-bit lanes: a normal code's field
+// shifted into place plus the exponent rebias, a subnormal code from the table, then the
+// specials (fp8_bits::decode_f16_bits / decode_bf16_bits, lane by lane).
+template <DstKind kKind, Fp8Format kFormat, bool kStream>
+void Decode16(const std::uint8_t* src, std::size_t n, std::uint16_t* out, std::size_t* done) {
+  using F = fp8_bits::Fp8Traits<kFormat>;
+  constexpr int kDstMant = kKind == DstKind::kF16 ? 10 : 7;
+  constexpr int kDstBias = kKind == DstKind::kF16 ? 15 : 127;
+  constexpr int kShift = kDstMant - static_cast<int>(F::kMantBits);
+  constexpr std::int16_t kRebias = static_cast<std::int16_t>((kDstBias - F::kBias) << kDstMant);
+  const hn::ScalableTag<std::int16_t> d;
+  const hn::Rebind<std::uint8_t, decltype(d)> d8;
+  const auto table =
+      hn::LoadDup128(d, reinterpret_cast<const std::int16_t*>(SubnormalTable16<kKind, kFormat>()));
+  const std::size_t lanes = hn::Lanes(d);
+  std::size_t i = 0;
+  for (; i + lanes <= n; i += lanes) {
+    const auto c =
+        hn::BitCast(d, hn::PromoteTo(hn::RebindToUnsigned<decltype(d)>(), hn::LoadU(d8, src + i)));
+    const auto v = hn::And(c, hn::Set(d, std::int16_t{0x7F}));
+    const auto sign = hn::ShiftLeft<8>(hn::And(c, hn::Set(d, std::int16_t{0x80})));
+    // Byte indexes (2v, 2v + 1) of table entry v, in each 16-bit lane.
+    const auto index =
+        hn::Add(hn::Mul(hn::Min(v, hn::Set(d, std::int16_t{7})), hn::Set(d, std::int16_t{0x0202})),
+                hn::Set(d, std::int16_t{0x0100}));
+    const auto sub = hn::TableLookupBytes(table, index);
+    const auto normal = hn::Add(hn::ShiftLeft<kShift>(v), hn::Set(d, kRebias));
+    constexpr auto kFirstNormal =
+        static_cast<std::int16_t>(fp8_bits::DecodeConsts<kFormat>::kFirstNormal);
+    auto r = hn::IfThenElse(hn::Lt(v, hn::Set(d, kFirstNormal)), sub, normal);
+    if constexpr (kKind == DstKind::kF16) {  // e4m3fn only: NaN keeps its sign
+      r = hn::Or(hn::IfThenElse(hn::Eq(v, hn::Set(d, std::int16_t{0x7F})),
+                                hn::Set(d, std::int16_t{0x7F80}), r),
+                 sign);
+    } else {  // bfloat16: e5m2 inf, then every NaN is 0x7FC0 without its sign
+      if constexpr (kFormat == Fp8Format::kE5M2) {
+        r = hn::IfThenElse(hn::Eq(v, hn::Set(d, std::int16_t{0x7C})),
+                           hn::Set(d, std::int16_t{0x7F80}), r);
+      }
+      r = hn::Or(r, sign);
+      const auto nan = kFormat == Fp8Format::kE4M3FN ? hn::Eq(v, hn::Set(d, std::int16_t{0x7F}))
+                                                     : hn::Gt(v, hn::Set(d, std::int16_t{0x7C}));
+      r = hn::IfThenElse(nan, hn::Set(d, std::int16_t{0x7FC0}), r);
+    }
+    Put<kStream>(r, d, reinterpret_cast<std::int16_t*>(out) + i);
+  }
+  *done = i;
+}
+#endif  // HWY_TARGET != HWY_SCALAR
+
+template <DstKind kKind, Fp8Format kFormat, bool kStream>
+void DecodeImpl(const std::uint8_t* src, std::size_t n, std::byte* dst) {
+  std::size_t i = 0;
+  if constexpr (kKind == DstKind::kF16 && kFormat == Fp8Format::kE5M2) {
+    // e5m2 is the top byte of a float16: widen to u16 lanes and quiet the NaNs.
+    const hn::ScalableTag<std::uint16_t> d16;
+    const hn::Rebind<std::uint8_t, decltype(d16)> d8;
+    const std::size_t lanes = hn::Lanes(d16);
+    auto* out = reinterpret_cast<std::uint16_t*>(dst);
+    for (; i + lanes <= n; i += lanes) {
+      auto h = hn::ShiftLeft<8>(hn::PromoteTo(d16, hn::LoadU(d8, src + i)));
+      const auto nan = hn::Gt(hn::And(h, hn::Set(d16, 0x7FFF)), hn::Set(d16, 0x7C00));
+      h = hn::Or(h, hn::IfThenElseZero(nan, hn::Set(d16, 0x0200)));
+      Put<kStream>(h, d16, out + i);
+    }
+  } else {
+#if HWY_TARGET != HWY_SCALAR
+    if constexpr (kKind != DstKind::kF32) {
+      Decode16<kKind, kFormat, kStream>(src, n, reinterpret_cast<std::uint16_t*>(dst), &i);
+    } else
+#endif
+    {
+      // float32 (and, on the one-lane scalar target, the 16-bit types narrowed from it).
+      const D32 d;
+      const hn::Rebind<std::uint8_t, D32> d8;
+      const hn::Rebind<std::int32_t, D32> di;
+      const hn::Rebind<std::uint16_t, D32> d16;
+      const std::size_t lanes = hn::Lanes(d);
+      for (; i + lanes <= n; i += lanes) {
+        const V32 c = hn::PromoteTo(d, hn::LoadU(d8, src + i));
+        const V32 f32 = DecodeF32Lanes<kFormat>(d, c);
+        if constexpr (kKind == DstKind::kF32) {
+          Put<kStream>(f32, d, reinterpret_cast<std::uint32_t*>(dst) + i);
+        } else {
+          const V32 h = NarrowLanes<kKind, kFormat>(d, c, f32);
+          Put<kStream>(hn::DemoteTo(d16, hn::BitCast(di, h)), d16,
+                       reinterpret_cast<std::uint16_t*>(dst) + i);
+        }
+      }
+    }
+  }
+  constexpr std::size_t kOutBytes = kKind == DstKind::kF32 ? 4 : 2;
+  for (; i < n; ++i) DecodeOne<kKind, kFormat>(src[i], dst + i * kOutBytes);
+}
+
+// Decodes `n` codes. Large outputs (kStreamMinBytes or more, element-aligned) are written with
+// non-temporal stores after a scalar head that aligns `dst` to the vector size: the output is
+// 2-4x the input and far larger than the caches, so bypassing them saves the read-for-ownership
+// of every destination line (what memcpy does for large copies too).
+template <DstKind kKind, Fp8Format kFormat>
+void Decode(const std::uint8_t* src, std::size_t n, std::byte* dst) {
+  constexpr std::size_t kOutBytes = kKind == DstKind::kF32 ? 4 : 2;
+  const auto address = reinterpret_cast<std::uintptr_t>(dst);
+  if (n * kOutBytes < kStreamMinBytes || address % kOutBytes != 0) {
+    DecodeImpl<kKind, kFormat, false>(src, n, dst);
+    return;
+  }
+  const std::size_t vector_bytes = hn::Lanes(hn::ScalableTag<std::uint8_t>());
+  const std::size_t head = ((vector_bytes - address % vector_bytes) % vector_bytes) / kOutBytes;
+  for (std::size_t i = 0; i < head; ++i) DecodeOne<kKind, kFormat>(src[i], dst + i * kOutBytes);
+  DecodeImpl<kKind, kFormat, true>(src + head, n - head, dst + head * kOutBytes);
+  hwy::FlushStream();  // order the non-temporal stores before anything that follows
+}
+
+// ---------------------------------------------------------------------------------------------
+// The table of this target.
+
+// GetSimdKernels()
+//
+// This target's table (constant-initialised: calling it runs no target-specific code).
+const SimdKernels* GetSimdKernels() {
+  static constexpr SimdKernels kKernels = {
+      HWY_TARGET,
+      {{{&Encode<SrcKind::kF32, Fp8Format::kE4M3FN, false>,
+         &Encode<SrcKind::kF32, Fp8Format::kE4M3FN, true>},
+        {&Encode<SrcKind::kF32, Fp8Format::kE5M2, false>,
+         &Encode<SrcKind::kF32, Fp8Format::kE5M2, true>}},
+       {{&Encode<SrcKind::kF16, Fp8Format::kE4M3FN, false>,
+         &Encode<SrcKind::kF16, Fp8Format::kE4M3FN, true>},
+        {&Encode<SrcKind::kF16, Fp8Format::kE5M2, false>,
+         &Encode<SrcKind::kF16, Fp8Format::kE5M2, true>}},
+       {{&Encode<SrcKind::kBF16, Fp8Format::kE4M3FN, false>,
+         &Encode<SrcKind::kBF16, Fp8Format::kE4M3FN, true>},
+        {&Encode<SrcKind::kBF16, Fp8Format::kE5M2, false>,
+         &Encode<SrcKind::kBF16, Fp8Format::kE5M2, true>}}},
+      {{&Decode<DstKind::kF32, Fp8Format::kE4M3FN>, &Decode<DstKind::kF32, Fp8Format::kE5M2>},
+       {&Decode<DstKind::kF16, Fp8Format::kE4M3FN>, &Decode<DstKind::kF16, Fp8Format::kE5M2>},
+       {&Decode<DstKind::kBF16, Fp8Format::kE4M3FN>, &Decode<DstKind::kBF16, Fp8Format::kE5M2>}}};
+  return &kKernels;
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace lmcache::devices::fp8_simd_internal
+HWY_AFTER_NAMESPACE();
+
+#endif  // LMCACHE_DEVICES_FP8_KERNELS_INL_H_ toggle

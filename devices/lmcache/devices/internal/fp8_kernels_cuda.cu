@@ -1,0 +1,202 @@
+// File: lmcache/devices/internal/fp8_kernels_cuda.cu
+//
+// The CUDA fp8 kernels. Each element goes through the same fp8_bits.h function the CPU
+// kernels use, so the bytes are the reference's. Grid-stride loops; in the vectorised form a
+// thread moves 4 elements (one 16- or 8-byte load of wide values, one 4-byte store of codes,
+// or the reverse), and the last count % 4 elements are handled one per thread.
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "lmcache/devices/internal/fp8_bits.h"
+#include "lmcache/devices/internal/fp8_kernels_cuda_launch.h"
+
+namespace lmcache::devices::fp8_cuda_internal {
+namespace {
+
+namespace fb = fp8_bits;
+
+constexpr int kThreadsPerBlock = 256;
+constexpr std::size_t kMaxBlocks = 65535;
+
+template <int kKind, Fp8Format kFormat, bool kSat>
+__device__ __forceinline__ std::uint8_t encode_value(std::uint32_t bits) {
+  if constexpr (kKind == kWideF32) {
+    return fb::encode_f32_bits<kFormat, kSat>(bits);
+  } else if constexpr (kKind == kWideF16) {
+    return fb::encode_f16_bits<kFormat, kSat>(static_cast<std::uint16_t>(bits));
+  } else {
+    return fb::encode_bf16_bits<kFormat, kSat>(static_cast<std::uint16_t>(bits));
+  }
+}
+
+template <int kKind>
+__device__ __forceinline__ std::uint32_t load_wide(const void* src, std::size_t i) {
+  if constexpr (kKind == kWideF32) {
+    return static_cast<const std::uint32_t*>(src)[i];
+  } else {
+    return static_cast<const std::uint16_t*>(src)[i];
+  }
+}
+
+template <int kKind, Fp8Format kFormat, bool kSat, bool kVec>
+__global__ void encode_kernel(const void* __restrict__ src, std::size_t n,
+                              std::uint8_t* __restrict__ dst) {
+  const std::size_t tid = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
+  const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
+  std::size_t done = 0;
+  if constexpr (kVec) {
+    const std::size_t groups = n / 4;
+    for (std::size_t g = tid; g < groups; g += stride) {
+      std::uint32_t in[4];
+      if constexpr (kKind == kWideF32) {
+        const uint4 v = static_cast<const uint4*>(src)[g];
+        in[0] = v.x;
+        in[1] = v.y;
+        in[2] = v.z;
+        in[3] = v.w;
+      } else {
+        const uint2 v = static_cast<const uint2*>(src)[g];
+        in[0] = v.x & 0xFFFFu;
+        in[1] = v.x >> 16;
+        in[2] = v.y & 0xFFFFu;
+        in[3] = v.y >> 16;
+      }
+      std::uint32_t out = 0;
+#pragma unroll
+      for (int k = 0; k < 4; ++k) {
+        out |= static_cast<std::uint32_t>(encode_value<kKind, kFormat, kSat>(in[k])) << (8 * k);
+      }
+      reinterpret_cast<std::uint32_t*>(dst)[g] = out;
+    }
+    done = groups * 4;
+  }
+  for (std::size_t i = done + tid; i < n; i += stride) {
+    dst[i] = encode_value<kKind, kFormat, kSat>(load_wide<kKind>(src, i));
+  }
+}
+
+template <int kKind, Fp8Format kFormat>
+__device__ __forceinline__ std::uint32_t decode_value(std::uint8_t code) {
+  if constexpr (kKind == kWideF32) {
+    return fb::decode_f32_bits<kFormat>(code);
+  } else if constexpr (kKind == kWideF16) {
+    return fb::decode_f16_bits<kFormat>(code);
+  } else {
+    return fb::decode_bf16_bits<kFormat>(code);
+  }
+}
+
+template <int kKind, Fp8Format kFormat, bool kVec>
+__global__ void decode_kernel(const std::uint8_t* __restrict__ src, std::size_t n,
+                              void* __restrict__ dst) {
+  const std::size_t tid = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
+  const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
+  std::size_t done = 0;
+  if constexpr (kVec) {
+    const std::size_t groups = n / 4;
+    for (std::size_t g = tid; g < groups; g += stride) {
+      const std::uint32_t codes = reinterpret_cast<const std::uint32_t*>(src)[g];
+      std::uint32_t out[4];
+#pragma unroll
+      for (int k = 0; k < 4; ++k) {
+        out[k] = decode_value<kKind, kFormat>(static_cast<std::uint8_t>(codes >> (8 * k)));
+      }
+      if constexpr (kKind == kWideF32) {
+        static_cast<uint4*>(dst)[g] = make_uint4(out[0], out[1], out[2], out[3]);
+      } else {
+        static_cast<uint2*>(dst)[g] = make_uint2(out[0] | (out[1] << 16), out[2] | (out[3] << 16));
+      }
+    }
+    done = groups * 4;
+  }
+  for (std::size_t i = done + tid; i < n; i += stride) {
+    const std::uint32_t v = decode_value<kKind, kFormat>(src[i]);
+    if constexpr (kKind == kWideF32) {
+      static_cast<std::uint32_t*>(dst)[i] = v;
+    } else {
+      static_cast<std::uint16_t*>(dst)[i] = static_cast<std::uint16_t>(v);
+    }
+  }
+}
+
+unsigned blocks_for(std::size_t work_items) {
+  const std::size_t blocks = (work_items + kThreadsPerBlock - 1) / kThreadsPerBlock;
+  return static_cast<unsigned>(blocks == 0 ? 1 : (blocks < kMaxBlocks ? blocks : kMaxBlocks));
+}
+
+template <int kKind, Fp8Format kFormat, bool kSat>
+int encode_as(const void* src, std::size_t n, std::uint8_t* dst, bool vec, cudaStream_t s) {
+  if (vec) {
+    encode_kernel<kKind, kFormat, kSat, true>
+        <<<blocks_for(n / 4 + 4), kThreadsPerBlock, 0, s>>>(src, n, dst);
+  } else {
+    encode_kernel<kKind, kFormat, kSat, false>
+        <<<blocks_for(n), kThreadsPerBlock, 0, s>>>(src, n, dst);
+  }
+  return static_cast<int>(cudaGetLastError());
+}
+
+template <int kKind, Fp8Format kFormat>
+int encode_with_overflow(const void* src, std::size_t n, std::uint8_t* dst, Fp8Overflow o, bool vec,
+                         cudaStream_t s) {
+  return o == Fp8Overflow::kSaturating ? encode_as<kKind, kFormat, true>(src, n, dst, vec, s)
+                                       : encode_as<kKind, kFormat, false>(src, n, dst, vec, s);
+}
+
+template <int kKind>
+int encode_with_format(const void* src, std::size_t n, std::uint8_t* dst, Fp8Format f,
+                       Fp8Overflow o, bool vec, cudaStream_t s) {
+  return f == Fp8Format::kE5M2
+             ? encode_with_overflow<kKind, Fp8Format::kE5M2>(src, n, dst, o, vec, s)
+             : encode_with_overflow<kKind, Fp8Format::kE4M3FN>(src, n, dst, o, vec, s);
+}
+
+template <int kKind, Fp8Format kFormat>
+int decode_as(const std::uint8_t* src, std::size_t n, void* dst, bool vec, cudaStream_t s) {
+  if (vec) {
+    decode_kernel<kKind, kFormat, true>
+        <<<blocks_for(n / 4 + 4), kThreadsPerBlock, 0, s>>>(src, n, dst);
+  } else {
+    decode_kernel<kKind, kFormat, false><<<blocks_for(n), kThreadsPerBlock, 0, s>>>(src, n, dst);
+  }
+  return static_cast<int>(cudaGetLastError());
+}
+
+template <int kKind>
+int decode_with_format(const std::uint8_t* src, std::size_t n, void* dst, Fp8Format f, bool vec,
+                       cudaStream_t s) {
+  return f == Fp8Format::kE5M2 ? decode_as<kKind, Fp8Format::kE5M2>(src, n, dst, vec, s)
+                               : decode_as<kKind, Fp8Format::kE4M3FN>(src, n, dst, vec, s);
+}
+
+}  // namespace
+
+int launch_encode(const void* d_src, WideKind src_kind, std::size_t count, std::uint8_t* d_dst,
+                  Fp8Format format, Fp8Overflow overflow, bool vectorized, void* stream) {
+  const auto s = static_cast<cudaStream_t>(stream);
+  switch (src_kind) {
+    case kWideF16:
+      return encode_with_format<kWideF16>(d_src, count, d_dst, format, overflow, vectorized, s);
+    case kWideBF16:
+      return encode_with_format<kWideBF16>(d_src, count, d_dst, format, overflow, vectorized, s);
+    default:
+      return encode_with_format<kWideF32>(d_src, count, d_dst, format, overflow, vectorized, s);
+  }
+}
+
+int launch_decode(const std::uint8_t* d_src, std::size_t count, void* d_dst, WideKind dst_kind,
+                  Fp8Format format, bool vectorized, void* stream) {
+  const auto s = static_cast<cudaStream_t>(stream);
+  switch (dst_kind) {
+    case kWideF16:
+      return decode_with_format<kWideF16>(d_src, count, d_dst, format, vectorized, s);
+    case kWideBF16:
+      return decode_with_format<kWideBF16>(d_src, count, d_dst, format, vectorized, s);
+    default:
+      return decode_with_format<kWideF32>(d_src, count, d_dst, format, vectorized, s);
+  }
+}
+
+}  // namespace lmcache::devices::fp8_cuda_internal

@@ -1,0 +1,582 @@
+#include "lmcache/wrapper/serde_l2_adapter_wrapper.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <prometheus/text_serializer.h>
+
+#include <fcntl.h>
+
+#include <cstring>
+#include <random>
+#include <thread>
+
+#include "lmcache/l2/mock_adapter.h"
+#include "lmcache/serde/async_serde_processor.h"
+#include "lmcache/fp8/fp8_codec.h"
+#include "lmcache/serde/serde_registry.h"
+#include "lmcache/wrapper/adapter_factory.h"
+#include "lmcache/wrapper/wrapper_test_support.h"
+
+namespace lmcache {
+namespace {
+
+using namespace std::chrono_literals;
+using ::testing::HasSubstr;
+using testing::ControlledDeserializer;
+using testing::ControlledSerializer;
+using testing::FlakyAdapter;
+using testing::FlakySerdeProcessor;
+using testing::Gate;
+using testing::wait_load;
+using testing::wait_store;
+
+constexpr std::size_t kL1Capacity = 512u << 20;
+
+ObjectKey key(std::uint32_t i, std::string salt = "") {
+  return ObjectKey(int_hash_to_bytes(i), "model", 0, 0, std::move(salt));
+}
+
+std::vector<ObjectKey> keys(std::uint32_t first, std::size_t n) {
+  std::vector<ObjectKey> out;
+  for (std::size_t i = 0; i < n; ++i) out.push_back(key(first + static_cast<std::uint32_t>(i)));
+  return out;
+}
+
+// Fills `obj` with values that are exact in both fp8 formats, so round trips are bit-exact.
+void fill_fp8_exact(MemoryObj& obj, std::uint32_t seed) {
+  static const float kValues[] = {0.0f, 0.5f, 1.0f, 1.5f, 2.0f,  3.0f,  4.0f,   -0.5f,
+                                  -1.0f, -2.0f, 0.25f, 8.0f, -16.0f, 96.0f, 0.125f, -3.0f};
+  std::mt19937 rng(seed);
+  const auto& layout = obj.layout();
+  for (std::size_t g = 0; g < layout.num_groups(); ++g) {
+    auto bytes = obj.group_bytes(g);
+    DType dt = layout.dtypes()[g];
+    for (std::size_t i = 0; i < layout.group_elements(g); ++i) {
+      float v = kValues[rng() % 16];
+      std::uint32_t bits;
+      std::memcpy(&bits, &v, 4);
+      if (dt == DType::kFloat32) {
+        std::memcpy(bytes.data() + 4 * i, &v, 4);
+      } else if (dt == DType::kBFloat16) {
+        auto h = static_cast<std::uint16_t>(bits >> 16);
+        std::memcpy(bytes.data() + 2 * i, &h, 2);
+      } else if (dt == DType::kFloat16) {
+        // These values are exact in fp16; convert through the fp8 codec's exact decode.
+        std::uint8_t code = fp8_encode_f32(v, Fp8Format::kE5M2, Fp8Overflow::kNonSaturating);
+        std::uint16_t h = fp8_decode_to_f16_bits(code, Fp8Format::kE5M2);
+        std::memcpy(bytes.data() + 2 * i, &h, 2);
+      } else {
+        bytes[i] = static_cast<std::byte>(rng());
+      }
+    }
+  }
+}
+
+std::vector<MemoryObjPtr> make_objects(const MemoryLayoutDesc& layout, std::size_t n,
+                                       std::uint32_t seed, bool fill = true) {
+  std::vector<MemoryObjPtr> out;
+  for (std::size_t i = 0; i < n; ++i) {
+    out.push_back(MemoryObj::allocate(layout));
+    if (fill) fill_fp8_exact(*out.back(), seed + static_cast<std::uint32_t>(i));
+  }
+  return out;
+}
+
+bool same_bytes(const MemoryObj& a, const MemoryObj& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size()) == 0;
+}
+
+// A wrapper over a FlakyAdapter(mock) and a FlakySerdeProcessor(Async(controlled fp8)),
+// with raw pointers kept to flip the faults.
+struct Stack {
+  explicit Stack(std::string fp8_dtype = "float8_e4m3fn", std::size_t l1_capacity = kL1Capacity,
+                 MockL2AdapterOptions mock = MockL2AdapterOptions::from_gb(1.0, 100.0),
+                 std::size_t workers = 2) {
+    Fp8SerdeOptions opts;
+    opts.format = fp8_dtype == "float8_e5m2" ? Fp8Format::kE5M2 : Fp8Format::kE4M3FN;
+    auto ser = std::make_shared<ControlledSerializer>(opts);
+    auto de = std::make_shared<ControlledDeserializer>(opts);
+    serializer = ser.get();
+    deserializer = de.get();
+    auto processor = std::make_unique<FlakySerdeProcessor>(
+        std::make_unique<AsyncSerdeProcessor>(ser, de, workers));
+    serde = processor.get();
+    auto inner_adapter = std::make_unique<FlakyAdapter>(std::make_unique<MockL2Adapter>(mock));
+    inner = inner_adapter.get();
+    l1 = std::make_shared<L1Manager>(l1_capacity);
+    wrapper = std::make_unique<SerdeL2AdapterWrapper>(std::move(inner_adapter),
+                                                      std::move(processor), l1);
+  }
+  std::size_t l1_used() const { return l1->get_memory_usage().used_bytes; }
+
+  std::shared_ptr<L1Manager> l1;
+  ControlledSerializer* serializer;
+  ControlledDeserializer* deserializer;
+  FlakySerdeProcessor* serde;
+  FlakyAdapter* inner;
+  std::unique_ptr<SerdeL2AdapterWrapper> wrapper;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Round trips.
+
+struct RoundTripCase {
+  std::string name;
+  MemoryLayoutDesc layout;
+  std::size_t batch;
+};
+
+class WrapperRoundTrip : public ::testing::TestWithParam<RoundTripCase> {};
+
+TEST_P(WrapperRoundTrip, StoreThenLoadIsExactAndLeavesNoTemps) {
+  const auto& c = GetParam();
+  Stack s;
+  const std::size_t baseline = s.l1_used();
+  auto ks = keys(100, c.batch);
+  auto src = make_objects(c.layout, c.batch, 7);
+
+  TaskId sid = s.wrapper->submit_store_task(ks, src);
+  auto stored = wait_store(*s.wrapper, sid);
+  ASSERT_TRUE(stored.has_value());
+  ASSERT_TRUE(stored->is_successful());
+  const std::size_t numel = c.layout.total_elements();
+  EXPECT_EQ(stored->bytes_transferred(), numel * c.batch) << "one byte per element reaches L2";
+  EXPECT_EQ(s.wrapper->get_usage().total_bytes_used, numel * c.batch);
+  EXPECT_EQ(s.l1_used(), baseline) << "temps released after the store";
+
+  auto dst = make_objects(c.layout, c.batch, 0, /*fill=*/false);
+  TaskId lid = s.wrapper->submit_load_task(ks, dst);
+  auto loaded = wait_load(*s.wrapper, lid);
+  ASSERT_TRUE(loaded.has_value());
+  EXPECT_EQ(*loaded, Bitmap(c.batch, c.batch));
+  for (std::size_t i = 0; i < c.batch; ++i) EXPECT_TRUE(same_bytes(*src[i], *dst[i])) << i;
+  EXPECT_EQ(s.l1_used(), baseline) << "temps released after the load";
+  EXPECT_FALSE(s.wrapper->query_load_result(lid).has_value()) << "one-shot";
+  EXPECT_TRUE(s.wrapper->pop_completed_store_tasks().empty());
+  EXPECT_EQ(s.wrapper->metrics().temp_bytes(), 0u);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Layouts, WrapperRoundTrip,
+    ::testing::Values(
+        RoundTripCase{"bfloat16_one_element", MemoryLayoutDesc::single({1}, DType::kBFloat16), 1},
+        RoundTripCase{"float16_273", MemoryLayoutDesc::single({273}, DType::kFloat16), 3},
+        RoundTripCase{"float32_273", MemoryLayoutDesc::single({3, 91}, DType::kFloat32), 2},
+        RoundTripCase{"bfloat16_kv_chunk", MemoryLayoutDesc::single({2, 16, 8, 64}, DType::kBFloat16), 5},
+        RoundTripCase{"float16_multi_megabyte",
+                      MemoryLayoutDesc::single({2, 1024, 1024}, DType::kFloat16), 2},
+        RoundTripCase{"multi_group", MemoryLayoutDesc({{4, 33}, {7}, {2, 5}},
+                                                      {DType::kBFloat16, DType::kFloat16,
+                                                       DType::kFloat32}),
+                      4}),
+    [](const auto& info) { return info.param.name; });
+
+TEST(Wrapper, E5m2RoundTripThroughTheFactory) {
+  auto l1 = std::make_shared<L1Manager>(kL1Capacity);
+  AdapterContext ctx;
+  ctx.l1_manager = l1;
+  auto adapter = create_l2_adapter(
+      {{"type", "mock"},
+       {"max_size_gb", 0.5},
+       {"mock_bandwidth_gb", 50},
+       {"serde", {{"type", "fp8"}, {"fp8_dtype", "float8_e5m2"}, {"max_workers", 2}}}},
+      ctx);
+  auto layout = MemoryLayoutDesc::single({64, 16}, DType::kBFloat16);
+  auto src = make_objects(layout, 3, 11);
+  auto ks = keys(1, 3);
+  auto r = wait_store(*adapter, adapter->submit_store_task(ks, src));
+  ASSERT_TRUE(r && r->is_successful());
+  EXPECT_EQ(r->bytes_transferred(), 3u * 1024u);
+  auto dst = make_objects(layout, 3, 0, false);
+  auto bits = wait_load(*adapter, adapter->submit_load_task(ks, dst));
+  ASSERT_TRUE(bits.has_value());
+  EXPECT_TRUE(bits->all());
+  for (int i = 0; i < 3; ++i) EXPECT_TRUE(same_bytes(*src[i], *dst[i]));
+  Json status = adapter->report_status();
+  EXPECT_EQ(status.value("serde_wrapped", false), true);
+  EXPECT_EQ(status.value("type", ""), "MockL2Adapter") << "inner status is kept";
+  EXPECT_EQ(l1->get_memory_usage().used_bytes, 0u);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Failure points: exactly one failed completion, the documented result, no leaked temp.
+
+class WrapperFailure : public ::testing::Test {
+ protected:
+  MemoryLayoutDesc layout_ = MemoryLayoutDesc::single({4, 64}, DType::kBFloat16);
+
+  // Stores `n` keys successfully first (for load tests).
+  void prestore(Stack& s, std::size_t n) {
+    auto r = wait_store(*s.wrapper, s.wrapper->submit_store_task(keys(0, n),
+                                                                  make_objects(layout_, n, 3)));
+    ASSERT_TRUE(r && r->is_successful());
+  }
+
+  void expect_store_fails_once(Stack& s, std::size_t n = 3) {
+    const std::size_t baseline = s.l1_used();
+    std::map<TaskId, L2StoreResult> seen;
+    TaskId id = s.wrapper->submit_store_task(keys(50, n), make_objects(layout_, n, 1));
+    auto r = wait_store(*s.wrapper, id, &seen);
+    ASSERT_TRUE(r.has_value()) << "the task must complete";
+    EXPECT_FALSE(r->is_successful());
+    EXPECT_EQ(r->bytes_transferred(), 0u);
+    // No second completion arrives.
+    EXPECT_FALSE(wait_readable(s.wrapper->get_store_event_fd(), 100ms) &&
+                 !s.wrapper->pop_completed_store_tasks().empty());
+    EXPECT_EQ(s.l1_used(), baseline) << "no temp leaked";
+    EXPECT_EQ(s.wrapper->metrics().temp_bytes(), 0u);
+  }
+
+  void expect_load_fails_once(Stack& s, std::size_t n = 3) {
+    const std::size_t baseline = s.l1_used();
+    auto dst = make_objects(layout_, n, 0, false);
+    TaskId id = s.wrapper->submit_load_task(keys(0, n), dst);
+    auto bits = wait_load(*s.wrapper, id);
+    ASSERT_TRUE(bits.has_value()) << "the task must complete";
+    EXPECT_EQ(*bits, Bitmap(n)) << "all-zero bitmap of keys.size()";
+    EXPECT_FALSE(s.wrapper->query_load_result(id).has_value());
+    EXPECT_EQ(s.l1_used(), baseline) << "no temp leaked";
+  }
+};
+
+TEST_F(WrapperFailure, TempOutOfMemoryOnAnyKeyFailsTheWholeStoreAtOnce) {
+  // Room for two temps of 384 bytes (1.5 x 256 elements) but not three.
+  Stack s("float8_e4m3fn", /*l1_capacity=*/800);
+  TaskId id = s.wrapper->submit_store_task(keys(1, 3), make_objects(layout_, 3, 1));
+  auto now = s.wrapper->pop_completed_store_tasks();
+  ASSERT_EQ(now.size(), 1u) << "completed inside submit";
+  EXPECT_FALSE(now.at(id).is_successful());
+  EXPECT_EQ(s.l1_used(), 0u);
+  EXPECT_FALSE(s.inner->inner().report_status().value("stored_object_count", 0) > 0);
+}
+
+TEST_F(WrapperFailure, TempOutOfMemoryFailsALoadWithZeros) {
+  Stack s("float8_e4m3fn", 800);
+  TaskId id = s.wrapper->submit_load_task(keys(1, 3), make_objects(layout_, 3, 0, false));
+  auto bits = s.wrapper->query_load_result(id);
+  ASSERT_TRUE(bits.has_value()) << "completed inside submit";
+  EXPECT_EQ(*bits, Bitmap(3));
+  EXPECT_EQ(s.l1_used(), 0u);
+}
+
+TEST_F(WrapperFailure, SubmitSerializeThrows) {
+  Stack s;
+  s.serde->throw_on_submit_serialize = true;
+  expect_store_fails_once(s);
+}
+
+TEST_F(WrapperFailure, SerializeFails) {
+  Stack s;
+  s.serializer->throw_on_call = 1;  // the second object of the batch
+  expect_store_fails_once(s);
+  EXPECT_EQ(s.inner->get_usage().total_bytes_used, 0u) << "nothing reached L2";
+}
+
+TEST_F(WrapperFailure, InnerSubmitStoreThrows) {
+  Stack s;
+  s.inner->throw_on_submit_store = true;
+  expect_store_fails_once(s);
+}
+
+TEST_F(WrapperFailure, InnerStoreFails) {
+  Stack s;
+  s.inner->fail_stores = true;
+  expect_store_fails_once(s);
+}
+
+TEST_F(WrapperFailure, InnerSubmitLoadThrows) {
+  Stack s;
+  prestore(s, 3);
+  s.inner->throw_on_submit_load = true;
+  expect_load_fails_once(s);
+}
+
+TEST_F(WrapperFailure, SubmitDeserializeThrows) {
+  Stack s;
+  prestore(s, 3);
+  s.serde->throw_on_submit_deserialize = true;
+  expect_load_fails_once(s);
+}
+
+TEST_F(WrapperFailure, DeserializeFails) {
+  Stack s;
+  prestore(s, 3);
+  s.deserializer->throw_always = true;
+  expect_load_fails_once(s);
+}
+
+TEST_F(WrapperFailure, MissingKeysCompleteWithZerosWithoutDeserializing) {
+  Stack s;
+  expect_load_fails_once(s);
+  EXPECT_EQ(s.deserializer->calls.load(), 0);
+}
+
+TEST_F(WrapperFailure, PartialInnerLoadKeepsItsBitmapAndDeserializesOnlySetBits) {
+  Stack s;
+  auto src = make_objects(layout_, 3, 3);
+  ASSERT_TRUE(wait_store(*s.wrapper, s.wrapper->submit_store_task(keys(0, 3), src))
+                  ->is_successful());
+  s.inner->drop_load_indices = {1};
+  const std::size_t baseline = s.l1_used();
+  auto dst = make_objects(layout_, 3, 0, false);
+  auto bits = wait_load(*s.wrapper, s.wrapper->submit_load_task(keys(0, 3), dst));
+  ASSERT_TRUE(bits.has_value());
+  EXPECT_EQ(bits->to_string(), "101");
+  EXPECT_TRUE(same_bytes(*src[0], *dst[0]));
+  EXPECT_TRUE(same_bytes(*src[2], *dst[2]));
+  auto untouched = make_objects(layout_, 1, 0, false);
+  EXPECT_TRUE(same_bytes(*untouched[0], *dst[1])) << "a dropped key's destination is untouched";
+  EXPECT_EQ(s.deserializer->calls.load(), 2);
+  EXPECT_EQ(s.l1_used(), baseline);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Submit-time validation.
+
+TEST(WrapperValidation, HomogeneityAndLengthsThrowNamingTheIndex) {
+  Stack s;
+  auto a = MemoryObj::allocate(MemoryLayoutDesc::single({8}, DType::kFloat16));
+  auto b = MemoryObj::allocate(MemoryLayoutDesc::single({8}, DType::kFloat16));
+  auto c = MemoryObj::allocate(MemoryLayoutDesc::single({9}, DType::kFloat16));
+  try {
+    s.wrapper->submit_store_task(keys(0, 3), {a, b, c});
+    FAIL() << "expected invalid_argument";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_THAT(e.what(), HasSubstr("object 2"));
+  }
+  EXPECT_THROW(s.wrapper->submit_load_task(keys(0, 3), {a, c, b}), std::invalid_argument);
+  EXPECT_THROW(s.wrapper->submit_store_task(keys(0, 2), {a}), std::invalid_argument);
+  EXPECT_THROW(s.wrapper->submit_load_task(keys(0, 2), {a, nullptr}), std::invalid_argument);
+  EXPECT_TRUE(s.wrapper->pop_completed_store_tasks().empty()) << "a rejected submit completes nothing";
+  EXPECT_EQ(s.l1_used(), 0u);
+}
+
+TEST(WrapperValidation, EmptyBatchCompletesAtOnce) {
+  Stack s;
+  TaskId st = s.wrapper->submit_store_task({}, {});
+  auto popped = s.wrapper->pop_completed_store_tasks();
+  ASSERT_EQ(popped.count(st), 1u);
+  EXPECT_TRUE(popped.at(st).is_successful());
+  EXPECT_EQ(popped.at(st).bytes_transferred(), 0u);
+  TaskId ld = s.wrapper->submit_load_task({}, {});
+  EXPECT_NE(ld, st) << "one id counter for stores and loads";
+  auto bits = s.wrapper->query_load_result(ld);
+  ASSERT_TRUE(bits.has_value());
+  EXPECT_EQ(bits->size(), 0u);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Pass-through, status and metrics.
+
+TEST(WrapperPassThrough, LookupUnlockDeleteAndUsageReachTheInner) {
+  Stack s;
+  EXPECT_EQ(s.wrapper->get_lookup_and_lock_event_fd(), s.inner->get_lookup_and_lock_event_fd());
+  std::set<int> fds = {s.wrapper->get_store_event_fd(), s.wrapper->get_load_event_fd(),
+                       s.wrapper->get_lookup_and_lock_event_fd(), s.inner->get_store_event_fd(),
+                       s.inner->get_load_event_fd()};
+  EXPECT_EQ(fds.size(), 5u) << "wrapper fds are its own";
+  auto layout = MemoryLayoutDesc::single({100}, DType::kFloat32);
+  ASSERT_TRUE(wait_store(*s.wrapper, s.wrapper->submit_store_task(keys(0, 2),
+                                                                   make_objects(layout, 2, 1)))
+                  ->is_successful());
+  TaskId lk = s.wrapper->submit_lookup_and_lock_task({key(0), key(1), key(7)});
+  std::optional<Bitmap> hit;
+  for (int i = 0; i < 200 && !hit; ++i) {
+    wait_readable(s.wrapper->get_lookup_and_lock_event_fd(), 50ms);
+    hit = s.wrapper->query_lookup_and_lock_result(lk);
+  }
+  ASSERT_TRUE(hit.has_value());
+  EXPECT_EQ(hit->to_string(), "110");
+  s.wrapper->submit_unlock({key(0), key(1)});
+  EXPECT_EQ(s.wrapper->get_usage().total_bytes_used, 200u) << "the inner's serialized bytes";
+  EXPECT_EQ(s.wrapper->supports_global_eviction(), s.inner->supports_global_eviction());
+  s.wrapper->delete_keys({key(0)});
+  EXPECT_EQ(s.wrapper->get_usage().total_bytes_used, 100u);
+}
+
+TEST(WrapperMetricsTest, StatusAndPrometheusSeriesDescribeTheSteps) {
+  Stack s;
+  auto layout = MemoryLayoutDesc::single({256}, DType::kBFloat16);
+  auto src = make_objects(layout, 2, 1);
+  ASSERT_TRUE(wait_store(*s.wrapper, s.wrapper->submit_store_task(keys(0, 2), src))->is_successful());
+  ASSERT_TRUE(wait_load(*s.wrapper,
+                        s.wrapper->submit_load_task(keys(0, 2), make_objects(layout, 2, 0, false)))
+                  ->all());
+  Json status = s.wrapper->report_status();
+  EXPECT_TRUE(status.at("serde_wrapped").get<bool>());
+  EXPECT_TRUE(status.at("is_healthy").get<bool>());
+  const Json& w = status.at("serde_wrapper");
+  for (const char* step : {"serialize", "inner_store", "inner_load", "deserialize"}) {
+    EXPECT_EQ(w.at("step_latency_seconds").at(step).at("count").get<int>(), 1) << step;
+    EXPECT_EQ(w.at("tasks_in_flight").at(step).get<int>(), 0) << step;
+  }
+  EXPECT_EQ(w.at("temp_bytes_held").get<int>(), 0);
+  EXPECT_EQ(w.at("tasks").at("store_success").get<int>(), 1);
+  EXPECT_EQ(w.at("tasks").at("load_success").get<int>(), 1);
+
+  std::string text = prometheus::TextSerializer().Serialize(s.wrapper->metrics().registry()->Collect());
+  EXPECT_THAT(text, HasSubstr("lmcache_serde_wrapper_step_duration_seconds_count{step=\"serialize\"} 1"));
+  EXPECT_THAT(text, HasSubstr("lmcache_serde_wrapper_tasks_total{op=\"store\",outcome=\"success\"} 1"));
+  EXPECT_THAT(text, HasSubstr("lmcache_serde_wrapper_temp_bytes 0"));
+}
+
+TEST(WrapperFactory, BadConfigsAreRejectedByName) {
+  AdapterContext ctx;
+  ctx.l1_manager = std::make_shared<L1Manager>(1u << 20);
+  Json base = {{"type", "mock"}, {"max_size_gb", 0.01}, {"mock_bandwidth_gb", 1}};
+  auto error_of = [&](Json serde, const AdapterContext& c) -> std::string {
+    Json cfg = base;
+    cfg["serde"] = std::move(serde);
+    try {
+      create_l2_adapter(cfg, c);
+    } catch (const std::invalid_argument& e) {
+      return e.what();
+    }
+    return "<no exception>";
+  };
+  EXPECT_THAT(error_of("fp8", ctx), HasSubstr("'serde'"));
+  EXPECT_THAT(error_of(Json::object(), ctx), HasSubstr("type"));
+  EXPECT_THAT(error_of({{"type", "nope"}}, ctx), HasSubstr("fp8"));
+  EXPECT_THAT(error_of({{"type", "fp8"}, {"fp8_dtyp", "x"}}, ctx), HasSubstr("fp8_dtyp"));
+  EXPECT_THAT(error_of({{"type", "fp8"}}, AdapterContext{}), HasSubstr("L1Manager"));
+  // Without "serde" the plain adapter comes back.
+  auto plain = create_l2_adapter(base, ctx);
+  EXPECT_FALSE(plain->report_status().contains("serde_wrapped"));
+  plain->close();
+}
+
+// ---------------------------------------------------------------------------------------------
+// close().
+
+TEST(WrapperClose, TasksInEveryPhaseFailOnceAndNothingLeaks) {
+  // Slow inner stores keep a task in the inner-store phase; gates hold the serde phases.
+  Stack s("float8_e4m3fn", kL1Capacity, MockL2AdapterOptions{1u << 30, 1024}, /*workers=*/2);
+  auto layout = MemoryLayoutDesc::single({1024}, DType::kBFloat16);
+  const std::size_t baseline = s.l1_used();
+
+  // inner-store phase: serialize runs, then the 1 KiB/s inner store keeps it pending.
+  TaskId in_store = s.wrapper->submit_store_task({key(1)}, make_objects(layout, 1, 1));
+  for (int i = 0; i < 400 && s.wrapper->metrics().in_flight(WrapperStep::kInnerStore) == 0; ++i) {
+    std::this_thread::sleep_for(5ms);
+  }
+  EXPECT_EQ(s.wrapper->metrics().in_flight(WrapperStep::kInnerStore), 1);
+  // serialize phase: held by a gate.
+  Gate ser_gate;
+  s.serializer->gate = &ser_gate;
+  TaskId in_serialize = s.wrapper->submit_store_task({key(2)}, make_objects(layout, 1, 2));
+  ASSERT_TRUE(ser_gate.wait_entered());
+  // inner-load phase: held back by the inner.
+  s.inner->hold_loads = true;
+  TaskId in_load = s.wrapper->submit_load_task({key(900)}, make_objects(layout, 1, 0, false));
+  EXPECT_GT(s.l1_used(), baseline);
+
+  std::thread opener([&] {
+    std::this_thread::sleep_for(50ms);
+    ser_gate.open();  // close() waits for queued serde work; let it finish
+  });
+  s.wrapper->close();
+  opener.join();
+
+  EXPECT_EQ(s.l1_used(), baseline) << "every temp released";
+  EXPECT_EQ(s.wrapper->metrics().temp_bytes(), 0u);
+  auto stores = s.wrapper->pop_completed_store_tasks();
+  ASSERT_EQ(stores.size(), 2u);
+  EXPECT_FALSE(stores.at(in_store).is_successful());
+  EXPECT_FALSE(stores.at(in_serialize).is_successful());
+  auto load = s.wrapper->query_load_result(in_load);
+  ASSERT_TRUE(load.has_value());
+  EXPECT_EQ(*load, Bitmap(1));
+  EXPECT_TRUE(s.wrapper->pop_completed_store_tasks().empty()) << "exactly once";
+  EXPECT_FALSE(s.wrapper->query_load_result(in_load).has_value());
+
+  s.wrapper->close();  // idempotent
+  EXPECT_THROW(s.wrapper->submit_store_task({key(3)}, make_objects(layout, 1, 3)),
+               std::logic_error);
+  EXPECT_THROW(s.wrapper->submit_load_task({key(3)}, make_objects(layout, 1, 3)),
+               std::logic_error);
+  EXPECT_THROW(s.wrapper->get_store_event_fd(), std::logic_error);
+  EXPECT_THROW(s.wrapper->report_status(), std::logic_error);
+  EXPECT_THROW(s.wrapper->submit_lookup_and_lock_task({key(3)}), std::logic_error);
+}
+
+TEST(WrapperClose, DeserializePhaseTaskFailsOnClose) {
+  Stack s;
+  auto layout = MemoryLayoutDesc::single({64}, DType::kFloat32);
+  ASSERT_TRUE(wait_store(*s.wrapper, s.wrapper->submit_store_task({key(5)},
+                                                                   make_objects(layout, 1, 5)))
+                  ->is_successful());
+  Gate gate;
+  s.deserializer->gate = &gate;
+  TaskId id = s.wrapper->submit_load_task({key(5)}, make_objects(layout, 1, 0, false));
+  ASSERT_TRUE(gate.wait_entered());
+  std::thread opener([&] {
+    std::this_thread::sleep_for(50ms);
+    gate.open();
+  });
+  s.wrapper->close();
+  opener.join();
+  auto bits = s.wrapper->query_load_result(id);
+  ASSERT_TRUE(bits.has_value());
+  EXPECT_EQ(*bits, Bitmap(1)) << "in flight at close: failed";
+  EXPECT_EQ(s.l1_used(), 0u);
+}
+
+TEST(WrapperClose, IdleCloseIsPromptAndDestructorCloses) {
+  auto s = std::make_unique<Stack>();
+  int fd = s->wrapper->get_store_event_fd();
+  s->wrapper->close();
+  EXPECT_EQ(fcntl(fd, F_GETFD), -1) << "the wrapper's fd is closed";
+  s.reset();  // destructor after close: no double close problems
+  Stack t;    // destructor without close must not hang or leak
+  SUCCEED();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Stress: many threads, out-of-order inner completions.
+
+TEST(WrapperStress, ConcurrentStoresAndLoadsCompleteExactlyOnce) {
+  // Bandwidth makes completion time proportional to size: mixed sizes finish out of order.
+  Stack s("float8_e5m2", kL1Capacity, MockL2AdapterOptions{1u << 30, 64u << 20}, 2);
+  constexpr int kThreads = 4, kOpsPerThread = 30;
+  std::vector<MemoryLayoutDesc> layouts = {MemoryLayoutDesc::single({16}, DType::kBFloat16),
+                                           MemoryLayoutDesc::single({4096}, DType::kBFloat16),
+                                           MemoryLayoutDesc::single({64, 256}, DType::kBFloat16)};
+  std::atomic<int> failures{0};
+  testing::StoreResults results(*s.wrapper);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      std::mt19937 rng(t);
+      for (int op = 0; op < kOpsPerThread; ++op) {
+        const auto& layout = layouts[rng() % layouts.size()];
+        std::uint32_t base = static_cast<std::uint32_t>(10000 * (t + 1) + 10 * op);
+        std::size_t n = 1 + rng() % 3;
+        auto src = make_objects(layout, n, base);
+        auto ks = keys(base, n);
+        TaskId sid = s.wrapper->submit_store_task(ks, src);
+        auto r = results.wait(sid);
+        if (!r || !r->is_successful()) {
+          failures++;
+          continue;
+        }
+        auto dst = make_objects(layout, n, 0, false);
+        auto bits = wait_load(*s.wrapper, s.wrapper->submit_load_task(ks, dst));
+        if (!bits || !bits->all()) {
+          failures++;
+          continue;
+        }
+        for (std::size_t i = 0; i < n; ++i) {
+          if (!same_bytes(*src[i], *dst[i])) failures++;
+        }
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(failures.load(), 0);
+  EXPECT_EQ(s.l1_used(), 0u);
+  EXPECT_EQ(s.wrapper->metrics().temp_bytes(), 0u);
+  s.wrapper->close();
+}
+
+}  // namespace
+}  // namespace lmcache
