@@ -13,6 +13,7 @@
 
 #include "lmcache/bench/bench_catalog.h"
 #include "lmcache/bench/metrics_export.h"
+#include "lmcache/bench/roofline.h"
 #include "lmcache/bench/suites.h"
 #include "lmcache/bench/workloads.h"
 #include "lmcache/devices/fp8_kernels.h"
@@ -38,68 +39,6 @@ std::span<const std::byte> kv_values(DType dtype, std::size_t bytes) {
     fill_kv_values(buf, dtype, /*seed=*/1);
   }
   return {buf.data(), bytes};
-}
-
-namespace {
-
-// glibc memcpy in pieces of this many bytes: small enough to stay on glibc's vector loop.
-constexpr std::size_t kCopyPiece = 2048;
-
-void copy_range(std::byte* dst, const std::byte* src, std::size_t bytes, bool chunked) {
-  if (!chunked) {
-    std::memcpy(dst, src, bytes);
-    return;
-  }
-  for (std::size_t o = 0; o < bytes; o += kCopyPiece) {
-    std::memcpy(dst + o, src + o, std::min(kCopyPiece, bytes - o));
-  }
-}
-
-}  // namespace
-
-void parallel_memcpy(std::byte* dst, const std::byte* src, std::size_t bytes, std::size_t threads,
-                     bool chunked) {
-  const std::size_t step = threads <= 1 ? 0 : (bytes / threads) & ~std::size_t{4095};
-  if (step == 0) {
-    copy_range(dst, src, bytes, chunked);
-    return;
-  }
-  std::vector<std::thread> workers;
-  workers.reserve(threads - 1);
-  for (std::size_t t = 0; t + 1 < threads; ++t) {
-    workers.emplace_back([=] { copy_range(dst + t * step, src + t * step, step, chunked); });
-  }
-  const std::size_t last = (threads - 1) * step;
-  copy_range(dst + last, src + last, bytes - last, chunked);
-  for (auto& w : workers) w.join();
-}
-
-double measure_rate(const std::function<void()>& pass, double bytes_per_pass, double min_seconds,
-                    int min_passes) {
-  using Clock = std::chrono::steady_clock;
-  auto seconds_of = [&](std::size_t reps) {
-    const auto t0 = Clock::now();
-    for (std::size_t i = 0; i < reps; ++i) pass();
-    return std::chrono::duration<double>(Clock::now() - t0).count();
-  };
-  // Warm-up (page faults, caches, thread start-up paths), then enough passes per sample that
-  // the clock's own cost is negligible for tiny copies.
-  const double once = std::max(seconds_of(1), 1e-9);
-  constexpr double kSampleSeconds = 200e-6;
-  const auto reps = static_cast<std::size_t>(std::clamp(kSampleSeconds / once, 1.0, 1e6));
-  std::vector<double> rates;
-  const auto start = Clock::now();
-  while (static_cast<int>(rates.size()) < min_passes ||
-         std::chrono::duration<double>(Clock::now() - start).count() < min_seconds) {
-    const double s = seconds_of(reps);
-    rates.push_back(bytes_per_pass * static_cast<double>(reps) / std::max(s, 1e-12));
-  }
-  std::sort(rates.begin(), rates.end());
-  return rates[rates.size() / 2];
-}
-
-std::size_t kernel_threads(std::size_t elements, std::size_t threads) {
-  return std::min(threads, std::max<std::size_t>(1, elements / devices::kMinElementsPerThread));
 }
 
 namespace {
@@ -136,30 +75,15 @@ std::uint64_t codec_traffic(DType dtype, std::uint64_t size) {
   return size + size / element_size(dtype);
 }
 
-double roofline_min_seconds(bool quick) { return quick ? 0.005 : 0.05; }
+// The longest the roofline of one codec row samples: a fraction of the kernel's own timed
+// time, so the roofline costs at most half as much as the row it bounds.
+double roofline_cap_seconds(bool quick) { return quick ? 0.01 : 0.1; }
+constexpr int kRooflineMinSamples = 5;
 
-// ---------------------------------------------------------------------------------------------
-// CPU
-
-// The roofline rate of `traffic` bytes read + written: the faster of a plain and a chunked
-// glibc memcpy (see parallel_memcpy()). `threads`: what the kernel really uses
-// (kernel_threads()).
-double measure_memcpy_rate(std::uint64_t traffic, std::size_t threads, bool quick) {
-  const std::size_t bytes = traffic / 2;
-  std::vector<std::byte> src(bytes, std::byte{1});
-  std::vector<std::byte> dst(bytes);
-  double best = 0;
-  for (bool chunked : {false, true}) {
-    best = std::max(
-        best,
-        measure_rate([&] { parallel_memcpy(dst.data(), src.data(), bytes, threads, chunked); },
-                     static_cast<double>(2 * bytes), roofline_min_seconds(quick), 3));
-  }
-  return best;
-}
-
-// `threads` is the requested count (the label); the copy splits as a kernel call over
-// `elements` elements would (kernel_threads()).
+// The standalone roofline/ rows: the copy a codec call over `elements` elements with `threads`
+// would be measured against (devices::fp8_roofline_copy: the kernels' own thread split), one
+// memcpy per range (impl "memcpy") or in 2 KiB pieces ("memcpy_2k"). The codec rows measure
+// their own roofline on their own buffers; these rows put the copy itself on the plots.
 void register_memcpy(std::uint64_t traffic, std::size_t threads, std::size_t elements,
                      bool chunked) {
   BenchLabels l;
@@ -168,15 +92,15 @@ void register_memcpy(std::uint64_t traffic, std::size_t threads, std::size_t ele
   l.impl = chunked ? "memcpy_2k" : "memcpy";
   l.size_bytes = traffic / 2;  // bytes copied; read + written = traffic
   l.threads = threads;
-  const std::size_t split = kernel_threads(elements, threads);
   register_labeled(l,
-                   [traffic, split, chunked](benchmark::State& st) {
-                     const std::size_t threads = split;
+                   [traffic, threads, elements, chunked](benchmark::State& st) {
                      const std::size_t bytes = traffic / 2;
                      std::vector<std::byte> src(bytes, std::byte{1});
                      std::vector<std::byte> dst(bytes);
+                     const devices::KernelOptions split{.threads = threads};
+                     const std::size_t piece = chunked ? 2048 : 0;
                      for (auto _ : st) {
-                       parallel_memcpy(dst.data(), src.data(), bytes, threads, chunked);
+                       devices::fp8_roofline_copy(dst, src, elements, split, piece);
                        benchmark::DoNotOptimize(dst.data());
                        benchmark::ClobberMemory();
                      }
@@ -185,6 +109,16 @@ void register_memcpy(std::uint64_t traffic, std::size_t threads, std::size_t ele
                    })
       ->Unit(benchmark::kMicrosecond)
       ->UseRealTime();
+}
+
+// Sets the roofline counters of a codec row that moved `traffic` bytes per iteration in
+// `elapsed` seconds over st.iterations() iterations.
+void set_roofline_counters(benchmark::State& st, const RateStats& roof, double traffic,
+                           double elapsed) {
+  const double rate = static_cast<double>(st.iterations()) * traffic / std::max(elapsed, 1e-12);
+  st.counters[kRooflineRatioCounter] = roof.median > 0 ? rate / roof.median : 0.0;
+  st.counters[kRooflineRateCounter] = roof.median;
+  st.counters[kRooflineSpreadCounter] = roof.spread();
 }
 
 // impl "scalar": lmcache::fp8_encode / fp8_decode, the reference codec the fp8 serde calls.
@@ -200,40 +134,47 @@ void register_cpu_codec(bool encode, DType dtype, Fp8Format format, std::uint64_
   l.format = std::string(fp8_format_name(format));
   l.size_bytes = size;
   l.threads = threads;
-  // Measured on the instance's first call, right before its first timing, and reused by the
-  // later calls Google Benchmark makes while it sizes the iteration count.
-  auto roofline = std::make_shared<double>(0.0);
   register_labeled(
       l,
       [=](benchmark::State& st) {
         const std::size_t n = size / element_size(dtype);
         const std::uint64_t traffic = codec_traffic(dtype, size);
+        // The roofline copies traffic / 2 bytes from the kernel's input allocation into its
+        // output allocation (both at least that large; the kernel uses their first bytes), so
+        // it runs on the very pages the kernel just touched.
+        const std::size_t copy_bytes = traffic / 2;
         const KernelOptions opt{.threads = threads, .backend = Fp8Backend::kSimd, .simd_target = 0};
         std::span<const std::byte> wide_in;
         std::span<const std::uint8_t> codes_in;
         std::vector<std::uint8_t> codes_out;
         std::vector<std::byte> wide_out;
+        std::span<const std::byte> copy_src;
+        std::span<std::byte> copy_dst;
         if (encode) {
           wide_in = kv_values(dtype, size);
-          codes_out.assign(n, 0);
+          codes_out.assign(std::max<std::size_t>(n, copy_bytes), 0);
+          copy_src = wide_in.first(copy_bytes);
+          copy_dst = std::as_writable_bytes(std::span<std::uint8_t>(codes_out));
         } else {
-          codes_in = kv_codes(format, n);
+          codes_in = kv_codes(format, std::max<std::size_t>(n, copy_bytes));
           wide_out.assign(size, std::byte{0});
+          copy_src = std::as_bytes(codes_in).first(copy_bytes);
+          copy_dst = wide_out;
         }
-        if (*roofline == 0.0) {
-          *roofline = measure_memcpy_rate(traffic, kernel_threads(n, threads), quick);
-        }
+        const std::span<const std::uint8_t> codes_in_n = encode ? codes_in : codes_in.first(n);
+        const std::span<std::uint8_t> codes_out_n =
+            encode ? std::span<std::uint8_t>(codes_out).first(n) : std::span<std::uint8_t>();
         const auto t0 = std::chrono::steady_clock::now();
         for (auto _ : st) {
           if (encode && scalar) {
-            fp8_encode(wide_in, dtype, n, codes_out, format, Fp8Overflow::kNonSaturating);
+            fp8_encode(wide_in, dtype, n, codes_out_n, format, Fp8Overflow::kNonSaturating);
           } else if (encode) {
-            devices::fp8_encode_fast(wide_in, dtype, n, codes_out, format,
+            devices::fp8_encode_fast(wide_in, dtype, n, codes_out_n, format,
                                      Fp8Overflow::kNonSaturating, opt);
           } else if (scalar) {
-            fp8_decode(codes_in, n, wide_out, dtype, format);
+            fp8_decode(codes_in_n, n, wide_out, dtype, format);
           } else {
-            devices::fp8_decode_fast(codes_in, n, wide_out, dtype, format, opt);
+            devices::fp8_decode_fast(codes_in_n, n, wide_out, dtype, format, opt);
           }
           benchmark::DoNotOptimize(encode ? static_cast<void*>(codes_out.data())
                                           : static_cast<void*>(wide_out.data()));
@@ -241,11 +182,16 @@ void register_cpu_codec(bool encode, DType dtype, Fp8Format format, std::uint64_
         }
         const double elapsed =
             std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-        const auto iters = static_cast<double>(st.iterations());
         st.SetBytesProcessed(static_cast<std::int64_t>(st.iterations() * traffic));
         st.SetItemsProcessed(static_cast<std::int64_t>(st.iterations() * n));
-        st.counters[kRooflineRatioCounter] =
-            iters * static_cast<double>(traffic) / std::max(elapsed, 1e-9) / *roofline;
+        // Measured after every call Google Benchmark makes (the counters of its last call are
+        // reported), for half the kernel's own time at most: warm buffers, same threads.
+        const RateStats roof =
+            measure_roofline(copy_dst, copy_src, n,
+                             {.threads = threads,
+                              .min_seconds = std::min(elapsed / 2, roofline_cap_seconds(quick)),
+                              .min_samples = kRooflineMinSamples});
+        set_roofline_counters(st, roof, static_cast<double>(traffic), elapsed);
       })
       ->Unit(benchmark::kMicrosecond)
       ->UseRealTime();
@@ -297,32 +243,20 @@ void register_cuda_codec(bool encode, DType dtype, Fp8Format format, std::uint64
   l.device = "cuda";
   l.size_bytes = size;
   l.threads = 1;
-  auto roofline = std::make_shared<double>(0.0);
   register_labeled(
       l,
       [=](benchmark::State& st) {
         const std::size_t n = size / element_size(dtype);
         const std::uint64_t traffic = codec_traffic(dtype, size);
         try {
+          // The codes buffer holds at least traffic / 2 bytes: the roofline copy runs between
+          // the kernel's own two buffers (the kernel uses the first n codes).
           devices::cuda::DeviceBuffer wide(size);
-          devices::cuda::DeviceBuffer codes(n);
+          devices::cuda::DeviceBuffer codes(std::max<std::size_t>(n, traffic / 2));
           if (encode) {
             devices::cuda::copy_to_device(wide.data(), kv_values(dtype, size).data(), size);
           } else {
             devices::cuda::copy_to_device(codes.data(), kv_codes(format, n).data(), n);
-          }
-          if (*roofline == 0.0) {
-            devices::cuda::DeviceBuffer a(traffic / 2);
-            devices::cuda::DeviceBuffer b(traffic / 2);
-            std::vector<double> rates;
-            for (int i = 0; i < 6; ++i) {
-              const double ms = devices::cuda::time_ms([&](void* s) {
-                devices::cuda::copy_device_to_device(b.data(), a.data(), traffic / 2, s);
-              });
-              if (i > 0) rates.push_back(static_cast<double>(traffic) / (ms / 1e3));
-            }
-            std::sort(rates.begin(), rates.end());
-            *roofline = rates[rates.size() / 2];
           }
           double total_s = 0;
           for (auto _ : st) {
@@ -339,9 +273,20 @@ void register_cuda_codec(bool encode, DType dtype, Fp8Format format, std::uint64
             st.SetIterationTime(ms / 1e3);
             total_s += ms / 1e3;
           }
-          const auto iters = static_cast<double>(st.iterations());
-          st.counters[kRooflineRatioCounter] =
-              iters * static_cast<double>(traffic) / std::max(total_s, 1e-12) / *roofline;
+          // The device copy of the same traffic from the kernel's input buffer to its output
+          // buffer, timed with CUDA events like the kernel, after it (the first copy warms up
+          // and is not counted).
+          void* copy_dst = encode ? codes.data() : wide.data();
+          const void* copy_src = encode ? wide.data() : codes.data();
+          std::vector<double> rates;
+          for (int i = 0; i <= kRooflineMinSamples * 2; ++i) {
+            const double ms = devices::cuda::time_ms([&](void* s) {
+              devices::cuda::copy_device_to_device(copy_dst, copy_src, traffic / 2, s);
+            });
+            if (i > 0) rates.push_back(static_cast<double>(traffic) / std::max(ms / 1e3, 1e-12));
+          }
+          set_roofline_counters(st, rate_stats(std::move(rates)), static_cast<double>(traffic),
+                                total_s);
         } catch (const std::exception& e) {
           st.SkipWithError(e.what());
           return;

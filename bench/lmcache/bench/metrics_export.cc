@@ -87,6 +87,8 @@ std::optional<BenchResult> summarize_runs(
   out.bytes_per_second = median_counter(usable, "bytes_per_second");
   out.items_per_second = median_counter(usable, "items_per_second");
   out.roofline_ratio = median_counter(usable, kRooflineRatioCounter);
+  out.roofline_bytes_per_second = median_counter(usable, kRooflineRateCounter);
+  out.roofline_spread = median_counter(usable, kRooflineSpreadCounter);
   out.codec_ratio = median_counter(usable, kCodecRatioCounter);
   out.latency_p50_seconds = median_counter(usable, kLatencyP50Counter);
   out.latency_p99_seconds = median_counter(usable, kLatencyP99Counter);
@@ -124,6 +126,20 @@ BenchMetrics::BenchMetrics(const BuildInfo& build, const MachineInfo& machine)
                        "Throughput divided by the in-run memcpy (CPU) or device-to-device copy "
                        "(GPU) throughput of the same bytes read + written and threads.")
                    .Register(r);
+  roofline_rate_ = &prometheus::BuildGauge()
+                        .Name("lmcache_bench_roofline_bytes_per_second")
+                        .Help(
+                            "The roofline of a codec row: median bytes read + written per "
+                            "second of the in-run copy of the same traffic, on the row's "
+                            "buffers and threads.")
+                        .Register(r);
+  roofline_spread_ = &prometheus::BuildGauge()
+                          .Name("lmcache_bench_roofline_spread_ratio")
+                          .Help(
+                              "Relative interquartile range of the roofline copy's samples, "
+                              "(q3 - q1) / median: how far lmcache_bench_roofline_ratio can "
+                              "be trusted.")
+                          .Register(r);
   codec_ratio_ = &prometheus::BuildGauge()
                       .Name("lmcache_bench_codec_ratio")
                       .Help(
@@ -174,6 +190,10 @@ void BenchMetrics::record(const BenchResult& result) {
   if (result.bytes_per_second) throughput_->Add(labels).Set(*result.bytes_per_second);
   if (result.items_per_second) items_->Add(labels).Set(*result.items_per_second);
   if (result.roofline_ratio) roofline_->Add(labels).Set(*result.roofline_ratio);
+  if (result.roofline_bytes_per_second) {
+    roofline_rate_->Add(labels).Set(*result.roofline_bytes_per_second);
+  }
+  if (result.roofline_spread) roofline_spread_->Add(labels).Set(*result.roofline_spread);
   if (result.codec_ratio) codec_ratio_->Add(labels).Set(*result.codec_ratio);
   if (result.latency_p50_seconds) {
     latency_->Add(with(labels, "stat", "p50")).Set(*result.latency_p50_seconds);

@@ -22,6 +22,8 @@
 //   lmcache_bench_time_seconds{...,stat}             time per iteration, stat = real | cpu
 //   lmcache_bench_roofline_ratio{...}                throughput / in-run memcpy (or device
 //                                                    copy) throughput of the same traffic
+//   lmcache_bench_roofline_bytes_per_second{...}     that copy's median rate (codec rows)
+//   lmcache_bench_roofline_spread_ratio{...}         its relative interquartile range
 //   lmcache_bench_codec_ratio{...}                   throughput / the bare serde's, same input
 //   lmcache_bench_task_latency_seconds{...,stat}     per-task latency, stat = p50 | p99
 //   lmcache_bench_build_info{version,git_sha,compiler,build_type}      1
@@ -90,6 +92,8 @@ struct BenchResult {
   std::optional<double> bytes_per_second;
   std::optional<double> items_per_second;
   std::optional<double> roofline_ratio;
+  std::optional<double> roofline_bytes_per_second;
+  std::optional<double> roofline_spread;
   std::optional<double> codec_ratio;
   std::optional<double> latency_p50_seconds;
   std::optional<double> latency_p99_seconds;
@@ -97,6 +101,8 @@ struct BenchResult {
 
 // Names of the counters the suites set and the exporter reads.
 inline constexpr const char* kRooflineRatioCounter = "roofline_ratio";
+inline constexpr const char* kRooflineRateCounter = "roofline_bytes_per_second";
+inline constexpr const char* kRooflineSpreadCounter = "roofline_spread";
 inline constexpr const char* kCodecRatioCounter = "codec_ratio";
 inline constexpr const char* kLatencyP50Counter = "p50_s";
 inline constexpr const char* kLatencyP99Counter = "p99_s";
@@ -151,6 +157,8 @@ class BenchMetrics {
   GaugeFamily* items_ = nullptr;
   GaugeFamily* time_ = nullptr;
   GaugeFamily* roofline_ = nullptr;
+  GaugeFamily* roofline_rate_ = nullptr;
+  GaugeFamily* roofline_spread_ = nullptr;
   GaugeFamily* codec_ratio_ = nullptr;
   GaugeFamily* latency_ = nullptr;
   prometheus::Gauge* ok_ = nullptr;

@@ -45,6 +45,8 @@ BenchResult sample_result() {
   r.bytes_per_second = 1.5e9;
   r.items_per_second = 5.0e8;
   r.roofline_ratio = 0.25;
+  r.roofline_bytes_per_second = 6e9;
+  r.roofline_spread = 0.04;
   return r;
 }
 
@@ -108,6 +110,13 @@ TEST(BenchMetrics, ExportsBaseUnitsBoundedLabelsAndBuildInfo) {
             std::string::npos)
       << text;
   EXPECT_NE(text.find("lmcache_bench_roofline_ratio{"), std::string::npos);
+  EXPECT_NE(text.find("lmcache_bench_roofline_bytes_per_second{batch=\"none\",device=\"cpu\","
+                      "dtype=\"bfloat16\",format=\"float8_e4m3fn\",impl=\"simd\",op=\"encode\","
+                      "serde=\"fp8\",size_bytes=\"1048576\",suite=\"codec\",threads=\"1\"} "
+                      "6000000000"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("lmcache_bench_roofline_spread_ratio{"), std::string::npos);
   EXPECT_NE(text.find("stat=\"real\""), std::string::npos);
   EXPECT_NE(text.find("stat=\"cpu\""), std::string::npos);
   EXPECT_NE(text.find("lmcache_bench_build_info{build_type=\"Release\",compiler=\"GNU 12.2.0\","
@@ -154,6 +163,7 @@ TEST(SummarizeRuns, MedianOfIterationRunsAggregatesAndErrorsSkipped) {
     r.cpu_accumulated_time = t / 2;
     r.counters["bytes_per_second"] = benchmark::Counter(t * 100);
     r.counters[kRooflineRatioCounter] = benchmark::Counter(t / 10);
+    r.counters[kRooflineSpreadCounter] = benchmark::Counter(t / 100);
     runs.push_back(r);
   }
   Run agg;
@@ -172,6 +182,8 @@ TEST(SummarizeRuns, MedianOfIterationRunsAggregatesAndErrorsSkipped) {
   EXPECT_DOUBLE_EQ(r->cpu_time_seconds, 0.1);
   EXPECT_DOUBLE_EQ(*r->bytes_per_second, 200);
   EXPECT_DOUBLE_EQ(*r->roofline_ratio, 0.2);
+  EXPECT_DOUBLE_EQ(*r->roofline_spread, 0.02);
+  EXPECT_FALSE(r->roofline_bytes_per_second.has_value());
   EXPECT_FALSE(r->items_per_second.has_value());
   EXPECT_FALSE(summarize_runs(sample_labels(), {agg, err}).has_value());
 }

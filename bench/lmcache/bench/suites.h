@@ -8,8 +8,10 @@
 //               the same entry points the serde uses (lmcache::fp8_encode for the reference,
 //               lmcache::devices::fp8_encode_fast for the fast backends). Supersedes the
 //               devices area's fp8_kernels_bench for everything but its per-SIMD-target rows.
-//   roofline/   memcpy (CPU; device-to-device copy on a GPU) of the same bytes: every codec row
-//               also carries roofline_ratio = its throughput / this copy's, measured in-run.
+//   roofline/   memcpy (CPU; device-to-device copy on a GPU) of the same bytes. Every codec row
+//               also measures its own roofline (roofline.h: the same copy on the row's own
+//               buffers, right after its timed loop, with its spread) and carries
+//               roofline_ratio = its throughput / that copy's median.
 //   processor/  AsyncSerdeProcessor: per-task latency (submit -> eventfd -> query) with a no-op
 //               serde, throughput with tasks in flight, and direct serializer calls.
 //   wrapper/    SerdeL2AdapterWrapper store / load end to end over a fast mock adapter, the
@@ -88,30 +90,5 @@ std::vector<std::size_t> default_threads(bool quick);
 // (float32 / float16 / bfloat16), seed 1; grown on demand, never shrunk. Not thread-safe: call
 // it from the benchmark thread.
 std::span<const std::byte> kv_values(DType dtype, std::size_t bytes);
-
-// kernel_threads()
-//
-// The threads a codec kernel call over `elements` elements with `threads` really uses: ranges
-// are never smaller than devices::kMinElementsPerThread. The roofline copies split the same way.
-std::size_t kernel_threads(std::size_t elements, std::size_t threads);
-
-// parallel_memcpy()
-//
-// Copies `bytes` split into `threads` contiguous page-aligned ranges, the calling thread doing
-// the last one and threads started for the call doing the others (how the codec kernels split
-// their work), so the roofline pays the same thread start-up. `chunked` copies each range with
-// glibc memcpy in 2 KiB pieces: glibc 2.36 switches to `rep movsb` from 4 KiB up to the L2 size
-// on AMD CPUs, which runs at ~6 GB/s for some sizes and page offsets on the development VM;
-// 2 KiB pieces stay on its vector loop. The roofline is the faster of the two.
-void parallel_memcpy(std::byte* dst, const std::byte* src, std::size_t bytes, std::size_t threads,
-                     bool chunked = false);
-
-// measure_rate()
-//
-// Runs `pass` (which moves `bytes_per_pass` bytes) once to warm up, then in samples of enough
-// passes to last ~200 us (so the clock's cost does not count for tiny copies), at least
-// `min_passes` samples and for at least `min_seconds`; returns the median bytes per second.
-double measure_rate(const std::function<void()>& pass, double bytes_per_pass, double min_seconds,
-                    int min_passes);
 
 }  // namespace lmcache::bench

@@ -6,6 +6,7 @@
 #include "lmcache/devices/fp8_kernels.h"
 
 #include <algorithm>
+#include <cstring>
 #include <exception>
 #include <stdexcept>
 #include <string>
@@ -189,6 +190,40 @@ void fp8_decode_fast(std::span<const std::uint8_t> src, std::size_t count, std::
       return;
     }
   }
+}
+
+void fp8_roofline_copy(std::span<std::byte> dst, std::span<const std::byte> src,
+                       std::size_t elements, const KernelOptions& options,
+                       std::size_t piece_bytes) {
+  check_threads(options);
+  if (dst.size() < src.size()) {
+    throw std::invalid_argument("fp8_roofline_copy: dst holds " + std::to_string(dst.size()) +
+                                " bytes, src " + std::to_string(src.size()));
+  }
+  if (src.empty()) return;
+  if (elements == 0) {
+    throw std::invalid_argument("fp8_roofline_copy: elements must be >= 1 for a non-empty copy");
+  }
+  const std::size_t bytes = src.size();
+  // Element index -> byte offset, exact (the product can exceed 64 bits) and monotone, so the
+  // scaled ranges tile [0, bytes) as the element ranges tile [0, elements).
+  __extension__ using Wide = unsigned __int128;
+  auto offset = [&](std::size_t element) {
+    return static_cast<std::size_t>(static_cast<Wide>(element) * bytes / elements);
+  };
+  std::byte* out = dst.data();
+  const std::byte* in = src.data();
+  run_split(elements, options.threads, [&](std::size_t b, std::size_t e) {
+    const std::size_t begin = offset(b);
+    const std::size_t end = offset(e);
+    if (piece_bytes == 0) {
+      std::memcpy(out + begin, in + begin, end - begin);
+      return;
+    }
+    for (std::size_t o = begin; o < end; o += piece_bytes) {
+      std::memcpy(out + o, in + o, std::min(piece_bytes, end - o));
+    }
+  });
 }
 
 }  // namespace lmcache::devices

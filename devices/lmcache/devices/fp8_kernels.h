@@ -81,6 +81,22 @@ void fp8_encode_fast(std::span<const std::byte> src, DType src_dtype, std::size_
 void fp8_decode_fast(std::span<const std::uint8_t> src, std::size_t count, std::span<std::byte> dst,
                      DType dst_dtype, Fp8Format format, const KernelOptions& options = {});
 
+// fp8_roofline_copy()
+//
+// The memory roofline of a kernel call: copies src into dst[0, src.size()) (non-overlapping)
+// split across threads exactly as fp8_encode_fast() / fp8_decode_fast() split a call over
+// `elements` elements with `options.threads` (same ranges, each scaled to bytes: a range of k
+// elements copies about k * src.size() / elements bytes; the caller's thread runs the last
+// one; the same thread start-up). Each range is copied with memcpy in pieces of at most
+// `piece_bytes` bytes (0: one memcpy per range). A benchmark that divides a kernel's
+// throughput by this copy's, on the same buffers, sees the conversion's cost alone: whatever
+// thread model the kernels use, the copy uses it too. options.backend and simd_target are
+// ignored. Throws std::invalid_argument for threads == 0, dst shorter than src, or
+// elements == 0 with a non-empty src.
+void fp8_roofline_copy(std::span<std::byte> dst, std::span<const std::byte> src,
+                       std::size_t elements, const KernelOptions& options,
+                       std::size_t piece_bytes = 0);
+
 // fp8_resolve_backend()
 //
 // The backend a call with `options` runs on (kAuto resolved). Throws std::invalid_argument for

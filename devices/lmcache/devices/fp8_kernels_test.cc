@@ -434,6 +434,38 @@ TEST(Fp8Kernels, ZeroCountAcceptsEmptyBuffers) {
   }
 }
 
+TEST(Fp8Kernels, RooflineCopyCopiesEveryByteWhateverTheSplit) {
+  // Element counts that split into 1, 2 and 3 ranges; byte counts that are not a multiple of
+  // the element count (the scaled boundaries must still tile the copy exactly).
+  for (std::size_t elements : {std::size_t{1}, kMinElementsPerThread, 2 * kMinElementsPerThread,
+                               3 * kMinElementsPerThread + 77}) {
+    for (std::size_t bytes : {std::size_t{1}, std::size_t{4095}, elements * 3 / 2 + 1}) {
+      const auto src = random_bytes(bytes, 11);
+      for (std::size_t threads : {1, 2, 3, 7}) {
+        for (std::size_t piece : {std::size_t{0}, std::size_t{2048}, std::size_t{5}}) {
+          std::vector<std::byte> dst(bytes + 16, std::byte{0x5A});
+          fp8_roofline_copy(dst, src, elements, {.threads = threads}, piece);
+          EXPECT_EQ(std::memcmp(dst.data(), src.data(), bytes), 0)
+              << elements << " elements, " << bytes << " bytes, threads " << threads << ", pieces "
+              << piece;
+          EXPECT_TRUE(std::all_of(dst.begin() + static_cast<std::ptrdiff_t>(bytes), dst.end(),
+                                  [](std::byte b) { return b == std::byte{0x5A}; }));
+        }
+      }
+    }
+  }
+}
+
+TEST(Fp8Kernels, RooflineCopyRejectsBadArguments) {
+  const std::vector<std::byte> src(64, std::byte{1});
+  std::vector<std::byte> dst(64);
+  std::vector<std::byte> short_dst(63);
+  EXPECT_THROW(fp8_roofline_copy(dst, src, 8, {.threads = 0}), std::invalid_argument);
+  EXPECT_THROW(fp8_roofline_copy(short_dst, src, 8, {}), std::invalid_argument);
+  EXPECT_THROW(fp8_roofline_copy(dst, src, 0, {}), std::invalid_argument);
+  EXPECT_NO_THROW(fp8_roofline_copy({}, {}, 0, {}));
+}
+
 TEST(Fp8Kernels, BackendNamesRoundTrip) {
   for (Fp8Backend b :
        {Fp8Backend::kAuto, Fp8Backend::kScalar, Fp8Backend::kSimd, Fp8Backend::kCuda}) {
