@@ -70,16 +70,27 @@ stage "fault campaign ($operations operations, seed $seed)"
   --json "$out/campaign.json"
 
 stage "benchmarks"
-rm -rf "$out/bench"
+rm -rf "$out/bench" "$out/bench-summary"
+# The sweep: every row once (the report's tables and plots).
 "$build/bench/lmcache-bench" "${bench_args[@]}" --out "$out/bench"
+# The summary run: the report's summary rows again, repeated and randomly interleaved, so that
+# each has a median with a spread and two reports can be compared (reports/tools/compare).
+summary_args=()
+if ((quick)); then summary_args=(--quick); fi
+mapfile -t summary_bench_args < <("$python" "$root/reports/tools/summary.py" --bench-args \
+  "${summary_args[@]}")
+((${#summary_bench_args[@]})) ||
+  { echo "run.sh: reports/tools/summary.py gave no arguments" >&2; exit 1; }
+"$build/bench/lmcache-bench" "${bench_args[@]}" "${summary_bench_args[@]}" \
+  --out "$out/bench-summary"
 
 stage "report"
 # (Not `$( ((quick)) && echo ...)`: under `set -e` a command substitution that fails ends the job.)
 reproduce="scripts/run.sh --seed $seed"
 if ((quick)); then reproduce="scripts/run.sh --quick --seed $seed"; fi
 report=$("$python" "$root/reports/tools/make_report.py" --bench-dir "$out/bench" \
-  --conformance "$out/conformance.json" --campaign "$out/campaign.json" --build-dir "$build" \
-  --reproduce "$reproduce")
+  --summary-dir "$out/bench-summary" --conformance "$out/conformance.json" \
+  --campaign "$out/campaign.json" --build-dir "$build" --reproduce "$reproduce")
 "$python" "$root/reports/tools/validate_report.py" "$report"
 "$python" "$root/reports/tools/index.py" >/dev/null
 echo

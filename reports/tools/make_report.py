@@ -1,220 +1,253 @@
 #!/usr/bin/python3
 """Builds a hardware performance report directory, reports/<system-id>/.
 
-    make_report.py --bench-dir DIR [--conformance FILE] [--campaign FILE] [--build-dir DIR]
-                   [--reports-root reports] [--system-id ID] [--reproduce CMD]
+    make_report.py --bench-dir DIR [--summary-dir DIR] [--conformance FILE] [--campaign FILE]
+                   [--build-dir DIR] [--reports-root reports] [--id-suffix TAG]
+                   [--reproduce CMD] [--note TEXT ...] [--force]
+    make_report.py --rebuild REPORT_DIR     re-render README, tables and plots from the raw
+                                            files the report already holds
 
-DIR is lmcache-bench's --out directory: its Google Benchmark JSON (*.json) and metrics.prom.
-The report holds system.json, bench.json (the raw results), conformance.json, campaign.json,
-metrics.prom, plots/*.svg and a README.md with the tables. validate_report.py checks it.
+--bench-dir is lmcache-bench's --out directory of the sweep (every row once: its Google
+Benchmark JSON and metrics.prom); --summary-dir that of the summary run (the summary rows
+repeated: summary.py --bench-filter). The report holds the raw files (system.json, bench.json,
+metrics.prom, summary_bench.json, conformance.json, campaign.json), then what is made from
+them: README.md (the summary block first), tables/*.csv (every row), plots/*.svg + *.png.
+
+The system id names the hardware (sysinfo.py), so a run on another machine writes another
+directory; a rerun on the same hardware replaces that directory only, and only once the new
+report is complete. A directory with the same id but other hardware in its system.json (which
+only --id-suffix can cause) is refused unless --force. validate_report.py checks the result.
 """
 import argparse
-import collections
+import csv
+import datetime
 import json
 import os
 import shutil
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import promtext  # noqa: E402
+import plots  # noqa: E402
+import reportdata  # noqa: E402
+import summary  # noqa: E402
 import sysinfo  # noqa: E402
+from reportdata import human_bytes, num  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+TABLES = ('codec', 'roofline', 'overheads', 'summary')
 
 
-def human_bytes(n):
-    n = float(n)
-    for unit in ('B', 'KiB', 'MiB', 'GiB'):
-        if n < 1024 or unit == 'GiB':
-            return f'{n:.0f} {unit}' if n == int(n) else f'{n:.1f} {unit}'
-        n /= 1024
-
-
-def gbps(v):
-    return f'{v / 1e9:.2f}'
-
-
-def table(header, rows):
+def md_table(header, rows):
     out = ['| ' + ' | '.join(header) + ' |', '|' + '---|' * len(header)]
     out += ['| ' + ' | '.join(str(c) for c in row) + ' |' for row in rows]
     return '\n'.join(out)
 
 
-def key_of(labels, names):
-    return tuple(labels.get(n, 'none') for n in names)
+def fmt(value, digits=4):
+    return '' if value is None else f'{value:.{digits}g}'
 
 
-class Metrics:
-    """The bench metrics indexed by family and by their BenchLabels."""
-
-    LABELS = ('suite', 'op', 'impl', 'serde', 'dtype', 'format', 'device', 'size_bytes',
-              'threads', 'batch')
-
-    def __init__(self, path):
-        self.samples, self.types = promtext.load(path)
-        self.by_family = collections.defaultdict(dict)
-        for name, labels, value in self.samples:
-            extra = tuple(sorted((k, v) for k, v in labels.items() if k not in self.LABELS))
-            self.by_family[name][(key_of(labels, self.LABELS), extra)] = value
-
-    def series(self, family, **extra):
-        """{label tuple: value} of one family, restricted to the given extra labels."""
-        want = tuple(sorted(extra.items()))
-        return {k: v for (k, e), v in self.by_family.get(family, {}).items() if e == want}
-
-    def info(self, family):
-        for name, labels, _ in self.samples:
-            if name == family:
-                return labels
-        return {}
+def roofline_flag(row):
+    spread = row.values.get('roofline_spread')
+    if 'roofline_ratio' not in row.values:
+        return 'no roofline'
+    if spread is None:
+        return 'spread not measured'
+    return 'noisy' if spread > summary.ROOFLINE_SPREAD_BOUND else 'ok'
 
 
-def lab(key, name):
-    return key[Metrics.LABELS.index(name)]
+def _order(r):
+    return tuple(num(r[k]) if k in ('size_bytes', 'threads', 'batch') else r[k]
+                 for k in ('device', 'op', 'format', 'dtype', 'impl', 'threads', 'size_bytes',
+                           'suite', 'serde', 'batch'))
 
 
-def num(text):
-    """A numeric label as an int; 0 for "none" (the label does not apply)."""
-    return int(text) if text.isdigit() else 0
+def write_tables(report, rows, out_dir):
+    """tables/<name>.csv for every name of TABLES; returns {name: row count}."""
+    os.makedirs(os.path.join(out_dir, 'tables'), exist_ok=True)
+    sweep = report.sweep
+    tables = {}
+    codec = sorted(sweep.select(suite='codec'), key=_order)
+    tables['codec'] = (
+        ['device', 'op', 'backend', 'dtype', 'format', 'size_bytes', 'threads', 'gb_per_s',
+         'roofline_gb_per_s', 'roofline_spread', 'ratio_to_roofline', 'roofline_flag'],
+        [[r['device'], r['op'], r['impl'], r['dtype'], r['format'], num(r['size_bytes']),
+          num(r['threads']), fmt(r.values.get('throughput', 0) / 1e9),
+          fmt(plots.roofline_of(r)[0] / 1e9 if plots.roofline_of(r) else None),
+          fmt(r.values.get('roofline_spread'), 3), fmt(r.values.get('roofline_ratio'), 3),
+          roofline_flag(r)] for r in codec])
+    roof = sorted(sweep.select(suite='roofline'), key=_order)
+    tables['roofline'] = (
+        ['device', 'copy', 'bytes_copied', 'threads', 'gb_per_s'],
+        [[r['device'], r['impl'], num(r['size_bytes']), num(r['threads']),
+          fmt(r.values.get('throughput', 0) / 1e9)] for r in roof])
+    over = sorted((r for r in sweep.rows if r['suite'] in ('processor', 'wrapper', 'l1', 'serde')),
+                  key=_order)
+
+    def us(v):
+        return fmt(v * 1e6 if v is not None else None)
+    tables['overheads'] = (
+        ['suite', 'op', 'impl', 'serde', 'dtype', 'format', 'size_bytes', 'batch', 'threads',
+         'p50_us', 'p99_us', 'gb_per_s', 'items_per_s', 'ratio_to_bare_codec'],
+        [[r['suite'], r['op'], r['impl'], r['serde'], r['dtype'], r['format'],
+          num(r['size_bytes']), num(r['batch']), num(r['threads']), us(r.values.get('p50')),
+          us(r.values.get('p99')),
+          fmt(r.values['throughput'] / 1e9 if 'throughput' in r.values else None),
+          fmt(r.values.get('items')), fmt(r.values.get('codec_ratio'), 3)] for r in over])
+    tables['summary'] = (
+        ['key', 'what', 'value', 'unit', 'q1', 'q3', 'repetitions', 'ratio', 'flagged',
+         'relative', 'how'],
+        [[s.key, s.what, fmt(s.value), s.unit, fmt(s.q1), fmt(s.q3), s.repetitions,
+          fmt(s.ratio, 3), 'yes' if s.flagged else 'no', s.relative, s.how] for s in rows])
+    counts = {}
+    for name, (header, body) in tables.items():
+        with open(os.path.join(out_dir, 'tables', name + '.csv'), 'w', encoding='utf-8',
+                  newline='') as f:
+            w = csv.writer(f, lineterminator='\n')
+            w.writerow(header)
+            w.writerows(body)
+        counts[name] = len(body)
+    return counts
 
 
-def codec_section(m):
-    tput = m.series('lmcache_bench_throughput_bytes_per_second')
-    ratio = m.series('lmcache_bench_roofline_ratio')
-    rows = []
-    for k in sorted(tput, key=lambda k: (lab(k, 'device'), lab(k, 'op'), lab(k, 'dtype'),
-                                         lab(k, 'format'), lab(k, 'impl'), num(lab(k, 'threads')),
-                                         num(lab(k, 'size_bytes')))):
-        if lab(k, 'suite') != 'codec':
-            continue
-        rows.append([lab(k, 'device'), lab(k, 'op'), lab(k, 'impl'), lab(k, 'dtype'),
-                     lab(k, 'format'), (human_bytes(lab(k, 'size_bytes')) if lab(k, 'size_bytes') != 'none' else '–'), lab(k, 'threads'),
-                     gbps(tput[k]), f'{ratio[k]:.2f}' if k in ratio else '–'])
-    roof = [[lab(k, 'device'), lab(k, 'impl'), (human_bytes(lab(k, 'size_bytes')) if lab(k, 'size_bytes') != 'none' else '–'), lab(k, 'threads'),
-             gbps(v)] for k, v in sorted(tput.items(), key=lambda kv: num(lab(kv[0], 'size_bytes')))
-            if lab(k, 'suite') == 'roofline']
-    text = ['## fp8 codec throughput',
-            '',
-            'Bytes read + written per second (GB/s = 1e9 B/s) and the ratio to the in-run '
-            'roofline (memcpy, or device copy on a GPU) moving the same bytes.',
-            '']
-    text.append(table(['device', 'op', 'backend', 'dtype', 'format', 'size', 'threads', 'GB/s',
-                       'ratio to roofline'], rows) if rows else '_No codec results in this run._')
-    text += ['', '### Roofline (in-run copy)', '',
-             table(['device', 'copy', 'size', 'threads', 'GB/s'], roof) if roof else '_none_']
-    return '\n'.join(text)
-
-
-def overhead_section(m):
-    lat = {}
-    for stat in ('p50', 'p99'):
-        for k, v in m.series('lmcache_bench_task_latency_seconds', stat=stat).items():
-            lat.setdefault(k, {})[stat] = v
-    tput = m.series('lmcache_bench_throughput_bytes_per_second')
-    items = m.series('lmcache_bench_items_per_second')
-    codec_ratio = m.series('lmcache_bench_codec_ratio')
-    out = ['## Processor, wrapper and L1 overheads', '']
-    rows = []
-    for k in sorted(set(lat) | {k for k in items if lab(k, 'suite') in ('processor', 'wrapper', 'l1')}):
-        if lab(k, 'suite') not in ('processor', 'wrapper', 'l1', 'serde'):
-            continue
-        l = lat.get(k, {})
-        rows.append([lab(k, 'suite'), lab(k, 'op'), lab(k, 'impl'), lab(k, 'serde'),
-                     lab(k, 'dtype'), (human_bytes(lab(k, 'size_bytes')) if lab(k, 'size_bytes') != 'none' else '–') if lab(k, 'size_bytes') != 'none' else '–',
-                     lab(k, 'batch'), lab(k, 'threads'),
-                     f"{l['p50'] * 1e6:.1f}" if 'p50' in l else '–',
-                     f"{l['p99'] * 1e6:.1f}" if 'p99' in l else '–',
-                     gbps(tput[k]) if k in tput else '–',
-                     f'{items[k]:.3g}' if k in items else '–',
-                     f'{codec_ratio[k]:.2f}' if k in codec_ratio else '–'])
-    out.append(table(['suite', 'op', 'impl', 'serde', 'dtype', 'size', 'batch', 'threads',
-                      'p50 µs', 'p99 µs', 'GB/s', 'items/s', 'ratio to bare codec'], rows)
-               if rows else '_No processor, wrapper or L1 results in this run._')
-    return '\n'.join(out)
-
-
-def plots(m, out_dir):
-    """Throughput against size and against threads; returns [(title, relative path)]."""
-    import matplotlib
-    matplotlib.use('Agg')
-    import matplotlib.pyplot as plt
-
-    tput = m.series('lmcache_bench_throughput_bytes_per_second')
+def make_plots(report, out_dir):
+    """[(title, svg, png)] of every plot the data allows."""
     made = []
-    os.makedirs(os.path.join(out_dir, 'plots'), exist_ok=True)
-
-    # 1. Codec throughput against size, threads = 1, one line per (op, backend, dtype, format).
-    lines = collections.defaultdict(list)
-    for k, v in tput.items():
-        if lab(k, 'suite') in ('codec', 'roofline') and lab(k, 'threads') in ('1', 'none'):
-            name = (f"{lab(k, 'op')} {lab(k, 'impl')} {lab(k, 'dtype')} {lab(k, 'format')}"
-                    if lab(k, 'suite') == 'codec' else f"roofline {lab(k, 'impl')}")
-            lines[(lab(k, 'device'), name)].append((num(lab(k, 'size_bytes')), v / 1e9))
-    if lines:
-        fig, ax = plt.subplots(figsize=(9, 5.5))
-        for (device, name), pts in sorted(lines.items()):
-            pts.sort()
-            ax.plot([p[0] for p in pts], [p[1] for p in pts], marker='o', markersize=3,
-                    linestyle='--' if name.startswith('roofline') else '-', label=f'{device}: {name}')
-        ax.set_xscale('log', base=2)
-        ax.set_xlabel('input size (bytes)')
-        ax.set_ylabel('GB/s (bytes read + written)')
-        ax.set_title('fp8 codec throughput against size (1 thread)')
-        ax.grid(True, alpha=0.3)
-        ax.legend(fontsize=6, ncol=2)
-        fig.tight_layout()
-        path = os.path.join('plots', 'codec_throughput_vs_size.svg')
-        fig.savefig(os.path.join(out_dir, path))
-        plt.close(fig)
-        made.append(('fp8 codec throughput against size', path))
-
-    # 2. Codec throughput against threads at the largest size measured.
-    codec = [k for k in tput if lab(k, 'suite') == 'codec' and lab(k, 'threads') != 'none']
-    if codec:
-        biggest = max(num(lab(k, 'size_bytes')) for k in codec)
-        lines = collections.defaultdict(list)
-        for k in codec:
-            if num(lab(k, 'size_bytes')) == biggest:
-                name = f"{lab(k, 'device')}: {lab(k, 'op')} {lab(k, 'impl')} {lab(k, 'dtype')} {lab(k, 'format')}"
-                lines[name].append((num(lab(k, 'threads')), tput[k] / 1e9))
-        if any(len(p) > 1 for p in lines.values()):
-            fig, ax = plt.subplots(figsize=(9, 5.5))
-            for name, pts in sorted(lines.items()):
-                pts.sort()
-                ax.plot([p[0] for p in pts], [p[1] for p in pts], marker='o', markersize=3, label=name)
-            ax.set_xlabel('threads')
-            ax.set_ylabel('GB/s (bytes read + written)')
-            ax.set_title(f'fp8 codec throughput against threads ({human_bytes(biggest)} input)')
-            ax.grid(True, alpha=0.3)
-            ax.legend(fontsize=6, ncol=2)
-            fig.tight_layout()
-            path = os.path.join('plots', 'codec_throughput_vs_threads.svg')
-            fig.savefig(os.path.join(out_dir, path))
-            plt.close(fig)
-            made.append(('fp8 codec throughput against threads', path))
+    for device in ('cpu', 'cuda'):
+        for title, fn in ((f'fp8 codec throughput against size, {device.upper()}',
+                           plots.codec_vs_size),
+                          (f'fp8 codec throughput against threads, {device.upper()}',
+                           plots.codec_vs_threads)):
+            paths = fn(report.sweep, device, out_dir)
+            if paths:
+                made.append((title, *paths))
+    paths = plots.overheads(report.sweep, out_dir)
+    if paths:
+        made.append(('processor and wrapper overheads', *paths))
     return made
 
 
-def summary_section(title, data, kind):
-    if data is None:
-        return f'## {title}\n\n_Not run._'
-    out = [f'## {title}', '']
-    summary = data.get('summary', data)
-    scalars = [(k, v) for k, v in summary.items() if not isinstance(v, (dict, list))]
-    if scalars:
-        out.append(table(['field', 'value'], scalars))
-    if kind == 'conformance' and isinstance(data.get('implementations'), list):
-        rows = []
-        for impl in data['implementations']:
-            counts = collections.Counter(p.get('status', '?') for p in impl.get('properties', []))
-            rows.append([impl.get('name', '?'), impl.get('kind', ''), counts.get('Pass', 0),
-                         counts.get('NotSupported', 0), counts.get('QualityWarning', 0),
-                         counts.get('Fail', 0)])
-        out += ['', table(['implementation', 'kind', 'Pass', 'NotSupported', 'QualityWarning',
-                           'Fail'], rows)]
-    if kind == 'campaign' and isinstance(summary.get('faults_injected'), dict):
-        out += ['', table(['fault kind', 'injected'], sorted(summary['faults_injected'].items()))]
-    return '\n'.join(out)
+def run_line(name, what, context, reps):
+    load = context.get('load_avg') or []
+    return [name, what, str(context.get('date', '?'))[:16].replace('T', ' '),
+            f"`{context.get('lmcache_git_sha', '?')}`",
+            'quick' if context.get('lmcache_bench_quick') == 'true' else 'full',
+            str(reps), ', '.join(f'{x:.2f}' for x in load) or '?']
+
+
+def render(report_dir):
+    """(Re)writes README.md, tables/ and plots/ of a report from its raw files."""
+    for sub in ('tables', 'plots'):
+        shutil.rmtree(os.path.join(report_dir, sub), ignore_errors=True)
+    report = reportdata.Report(report_dir)
+    system = report.system
+    rows = summary.build(report)
+    counts = write_tables(report, rows, report_dir)
+    made = make_plots(report, report_dir)
+    noisy = sum(1 for r in report.sweep.select(suite='codec') if roofline_flag(r) == 'noisy')
+    unmeasured = sum(1 for r in report.sweep.select(suite='codec')
+                     if roofline_flag(r) == 'spread not measured')
+    gpu = ', '.join(f"{g['name']} ({human_bytes(g['memory_bytes'])}, driver {g['driver']})"
+                    for g in system['gpus']) or 'none'
+    cpu = (f"{system['cpu_model']} ({system.get('cpu_uarch') or 'unknown microarchitecture'}, "
+           f"{system.get('simd_target', '?')}), {system['logical_cores']} logical cores")
+    bound = f'{100 * summary.ROOFLINE_SPREAD_BOUND:.0f} %'
+    out = [
+        f"# Performance report: {system['system_id']}",
+        '',
+        f"{cpu}, {human_bytes(system['memory_bytes'])} memory, GPU: {gpu}. Revision "
+        f"`{system['git_revision'][:12]}`{' (with local changes)' if system['git_dirty'] else ''}"
+        f", {system['date'][:10]}. Every figure was measured on this machine "
+        '([runs](#runs), [machine](#machine), [reproduce](#reproduce)).',
+        '',
+        '## Summary',
+        '',
+        md_table(['what', 'result', 'compared with', 'how measured'],
+                 [[s.what, s.result, s.relative, s.how] for s in rows]),
+        '',
+        'GB/s = 10⁹ bytes per second. ± is half the interquartile range of the repetitions. '
+        'The roofline of a codec row is a memcpy of the same bytes on the same buffers and '
+        'threads, sampled right after the kernel in the same run; a ratio is flagged ⚠ when '
+        f"the roofline's samples spread more than {bound} (interquartile range / median). The "
+        'processor\'s own cost is its round trip minus the hand-off floor (medians).',
+        '',
+        '## Plots',
+        '',
+    ]
+    for title, svg, png in made:
+        out += [f'[![{title}]({png})]({svg})', '']
+    if not made:
+        out += ['_No plottable results._', '']
+    csv_text = {
+        'codec': f"every fp8 codec row (GB/s, roofline, its spread, ratio); {noisy} of "
+                 f"{counts['codec']} rows have a roofline spread above {bound} "
+                 "(`roofline_flag` = noisy)"
+                 + (f', {unmeasured} were measured without a spread' if unmeasured else ''),
+        'roofline': 'the standalone memcpy (device copy) rows',
+        'overheads': 'processor, wrapper, L1 and serde rows (p50/p99 µs, GB/s, × the bare codec)',
+        'summary': 'the summary block as data (median, quartiles, repetitions)',
+    }
+    out += ['## Full tables', '']
+    out += [f'- [tables/{n}.csv](tables/{n}.csv): {counts[n]} rows, {csv_text[n]}.'
+            for n in TABLES]
+    sweep_reps = 1
+    runs = [run_line('sweep', 'every table and plot', report.sweep_context, sweep_reps)]
+    if report.repeated is not None:
+        runs.append(run_line('summary run', 'the summary block', report.repeated.context,
+                             report.repeated.repetitions()))
+    out += ['', '## Runs', '',
+            md_table(['run', 'feeds', 'date (UTC)', 'revision', 'kind', 'repetitions',
+                      'load average (1, 5, 15 min)'], runs), '']
+    if report.repeated is None:
+        out += ['No summary run: the summary shows the sweep\'s single measurements.', '']
+    out += [f'- {n}' for n in system.get('notes', [])]
+    if system.get('notes'):
+        out.append('')
+    out += ['## Machine', '', md_table(['', ''], [
+        ['CPU', f"{system['cpu_model']}, {system['logical_cores']} logical cores"],
+        ['cpuid', f"{system.get('cpu_vendor', '?')} family {system.get('cpu_family', '?')} "
+                  f"model {system.get('cpu_model_number', '?')} "
+                  f"({system.get('cpu_uarch') or 'not in the table'})"],
+        ['SIMD', f"kernels ran on {system.get('simd_target', '?')}; CPU supports "
+                 f"{', '.join(system['simd_targets']) or 'none'}"],
+        ['memory', human_bytes(system['memory_bytes'])],
+        ['GPU', gpu],
+        ['compiler', system['compiler']],
+        ['libtorch', system['libtorch_version']],
+        ['kernel', system['kernel']],
+    ]), '']
+    out += ['## Files', '',
+            '`system.json` (machine), `bench.json` and `metrics.prom` (the sweep: raw Google '
+            'Benchmark JSON and Prometheus metrics), `summary_bench.json` (the summary run, every '
+            'repetition), `conformance.json`, `campaign.json`; `tables/` and `plots/` are made '
+            'from them by `reports/tools/make_report.py --rebuild`. Compare with another report: '
+            f"`reports/tools/compare reports/{system['system_id']} reports/OTHER`.", '',
+            '## Reproduce', '', '```sh', f"git checkout {system['git_revision'][:12]}",
+            system.get('reproduce', 'scripts/run.sh'), '```', '']
+    with open(os.path.join(report_dir, 'README.md'), 'w', encoding='utf-8') as f:
+        f.write('\n'.join(out))
+
+
+def merge_bench_jsons(bench_dir):
+    """The Google Benchmark JSON files of an lmcache-bench --out directory, merged."""
+    names = sorted(f for f in os.listdir(bench_dir) if f.endswith('.json'))
+    merged = {'context': None, 'benchmarks': []}
+    for name in names:
+        with open(os.path.join(bench_dir, name), encoding='utf-8') as f:
+            data = json.load(f)
+        if 'benchmarks' not in data:
+            continue  # lmcache-bench's system.json
+        merged['context'] = merged['context'] or data.get('context')
+        merged['benchmarks'] += data['benchmarks']
+    if not merged['benchmarks']:
+        sys.exit(f'make_report: no benchmark JSON in {bench_dir}')
+    return merged
+
+
+def write_json(path, data, indent=1):
+    with open(path, 'w', encoding='utf-8') as f:
+        json.dump(data, f, indent=indent)
+        f.write('\n')
 
 
 def load_json(path):
@@ -224,99 +257,81 @@ def load_json(path):
         return json.load(f)
 
 
+def install(staging, out_dir, system, force):
+    """Replaces out_dir by the complete staging directory (refusing other hardware)."""
+    old_system = os.path.join(out_dir, 'system.json')
+    if os.path.exists(old_system) and not force:
+        old = load_json(old_system)
+        if sysinfo.hardware(old) != sysinfo.hardware(system):
+            shutil.rmtree(staging)
+            sys.exit(f'make_report: {out_dir} holds the report of other hardware '
+                     f'({sysinfo.hardware(old)}); not replaced (use another --id-suffix, or '
+                     '--force)')
+    if os.path.isdir(out_dir):
+        trash = staging + '.old'
+        os.rename(out_dir, trash)
+        os.rename(staging, out_dir)
+        shutil.rmtree(trash)
+    else:
+        os.rename(staging, out_dir)
+
+
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument('--bench-dir', required=True, help="lmcache-bench's --out directory")
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument('--rebuild', metavar='REPORT_DIR',
+                    help='re-render an existing report from its raw files')
+    ap.add_argument('--bench-dir', help="lmcache-bench's --out directory of the sweep")
+    ap.add_argument('--summary-dir', help="lmcache-bench's --out directory of the summary run")
     ap.add_argument('--conformance', help="lmcache-conform's --json report")
     ap.add_argument('--campaign', help="lmcache-fault-campaign's --json summary")
     ap.add_argument('--build-dir', help='the build tree (for the compiler)')
     ap.add_argument('--reports-root', default=os.path.join(ROOT, 'reports'))
-    ap.add_argument('--system-id', help='override the generated system id')
-    ap.add_argument('--reproduce', default='scripts/run.sh', help='the command that made this report')
+    ap.add_argument('--id-suffix', default='',
+                    help='appended to the system id: a second report of the same hardware under '
+                         'other conditions, e.g. "pinned"')
+    ap.add_argument('--reproduce', default='scripts/run.sh', help='the command that made this')
+    ap.add_argument('--note', action='append', default=[], help='a line for the Runs section')
+    ap.add_argument('--force', action='store_true',
+                    help='replace a same-id report of other hardware')
     args = ap.parse_args(argv)
+    if args.rebuild:
+        render(args.rebuild)
+        print(args.rebuild)
+        return 0
+    if not args.bench_dir:
+        ap.error('--bench-dir (or --rebuild) is required')
 
-    system = sysinfo.collect(ROOT, args.build_dir)
-    if args.system_id:
-        system['system_id'] = args.system_id
-    out_dir = os.path.join(args.reports_root, system['system_id'])
-    if os.path.isdir(out_dir):
-        shutil.rmtree(out_dir)
-    os.makedirs(out_dir)
-
-    bench_jsons = sorted(f for f in os.listdir(args.bench_dir) if f.endswith('.json'))
-    if not bench_jsons:
-        sys.exit(f'make_report: no benchmark JSON in {args.bench_dir}')
-    merged = {'context': None, 'benchmarks': []}
-    for name in bench_jsons:
-        data = load_json(os.path.join(args.bench_dir, name))
-        merged['context'] = merged['context'] or data.get('context')
-        merged['benchmarks'] += data.get('benchmarks', [])
-    with open(os.path.join(out_dir, 'bench.json'), 'w', encoding='utf-8') as f:
-        json.dump(merged, f, indent=1)
+    sweep = merge_bench_jsons(args.bench_dir)
     prom = os.path.join(args.bench_dir, 'metrics.prom')
     if not os.path.exists(prom):
         sys.exit(f'make_report: {prom} is missing (lmcache-bench writes it)')
-    shutil.copy(prom, os.path.join(out_dir, 'metrics.prom'))
-    conformance = load_json(args.conformance)
-    campaign = load_json(args.campaign)
-    for name, data in (('conformance.json', conformance), ('campaign.json', campaign)):
-        with open(os.path.join(out_dir, name), 'w', encoding='utf-8') as f:
-            json.dump(data if data is not None else {'not_run': True}, f, indent=1)
-    with open(os.path.join(out_dir, 'system.json'), 'w', encoding='utf-8') as f:
-        json.dump(system, f, indent=2)
-
-    metrics = Metrics(prom)
-    made = plots(metrics, out_dir)
-    gpu = ', '.join(f"{g['name']} ({human_bytes(g['memory_bytes'])}, driver {g['driver']})"
-                    for g in system['gpus']) or 'none'
-    readme = [
-        f"# Performance report: {system['system_id']}",
-        '',
-        f"Measured {system['date']} at revision `{system['git_revision'][:12]}`"
-        f"{' (with local changes)' if system['git_dirty'] else ''}. Every figure below was "
-        'measured in this run on this machine.',
-        '',
-        table(['', ''], [
-            ['CPU', f"{system['cpu_model']}, {system['logical_cores']} logical cores"],
-            ['memory', human_bytes(system['memory_bytes'])],
-            ['SIMD targets', ', '.join(system['simd_targets']) or 'none'],
-            ['GPU', gpu],
-            ['compiler', system['compiler']],
-            ['libtorch', system['libtorch_version']],
-            ['kernel', system['kernel']],
-        ]),
-        '',
-        codec_section(metrics),
-        '',
-        overhead_section(metrics),
-        '',
-        '## Plots',
-        '',
-    ]
-    readme += [f'![{title}]({path})\n' for title, path in made] or ['_No plottable results._']
-    readme += [
-        '',
-        summary_section('Conformance of the reference implementation', conformance, 'conformance'),
-        '',
-        summary_section('Fault campaign', campaign, 'campaign'),
-        '',
-        '## Files',
-        '',
-        '`system.json` (machine), `bench.json` (raw Google Benchmark results), `metrics.prom` '
-        '(the same results as Prometheus metrics), `conformance.json`, `campaign.json`, `plots/`.',
-        '',
-        '## Reproduce',
-        '',
-        '```sh',
-        f"git checkout {system['git_revision'][:12]}",
-        args.reproduce,
-        '```',
-        '',
-    ]
-    with open(os.path.join(out_dir, 'README.md'), 'w', encoding='utf-8') as f:
-        f.write('\n'.join(readme))
+    repeated = merge_bench_jsons(args.summary_dir) if args.summary_dir else None
+    context = sweep['context'] or {}
+    system = sysinfo.collect(ROOT, args.build_dir, simd_target=context.get('simd_target'))
+    if args.id_suffix:
+        system['id_suffix'] = sysinfo.slug(args.id_suffix)
+        system['system_id'] += '-' + system['id_suffix']
+    system['reproduce'] = args.reproduce
+    system['notes'] = args.note
+    out_dir = os.path.join(args.reports_root, system['system_id'])
+    staging = os.path.join(args.reports_root,
+                           f".{system['system_id']}.staging-{os.getpid()}-"
+                           f"{datetime.datetime.now().strftime('%H%M%S')}")
+    os.makedirs(staging)
+    write_json(os.path.join(staging, reportdata.SWEEP_JSON), sweep)
+    shutil.copy(prom, os.path.join(staging, reportdata.SWEEP_PROM))
+    if repeated is not None:
+        write_json(os.path.join(staging, reportdata.SUMMARY_JSON), repeated)
+    for name, path in (('conformance.json', args.conformance), ('campaign.json', args.campaign)):
+        data = load_json(path)
+        write_json(os.path.join(staging, name), data if data is not None else {'not_run': True})
+    write_json(os.path.join(staging, 'system.json'), system, indent=2)
+    render(staging)
+    install(staging, out_dir, system, args.force)
     print(out_dir)
+    return 0
 
 
 if __name__ == '__main__':
-    main()
+    sys.exit(main())

@@ -1,0 +1,169 @@
+"""reports/tools/compare: what got faster or slower between two reports, with a significance
+test. Usable as a CI gate.
+
+    reports/tools/compare A B [--alpha 0.05] [--min-effect 0.05] [--min-repetitions 9]
+                              [--json OUT]
+
+A and B are report directories (reports/<system-id>/: their summary run, summary_bench.json)
+or Google Benchmark JSON files with repetitions (e.g. lmcache-bench.json of a run with
+--benchmark_repetitions). Two machines, or two revisions on one machine.
+
+For every benchmark in both with at least --min-repetitions repetitions on each side, the
+values of its metric — p50_s (per-task latency, lower is better) when the rows carry it,
+otherwise bytes_per_second (higher is better) — go through bench/tools/compare.py's verdict: a
+two-sided Mann-Whitney U test at --alpha AND a relative change of the medians of at least
+--min-effect; "faster", "slower" or "same".
+
+The default minimum effect is 5 %, not compare.py's 1 %: two runs at different times on a
+shared machine differ by a few percent in load alone, and a gate must not fail on that.
+
+Exit status: 0 when nothing got slower, 1 when something did (the gate), 2 for bad input or
+when no benchmark has enough repetitions on both sides.
+"""
+import argparse
+import json
+import os
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(ROOT, 'bench', 'tools'))
+import compare as bench_compare  # noqa: E402  bench/tools/compare.py: the U test and verdict
+import reportdata  # noqa: E402
+
+# Metric per benchmark, in order of preference: (JSON field, higher is better, unit, scale).
+METRICS = (('p50_s', False, 'µs p50', 1e6), ('bytes_per_second', True, 'GB/s', 1e-9),
+           ('real_time', False, 'time', 1.0))
+
+
+class Side:
+    """One side of the comparison: its runs and a description."""
+
+    def __init__(self, path):
+        self.path = path
+        if os.path.isdir(path):
+            system_path = os.path.join(path, 'system.json')
+            json_path = os.path.join(path, reportdata.SUMMARY_JSON)
+            if not os.path.exists(json_path):
+                bench_out = os.path.join(path, 'lmcache-bench.json')
+                if os.path.exists(bench_out):
+                    json_path = bench_out
+                else:
+                    raise ValueError(f'{path} has no {reportdata.SUMMARY_JSON} (a report made '
+                                     'without a summary run cannot be compared: rerun '
+                                     'scripts/run.sh)')
+        else:
+            system_path, json_path = None, path
+        try:
+            self.runs = reportdata.Repeated.load(json_path)
+        except (OSError, ValueError) as e:
+            raise ValueError(f'cannot read {json_path}: {e}') from e
+        self.system = {}
+        if system_path and os.path.exists(system_path):
+            with open(system_path, encoding='utf-8') as f:
+                self.system = json.load(f)
+        ctx = self.runs.context
+        self.system_id = self.system.get('system_id') or os.path.basename(os.path.normpath(path))
+        self.revision = str(ctx.get('lmcache_git_sha') or self.system.get('git_revision', '?'))
+        self.date = str(ctx.get('date', '?'))[:10]
+
+    def describe(self):
+        return f'{self.system_id} at {self.revision[:12]} ({self.date})'
+
+
+def pick_metric(a_runs, b_runs):
+    for field, higher, unit, scale in METRICS:
+        if all(field in r for r in a_runs + b_runs):
+            return field, higher, unit, scale
+    return None
+
+
+def compare(a, b, alpha, min_effect, min_reps):
+    """[{name, metric, unit, baseline, contender, change, p, verdict, reps}] for every
+    benchmark in both sides."""
+    mannwhitneyu = bench_compare.import_mannwhitneyu()
+    out = []
+    for name in sorted(set(a.runs.runs) & set(b.runs.runs)):
+        ra, rb = a.runs.runs[name], b.runs.runs[name]
+        metric = pick_metric(ra, rb)
+        if metric is None:
+            continue
+        field, higher, unit, scale = metric
+        va = [float(r[field]) for r in ra]
+        vb = [float(r[field]) for r in rb]
+        mb, mn, change, p, label = bench_compare.verdict(va, vb, alpha, min_effect, higher,
+                                                         min_reps, mannwhitneyu)
+        out.append({'name': name, 'metric': field, 'unit': unit, 'baseline': mb * scale,
+                    'contender': mn * scale, 'relative_change': change, 'p_value': p,
+                    'higher_is_better': higher, 'verdict': label,
+                    'repetitions': [len(va), len(vb)]})
+    return out
+
+
+def print_table(rows):
+    header = ('benchmark', 'unit', 'A', 'B', 'change', 'p', 'reps', 'verdict')
+    body = [(r['name'], r['unit'], f"{r['baseline']:.4g}", f"{r['contender']:.4g}",
+             f"{100 * r['relative_change']:+.1f}%",
+             '-' if r['p_value'] is None else f"{r['p_value']:.4f}",
+             '/'.join(map(str, r['repetitions'])), r['verdict']) for r in rows]
+    widths = [max(len(str(x[i])) for x in body + [header]) for i in range(len(header))]
+    fmt = '  '.join(('{:<%d}' if i in (0, 1, 7) else '{:>%d}') % w for i, w in enumerate(widths))
+    print(fmt.format(*header))
+    print(fmt.format(*('-' * w for w in widths)))
+    for row in body:
+        print(fmt.format(*row))
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(prog='reports/tools/compare', description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument('a', help='baseline: a report directory or Google Benchmark JSON')
+    ap.add_argument('b', help='contender: a report directory or Google Benchmark JSON')
+    ap.add_argument('--alpha', type=float, default=0.05, help='significance level (0.05)')
+    ap.add_argument('--min-effect', type=float, default=0.05,
+                    help='minimum relative change of the medians to call a difference (0.05)')
+    ap.add_argument('--min-repetitions', type=int, default=9,
+                    help='fewer repetitions than this on a side: "too few reps" (9)')
+    ap.add_argument('--json', help='also write the verdicts as JSON here')
+    args = ap.parse_args(argv)
+    try:
+        a, b = Side(args.a), Side(args.b)
+    except ValueError as e:
+        print(f'compare: {e}', file=sys.stderr)
+        return 2
+    rows = compare(a, b, args.alpha, args.min_effect, args.min_repetitions)
+    same_system = a.system.get('system_id') and a.system.get('system_id') == b.system.get(
+        'system_id')
+    print(f"A: {a.describe()}\nB: {b.describe()}\n"
+          f"({'two revisions on one system' if same_system else 'two systems or runs'})\n")
+    if not rows:
+        print('compare: no benchmark in both', file=sys.stderr)
+        return 2
+    print_table(rows)
+    tested = [r for r in rows if not r['verdict'].startswith('too few')]
+    counts = {}
+    for r in rows:
+        key = r['verdict'].split(' (')[0]
+        counts[key] = counts.get(key, 0) + 1
+    slower = [r['name'] for r in tested if r['verdict'] == 'slower']
+    faster = [r['name'] for r in tested if r['verdict'] == 'faster']
+    print(f"\n{len(rows)} compared: {', '.join(f'{v} {k}' for k, v in sorted(counts.items()))}. "
+          f'Mann-Whitney U two-sided, alpha {args.alpha}, minimum effect '
+          f'{100 * args.min_effect:.0f} %.')
+    if faster:
+        print('Faster in B: ' + ', '.join(faster))
+    if slower:
+        print('SLOWER in B: ' + ', '.join(slower))
+    if args.json:
+        with open(args.json, 'w', encoding='utf-8') as f:
+            json.dump(rows, f, indent=2)
+    if not tested:
+        print(f'compare: no benchmark has {args.min_repetitions} repetitions on both sides',
+              file=sys.stderr)
+        return 2
+    return 1 if slower else 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

@@ -1,0 +1,110 @@
+#!/usr/bin/python3
+"""Tests of reports/tools/compare on synthetic summary runs (testdata.py): two runs of the same
+revision show no significant change (exit 0); a slowed one is flagged (exit 1). Exits 77
+(ctest skip) when no interpreter has scipy (Debian python3-scipy)."""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import testdata  # noqa: E402
+
+COMPARE = os.path.join(HERE, 'compare')
+CODEC = 'codec/encode/simd/fp8/bfloat16/float8_e4m3fn/cpu/size:1048576/threads:2'
+LATENCY = 'processor/latency/async/noop'
+
+
+def has_scipy():
+    return subprocess.run(['/usr/bin/python3', '-c', 'import scipy.stats'],
+                          capture_output=True).returncode == 0
+
+
+class CompareTest(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp()
+
+    def tearDown(self):
+        shutil.rmtree(self.tmp)
+
+    def report(self, name, seed, **kw):
+        """A report directory holding only what compare reads: summary_bench.json, system.json."""
+        path = os.path.join(self.tmp, name)
+        os.makedirs(path)
+        with open(os.path.join(path, 'summary_bench.json'), 'w') as f:
+            json.dump(testdata.gbench_doc(testdata.summary_entries(seed, **kw)), f)
+        with open(os.path.join(path, 'system.json'), 'w') as f:
+            json.dump({'system_id': 'amd-epyc-zen3-avx2-2c', 'git_revision': 'abc'}, f)
+        return path
+
+    def compare(self, a, b, *extra):
+        out = os.path.join(self.tmp, 'verdicts.json')
+        proc = subprocess.run([COMPARE, a, b, '--json', out, *extra], capture_output=True,
+                              text=True)
+        verdicts = {}
+        if os.path.exists(out):
+            with open(out) as f:
+                verdicts = {v['name']: v['verdict'] for v in json.load(f)}
+            os.remove(out)
+        return proc, verdicts
+
+    def test_two_runs_of_the_same_revision_show_no_significant_change(self):
+        # Same distribution, different noise draws (seeds), 2 % noise as on a quiet machine.
+        for seed in (2, 3, 4):
+            proc, verdicts = self.compare(self.report(f'a{seed}', 1), self.report(f'b{seed}',
+                                                                                  seed))
+            self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
+            self.assertEqual(set(verdicts.values()), {'same'}, proc.stdout)
+            self.assertEqual(len(verdicts), 16)
+            self.assertIn('16 compared: 16 same', proc.stdout)
+
+    def test_a_slowed_build_is_flagged_and_fails_the_gate(self):
+        base = self.report('base', 1)
+        slow = self.report('slow', 2, slow={CODEC: 1.2, LATENCY: 1.3})
+        proc, verdicts = self.compare(base, slow)
+        self.assertEqual(proc.returncode, 1, proc.stdout + proc.stderr)
+        self.assertEqual(verdicts[CODEC], 'slower')
+        self.assertEqual(verdicts[LATENCY + '/bfloat16/cpu/size:4096/threads:1/batch:1'],
+                         'slower')  # latency: higher is worse
+        self.assertEqual(sum(v == 'slower' for v in verdicts.values()), 2)
+        self.assertIn('SLOWER in B: ', proc.stdout)
+
+    def test_a_faster_build_passes_the_gate(self):
+        proc, verdicts = self.compare(self.report('base', 1),
+                                      self.report('fast', 2, slow={CODEC: 0.8}))
+        self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
+        self.assertEqual(verdicts[CODEC], 'faster')
+
+    def test_a_change_under_the_minimum_effect_is_not_flagged(self):
+        base = self.report('base', 1, noise=0.002)
+        slow = self.report('slow', 2, noise=0.002, slow={CODEC: 1.03})
+        proc, verdicts = self.compare(base, slow)
+        self.assertEqual(proc.returncode, 0, proc.stdout)
+        self.assertEqual(verdicts[CODEC], 'same')
+        proc, verdicts = self.compare(base, slow, '--min-effect', '0.01')
+        self.assertEqual(proc.returncode, 1, proc.stdout)
+        self.assertEqual(verdicts[CODEC], 'slower')
+
+    def test_too_few_repetitions_is_bad_input(self):
+        proc, verdicts = self.compare(self.report('a', 1, reps=3), self.report('b', 2, reps=3))
+        self.assertEqual(proc.returncode, 2)
+        self.assertTrue(all(v.startswith('too few reps') for v in verdicts.values()))
+        self.assertIn('no benchmark has 9 repetitions', proc.stderr)
+
+    def test_a_report_without_a_summary_run_is_bad_input(self):
+        empty = os.path.join(self.tmp, 'old')
+        os.makedirs(empty)
+        proc, _ = self.compare(empty, self.report('b', 2))
+        self.assertEqual(proc.returncode, 2)
+        self.assertIn('has no summary_bench.json', proc.stderr)
+
+
+if __name__ == '__main__':
+    if not has_scipy():
+        print('SKIP: scipy not available (apt-get install python3-scipy)')
+        sys.exit(77)
+    unittest.main()
