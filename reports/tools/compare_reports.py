@@ -17,6 +17,10 @@ two-sided Mann-Whitney U test at --alpha AND a relative change of the medians of
 The default minimum effect is 5 %, not compare.py's 1 %: two runs at different times on a
 shared machine differ by a few percent in load alone, and a gate must not fail on that.
 
+A side whose run started with a 1-minute load average above its CPU count is named busy in
+the output: its differences may come from the other work on the machine, not from the code
+(runs of one revision on a busy 2-core VM differ by 20-40 %); gate on quiet runners.
+
 Exit status: 0 when nothing got slower, 1 when something did (the gate), 2 for bad input or
 when no benchmark has enough repetitions on both sides.
 """
@@ -68,8 +72,18 @@ class Side:
         self.revision = str(ctx.get('lmcache_git_sha') or self.system.get('git_revision', '?'))
         self.date = str(ctx.get('date', '?'))[:10]
 
+    def busy(self):
+        """The run's load average when it exceeded the CPU count (else None)."""
+        return reportdata.busy_load(self.runs.context)
+
     def describe(self):
-        return f'{self.system_id} at {self.revision[:12]} ({self.date})'
+        text = f'{self.system_id} at {self.revision[:12]} ({self.date})'
+        load = self.busy()
+        if load:
+            text += (f'  BUSY: load average {load:.1f} on {self.runs.context.get("num_cpus")} '
+                     'CPUs')
+        return text
+
 
 
 def pick_metric(a_runs, b_runs):
@@ -155,6 +169,9 @@ def main(argv=None):
         print('Faster in B: ' + ', '.join(faster))
     if slower:
         print('SLOWER in B: ' + ', '.join(slower))
+    if a.busy() or b.busy():
+        print('Warning: a run started on a busy machine (load average above its CPU count): '
+              'differences may be the load, not the code.')
     if args.json:
         with open(args.json, 'w', encoding='utf-8') as f:
             json.dump(rows, f, indent=2)

@@ -31,12 +31,12 @@ class CompareTest(unittest.TestCase):
     def tearDown(self):
         shutil.rmtree(self.tmp)
 
-    def report(self, name, seed, **kw):
+    def report(self, name, seed, context=None, **kw):
         """A report directory holding only what compare reads: summary_bench.json, system.json."""
         path = os.path.join(self.tmp, name)
         os.makedirs(path)
         with open(os.path.join(path, 'summary_bench.json'), 'w') as f:
-            json.dump(testdata.gbench_doc(testdata.summary_entries(seed, **kw)), f)
+            json.dump(testdata.gbench_doc(testdata.summary_entries(seed, **kw), context), f)
         with open(os.path.join(path, 'system.json'), 'w') as f:
             json.dump({'system_id': 'amd-epyc-zen3-avx2-2c', 'git_revision': 'abc'}, f)
         return path
@@ -88,6 +88,16 @@ class CompareTest(unittest.TestCase):
         proc, verdicts = self.compare(base, slow, '--min-effect', '0.01')
         self.assertEqual(proc.returncode, 1, proc.stdout)
         self.assertEqual(verdicts[CODEC], 'slower')
+
+    def test_a_run_on_a_busy_machine_is_named(self):
+        busy = self.report('busy', 2, context={'load_avg': [6.6, 6.7, 5.1], 'num_cpus': 2})
+        proc, _ = self.compare(self.report('quiet', 1, context={'num_cpus': 2}), busy)
+        self.assertEqual(proc.returncode, 0, proc.stdout)
+        self.assertIn('BUSY: load average 6.6 on 2 CPUs', proc.stdout)
+        self.assertIn('differences may be the load', proc.stdout)
+        proc, _ = self.compare(self.report('q1', 1, context={'num_cpus': 2}),
+                               self.report('q2', 2, context={'num_cpus': 2}))
+        self.assertNotIn('BUSY', proc.stdout)
 
     def test_too_few_repetitions_is_bad_input(self):
         proc, verdicts = self.compare(self.report('a', 1, reps=3), self.report('b', 2, reps=3))

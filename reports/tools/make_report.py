@@ -129,10 +129,13 @@ def make_plots(report, out_dir):
 
 def run_line(name, what, context, reps):
     load = context.get('load_avg') or []
+    busy = reportdata.busy_load(context)
     return [name, what, str(context.get('date', '?'))[:16].replace('T', ' '),
             f"`{context.get('lmcache_git_sha', '?')}`",
             'quick' if context.get('lmcache_bench_quick') == 'true' else 'full',
-            str(reps), ', '.join(f'{x:.2f}' for x in load) or '?']
+            str(reps), (', '.join(f'{x:.2f}' for x in load) or '?')
+            + (f" ⚠ busy: more runnable tasks than its {context.get('num_cpus')} CPUs"
+               if busy else '')]
 
 
 def render(report_dir):
@@ -311,6 +314,8 @@ def main(argv=None):
     system = sysinfo.collect(ROOT, args.build_dir, simd_target=context.get('simd_target'))
     if args.id_suffix:
         system['id_suffix'] = sysinfo.slug(args.id_suffix)
+        if not system['id_suffix']:
+            ap.error(f'--id-suffix {args.id_suffix!r} has no letter or digit')
         system['system_id'] += '-' + system['id_suffix']
     system['reproduce'] = args.reproduce
     system['notes'] = args.note

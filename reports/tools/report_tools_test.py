@@ -157,6 +157,16 @@ class MakeReportTest(ReportTest):
         self.assertIn('No summary run', readme)
         self.assertEqual(validate_report.validate(self.report), [])
 
+    def test_a_run_on_a_busy_machine_is_flagged_in_the_runs_table(self):
+        testdata.write_summary_dir(self.summary_dir, seed=1,
+                                   context={'load_avg': [5.0, 4.0, 3.0], 'num_cpus': 2})
+        self.report = self.make()
+        runs = self.read('README.md').split('## Runs')[1].split('##')[0]
+        summary_line = [l for l in runs.splitlines() if l.startswith('| summary run')][0]
+        self.assertIn('5.00, 4.00, 3.00 ⚠ busy', summary_line)
+        sweep_line = [l for l in runs.splitlines() if l.startswith('| sweep')][0]
+        self.assertNotIn('busy', sweep_line)
+
     def test_codec_csv_has_every_row_and_flags_a_noisy_roofline(self):
         rows = testdata.sweep_rows(roofline_spread=0.3)
         testdata.write_bench_dir(self.bench, self.sha, rows)

@@ -144,6 +144,15 @@ class Repeated:
         return max((len(v) for v in self.runs.values()), default=0)
 
 
+def busy_load(context):
+    """The 1-minute load average of a Google Benchmark context when it exceeds the context's
+    CPU count (more runnable tasks than CPUs: the figures are lower and noisier than on an idle
+    machine); None otherwise."""
+    load = (context.get('load_avg') or [0])[0]
+    cpus = context.get('num_cpus') or 0
+    return load if cpus and load > cpus else None
+
+
 def quartiles(values):
     """(q1, median, q3), linear interpolation (numpy's default); the median thrice for one
     value."""

@@ -158,7 +158,8 @@ def write_bench_dir(path, sha, rows=None):
         json.dump({'cpu': {'simd_best': 'AVX2'}}, f)  # lmcache-bench's, not a benchmark file
 
 
-def write_summary_dir(path, seed, **kw):
+def write_summary_dir(path, seed, context=None, **kw):
+    """An lmcache-bench --out directory of the summary run (summary_entries(seed, **kw))."""
     os.makedirs(path, exist_ok=True)
     with open(os.path.join(path, 'lmcache-bench.json'), 'w', encoding='utf-8') as f:
-        json.dump(gbench_doc(summary_entries(seed, **kw)), f)
+        json.dump(gbench_doc(summary_entries(seed, **kw), context), f)
