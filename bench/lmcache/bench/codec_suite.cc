@@ -1,9 +1,7 @@
 // The codec/ and roofline/ suites (see suites.h), and the helpers every suite shares.
 #include <algorithm>
 #include <chrono>
-#include <cstring>
 #include <map>
-#include <memory>
 #include <set>
 #include <stdexcept>
 #include <string>
@@ -185,7 +183,8 @@ void register_cpu_codec(bool encode, DType dtype, Fp8Format format, std::uint64_
         st.SetBytesProcessed(static_cast<std::int64_t>(st.iterations() * traffic));
         st.SetItemsProcessed(static_cast<std::int64_t>(st.iterations() * n));
         // Measured after every call Google Benchmark makes (the counters of its last call are
-        // reported), for half the kernel's own time at most: warm buffers, same threads.
+        // reported) on warm buffers with the same threads, for half the kernel's timed time
+        // (capped), but at least kRooflineMinSamples samples of each copy variant.
         const RateStats roof =
             measure_roofline(copy_dst, copy_src, n,
                              {.threads = threads,
