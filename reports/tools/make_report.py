@@ -47,6 +47,11 @@ def fmt(value, digits=4):
     return '' if value is None else f'{value:.{digits}g}'
 
 
+def count(label):
+    """A numeric label for a CSV cell: the number, or empty when it does not apply."""
+    return num(label) if num(label) else ''
+
+
 def roofline_flag(row):
     spread = row.values.get('roofline_spread')
     if 'roofline_ratio' not in row.values:
@@ -71,15 +76,15 @@ def write_tables(report, rows, out_dir):
     tables['codec'] = (
         ['device', 'op', 'backend', 'dtype', 'format', 'size_bytes', 'threads', 'gb_per_s',
          'roofline_gb_per_s', 'roofline_spread', 'ratio_to_roofline', 'roofline_flag'],
-        [[r['device'], r['op'], r['impl'], r['dtype'], r['format'], num(r['size_bytes']),
-          num(r['threads']), fmt(r.values.get('throughput', 0) / 1e9),
+        [[r['device'], r['op'], r['impl'], r['dtype'], r['format'], count(r['size_bytes']),
+          count(r['threads']), fmt(r.values.get('throughput', 0) / 1e9),
           fmt(plots.roofline_of(r)[0] / 1e9 if plots.roofline_of(r) else None),
           fmt(r.values.get('roofline_spread'), 3), fmt(r.values.get('roofline_ratio'), 3),
           roofline_flag(r)] for r in codec])
     roof = sorted(sweep.select(suite='roofline'), key=_order)
     tables['roofline'] = (
         ['device', 'copy', 'bytes_copied', 'threads', 'gb_per_s'],
-        [[r['device'], r['impl'], num(r['size_bytes']), num(r['threads']),
+        [[r['device'], r['impl'], count(r['size_bytes']), count(r['threads']),
           fmt(r.values.get('throughput', 0) / 1e9)] for r in roof])
     over = sorted((r for r in sweep.rows if r['suite'] in ('processor', 'wrapper', 'l1', 'serde')),
                   key=_order)
@@ -90,7 +95,7 @@ def write_tables(report, rows, out_dir):
         ['suite', 'op', 'impl', 'serde', 'dtype', 'format', 'size_bytes', 'batch', 'threads',
          'p50_us', 'p99_us', 'gb_per_s', 'items_per_s', 'ratio_to_bare_codec'],
         [[r['suite'], r['op'], r['impl'], r['serde'], r['dtype'], r['format'],
-          num(r['size_bytes']), num(r['batch']), num(r['threads']), us(r.values.get('p50')),
+          count(r['size_bytes']), count(r['batch']), count(r['threads']), us(r.values.get('p50')),
           us(r.values.get('p99')),
           fmt(r.values['throughput'] / 1e9 if 'throughput' in r.values else None),
           fmt(r.values.get('items')), fmt(r.values.get('codec_ratio'), 3)] for r in over])
