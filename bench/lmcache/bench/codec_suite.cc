@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <memory>
 #include <set>
@@ -252,8 +253,51 @@ void register_cpu_codec(bool encode, DType dtype, Fp8Format format, std::uint64_
 }
 
 // ---------------------------------------------------------------------------------------------
-// CUDA: the device-resident kernels against a device-to-device copy of the same traffic, both
-// timed with CUDA events (manual time).
+// CUDA: the device-resident kernels against a device-to-device copy of the same traffic. Each
+// iteration is one batch of launches (about kCudaBatchMs of GPU time) between one pair of CUDA
+// events, on a stream and events made once per benchmark (devices::cuda::LaunchTimer), so
+// launch latency and stream or event creation stay out of the figures, small sizes included.
+
+constexpr double kCudaBatchMs = 5.0;
+
+// Times `launch` (one kernel or copy moving `traffic` bytes read + written, `items` elements)
+// in batches; returns the rate over all of them in bytes/s.
+double time_cuda_batches(benchmark::State& st, devices::cuda::LaunchTimer& timer,
+                         std::uint64_t traffic, std::uint64_t items,
+                         const std::function<void(void*)>& launch) {
+  const int launches = timer.launches_for(kCudaBatchMs, launch);
+  double total_s = 0;
+  for (auto _ : st) {
+    const double s = timer.ms_per_launch(launches, launch) * launches / 1e3;
+    st.SetIterationTime(s);
+    total_s += s;
+  }
+  const auto n = static_cast<std::int64_t>(st.iterations()) * launches;
+  st.SetBytesProcessed(n * static_cast<std::int64_t>(traffic));
+  st.SetItemsProcessed(n * static_cast<std::int64_t>(items));
+  st.counters["launches_per_batch"] = launches;
+  return static_cast<double>(n) * static_cast<double>(traffic) / std::max(total_s, 1e-12);
+}
+
+// The device copy's rate for `traffic` bytes read + written (the median of 5 batches), measured
+// once per traffic value and shared by the codec rows' roofline ratios.
+double cuda_copy_rate(std::uint64_t traffic) {
+  static std::map<std::uint64_t, double> cache;  // benchmarks run on one thread
+  if (const auto it = cache.find(traffic); it != cache.end()) return it->second;
+  devices::cuda::DeviceBuffer a(traffic / 2);
+  devices::cuda::DeviceBuffer b(traffic / 2);
+  devices::cuda::LaunchTimer timer;
+  const auto copy = [&](void* s) {
+    devices::cuda::copy_device_to_device(b.data(), a.data(), traffic / 2, s);
+  };
+  const int launches = timer.launches_for(kCudaBatchMs, copy);
+  std::vector<double> rates;
+  for (int i = 0; i < 5; ++i) {
+    rates.push_back(static_cast<double>(traffic) / (timer.ms_per_launch(launches, copy) / 1e3));
+  }
+  std::sort(rates.begin(), rates.end());
+  return cache[traffic] = rates[rates.size() / 2];
+}
 
 void register_cuda_copy(std::uint64_t traffic) {
   BenchLabels l;
@@ -265,22 +309,17 @@ void register_cuda_copy(std::uint64_t traffic) {
   l.threads = 1;
   register_labeled(l,
                    [traffic](benchmark::State& st) {
-                     const std::size_t bytes = traffic / 2;
                      try {
+                       const std::size_t bytes = traffic / 2;
                        devices::cuda::DeviceBuffer a(bytes);
                        devices::cuda::DeviceBuffer b(bytes);
-                       for (auto _ : st) {
-                         st.SetIterationTime(devices::cuda::time_ms([&](void* s) {
-                                               devices::cuda::copy_device_to_device(
-                                                   b.data(), a.data(), bytes, s);
-                                             }) /
-                                             1e3);
-                       }
+                       devices::cuda::LaunchTimer timer;
+                       time_cuda_batches(st, timer, 2 * bytes, bytes, [&](void* s) {
+                         devices::cuda::copy_device_to_device(b.data(), a.data(), bytes, s);
+                       });
                      } catch (const std::exception& e) {
                        st.SkipWithError(e.what());
-                       return;
                      }
-                     st.SetBytesProcessed(static_cast<std::int64_t>(st.iterations() * 2 * bytes));
                    })
       ->Unit(benchmark::kMicrosecond)
       ->UseManualTime();
@@ -297,7 +336,6 @@ void register_cuda_codec(bool encode, DType dtype, Fp8Format format, std::uint64
   l.device = "cuda";
   l.size_bytes = size;
   l.threads = 1;
-  auto roofline = std::make_shared<double>(0.0);
   register_labeled(
       l,
       [=](benchmark::State& st) {
@@ -311,43 +349,21 @@ void register_cuda_codec(bool encode, DType dtype, Fp8Format format, std::uint64
           } else {
             devices::cuda::copy_to_device(codes.data(), kv_codes(format, n).data(), n);
           }
-          if (*roofline == 0.0) {
-            devices::cuda::DeviceBuffer a(traffic / 2);
-            devices::cuda::DeviceBuffer b(traffic / 2);
-            std::vector<double> rates;
-            for (int i = 0; i < 6; ++i) {
-              const double ms = devices::cuda::time_ms([&](void* s) {
-                devices::cuda::copy_device_to_device(b.data(), a.data(), traffic / 2, s);
-              });
-              if (i > 0) rates.push_back(static_cast<double>(traffic) / (ms / 1e3));
+          const double roofline = cuda_copy_rate(traffic);
+          devices::cuda::LaunchTimer timer;
+          auto* code_ptr = static_cast<std::uint8_t*>(codes.data());
+          const double rate = time_cuda_batches(st, timer, traffic, n, [&](void* s) {
+            if (encode) {
+              devices::fp8_encode_cuda_device(wide.data(), dtype, n, code_ptr, format,
+                                              Fp8Overflow::kNonSaturating, s);
+            } else {
+              devices::fp8_decode_cuda_device(code_ptr, n, wide.data(), dtype, format, s);
             }
-            std::sort(rates.begin(), rates.end());
-            *roofline = rates[rates.size() / 2];
-          }
-          double total_s = 0;
-          for (auto _ : st) {
-            const double ms = devices::cuda::time_ms([&](void* s) {
-              if (encode) {
-                devices::fp8_encode_cuda_device(wide.data(), dtype, n,
-                                                static_cast<std::uint8_t*>(codes.data()), format,
-                                                Fp8Overflow::kNonSaturating, s);
-              } else {
-                devices::fp8_decode_cuda_device(static_cast<const std::uint8_t*>(codes.data()), n,
-                                                wide.data(), dtype, format, s);
-              }
-            });
-            st.SetIterationTime(ms / 1e3);
-            total_s += ms / 1e3;
-          }
-          const auto iters = static_cast<double>(st.iterations());
-          st.counters[kRooflineRatioCounter] =
-              iters * static_cast<double>(traffic) / std::max(total_s, 1e-12) / *roofline;
+          });
+          st.counters[kRooflineRatioCounter] = rate / roofline;
         } catch (const std::exception& e) {
           st.SkipWithError(e.what());
-          return;
         }
-        st.SetBytesProcessed(static_cast<std::int64_t>(st.iterations() * traffic));
-        st.SetItemsProcessed(static_cast<std::int64_t>(st.iterations() * n));
       })
       ->Unit(benchmark::kMicrosecond)
       ->UseManualTime();
