@@ -202,7 +202,7 @@ int FakeCudaRuntime::allocate(void** ptr, std::size_t bytes, bool pinned) {
   Block b;
   b.size = bytes;
   b.pinned = pinned;
-  b.storage = std::make_unique<std::byte[]>(bytes + kAlignment);
+  b.storage = std::make_unique_for_overwrite<std::byte[]>(bytes + kAlignment);  // like cudaMalloc: not zeroed
   const auto raw = reinterpret_cast<std::uintptr_t>(b.storage.get());
   const std::uintptr_t start = (raw + kAlignment - 1) / kAlignment * kAlignment;
   blocks_.emplace(start, std::move(b));
