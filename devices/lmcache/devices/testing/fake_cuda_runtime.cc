@@ -202,7 +202,8 @@ int FakeCudaRuntime::allocate(void** ptr, std::size_t bytes, bool pinned) {
   Block b;
   b.size = bytes;
   b.pinned = pinned;
-  b.storage = std::make_unique_for_overwrite<std::byte[]>(bytes + kAlignment);  // like cudaMalloc: not zeroed
+  // Not zeroed, like cudaMalloc's memory.
+  b.storage = std::make_unique_for_overwrite<std::byte[]>(bytes + kAlignment);
   const auto raw = reinterpret_cast<std::uintptr_t>(b.storage.get());
   const std::uintptr_t start = (raw + kAlignment - 1) / kAlignment * kAlignment;
   blocks_.emplace(start, std::move(b));
