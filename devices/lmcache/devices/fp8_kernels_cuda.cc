@@ -39,7 +39,6 @@ namespace lmcache::devices_internal {
 namespace {
 
 constexpr std::size_t kMaxElemBytes = 4;
-constexpr std::size_t kStagingBytes = kStagingChunkElements * kMaxElemBytes;
 
 WideKind wide_kind(DType dtype) {
   switch (dtype) {
@@ -74,7 +73,9 @@ struct Staging {
 // test's fake (ScopedCudaRuntimeOverride).
 class CudaBackend {
  public:
-  explicit CudaBackend(CudaRuntime* runtime) : rt_(runtime) {}
+  // `chunk_elements`: elements per staging chunk (tests shrink it to reach many chunks cheaply).
+  CudaBackend(CudaRuntime* runtime, std::size_t chunk_elements)
+      : rt_(runtime), chunk_elements_(chunk_elements) {}
   CudaBackend(const CudaBackend&) = delete;
   CudaBackend& operator=(const CudaBackend&) = delete;
 
@@ -150,6 +151,7 @@ class CudaBackend {
   void abandon(Staging& s) noexcept;
 
   CudaRuntime* const rt_;  // nullptr: a build without CUDA
+  const std::size_t chunk_elements_;
   std::mutex sticky_mu_;
   std::string sticky_;  // set once, by the first sticky error
   std::mutex availability_mu_;
@@ -164,7 +166,8 @@ std::atomic<CudaBackend*> g_override{nullptr};
 
 CudaBackend& backend() {
   if (CudaBackend* b = g_override.load(std::memory_order_acquire)) return *b;
-  static CudaBackend* real = new CudaBackend(real_cuda_runtime());  // never destroyed
+  static CudaBackend* real =
+      new CudaBackend(real_cuda_runtime(), kStagingChunkElements);  // never destroyed
   return *real;
 }
 
@@ -221,7 +224,8 @@ void CudaBackend::allocate(Staging& s) {
   Staging fresh;
   try {
     check(rt_->get_device(&fresh.device), "cudaGetDevice");
-    const std::string size = "(" + std::to_string(kStagingBytes) + " bytes)";
+    const std::size_t bytes = chunk_elements_ * kMaxElemBytes;
+    const std::string size = "(" + std::to_string(bytes) + " bytes)";
     for (Slot& slot : fresh.slots) {
       auto make = [&](void*& out, auto call, const std::string& what) {
         void* p = nullptr;
@@ -229,16 +233,15 @@ void CudaBackend::allocate(Staging& s) {
         out = p;
       };
       make(
-          slot.pinned_in, [&](void** p) { return rt_->malloc_pinned(p, kStagingBytes); },
+          slot.pinned_in, [&](void** p) { return rt_->malloc_pinned(p, bytes); },
           "cudaHostAlloc" + size);
       make(
-          slot.pinned_out, [&](void** p) { return rt_->malloc_pinned(p, kStagingBytes); },
+          slot.pinned_out, [&](void** p) { return rt_->malloc_pinned(p, bytes); },
           "cudaHostAlloc" + size);
       make(
-          slot.dev_in, [&](void** p) { return rt_->malloc_device(p, kStagingBytes); },
-          "cudaMalloc" + size);
+          slot.dev_in, [&](void** p) { return rt_->malloc_device(p, bytes); }, "cudaMalloc" + size);
       make(
-          slot.dev_out, [&](void** p) { return rt_->malloc_device(p, kStagingBytes); },
+          slot.dev_out, [&](void** p) { return rt_->malloc_device(p, bytes); },
           "cudaMalloc" + size);
       make(
           slot.stream, [&](void** p) { return rt_->stream_create(p); },
@@ -315,10 +318,10 @@ void CudaBackend::pipeline(const std::byte* src, std::size_t in_elem, std::size_
   allocate(staging_);
   DeviceGuard guard(*this, staging_.device);
   try {
-    for (std::size_t begin = 0, c = 0; begin < count; begin += kStagingChunkElements, ++c) {
+    for (std::size_t begin = 0, c = 0; begin < count; begin += chunk_elements_, ++c) {
       Slot& slot = staging_.slots[c % 2];
       drain(slot);
-      const std::size_t n = std::min(kStagingChunkElements, count - begin);
+      const std::size_t n = std::min(chunk_elements_, count - begin);
       std::memcpy(slot.pinned_in, src + begin * in_elem, n * in_elem);
       check(rt_->memcpy_async(slot.dev_in, slot.pinned_in, n * in_elem, CopyKind::kHostToDevice,
                               slot.stream),
@@ -361,9 +364,14 @@ void decode_host(const std::uint8_t* src, std::size_t count, std::byte* dst, DTy
              });
 }
 
-ScopedCudaRuntimeOverride::ScopedCudaRuntimeOverride(CudaRuntime& runtime)
-    : backend_(new CudaBackend(&runtime)),
-      previous_(g_override.exchange(backend_, std::memory_order_acq_rel)) {}
+ScopedCudaRuntimeOverride::ScopedCudaRuntimeOverride(CudaRuntime& runtime,
+                                                     std::size_t staging_chunk_elements) {
+  if (staging_chunk_elements == 0) {
+    throw std::invalid_argument("ScopedCudaRuntimeOverride: staging_chunk_elements must be >= 1");
+  }
+  backend_ = new CudaBackend(&runtime, staging_chunk_elements);
+  previous_ = g_override.exchange(backend_, std::memory_order_acq_rel);
+}
 
 ScopedCudaRuntimeOverride::~ScopedCudaRuntimeOverride() {
   g_override.store(previous_, std::memory_order_release);

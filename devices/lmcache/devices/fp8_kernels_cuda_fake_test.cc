@@ -42,7 +42,6 @@ using devices_internal::kCudaErrorLaunchOutOfResources;
 using devices_internal::kCudaErrorMemoryAllocation;
 using devices_internal::kCudaErrorNoKernelImageForDevice;
 using devices_internal::kCudaSuccess;
-using devices_internal::kStagingChunkElements;
 using devices_internal::ScopedCudaRuntimeOverride;
 using fp8_testing::first_mismatch;
 using fp8_testing::kFormats;
@@ -54,6 +53,13 @@ using ::testing::HasSubstr;
 using ::testing::Not;
 
 constexpr KernelOptions kCudaOpt{.backend = Fp8Backend::kCuda};
+
+// Staging chunks of the backend under test: odd and small, so multi-chunk calls (ragged chunks,
+// both slots, reuse) cost little even under the sanitizers. Its buffers are 4 bytes per element.
+constexpr std::size_t kChunk = 4099;
+
+// How the size of one staging buffer appears in messages.
+std::string staging_size() { return "(" + std::to_string(kChunk * 4) + " bytes)"; }
 
 std::vector<std::byte> random_bytes(std::size_t n, std::uint32_t seed) {
   std::vector<std::byte> out(n);
@@ -75,7 +81,7 @@ std::string message_of(F&& f) {
 
 class Fp8CudaFake : public ::testing::Test {
  protected:
-  Fp8CudaFake() { override_.emplace(fake_); }
+  Fp8CudaFake() { override_.emplace(fake_, kChunk); }
 
   // Every test ends with the override gone (its staging freed) and nothing else left behind,
   // unless a sticky error destroyed the context (whose resources die with it: frees fail).
@@ -210,7 +216,7 @@ TEST_F(Fp8CudaFake, FailedStagingAllocationIsNotReportedByTheNextLaunch) {
                 fp8_encode_fast(src, DType::kFloat32, 1024, host_out, Fp8Format::kE5M2,
                                 Fp8Overflow::kNonSaturating, kCudaOpt);
               }),
-              AllOf(HasSubstr("cudaMalloc(16777216 bytes)"), HasSubstr("out of memory")));
+              AllOf(HasSubstr("cudaMalloc" + staging_size()), HasSubstr("out of memory")));
   EXPECT_EQ(fake_.pending_error(), kCudaSuccess);
   const auto want = fp8_testing::reference_encode(src, DType::kFloat32, Fp8Format::kE5M2,
                                                   Fp8Overflow::kNonSaturating);
@@ -284,7 +290,7 @@ TEST_F(Fp8CudaFake, StickyFaultStopsTheBackendAndNamesTheFirstError) {
 }
 
 TEST_F(Fp8CudaFake, StickyFaultInsideTheHostPipelineThrowsAndLeavesNothingQueued) {
-  const std::size_t n = kStagingChunkElements + 100;
+  const std::size_t n = kChunk + 100;
   const auto src = random_bytes(n * 2, 5);
   std::vector<std::uint8_t> dst(n);
   fake_.fault_next_kernel(kCudaErrorIllegalAddress);
@@ -342,7 +348,7 @@ TEST_F(Fp8CudaFake, StagingAllocationFailureAtEveryStepLeavesNothingAllocated) {
 }
 
 TEST_F(Fp8CudaFake, StagingThatDoesNotFitIsReportedAndNotLeaked) {
-  fake_.set_device_memory(std::size_t{40} << 20);  // two of the four 16 MiB device buffers
+  fake_.set_device_memory(kChunk * 4 * 5 / 2);  // two of the four device staging buffers
   const auto codes = random_bytes(999, 7);
   std::vector<std::byte> dst(999 * 2);
   const std::span<const std::uint8_t> in(reinterpret_cast<const std::uint8_t*>(codes.data()),
@@ -351,7 +357,7 @@ TEST_F(Fp8CudaFake, StagingThatDoesNotFitIsReportedAndNotLeaked) {
     EXPECT_THAT(message_of<std::runtime_error>([&] {
                   fp8_decode_fast(in, in.size(), dst, DType::kBFloat16, Fp8Format::kE5M2, kCudaOpt);
                 }),
-                AllOf(HasSubstr("cudaMalloc(16777216 bytes)"), HasSubstr("out of memory")));
+                AllOf(HasSubstr("cudaMalloc" + staging_size()), HasSubstr("out of memory")));
     EXPECT_EQ(fake_.device_bytes(), 0u);
     EXPECT_EQ(fake_.pinned_allocations(), 0u);
     EXPECT_EQ(fake_.streams(), 0u);
@@ -362,8 +368,8 @@ TEST_F(Fp8CudaFake, StagingThatDoesNotFitIsReportedAndNotLeaked) {
 // The host pipeline
 
 TEST_F(Fp8CudaFake, HostPipelineMatchesTheReferenceOverSeveralChunks) {
-  // Three chunks (both slots, the first one reused) with a ragged last one.
-  const std::size_t n = 2 * kStagingChunkElements + 333;
+  // Ten chunks (both slots, each reused) and a ragged last one.
+  const std::size_t n = 10 * kChunk + 333;
   const auto src = random_bytes(n * 4, 8);
   const auto want = fp8_testing::reference_encode(src, DType::kFloat32, Fp8Format::kE5M2,
                                                   Fp8Overflow::kNonSaturating);
@@ -380,8 +386,10 @@ TEST_F(Fp8CudaFake, HostPipelineMatchesTheReferenceOverSeveralChunks) {
 }
 
 TEST_F(Fp8CudaFake, HostPipelineOddLengthsOnEveryMode) {
-  const auto pool = random_bytes(4 * 1100, 9);
-  for (std::size_t n : {1, 2, 3, 5, 7, 33, 1023, 1025}) {
+  const auto pool = random_bytes(4 * 3 * kChunk, 9);
+  for (std::size_t n :
+       {std::size_t{1}, std::size_t{2}, std::size_t{3}, std::size_t{5}, std::size_t{7},
+        std::size_t{33}, std::size_t{1025}, kChunk - 1, kChunk, kChunk + 1, 3 * kChunk - 3}) {
     for (DType d : kWideDTypes) {
       const std::span<const std::byte> src(pool.data(), n * element_size(d));
       for (Fp8Format f : kFormats) {
@@ -406,7 +414,7 @@ TEST_F(Fp8CudaFake, HostPipelineOddLengthsOnEveryMode) {
 // A failure in the middle of a multi-chunk call: the call throws, waits for everything it
 // queued, and nothing writes into its destination afterwards.
 TEST_F(Fp8CudaFake, FailureMidPipelineLeavesNoWorkBehind) {
-  const std::size_t n = 2 * kStagingChunkElements + 5;
+  const std::size_t n = 2 * kChunk + 5;
   const auto src = random_bytes(n * 2, 10);
   for (const auto& [call, nth] :
        {std::pair{CudaCall::kLaunch, 2}, std::pair{CudaCall::kMemcpyAsync, 4},

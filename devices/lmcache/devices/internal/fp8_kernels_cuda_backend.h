@@ -39,20 +39,23 @@ void decode_host(const std::uint8_t* src, std::size_t count, std::byte* dst, DTy
 //
 // For tests: while alive, the CUDA backend (every function of fp8_kernels_cuda.h and the
 // kCuda backend of fp8_kernels.h) calls `runtime` instead of the real one, with fresh state
-// (availability, sticky error, staging). The destructor frees the staging made through it and
+// (availability, sticky error, staging, whose chunks hold `staging_chunk_elements` elements:
+// tests shrink them to reach many chunks with little data; >= 1, else std::invalid_argument).
+// The destructor frees the staging made through it and
 // restores the previous runtime. Objects made under the override (DeviceBuffer, Stream,
 // LaunchTimer) must be destroyed before it. Not thread-safe against backend calls in flight
 // while it is created or destroyed; nesting is allowed.
 class ScopedCudaRuntimeOverride {
  public:
-  explicit ScopedCudaRuntimeOverride(CudaRuntime& runtime);
+  explicit ScopedCudaRuntimeOverride(CudaRuntime& runtime,
+                                     std::size_t staging_chunk_elements = kStagingChunkElements);
   ~ScopedCudaRuntimeOverride();
   ScopedCudaRuntimeOverride(const ScopedCudaRuntimeOverride&) = delete;
   ScopedCudaRuntimeOverride& operator=(const ScopedCudaRuntimeOverride&) = delete;
 
  private:
-  CudaBackend* backend_;
-  CudaBackend* previous_;
+  CudaBackend* backend_ = nullptr;
+  CudaBackend* previous_ = nullptr;
 };
 
 }  // namespace lmcache::devices_internal
