@@ -162,7 +162,7 @@ fi
   echo '```'
   cat "$out/machine.txt"
   echo "CMAKE_CUDA_ARCHITECTURES: ${arch_list:-unknown}"
-  echo "nvcc time of the fat binary (fp8_kernels_cuda.cu.o): ${cu_seconds:-unknown} s"
+  echo "nvcc time of the fat binary (its last compile in this build tree): ${cu_seconds:-unknown} s"
   echo '```'
   echo
   echo "| stage | time | result | log |"
