@@ -95,8 +95,7 @@ int run(int argc, char** argv) {
   const bool cuda_usable = lmcache::devices::fp8_cuda_available();
   if (flags.device == "cuda" && !cuda_usable) {
     std::fprintf(stderr, "lmcache-bench: --device cuda: %s\n",
-                 lmcache::devices::fp8_cuda_built() ? "no usable CUDA GPU on this machine"
-                                                    : "this build has no CUDA kernels");
+                 lmcache::devices::fp8_cuda_unavailable_reason().c_str());
     return 2;
   }
 

@@ -1,6 +1,7 @@
 // The codec/ and roofline/ suites (see suites.h), and the helpers every suite shares.
 #include <algorithm>
 #include <chrono>
+#include <functional>
 #include <map>
 #include <set>
 #include <stdexcept>
@@ -109,11 +110,8 @@ void register_memcpy(std::uint64_t traffic, std::size_t threads, std::size_t ele
       ->UseRealTime();
 }
 
-// Sets the roofline counters of a codec row that moved `traffic` bytes per iteration in
-// `elapsed` seconds over st.iterations() iterations.
-void set_roofline_counters(benchmark::State& st, const RateStats& roof, double traffic,
-                           double elapsed) {
-  const double rate = static_cast<double>(st.iterations()) * traffic / std::max(elapsed, 1e-12);
+// Sets the roofline counters of a codec row whose kernel ran at `rate` bytes/s.
+void set_roofline_counters(benchmark::State& st, const RateStats& roof, double rate) {
   st.counters[kRooflineRatioCounter] = roof.median > 0 ? rate / roof.median : 0.0;
   st.counters[kRooflineRateCounter] = roof.median;
   st.counters[kRooflineSpreadCounter] = roof.spread();
@@ -190,15 +188,40 @@ void register_cpu_codec(bool encode, DType dtype, Fp8Format format, std::uint64_
                              {.threads = threads,
                               .min_seconds = std::min(elapsed / 2, roofline_cap_seconds(quick)),
                               .min_samples = kRooflineMinSamples});
-        set_roofline_counters(st, roof, static_cast<double>(traffic), elapsed);
+        set_roofline_counters(st, roof,
+                              static_cast<double>(st.iterations()) * static_cast<double>(traffic) /
+                                  std::max(elapsed, 1e-12));
       })
       ->Unit(benchmark::kMicrosecond)
       ->UseRealTime();
 }
 
 // ---------------------------------------------------------------------------------------------
-// CUDA: the device-resident kernels against a device-to-device copy of the same traffic, both
-// timed with CUDA events (manual time).
+// CUDA: the device-resident kernels against a device-to-device copy of the same traffic. Each
+// iteration is one batch of launches (about kCudaBatchMs of GPU time) between one pair of CUDA
+// events, on a stream and events made once per benchmark (devices::cuda::LaunchTimer), so
+// launch latency and stream or event creation stay out of the figures, small sizes included.
+
+constexpr double kCudaBatchMs = 5.0;
+
+// Times `launch` (one kernel or copy moving `traffic` bytes read + written, `items` elements)
+// in batches; returns the rate over all of them in bytes/s.
+double time_cuda_batches(benchmark::State& st, devices::cuda::LaunchTimer& timer,
+                         std::uint64_t traffic, std::uint64_t items,
+                         const std::function<void(void*)>& launch) {
+  const int launches = timer.launches_for(kCudaBatchMs, launch);
+  double total_s = 0;
+  for (auto _ : st) {
+    const double s = timer.ms_per_launch(launches, launch) * launches / 1e3;
+    st.SetIterationTime(s);
+    total_s += s;
+  }
+  const auto n = static_cast<std::int64_t>(st.iterations()) * launches;
+  st.SetBytesProcessed(n * static_cast<std::int64_t>(traffic));
+  st.SetItemsProcessed(n * static_cast<std::int64_t>(items));
+  st.counters["launches_per_batch"] = launches;
+  return static_cast<double>(n) * static_cast<double>(traffic) / std::max(total_s, 1e-12);
+}
 
 void register_cuda_copy(std::uint64_t traffic) {
   BenchLabels l;
@@ -210,22 +233,17 @@ void register_cuda_copy(std::uint64_t traffic) {
   l.threads = 1;
   register_labeled(l,
                    [traffic](benchmark::State& st) {
-                     const std::size_t bytes = traffic / 2;
                      try {
+                       const std::size_t bytes = traffic / 2;
                        devices::cuda::DeviceBuffer a(bytes);
                        devices::cuda::DeviceBuffer b(bytes);
-                       for (auto _ : st) {
-                         st.SetIterationTime(devices::cuda::time_ms([&](void* s) {
-                                               devices::cuda::copy_device_to_device(
-                                                   b.data(), a.data(), bytes, s);
-                                             }) /
-                                             1e3);
-                       }
+                       devices::cuda::LaunchTimer timer;
+                       time_cuda_batches(st, timer, 2 * bytes, bytes, [&](void* s) {
+                         devices::cuda::copy_device_to_device(b.data(), a.data(), bytes, s);
+                       });
                      } catch (const std::exception& e) {
                        st.SkipWithError(e.what());
-                       return;
                      }
-                     st.SetBytesProcessed(static_cast<std::int64_t>(st.iterations() * 2 * bytes));
                    })
       ->Unit(benchmark::kMicrosecond)
       ->UseManualTime();
@@ -257,41 +275,34 @@ void register_cuda_codec(bool encode, DType dtype, Fp8Format format, std::uint64
           } else {
             devices::cuda::copy_to_device(codes.data(), kv_codes(format, n).data(), n);
           }
-          double total_s = 0;
-          for (auto _ : st) {
-            const double ms = devices::cuda::time_ms([&](void* s) {
-              if (encode) {
-                devices::fp8_encode_cuda_device(wide.data(), dtype, n,
-                                                static_cast<std::uint8_t*>(codes.data()), format,
-                                                Fp8Overflow::kNonSaturating, s);
-              } else {
-                devices::fp8_decode_cuda_device(static_cast<const std::uint8_t*>(codes.data()), n,
-                                                wide.data(), dtype, format, s);
-              }
-            });
-            st.SetIterationTime(ms / 1e3);
-            total_s += ms / 1e3;
-          }
-          // The device copy of the same traffic from the kernel's input buffer to its output
-          // buffer, timed with CUDA events like the kernel, after it (the first copy warms up
-          // and is not counted).
+          devices::cuda::LaunchTimer timer;
+          auto* code_ptr = static_cast<std::uint8_t*>(codes.data());
+          const double rate = time_cuda_batches(st, timer, traffic, n, [&](void* s) {
+            if (encode) {
+              devices::fp8_encode_cuda_device(wide.data(), dtype, n, code_ptr, format,
+                                              Fp8Overflow::kNonSaturating, s);
+            } else {
+              devices::fp8_decode_cuda_device(code_ptr, n, wide.data(), dtype, format, s);
+            }
+          });
+          // The roofline: a device copy of the same traffic from the kernel's input buffer to
+          // its output buffer, timed like the kernel (batches of launches between one event
+          // pair on the same stream), after it, with its spread.
           void* copy_dst = encode ? codes.data() : wide.data();
           const void* copy_src = encode ? wide.data() : codes.data();
+          const auto copy = [&](void* s) {
+            devices::cuda::copy_device_to_device(copy_dst, copy_src, traffic / 2, s);
+          };
+          const int copies = timer.launches_for(kCudaBatchMs, copy);
           std::vector<double> rates;
-          for (int i = 0; i <= kRooflineMinSamples * 2; ++i) {
-            const double ms = devices::cuda::time_ms([&](void* s) {
-              devices::cuda::copy_device_to_device(copy_dst, copy_src, traffic / 2, s);
-            });
-            if (i > 0) rates.push_back(static_cast<double>(traffic) / std::max(ms / 1e3, 1e-12));
+          for (int i = 0; i < kRooflineMinSamples * 2; ++i) {
+            rates.push_back(static_cast<double>(traffic) /
+                            std::max(timer.ms_per_launch(copies, copy) / 1e3, 1e-12));
           }
-          set_roofline_counters(st, rate_stats(std::move(rates)), static_cast<double>(traffic),
-                                total_s);
+          set_roofline_counters(st, rate_stats(std::move(rates)), rate);
         } catch (const std::exception& e) {
           st.SkipWithError(e.what());
-          return;
         }
-        st.SetBytesProcessed(static_cast<std::int64_t>(st.iterations() * traffic));
-        st.SetItemsProcessed(static_cast<std::int64_t>(st.iterations() * n));
       })
       ->Unit(benchmark::kMicrosecond)
       ->UseManualTime();

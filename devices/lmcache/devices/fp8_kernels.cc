@@ -16,6 +16,7 @@
 
 #include "hwy/targets.h"
 #include "lmcache/devices/fp8_kernels_cuda.h"
+#include "lmcache/devices/internal/fp8_kernels_cuda_backend.h"
 #include "lmcache/devices/internal/fp8_kernels_simd.h"
 
 namespace lmcache::devices {
@@ -104,13 +105,8 @@ Fp8Backend fp8_resolve_backend(const KernelOptions& options) {
     case Fp8Backend::kSimd:
       return options.backend;
     case Fp8Backend::kCuda:
-      if (!fp8_cuda_available()) {
-        throw std::runtime_error(fp8_cuda_built()
-                                     ? "fp8 kernels: backend cuda requested, but no CUDA GPU is "
-                                       "usable on this machine"
-                                     : "fp8 kernels: backend cuda requested, but this build has "
-                                       "no CUDA kernels (nvcc was not found or "
-                                       "LMCACHE_ENABLE_CUDA=OFF)");
+      if (const std::string why = fp8_cuda_unavailable_reason(); !why.empty()) {
+        throw std::runtime_error("fp8 kernels: backend cuda requested, but " + why);
       }
       return options.backend;
   }
@@ -141,7 +137,7 @@ void fp8_encode_fast(std::span<const std::byte> src, DType src_dtype, std::size_
   std::uint8_t* out = dst.data();
   switch (backend) {
     case Fp8Backend::kCuda:
-      fp8_cuda_internal::encode_host(in, src_dtype, count, out, format, overflow);
+      devices_internal::encode_host(in, src_dtype, count, out, format, overflow);
       return;
     case Fp8Backend::kScalar:
       run_split(count, options.threads, [&](std::size_t b, std::size_t e) {
@@ -174,7 +170,7 @@ void fp8_decode_fast(std::span<const std::uint8_t> src, std::size_t count, std::
   std::byte* out = dst.data();
   switch (backend) {
     case Fp8Backend::kCuda:
-      fp8_cuda_internal::decode_host(in, count, out, dst_dtype, format);
+      devices_internal::decode_host(in, count, out, dst_dtype, format);
       return;
     case Fp8Backend::kScalar:
       run_split(count, options.threads, [&](std::size_t b, std::size_t e) {

@@ -10,9 +10,13 @@
 // After the run a summary prints each kernel's GB/s, its ratio to memcpy and its speedup over
 // the reference.
 //
-// With a CUDA GPU it also times, with CUDA events, a device-to-device copy of the same bytes
-// against the device-to-device encode/decode kernels; without one those entries are skipped
-// with the reason.
+// With a CUDA GPU it also times the device-to-device encode/decode kernels against a
+// device-to-device copy (cudaMemcpyAsync) of the same traffic, registered once per traffic
+// value. Each iteration is one batch of launches (about kCudaBatchMs of GPU time) between one
+// pair of CUDA events on a stream and events made once per benchmark (cuda::LaunchTimer), so
+// neither launch latency nor stream and event creation lands in the figure; the summary prints
+// each kernel's GB/s beside the copy's. Without a usable GPU one "CudaD2D/unavailable" entry is
+// skipped with the reason.
 //
 // Typical run (one core, as in BENCHMARKS.md):
 //   taskset -c 0 fp8_kernels_bench --benchmark_min_time=0.5
@@ -23,8 +27,10 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <random>
+#include <set>
 #include <string>
 #include <thread>
 #include <tuple>
@@ -146,49 +152,68 @@ void BM_Decode(benchmark::State& state, DType dtype, Fp8Format format, KernelOpt
 }
 
 // CUDA: device-to-device copy vs the device-to-device kernels, timed with CUDA events.
-void BM_CudaCopy(benchmark::State& state, std::size_t traffic_bytes) {
+
+// GPU time per timed batch: long enough that the two event records and the gaps between
+// launches are noise, short enough for Google Benchmark to take several batches.
+constexpr double kCudaBatchMs = 20.0;
+
+// Runs `body` with a LaunchTimer; skips with the reason when no GPU is usable or a CUDA call
+// fails (out of memory, say).
+void run_cuda_batches(benchmark::State& state,
+                      const std::function<void(cuda::LaunchTimer&)>& body) {
   if (!fp8_cuda_available()) {
-    state.SkipWithError(fp8_cuda_built() ? "no CUDA GPU on this machine"
-                                         : "CUDA kernels not built");
+    state.SkipWithError(("CUDA: " + fp8_cuda_unavailable_reason()).c_str());
     return;
   }
-  const std::size_t bytes = traffic_bytes / 2;
-  cuda::DeviceBuffer a(bytes);
-  cuda::DeviceBuffer b(bytes);
-  for (auto _ : state) {
-    state.SetIterationTime(
-        cuda::time_ms([&](void* s) { cuda::copy_device_to_device(b.data(), a.data(), bytes, s); }) /
-        1e3);
+  try {
+    cuda::LaunchTimer timer;
+    body(timer);
+  } catch (const std::exception& e) {
+    state.SkipWithError(e.what());
   }
-  state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * 2 * bytes));
+}
+
+// Times batches of `launch` (each queues one kernel or copy moving `traffic` bytes read +
+// written) and reports GB/s over them.
+void time_batches(benchmark::State& state, cuda::LaunchTimer& timer, std::size_t traffic,
+                  const std::function<void(void* stream)>& launch) {
+  const int launches = timer.launches_for(kCudaBatchMs, launch);
+  for (auto _ : state) {
+    state.SetIterationTime(timer.ms_per_launch(launches, launch) * launches / 1e3);
+  }
+  state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations()) * launches *
+                          static_cast<std::int64_t>(traffic));
+  state.counters["launches_per_batch"] = launches;
+}
+
+void BM_CudaCopy(benchmark::State& state, std::size_t traffic_bytes) {
+  run_cuda_batches(state, [&](cuda::LaunchTimer& timer) {
+    const std::size_t bytes = traffic_bytes / 2;
+    cuda::DeviceBuffer a(bytes);
+    cuda::DeviceBuffer b(bytes);
+    time_batches(state, timer, 2 * bytes,
+                 [&](void* s) { cuda::copy_device_to_device(b.data(), a.data(), bytes, s); });
+  });
 }
 
 void BM_CudaKernel(benchmark::State& state, bool encode, DType dtype, Fp8Format format) {
-  if (!fp8_cuda_available()) {
-    state.SkipWithError(fp8_cuda_built() ? "no CUDA GPU on this machine"
-                                         : "CUDA kernels not built");
-    return;
-  }
   const std::size_t n = encode ? kInputBytes / element_size(dtype) : kInputBytes;
-  cuda::DeviceBuffer wide(n * element_size(dtype));
-  cuda::DeviceBuffer codes(n);
-  const auto& host = input_for(encode ? dtype : DType::kUInt8);
-  cuda::copy_to_device(encode ? wide.data() : codes.data(), host.data(), kInputBytes);
-  for (auto _ : state) {
-    state.SetIterationTime(cuda::time_ms([&](void* s) {
-                             if (encode) {
-                               fp8_encode_cuda_device(wide.data(), dtype, n,
-                                                      static_cast<std::uint8_t*>(codes.data()),
-                                                      format, Fp8Overflow::kNonSaturating, s);
-                             } else {
-                               fp8_decode_cuda_device(static_cast<std::uint8_t*>(codes.data()), n,
-                                                      wide.data(), dtype, format, s);
-                             }
-                           }) /
-                           1e3);
-  }
-  state.SetBytesProcessed(
-      static_cast<std::int64_t>(state.iterations() * (n + n * element_size(dtype))));
+  const std::size_t traffic = n + n * element_size(dtype);
+  run_cuda_batches(state, [&](cuda::LaunchTimer& timer) {
+    cuda::DeviceBuffer wide(n * element_size(dtype));
+    cuda::DeviceBuffer codes(n);
+    const auto& host = input_for(encode ? dtype : DType::kUInt8);
+    cuda::copy_to_device(encode ? wide.data() : codes.data(), host.data(), kInputBytes);
+    auto* code_ptr = static_cast<std::uint8_t*>(codes.data());
+    time_batches(state, timer, traffic, [&](void* s) {
+      if (encode) {
+        fp8_encode_cuda_device(wide.data(), dtype, n, code_ptr, format, Fp8Overflow::kNonSaturating,
+                               s);
+      } else {
+        fp8_decode_cuda_device(code_ptr, n, wide.data(), dtype, format, s);
+      }
+    });
+  });
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -213,6 +238,21 @@ struct Entry {
 std::vector<Entry>& entries() {
   static std::vector<Entry> e;
   return e;
+}
+
+// The CUDA kernels, each compared with the device copy of its traffic.
+struct CudaEntry {
+  std::string name;
+  std::size_t traffic;
+};
+
+std::vector<CudaEntry>& cuda_entries() {
+  static std::vector<CudaEntry> e;
+  return e;
+}
+
+std::string cuda_copy_name(std::size_t traffic) {
+  return "CudaD2D/copy/traffic_MiB:" + std::to_string(traffic >> 20);
 }
 
 void register_all() {
@@ -280,26 +320,29 @@ void register_all() {
   }
 
   if (fp8_cuda_available()) {
+    std::set<std::size_t> copy_traffics;  // one roofline per traffic value (float16 and
+                                          // bfloat16 share theirs)
     for (DType dtype : {DType::kFloat32, DType::kFloat16, DType::kBFloat16}) {
       const std::size_t elem = element_size(dtype);
       for (bool encode : {true, false}) {
         const std::size_t n = encode ? kInputBytes / elem : kInputBytes;
         const std::size_t traffic = n + n * elem;
-        benchmark::RegisterBenchmark(
-            ("CudaD2D/copy/traffic_MiB:" + std::to_string(traffic >> 20)).c_str(), BM_CudaCopy,
-            traffic)
-            ->UseManualTime()
-            ->Unit(benchmark::kMicrosecond);
+        copy_traffics.insert(traffic);
         for (Fp8Format format : {Fp8Format::kE4M3FN, Fp8Format::kE5M2}) {
-          benchmark::RegisterBenchmark(
-              (std::string("CudaD2D/") + (encode ? "encode/" : "decode/") +
-               std::string(dtype_name(dtype)) + "/" + std::string(fp8_format_name(format)))
-                  .c_str(),
-              BM_CudaKernel, encode, dtype, format)
+          const std::string name = std::string("CudaD2D/") + (encode ? "encode/" : "decode/") +
+                                   std::string(dtype_name(dtype)) + "/" +
+                                   std::string(fp8_format_name(format));
+          benchmark::RegisterBenchmark(name.c_str(), BM_CudaKernel, encode, dtype, format)
               ->UseManualTime()
               ->Unit(benchmark::kMicrosecond);
+          cuda_entries().push_back({name, traffic});
         }
       }
+    }
+    for (std::size_t traffic : copy_traffics) {
+      benchmark::RegisterBenchmark(cuda_copy_name(traffic).c_str(), BM_CudaCopy, traffic)
+          ->UseManualTime()
+          ->Unit(benchmark::kMicrosecond);
     }
   } else {
     benchmark::RegisterBenchmark("CudaD2D/unavailable", BM_CudaCopy, kInputBytes);
@@ -349,7 +392,22 @@ class SummaryReporter : public benchmark::ConsoleReporter {
                   sc > 0 ? rate / sc : 0.0);
     }
     for (const auto& [name, rate] : rate_) {
-      if (name.rfind("Memcpy/", 0) == 0 || name.rfind("CudaD2D/", 0) == 0) {
+      if (name.rfind("Memcpy/", 0) == 0) std::printf("%-44s %9.2f\n", name.c_str(), rate / 1e9);
+    }
+    if (cuda_entries().empty()) return;
+    std::printf(
+        "\nCUDA: GB/s (bytes read + written, 1e9) and ratio to a device-to-device copy "
+        "of the same traffic\n");
+    std::printf("%-44s %9s %9s\n", "kernel", "GB/s", "/copy");
+    for (const CudaEntry& e : cuda_entries()) {
+      if (!rate_.count(e.name)) continue;
+      const std::string copy = cuda_copy_name(e.traffic);
+      const double cp = rate_.count(copy) ? rate_.at(copy) : 0;
+      std::printf("%-44s %9.2f %9.2f\n", e.name.c_str(), rate_.at(e.name) / 1e9,
+                  cp > 0 ? rate_.at(e.name) / cp : 0.0);
+    }
+    for (const auto& [name, rate] : rate_) {
+      if (name.rfind("CudaD2D/copy/", 0) == 0) {
         std::printf("%-44s %9.2f\n", name.c_str(), rate / 1e9);
       }
     }
@@ -368,6 +426,9 @@ void add_context() {
   benchmark::AddCustomContext("device", info.device);
   benchmark::AddCustomContext("cuda", info.cuda.available ? info.cuda.gpus.front().name
                                                           : "unavailable: " + info.cuda.reason);
+  benchmark::AddCustomContext("fp8_cuda_kernels", fp8_cuda_available()
+                                                      ? std::string("usable")
+                                                      : fp8_cuda_unavailable_reason());
 }
 
 }  // namespace

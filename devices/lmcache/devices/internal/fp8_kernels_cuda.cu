@@ -1,9 +1,16 @@
 // File: lmcache/devices/internal/fp8_kernels_cuda.cu
 //
 // The CUDA fp8 kernels. Each element goes through the same fp8_bits.h function the CPU
-// kernels use, so the bytes are the reference's. Grid-stride loops; in the vectorised form a
-// thread moves 4 elements (one 16- or 8-byte load of wide values, one 4-byte store of codes,
-// or the reverse), and the last count % 4 elements are handled one per thread.
+// kernels use, so the bytes are the reference's. Grid-stride loops over std::size_t indexes
+// (counts past 2^32 are fine); in the vectorised form a thread moves 4 elements (one 16- or
+// 8-byte load of wide values, one 4-byte store of codes, or the reverse), and the last
+// count % 4 elements are handled one per thread. The grid is capped at kMaxBlocks blocks of
+// kThreadsPerBlock threads, so above 65535 * 256 work items (about 67 M elements vectorised,
+// 16.8 M element-wise) threads go round the loop more than once.
+//
+// Launches go through cudaLaunchKernel, which returns the launch's own error: a `<<<...>>>`
+// launch returns nothing, and reading cudaGetLastError() after it would also report whatever
+// an earlier failed call left pending in the thread's error state.
 #include <cuda_runtime.h>
 
 #include <cstddef>
@@ -12,10 +19,10 @@
 #include "lmcache/devices/internal/fp8_bits.h"
 #include "lmcache/devices/internal/fp8_kernels_cuda_launch.h"
 
-namespace lmcache::devices::fp8_cuda_internal {
+namespace lmcache::devices_internal {
 namespace {
 
-namespace fb = fp8_bits;
+namespace fb = devices::fp8_bits;
 
 constexpr int kThreadsPerBlock = 256;
 constexpr std::size_t kMaxBlocks = 65535;
@@ -126,16 +133,19 @@ unsigned blocks_for(std::size_t work_items) {
   return static_cast<unsigned>(blocks == 0 ? 1 : (blocks < kMaxBlocks ? blocks : kMaxBlocks));
 }
 
+// Launches `kernel` with the arguments (src, n, dst) and returns the launch's own error.
+template <class Src, class Dst>
+int launch(void (*kernel)(Src, std::size_t, Dst), std::size_t work_items, Src src, std::size_t n,
+           Dst dst, cudaStream_t s) {
+  void* args[] = {&src, &n, &dst};
+  return static_cast<int>(
+      cudaLaunchKernel(kernel, dim3(blocks_for(work_items)), dim3(kThreadsPerBlock), args, 0, s));
+}
+
 template <int kKind, Fp8Format kFormat, bool kSat>
 int encode_as(const void* src, std::size_t n, std::uint8_t* dst, bool vec, cudaStream_t s) {
-  if (vec) {
-    encode_kernel<kKind, kFormat, kSat, true>
-        <<<blocks_for(n / 4 + 4), kThreadsPerBlock, 0, s>>>(src, n, dst);
-  } else {
-    encode_kernel<kKind, kFormat, kSat, false>
-        <<<blocks_for(n), kThreadsPerBlock, 0, s>>>(src, n, dst);
-  }
-  return static_cast<int>(cudaGetLastError());
+  return vec ? launch(encode_kernel<kKind, kFormat, kSat, true>, n / 4 + 4, src, n, dst, s)
+             : launch(encode_kernel<kKind, kFormat, kSat, false>, n, src, n, dst, s);
 }
 
 template <int kKind, Fp8Format kFormat>
@@ -155,13 +165,8 @@ int encode_with_format(const void* src, std::size_t n, std::uint8_t* dst, Fp8For
 
 template <int kKind, Fp8Format kFormat>
 int decode_as(const std::uint8_t* src, std::size_t n, void* dst, bool vec, cudaStream_t s) {
-  if (vec) {
-    decode_kernel<kKind, kFormat, true>
-        <<<blocks_for(n / 4 + 4), kThreadsPerBlock, 0, s>>>(src, n, dst);
-  } else {
-    decode_kernel<kKind, kFormat, false><<<blocks_for(n), kThreadsPerBlock, 0, s>>>(src, n, dst);
-  }
-  return static_cast<int>(cudaGetLastError());
+  return vec ? launch(decode_kernel<kKind, kFormat, true>, n / 4 + 4, src, n, dst, s)
+             : launch(decode_kernel<kKind, kFormat, false>, n, src, n, dst, s);
 }
 
 template <int kKind>
@@ -199,4 +204,10 @@ int launch_decode(const std::uint8_t* d_src, std::size_t count, void* d_dst, Wid
   }
 }
 
-}  // namespace lmcache::devices::fp8_cuda_internal
+int kernel_image_status() {
+  cudaFuncAttributes attributes;
+  return static_cast<int>(
+      cudaFuncGetAttributes(&attributes, encode_kernel<kWideF32, Fp8Format::kE4M3FN, false, true>));
+}
+
+}  // namespace lmcache::devices_internal

@@ -1,8 +1,12 @@
 // File: lmcache/devices/internal/fp8_kernels_cuda_launch.h
 //
-// Internal: the kernel launchers compiled by nvcc (fp8_kernels_cuda.cu), called by the host
-// code in fp8_kernels_cuda.cc. They check nothing: callers validate dtypes, enums and
-// alignment first. Each returns the cudaError_t of the launch (as int; 0 = success).
+// Internal: the kernel launchers compiled by nvcc (fp8_kernels_cuda.cu). Their only caller is
+// the real CUDA runtime (cuda_runtime_real.cc), which the host code reaches through the
+// CudaRuntime interface (cuda_runtime.h). They check nothing: callers validate dtypes, enums,
+// pointers and alignment first.
+//
+// Each returns the cudaError_t (as int; 0 = success) of its own launch, as cudaLaunchKernel
+// reports it, never an error some earlier call left pending in the thread's error state.
 #pragma once
 
 #include <cstddef>
@@ -10,7 +14,7 @@
 
 #include "lmcache/fp8/fp8_codec.h"
 
-namespace lmcache::devices::fp8_cuda_internal {
+namespace lmcache::devices_internal {
 
 // Source / destination element kinds, as in fp8_kernels_simd.h.
 enum WideKind : int { kWideF32 = 0, kWideF16 = 1, kWideBF16 = 2 };
@@ -22,4 +26,13 @@ int launch_encode(const void* d_src, WideKind src_kind, std::size_t count, std::
 int launch_decode(const std::uint8_t* d_src, std::size_t count, void* d_dst, WideKind dst_kind,
                   Fp8Format format, bool vectorized, void* stream);
 
-}  // namespace lmcache::devices::fp8_cuda_internal
+// kernel_image_status()
+//
+// cudaFuncGetAttributes on one of the kernels for the current device: 0 when this build's fat
+// binary holds an image that loads there (a SASS image for its architecture, or PTX the driver
+// can JIT-compile for it), cudaErrorNoKernelImageForDevice (209) or
+// cudaErrorInvalidDeviceFunction (98) when it does not. All kernels are compiled for the same
+// architecture list, so one stands for all.
+int kernel_image_status();
+
+}  // namespace lmcache::devices_internal
