@@ -26,7 +26,7 @@
 namespace lmcache::devices {
 namespace {
 
-using fp8_cuda_internal::WideKind;
+using devices_internal::WideKind;
 
 void check(cudaError_t err, const char* call) {
   if (err != cudaSuccess) {
@@ -46,11 +46,11 @@ void require_gpu() {
 WideKind wide_kind(DType dtype) {
   switch (dtype) {
     case DType::kFloat16:
-      return fp8_cuda_internal::kWideF16;
+      return devices_internal::kWideF16;
     case DType::kBFloat16:
-      return fp8_cuda_internal::kWideBF16;
+      return devices_internal::kWideBF16;
     default:  // kFloat32; validated by the caller
-      return fp8_cuda_internal::kWideF32;
+      return devices_internal::kWideF32;
   }
 }
 
@@ -189,8 +189,8 @@ void fp8_encode_cuda_device(const void* d_src, DType src_dtype, std::size_t coun
   require_gpu();
   if (count == 0) return;
   const bool vec = aligned(d_src, 4 * elem) && aligned(d_dst, 4);
-  check(fp8_cuda_internal::launch_encode(d_src, wide_kind(src_dtype), count, d_dst, format,
-                                         overflow, vec, stream),
+  check(devices_internal::launch_encode(d_src, wide_kind(src_dtype), count, d_dst, format, overflow,
+                                        vec, stream),
         "fp8 encode kernel launch");
 }
 
@@ -202,8 +202,8 @@ void fp8_decode_cuda_device(const std::uint8_t* d_src, std::size_t count, void* 
   require_gpu();
   if (count == 0) return;
   const bool vec = aligned(d_src, 4) && aligned(d_dst, 4 * elem);
-  check(fp8_cuda_internal::launch_decode(d_src, count, d_dst, wide_kind(dst_dtype), format, vec,
-                                         stream),
+  check(devices_internal::launch_decode(d_src, count, d_dst, wide_kind(dst_dtype), format, vec,
+                                        stream),
         "fp8 decode kernel launch");
 }
 
@@ -282,29 +282,29 @@ double time_ms(const std::function<void(void* stream)>& work) {
 
 }  // namespace cuda
 
-namespace fp8_cuda_internal {
+}  // namespace lmcache::devices
+
+namespace lmcache::devices_internal {
 
 void encode_host(const std::byte* src, DType src_dtype, std::size_t count, std::uint8_t* dst,
                  Fp8Format format, Fp8Overflow overflow) {
-  const WideKind kind = wide_kind(src_dtype);
-  pipeline(src, element_size(src_dtype), count, reinterpret_cast<std::byte*>(dst), 1,
-           [&](void* in, std::size_t n, void* out, cudaStream_t stream) {
-             // Staging buffers are cudaMalloc'ed (256-byte aligned): always vectorised.
-             return launch_encode(in, kind, n, static_cast<std::uint8_t*>(out), format, overflow,
-                                  true, stream);
-           });
+  const WideKind kind = devices::wide_kind(src_dtype);
+  devices::pipeline(src, element_size(src_dtype), count, reinterpret_cast<std::byte*>(dst), 1,
+                    [&](void* in, std::size_t n, void* out, cudaStream_t stream) {
+                      // Staging buffers are cudaMalloc'ed (256-byte aligned): always vectorised.
+                      return launch_encode(in, kind, n, static_cast<std::uint8_t*>(out), format,
+                                           overflow, true, stream);
+                    });
 }
 
 void decode_host(const std::uint8_t* src, std::size_t count, std::byte* dst, DType dst_dtype,
                  Fp8Format format) {
-  const WideKind kind = wide_kind(dst_dtype);
-  pipeline(reinterpret_cast<const std::byte*>(src), 1, count, dst, element_size(dst_dtype),
-           [&](void* in, std::size_t n, void* out, cudaStream_t stream) {
-             return launch_decode(static_cast<const std::uint8_t*>(in), n, out, kind, format, true,
-                                  stream);
-           });
+  const WideKind kind = devices::wide_kind(dst_dtype);
+  devices::pipeline(reinterpret_cast<const std::byte*>(src), 1, count, dst, element_size(dst_dtype),
+                    [&](void* in, std::size_t n, void* out, cudaStream_t stream) {
+                      return launch_decode(static_cast<const std::uint8_t*>(in), n, out, kind,
+                                           format, true, stream);
+                    });
 }
 
-}  // namespace fp8_cuda_internal
-
-}  // namespace lmcache::devices
+}  // namespace lmcache::devices_internal

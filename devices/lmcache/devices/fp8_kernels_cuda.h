@@ -96,16 +96,4 @@ double time_ms(const std::function<void(void* stream)>& work);
 
 }  // namespace cuda
 
-namespace fp8_cuda_internal {
-
-// Host-to-host through the GPU (backend kCuda of fp8_encode_fast / fp8_decode_fast, which
-// validate the arguments first). Synchronous; serialised by an internal mutex because the
-// pinned staging buffers are shared and kept for the process's lifetime.
-void encode_host(const std::byte* src, DType src_dtype, std::size_t count, std::uint8_t* dst,
-                 Fp8Format format, Fp8Overflow overflow);
-void decode_host(const std::uint8_t* src, std::size_t count, std::byte* dst, DType dst_dtype,
-                 Fp8Format format);
-
-}  // namespace fp8_cuda_internal
-
 }  // namespace lmcache::devices

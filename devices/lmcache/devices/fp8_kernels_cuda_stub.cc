@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "lmcache/devices/fp8_kernels_cuda.h"
+#include "lmcache/devices/internal/fp8_kernels_cuda_launch.h"
 
 namespace lmcache::devices {
 namespace {
@@ -53,14 +54,16 @@ double time_ms(const std::function<void(void*)>&) { not_built(); }
 
 }  // namespace cuda
 
-namespace fp8_cuda_internal {
+}  // namespace lmcache::devices
+
+namespace lmcache::devices_internal {
 
 void encode_host(const std::byte*, DType, std::size_t, std::uint8_t*, Fp8Format, Fp8Overflow) {
-  not_built();
+  devices::not_built();
 }
 
-void decode_host(const std::uint8_t*, std::size_t, std::byte*, DType, Fp8Format) { not_built(); }
+void decode_host(const std::uint8_t*, std::size_t, std::byte*, DType, Fp8Format) {
+  devices::not_built();
+}
 
-}  // namespace fp8_cuda_internal
-
-}  // namespace lmcache::devices
+}  // namespace lmcache::devices_internal

@@ -21,11 +21,11 @@
 namespace lmcache::devices {
 namespace {
 
-using fp8_testing::first_mismatch;
-using fp8_testing::kFormats;
-using fp8_testing::kOverflows;
-using fp8_testing::kWideDTypes;
-using fp8_testing::mode_name;
+using devices_internal::first_mismatch;
+using devices_internal::kFormats;
+using devices_internal::kOverflows;
+using devices_internal::kWideDTypes;
+using devices_internal::mode_name;
 
 #define LMCACHE_REQUIRE_GPU()                                                   \
   do {                                                                          \
@@ -72,11 +72,11 @@ std::vector<std::byte> gpu_decode(std::span<const std::uint8_t> codes, DType d, 
 
 TEST(Fp8Cuda, Every16BitInputMatchesReference) {
   LMCACHE_REQUIRE_GPU();
-  const auto src = fp8_testing::all_16bit_patterns();
+  const auto src = devices_internal::all_16bit_patterns();
   for (DType d : {DType::kFloat16, DType::kBFloat16}) {
     for (Fp8Format f : kFormats) {
       for (Fp8Overflow o : kOverflows) {
-        const auto want = fp8_testing::reference_encode(src, d, f, o);
+        const auto want = devices_internal::reference_encode(src, d, f, o);
         for (std::size_t offset : {0, 1}) {
           EXPECT_EQ(first_mismatch(gpu_encode(src, d, f, o, offset), want), -1)
               << dtype_name(d) << " " << mode_name(f, o) << " offset " << offset;
@@ -88,10 +88,10 @@ TEST(Fp8Cuda, Every16BitInputMatchesReference) {
 
 TEST(Fp8Cuda, DenseFloat32SampleMatchesReference) {
   LMCACHE_REQUIRE_GPU();
-  const auto src = fp8_testing::as_bytes(fp8_testing::dense_f32_sample());
+  const auto src = devices_internal::as_bytes(devices_internal::dense_f32_sample());
   for (Fp8Format f : kFormats) {
     for (Fp8Overflow o : kOverflows) {
-      const auto want = fp8_testing::reference_encode(src, DType::kFloat32, f, o);
+      const auto want = devices_internal::reference_encode(src, DType::kFloat32, f, o);
       for (std::size_t offset : {0, 1}) {
         EXPECT_EQ(first_mismatch(gpu_encode(src, DType::kFloat32, f, o, offset), want), -1)
             << mode_name(f, o) << " offset " << offset;
@@ -102,10 +102,10 @@ TEST(Fp8Cuda, DenseFloat32SampleMatchesReference) {
 
 TEST(Fp8Cuda, EveryCodeDecodesLikeReference) {
   LMCACHE_REQUIRE_GPU();
-  const auto codes = fp8_testing::all_codes();
+  const auto codes = devices_internal::all_codes();
   for (Fp8Format f : kFormats) {
     for (DType d : kWideDTypes) {
-      const auto want = fp8_testing::reference_decode(codes, d, f);
+      const auto want = devices_internal::reference_decode(codes, d, f);
       for (std::size_t offset : {0, 1}) {
         EXPECT_EQ(first_mismatch(gpu_decode(codes, d, f, offset), want, element_size(d)), -1)
             << fp8_format_name(f) << " -> " << dtype_name(d) << " offset " << offset;
@@ -123,7 +123,7 @@ TEST(Fp8Cuda, OddLengths) {
     for (DType d : kWideDTypes) {
       const std::span<const std::byte> src(pool.data(), n * element_size(d));
       const auto want =
-          fp8_testing::reference_encode(src, d, Fp8Format::kE4M3FN, Fp8Overflow::kSaturating);
+          devices_internal::reference_encode(src, d, Fp8Format::kE4M3FN, Fp8Overflow::kSaturating);
       EXPECT_EQ(
           first_mismatch(gpu_encode(src, d, Fp8Format::kE4M3FN, Fp8Overflow::kSaturating, 0), want),
           -1)
@@ -131,7 +131,7 @@ TEST(Fp8Cuda, OddLengths) {
       const std::span<const std::uint8_t> codes(reinterpret_cast<const std::uint8_t*>(pool.data()),
                                                 n);
       EXPECT_EQ(first_mismatch(gpu_decode(codes, d, Fp8Format::kE5M2, 0),
-                               fp8_testing::reference_decode(codes, d, Fp8Format::kE5M2),
+                               devices_internal::reference_decode(codes, d, Fp8Format::kE5M2),
                                element_size(d)),
                 -1)
           << "n=" << n;
@@ -150,13 +150,13 @@ TEST(Fp8Cuda, HostPipelineMatchesReferenceOverSeveralChunks) {
   for (DType d : kWideDTypes) {
     const std::span<const std::byte> in(src.data(), n * element_size(d));
     const auto want =
-        fp8_testing::reference_encode(in, d, Fp8Format::kE5M2, Fp8Overflow::kNonSaturating);
+        devices_internal::reference_encode(in, d, Fp8Format::kE5M2, Fp8Overflow::kNonSaturating);
     std::vector<std::uint8_t> got(n);
     fp8_encode_fast(in, d, n, got, Fp8Format::kE5M2, Fp8Overflow::kNonSaturating, cuda_opt);
     EXPECT_EQ(first_mismatch(got, want), -1) << dtype_name(d);
 
     const std::span<const std::uint8_t> codes(reinterpret_cast<const std::uint8_t*>(src.data()), n);
-    const auto want_dec = fp8_testing::reference_decode(codes, d, Fp8Format::kE4M3FN);
+    const auto want_dec = devices_internal::reference_decode(codes, d, Fp8Format::kE4M3FN);
     std::vector<std::byte> got_dec(want_dec.size());
     fp8_decode_fast(codes, n, got_dec, d, Fp8Format::kE4M3FN, cuda_opt);
     EXPECT_EQ(first_mismatch(got_dec, want_dec, element_size(d)), -1) << dtype_name(d);

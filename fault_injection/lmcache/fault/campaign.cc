@@ -30,7 +30,7 @@
 #include "lmcache/wrapper/adapter_factory.h"
 #include "lmcache/wrapper/serde_l2_adapter_wrapper.h"
 
-namespace lmcache {
+namespace lmcache::fault {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -1270,4 +1270,4 @@ CampaignSummary run_campaign(const CampaignOptions& options, std::ostream& out) 
   return campaign.run();
 }
 
-}  // namespace lmcache
+}  // namespace lmcache::fault

@@ -6,7 +6,7 @@
 
 #include <sstream>
 
-namespace lmcache {
+namespace lmcache::fault {
 namespace {
 
 using ::testing::HasSubstr;
@@ -89,4 +89,4 @@ TEST(CampaignInProcess, RejectsABadConfiguration) {
 }
 
 }  // namespace
-}  // namespace lmcache
+}  // namespace lmcache::fault

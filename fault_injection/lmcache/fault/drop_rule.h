@@ -23,7 +23,7 @@
 
 #include "lmcache/core/object_key.h"
 
-namespace lmcache {
+namespace lmcache::fault {
 
 // round_half_even()
 //
@@ -84,4 +84,4 @@ struct LoadDropRule {
   bool active() const;
 };
 
-}  // namespace lmcache
+}  // namespace lmcache::fault

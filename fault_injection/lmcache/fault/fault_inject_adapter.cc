@@ -15,7 +15,7 @@
 #include "lmcache/fault/internal/knobs.h"
 #include "lmcache/wrapper/adapter_factory.h"
 
-namespace lmcache {
+namespace lmcache::fault {
 namespace {
 
 using namespace fault_internal;
@@ -795,4 +795,4 @@ void register_fault_injection_adapters() {
   });
 }
 
-}  // namespace lmcache
+}  // namespace lmcache::fault

@@ -88,7 +88,7 @@
 #include "lmcache/l2/adapter_registry.h"
 #include "lmcache/l2/forwarding_adapter.h"
 
-namespace lmcache {
+namespace lmcache::fault {
 
 enum class StoreFailMode : std::uint8_t { kDeleteAfter, kNeverForward, kMixed };
 enum class TruncateMode : std::uint8_t { kNarrow, kZeroTail, kMixed };
@@ -300,4 +300,4 @@ class FaultInjectL2Adapter final : public ForwardingL2Adapter {
 // create_l2_adapter(): the wrapper then sits above the injector, which faults serialized bytes.
 void register_fault_injection_adapters();
 
-}  // namespace lmcache
+}  // namespace lmcache::fault

@@ -12,14 +12,14 @@
 #include "lmcache/l1/l1_manager.h"
 #include "lmcache/l2/mock_adapter.h"
 #include "lmcache/wrapper/adapter_factory.h"
-#include "lmcache/wrapper/wrapper_test_support.h"
+#include "lmcache/wrapper/testing/wrapper_test_support.h"
 
-namespace lmcache {
+namespace lmcache::fault {
 namespace {
 
 using namespace std::chrono_literals;
-using lmcache::testing::wait_load;
-using lmcache::testing::wait_store;
+using lmcache::wrapper_internal::wait_load;
+using lmcache::wrapper_internal::wait_store;
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
 
@@ -675,4 +675,4 @@ TEST(FaultInjectAdapterClose, ConcurrentSubmittersAndClose) {
 }
 
 }  // namespace
-}  // namespace lmcache
+}  // namespace lmcache::fault

@@ -46,7 +46,7 @@
 #include "lmcache/serde/fp8_serde.h"
 #include "selftest/mutants.h"  // conformance/selftest: the wrapper mutants
 
-namespace lmcache {
+namespace lmcache::fault {
 namespace {
 
 namespace conf = lmcache::conformance;
@@ -640,4 +640,4 @@ TEST(WrapperUnderSeededFaultsCatches, InnerSuccessOnFailure) {
 }
 
 }  // namespace
-}  // namespace lmcache
+}  // namespace lmcache::fault

@@ -12,7 +12,7 @@
 #include "lmcache/devices/internal/fp8_bits.h"
 #include "lmcache/devices/internal/fp8_kernels_cuda_launch.h"
 
-namespace lmcache::devices::fp8_cuda_internal {
+namespace lmcache::devices_internal {
 namespace {
 
 namespace fb = fp8_bits;
@@ -199,4 +199,4 @@ int launch_decode(const std::uint8_t* d_src, std::size_t count, void* d_dst, Wid
   }
 }
 
-}  // namespace lmcache::devices::fp8_cuda_internal
+}  // namespace lmcache::devices_internal

@@ -8,12 +8,11 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "lmcache/core/dtype.h"
+#include "lmcache/devices/internal/fp8_wide_kind.h"
 #include "lmcache/fp8/fp8_codec.h"
 
-namespace lmcache::devices::fp8_cuda_internal {
-
-// Source / destination element kinds, as in fp8_kernels_simd.h.
-enum WideKind : int { kWideF32 = 0, kWideF16 = 1, kWideBF16 = 2 };
+namespace lmcache::devices_internal {
 
 // `vectorized`: the caller checked that the wide pointer is aligned to 4 elements and the code
 // pointer to 4 bytes, so each thread can move 4 elements with one load and one store.
@@ -22,4 +21,15 @@ int launch_encode(const void* d_src, WideKind src_kind, std::size_t count, std::
 int launch_decode(const std::uint8_t* d_src, std::size_t count, void* d_dst, WideKind dst_kind,
                   Fp8Format format, bool vectorized, void* stream);
 
-}  // namespace lmcache::devices::fp8_cuda_internal
+// encode_host() / decode_host()
+//
+// Host-to-host through the GPU (backend kCuda of fp8_encode_fast / fp8_decode_fast, which
+// validate the arguments first). Synchronous; serialised by an internal mutex because the
+// pinned staging buffers are shared and kept for the process's lifetime. Defined in
+// fp8_kernels_cuda.cc (or its CPU-only stub, which throws).
+void encode_host(const std::byte* src, DType src_dtype, std::size_t count, std::uint8_t* dst,
+                 Fp8Format format, Fp8Overflow overflow);
+void decode_host(const std::uint8_t* src, std::size_t count, std::byte* dst, DType dst_dtype,
+                 Fp8Format format);
+
+}  // namespace lmcache::devices_internal
