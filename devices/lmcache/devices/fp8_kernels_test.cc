@@ -102,6 +102,10 @@ class Fp8KernelsTarget : public hwy::TestWithParamTarget {
 };
 HWY_TARGET_INSTANTIATE_TEST_SUITE_P(Fp8KernelsTarget);
 
+// The thread-split cases, run under TSan too (see CONTRIBUTING.md, "Tests").
+class Fp8KernelsTargetConcurrency : public Fp8KernelsTarget {};
+HWY_TARGET_INSTANTIATE_TEST_SUITE_P(Fp8KernelsTargetConcurrency);
+
 TEST_P(Fp8KernelsTarget, EveryFloat16MatchesReference) {
   const auto src = devices_internal::all_16bit_patterns();
   for (Fp8Format f : kFormats) {
@@ -227,7 +231,7 @@ TEST_P(Fp8KernelsTarget, LargeEncodeWithStreamingStoresMatchesReference) {
   }
 }
 
-TEST_P(Fp8KernelsTarget, ThreadCountDoesNotChangeBytes) {
+TEST_P(Fp8KernelsTargetConcurrency, ThreadCountDoesNotChangeBytes) {
   const std::size_t n = 3 * kMinElementsPerThread + 12345;
   const auto src = random_bytes(n * 4, 5);
   for (DType d : kWideDTypes) {
@@ -302,7 +306,7 @@ TEST(Fp8Kernels, ScalarAndAutoBackendsMatchReference) {
   EXPECT_EQ(fp8_resolve_backend({.backend = Fp8Backend::kScalar}), Fp8Backend::kScalar);
 }
 
-TEST(Fp8Kernels, ThreadsSplitScalarBackendToo) {
+TEST(Fp8KernelsConcurrency, ThreadsSplitScalarBackendToo) {
   const std::size_t n = 2 * kMinElementsPerThread + 77;
   const auto src = random_bytes(n * 2, 11);
   const auto want = devices_internal::reference_encode(src, DType::kBFloat16, Fp8Format::kE5M2,

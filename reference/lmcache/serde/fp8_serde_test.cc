@@ -478,7 +478,7 @@ TEST(Fp8Serde, RandnRoundTripCorrelationPerGroup) {
 
 // --- Through the processor (§14 item 40). ---------------------------------------------------
 
-TEST(Fp8Serde, ThroughProcessorNarrowsTempAndRoundTripsExactly) {
+TEST(Fp8SerdeConcurrency, ThroughProcessorNarrowsTempAndRoundTripsExactly) {
   for (Fp8Format format : {Fp8Format::kE4M3FN, Fp8Format::kE5M2}) {
     SCOPED_TRACE(std::string(fp8_format_name(format)));
     AsyncSerdeProcessor p(std::make_shared<Fp8Serializer>(opts(format)),
@@ -515,7 +515,7 @@ TEST(Fp8Serde, ThroughProcessorNarrowsTempAndRoundTripsExactly) {
   }
 }
 
-TEST(Fp8Serde, ThroughProcessorShortTempFailsTheTask) {
+TEST(Fp8SerdeConcurrency, ThroughProcessorShortTempFailsTheTask) {
   AsyncSerdeProcessor p(std::make_shared<Fp8Serializer>(), std::make_shared<Fp8Deserializer>());
   auto src = filled(MemoryLayoutDesc::single({10}, DType::kFloat32));
   auto temp = guarded_bytes(9);

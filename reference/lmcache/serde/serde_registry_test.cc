@@ -192,7 +192,7 @@ TEST(SerdeRegistry, AFactoryMayUseTheRegistry) {
             nullptr);
 }
 
-TEST(SerdeRegistry, ConcurrentRegisterAndCreate) {
+TEST(SerdeRegistryConcurrency, ConcurrentRegisterAndCreate) {
   constexpr int kThreads = 4;
   std::vector<std::thread> threads;
   std::atomic<int> created{0};
@@ -214,7 +214,7 @@ TEST(SerdeRegistry, ConcurrentRegisterAndCreate) {
 
 // The Done-when scenario: by name, an e5m2 processor with two workers serializes a
 // bfloat16 object, signals once, answers true once, and the temp holds one byte per element.
-TEST(SerdeRegistry, ConcurrentDoneWhenScenarioFp8E5m2ByName) {
+TEST(SerdeRegistryConcurrency, ConcurrentDoneWhenScenarioFp8E5m2ByName) {
   SerdeProcessorPtr p = create_serde_processor(
       Json{{"type", "fp8"}, {"fp8_dtype", "float8_e5m2"}, {"max_workers", 2}});
   const auto layout = MemoryLayoutDesc::single({4, 33}, DType::kBFloat16);

@@ -202,7 +202,7 @@ TEST(Wrapper, E5m2RoundTripThroughTheFactory) {
 // ---------------------------------------------------------------------------------------------
 // Failure points: exactly one failed completion, the documented result, no leaked temp.
 
-class WrapperFailure : public ::testing::Test {
+class WrapperFailureConcurrency : public ::testing::Test {
  protected:
   MemoryLayoutDesc layout_ = MemoryLayoutDesc::single({4, 64}, DType::kBFloat16);
 
@@ -240,7 +240,7 @@ class WrapperFailure : public ::testing::Test {
   }
 };
 
-TEST_F(WrapperFailure, TempOutOfMemoryOnAnyKeyFailsTheWholeStoreAtOnce) {
+TEST_F(WrapperFailureConcurrency, TempOutOfMemoryOnAnyKeyFailsTheWholeStoreAtOnce) {
   // Room for two temps of 384 bytes (1.5 x 256 elements) but not three.
   Stack s("float8_e4m3fn", /*l1_capacity=*/800);
   TaskId id = s.wrapper->submit_store_task(keys(1, 3), make_objects(layout_, 3, 1));
@@ -251,7 +251,7 @@ TEST_F(WrapperFailure, TempOutOfMemoryOnAnyKeyFailsTheWholeStoreAtOnce) {
   EXPECT_FALSE(s.inner->inner().report_status().value("stored_object_count", 0) > 0);
 }
 
-TEST_F(WrapperFailure, TempOutOfMemoryFailsALoadWithZeros) {
+TEST_F(WrapperFailureConcurrency, TempOutOfMemoryFailsALoadWithZeros) {
   Stack s("float8_e4m3fn", 800);
   TaskId id = s.wrapper->submit_load_task(keys(1, 3), make_objects(layout_, 3, 0, false));
   auto bits = s.wrapper->query_load_result(id);
@@ -260,59 +260,59 @@ TEST_F(WrapperFailure, TempOutOfMemoryFailsALoadWithZeros) {
   EXPECT_EQ(s.l1_used(), 0u);
 }
 
-TEST_F(WrapperFailure, SubmitSerializeThrows) {
+TEST_F(WrapperFailureConcurrency, SubmitSerializeThrows) {
   Stack s;
   s.serde->throw_on_submit_serialize = true;
   expect_store_fails_once(s);
 }
 
-TEST_F(WrapperFailure, SerializeFails) {
+TEST_F(WrapperFailureConcurrency, SerializeFails) {
   Stack s;
   s.serializer->throw_on_call = 1;  // the second object of the batch
   expect_store_fails_once(s);
   EXPECT_EQ(s.inner->get_usage().total_bytes_used, 0u) << "nothing reached L2";
 }
 
-TEST_F(WrapperFailure, InnerSubmitStoreThrows) {
+TEST_F(WrapperFailureConcurrency, InnerSubmitStoreThrows) {
   Stack s;
   s.inner->throw_on_submit_store = true;
   expect_store_fails_once(s);
 }
 
-TEST_F(WrapperFailure, InnerStoreFails) {
+TEST_F(WrapperFailureConcurrency, InnerStoreFails) {
   Stack s;
   s.inner->fail_stores = true;
   expect_store_fails_once(s);
 }
 
-TEST_F(WrapperFailure, InnerSubmitLoadThrows) {
+TEST_F(WrapperFailureConcurrency, InnerSubmitLoadThrows) {
   Stack s;
   prestore(s, 3);
   s.inner->throw_on_submit_load = true;
   expect_load_fails_once(s);
 }
 
-TEST_F(WrapperFailure, SubmitDeserializeThrows) {
+TEST_F(WrapperFailureConcurrency, SubmitDeserializeThrows) {
   Stack s;
   prestore(s, 3);
   s.serde->throw_on_submit_deserialize = true;
   expect_load_fails_once(s);
 }
 
-TEST_F(WrapperFailure, DeserializeFails) {
+TEST_F(WrapperFailureConcurrency, DeserializeFails) {
   Stack s;
   prestore(s, 3);
   s.deserializer->throw_always = true;
   expect_load_fails_once(s);
 }
 
-TEST_F(WrapperFailure, MissingKeysCompleteWithZerosWithoutDeserializing) {
+TEST_F(WrapperFailureConcurrency, MissingKeysCompleteWithZerosWithoutDeserializing) {
   Stack s;
   expect_load_fails_once(s);
   EXPECT_EQ(s.deserializer->calls.load(), 0);
 }
 
-TEST_F(WrapperFailure, PartialInnerLoadKeepsItsBitmapAndDeserializesOnlySetBits) {
+TEST_F(WrapperFailureConcurrency, PartialInnerLoadKeepsItsBitmapAndDeserializesOnlySetBits) {
   Stack s;
   auto src = make_objects(layout_, 3, 3);
   ASSERT_TRUE(
@@ -454,7 +454,7 @@ TEST(WrapperFactory, BadConfigsAreRejectedByName) {
 // ---------------------------------------------------------------------------------------------
 // close().
 
-TEST(WrapperClose, TasksInEveryPhaseFailOnceAndNothingLeaks) {
+TEST(WrapperCloseConcurrency, TasksInEveryPhaseFailOnceAndNothingLeaks) {
   // Slow inner stores keep a task in the inner-store phase; gates hold the serde phases.
   Stack s("float8_e4m3fn", kL1Capacity, MockL2AdapterOptions{1u << 30, 1024}, /*workers=*/2);
   auto layout = MemoryLayoutDesc::single({1024}, DType::kBFloat16);
@@ -504,7 +504,7 @@ TEST(WrapperClose, TasksInEveryPhaseFailOnceAndNothingLeaks) {
   EXPECT_THROW(s.wrapper->submit_lookup_and_lock_task({key(3)}), std::logic_error);
 }
 
-TEST(WrapperClose, DeserializePhaseTaskFailsOnClose) {
+TEST(WrapperCloseConcurrency, DeserializePhaseTaskFailsOnClose) {
   Stack s;
   auto layout = MemoryLayoutDesc::single({64}, DType::kFloat32);
   ASSERT_TRUE(
@@ -526,7 +526,7 @@ TEST(WrapperClose, DeserializePhaseTaskFailsOnClose) {
   EXPECT_EQ(s.l1_used(), 0u);
 }
 
-TEST(WrapperClose, IdleCloseIsPromptAndDestructorCloses) {
+TEST(WrapperCloseConcurrency, IdleCloseIsPromptAndDestructorCloses) {
   auto s = std::make_unique<Stack>();
   int fd = s->wrapper->get_store_event_fd();
   s->wrapper->close();
@@ -539,7 +539,7 @@ TEST(WrapperClose, IdleCloseIsPromptAndDestructorCloses) {
 // ---------------------------------------------------------------------------------------------
 // Stress: many threads, out-of-order inner completions.
 
-TEST(WrapperStress, ConcurrentStoresAndLoadsCompleteExactlyOnce) {
+TEST(WrapperStressConcurrency, ConcurrentStoresAndLoadsCompleteExactlyOnce) {
   // Bandwidth makes completion time proportional to size: mixed sizes finish out of order.
   Stack s("float8_e5m2", kL1Capacity, MockL2AdapterOptions{1u << 30, 64u << 20}, 2);
   constexpr int kThreads = 4, kOpsPerThread = 30;
