@@ -1,4 +1,4 @@
-// File: fault_injection/tools/lmcache_fault_campaign.cc
+// File: fault_injection/tools/lmcache_fault_campaign_main.cc
 //
 // lmcache-fault-campaign: runs a seeded fault campaign (lmcache/fault/campaign.h) over the
 // reference stack and exits non-zero on any violated invariant.
