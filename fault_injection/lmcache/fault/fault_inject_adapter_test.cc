@@ -261,7 +261,7 @@ TEST(FaultInjectRegistryConcurrency, SerdeAboveAndBelowTheInjector) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// The Python test suite (items 84-90), against the adapter.
+// LMCache's Python test cases, against the adapter.
 
 TEST(FaultInjectAdapterConcurrency, RateZeroIsPassthrough) {
   Harness h(opts("{}"));

@@ -58,8 +58,8 @@ class FakeDeserializer : public Deserializer {
   std::atomic<int> calls{0};
 };
 
-// Waits for `id` on `fd`, scanning after each wake-up as SPEC §2 requires; returns the result
-// and adds the drained notifications to *notified.
+// Waits for `id` on `fd`, scanning after each wake-up as docs/async-completion.md requires; returns
+// the result and adds the drained notifications to *notified.
 std::optional<bool> await_result(const std::function<std::optional<bool>()>& query, int fd,
                                  std::uint64_t* notified = nullptr) {
   const auto deadline = std::chrono::steady_clock::now() + kWait;
@@ -120,7 +120,7 @@ struct Fixture {
   std::shared_ptr<FakeDeserializer> deser = std::make_shared<FakeDeserializer>();
 };
 
-// §14 item 1.
+// Ported from LMCache's Python tests.
 TEST(AsyncSerdeProcessorConcurrency, EventFdsAreDistinctAndOpen) {
   Fixture f;
   AsyncSerdeProcessor p(f.ser, f.deser);
@@ -130,7 +130,7 @@ TEST(AsyncSerdeProcessorConcurrency, EventFdsAreDistinctAndOpen) {
   EXPECT_EQ(p.max_workers(), 1u) << "default pool size";
 }
 
-// §14 item 2.
+// Ported from LMCache's Python tests.
 TEST(AsyncSerdeProcessorConcurrency, SerializeSignalsFdAndResultIsTrueOnce) {
   Fixture f;
   AsyncSerdeProcessor p(f.ser, f.deser);
@@ -144,7 +144,7 @@ TEST(AsyncSerdeProcessorConcurrency, SerializeSignalsFdAndResultIsTrueOnce) {
   EXPECT_FALSE(wait_readable(p.get_deserialize_event_fd(), 0ms)) << "other direction's fd";
 }
 
-// §14 item 3.
+// Ported from LMCache's Python tests.
 TEST(AsyncSerdeProcessorConcurrency, DeserializeSignalsFdAndResultIsTrueOnce) {
   Fixture f;
   AsyncSerdeProcessor p(f.ser, f.deser);
@@ -158,7 +158,7 @@ TEST(AsyncSerdeProcessorConcurrency, DeserializeSignalsFdAndResultIsTrueOnce) {
   EXPECT_FALSE(wait_readable(p.get_serialize_event_fd(), 0ms));
 }
 
-// §14 item 4, and the failure is kept for diagnostics.
+// Ported from LMCache's Python tests, and the failure is kept for diagnostics.
 TEST(AsyncSerdeProcessorConcurrency, FirstExceptionGivesFalseAndStillSignals) {
   Fixture f;
   f.ser->body = [](const MemoryObj&, MemoryObj&) -> std::size_t {
@@ -225,7 +225,7 @@ TEST(AsyncSerdeProcessorConcurrency, NullObjectFailsTheTaskInsteadOfCrashing) {
   EXPECT_THAT(p.failure_message(b).value_or(""), HasSubstr("null dst"));
 }
 
-// §14 item 5.
+// Ported from LMCache's Python tests.
 TEST(AsyncSerdeProcessorConcurrency, UnknownAndOtherDirectionIdsGiveNullopt) {
   Fixture f;
   AsyncSerdeProcessor p(f.ser, f.deser);
@@ -249,7 +249,7 @@ TEST(AsyncSerdeProcessorConcurrency, IdsComeFromOneCounterAcrossDirections) {
   EXPECT_EQ(ids, (std::vector<TaskId>{0, 1, 2, 3}));
 }
 
-// §14 item 6.
+// Ported from LMCache's Python tests.
 TEST(AsyncSerdeProcessorConcurrency, EstimateDelegatesToSerializer) {
   Fixture f;
   AsyncSerdeProcessor p(f.ser, f.deser);
@@ -258,7 +258,7 @@ TEST(AsyncSerdeProcessorConcurrency, EstimateDelegatesToSerializer) {
   EXPECT_EQ(p.estimate_serialized_size(MemoryLayoutDesc::single({3}, DType::kFloat32)), 777u);
 }
 
-// §14 item 7.
+// Ported from LMCache's Python tests.
 TEST(AsyncSerdeProcessorConcurrency, SerializeNarrowsDstToBytesWritten) {
   Fixture f;
   f.ser->body = [](const MemoryObj&, MemoryObj&) -> std::size_t { return 213; };
@@ -271,7 +271,7 @@ TEST(AsyncSerdeProcessorConcurrency, SerializeNarrowsDstToBytesWritten) {
   EXPECT_EQ(dst->physical_size(), 4096u);
 }
 
-// §14 item 8.
+// Ported from LMCache's Python tests.
 TEST(AsyncSerdeProcessorConcurrency, FailedSerializeDoesNotNarrowDst) {
   Fixture f;
   f.ser->body = [](const MemoryObj&, MemoryObj&) -> std::size_t {

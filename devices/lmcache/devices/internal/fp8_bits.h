@@ -22,7 +22,7 @@
 //   - below that |x| is at most half the smallest subnormal (a tie at exactly half, to even):
 //     code 0. Source subnormals always land here, except for float16 -> e5m2, whose minimum
 //     exponents coincide: there the normal form holds for every input (kAlwaysFast).
-// The grid continued past the largest finite code is the "virtual v[N]" of fp8-semantics.md
+// The grid continued past the largest finite code is the "virtual v[N]" of docs/fp8.md §3.5
 // §2, so min(code, N) gives the overflow code (NaN 0x7F for e4m3fn, inf 0x7C for e5m2), or max
 // finite when saturating; inf and NaN inputs (e all ones) land there too, and NaN is then
 // forced to 0x7F. The sign bit is ORed in last, always. float16 is handled in its own format

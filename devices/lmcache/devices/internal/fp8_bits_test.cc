@@ -86,7 +86,7 @@ TEST(Fp8Bits, DenseFloat32SampleMatchesReference) {
 }
 
 TEST(Fp8Bits, WorkedExamples) {
-  // A few rows of fp8-semantics.md §3, straight from the table (not via the reference).
+  // A few rows of docs/fp8.md §3.6, straight from the table (not via the reference).
   using F = Fp8Format;
   EXPECT_EQ((fb::encode_f32_bits<F::kE4M3FN, false>(0x43E80000u)), 0x7E);  // 464 tie
   EXPECT_EQ((fb::encode_f32_bits<F::kE4M3FN, false>(0x43E80001u)), 0x7F);  // > 464: NaN
