@@ -1,5 +1,5 @@
-// Port of LMCache's tests/v1/distributed/test_mock_l2_adapter.py (lmcache-behaviour.md §14
-// items 91-121) plus the decisions of SPEC §4. Waits use generous timeouts and no test asserts
+// Ports the cases of LMCache's Python MockL2Adapter tests, plus the decisions of
+// docs/l2-adapter.md. Waits use generous timeouts and no test asserts
 // an upper bound on elapsed time.
 #include "lmcache/l2/mock_adapter.h"
 
@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "lmcache/core/event_notifier.h"
+#include "lmcache/core/testing/expect_invalid.h"
 
 namespace lmcache {
 namespace {
@@ -154,16 +155,7 @@ class RecordingListener : public L2AdapterListener {
   std::vector<std::pair<ObjectKey, std::uint64_t>> deleted;
 };
 
-template <class Fn>
-std::string invalid_argument_message(Fn&& fn) {
-  try {
-    fn();
-  } catch (const std::invalid_argument& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "expected std::invalid_argument";
-  return "";
-}
+using core_internal::invalid_argument_message;
 
 // ---------------------------------------------------------------------------------------------
 // TestEventFdInterface (91-94)
