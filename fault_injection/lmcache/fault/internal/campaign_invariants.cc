@@ -108,6 +108,15 @@ void Judge::store(CampaignTask& t, const Attribution& a) {
   for (std::size_t i : t.key_idx) model_[i] = KeyState{false, false, true};
 }
 
+void Judge::check_miss_honoured(const CampaignTask& t, const Attribution& a, std::size_t p,
+                                const char* what) {
+  if (!a.miss.count(p)) return;
+  ledger_.check(!t.bitmap->test(p), invariant::kInjectedFaultNeverSuccess, [&] {
+    return task_text(t) + ": key " + std::to_string(t.key_idx[p]) + " " + what + ": " +
+           a.describe();
+  });
+}
+
 bool Judge::check_bitmap_size(const CampaignTask& t) {
   const std::size_t bits = t.bitmap->size();
   const bool ok = bits == t.keys.size();
@@ -139,12 +148,7 @@ void Judge::load(CampaignTask& t, const Attribution& a) {
   for (std::size_t p = 0; p < n; ++p) {
     const std::size_t ki = t.key_idx[p];
     const KeyState& st = model_[ki];
-    if (a.miss.count(p)) {
-      ledger_.check(!bits.test(p), invariant::kInjectedFaultNeverSuccess, [&] {
-        return task_text(t) + ": key " + std::to_string(ki) +
-               " was dropped on purpose but its bit is set: " + a.describe();
-      });
-    }
+    check_miss_honoured(t, a, p, "was dropped on purpose but its bit is set");
     if (!bits.test(p)) {
       if (st.present) {
         ledger_.check(batch_may_fail || a.miss.count(p) > 0, invariant::kMissExplained, [&] {
@@ -205,12 +209,7 @@ std::vector<ObjectKey> Judge::lookup(CampaignTask& t, const Attribution& a) {
   for (std::size_t p = 0; p < n; ++p) {
     const std::size_t ki = t.key_idx[p];
     const KeyState& st = model_[ki];
-    if (a.miss.count(p)) {
-      ledger_.check(!bits.test(p), invariant::kInjectedFaultNeverSuccess, [&] {
-        return task_text(t) + ": key " + std::to_string(ki) +
-               " was hidden on purpose but lookup reports it: " + a.describe();
-      });
-    }
+    check_miss_honoured(t, a, p, "was hidden on purpose but lookup reports it");
     if (bits.test(p)) {
       unlock.push_back(t.keys[p]);
       if (!st.present) {

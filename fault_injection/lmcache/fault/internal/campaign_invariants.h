@@ -97,6 +97,9 @@ class Judge {
  private:
   // The kBitmapSize invariant of a load or lookup result: one bit per key.
   bool check_bitmap_size(const CampaignTask& t);
+  // A position a fault hid or dropped (a.miss) must not be reported: the bit `p` is clear.
+  void check_miss_honoured(const CampaignTask& t, const Attribution& a, std::size_t p,
+                           const char* what);
 
   Ledger& ledger_;
   const Workload& workload_;
