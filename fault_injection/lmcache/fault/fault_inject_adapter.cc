@@ -10,6 +10,7 @@
 #include <stdexcept>
 #include <utility>
 
+#include "lmcache/core/poll_loop.h"
 #include "lmcache/fault/internal/knobs.h"
 #include "lmcache/fault/internal/publication_schedule.h"
 #include "lmcache/wrapper/adapter_factory.h"

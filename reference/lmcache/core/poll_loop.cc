@@ -45,7 +45,8 @@ void PollLoop::start() {
 }
 
 void PollLoop::wake() {
-  if (!stop_.load(std::memory_order_acquire)) wake_.notify();
+  std::lock_guard lock(wake_mu_);
+  if (!wake_closed_) wake_.notify();
 }
 
 void PollLoop::stop() {
@@ -55,6 +56,8 @@ void PollLoop::stop() {
   stop_.store(true, std::memory_order_release);
   wake_.notify();
   if (thread_.joinable()) thread_.join();
+  std::lock_guard wake_lock(wake_mu_);
+  wake_closed_ = true;
   wake_.close();
 }
 

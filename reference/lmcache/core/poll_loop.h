@@ -94,6 +94,8 @@ class PollLoop {
   const PollLoopOptions options_;
   const NextDeadline next_deadline_;
   EventNotifier wake_;
+  std::mutex wake_mu_;        // wake() against stop() closing wake_
+  bool wake_closed_ = false;  // guarded by wake_mu_
   std::atomic<bool> stop_{false};
   std::thread thread_;
   std::mutex lifecycle_mu_;  // start() / stop()

@@ -4,6 +4,7 @@
 #include <string>
 #include <utility>
 
+#include "lmcache/core/poll_loop.h"
 #include "lmcache/serde/serde_utils.h"
 
 namespace lmcache {

@@ -37,13 +37,14 @@
 
 #include "lmcache/core/completion_queue.h"
 #include "lmcache/core/event_notifier.h"
-#include "lmcache/core/poll_loop.h"
 #include "lmcache/l1/l1_manager.h"
 #include "lmcache/l2/l2_adapter.h"
 #include "lmcache/serde/serde_processor.h"
 #include "lmcache/wrapper/wrapper_metrics.h"
 
 namespace lmcache {
+
+class PollLoop;  // lmcache/core/poll_loop.h
 
 struct SerdeWrapperOptions {
   // Upper bound of one poll; only a safety net, since every event wakes the loop.
