@@ -24,8 +24,8 @@
 #include "lmcache/bench/bench_flags.h"
 #include "lmcache/bench/metrics_export.h"
 #include "lmcache/bench/plugin_loader.h"
-#include "lmcache/bench/simd_fp8_serde.h"
 #include "lmcache/bench/suites.h"
+#include "lmcache/bench/workloads.h"
 #include "lmcache/conformance/reference_impls.h"
 #include "lmcache/conformance/registry.h"
 #include "lmcache/devices/device_info.h"
@@ -102,7 +102,7 @@ int run(int argc, char** argv) {
   // The reference serdes and processors, then the plugins', through the conformance ABI.
   lmcache::conformance::Registry registry;
   lmcache::conformance::RegisterReferenceImplementations(registry);
-  lb::register_simd_fp8_serde(&registry);  // the bench-only "fp8_simd" stand-in
+  lb::add_fp8_simd_descriptors(registry);  // the fp8 serde pinned to the SIMD kernels
   for (const std::string& path : flags.plugins) {
     try {
       const std::size_t n = lb::load_conformance_plugin(path, registry);

@@ -53,23 +53,31 @@ function(lmcache_add_library name)
   install(FILES ${ARG_HEADERS} DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/lmcache/${component})
 endfunction()
 
-# lmcache_add_test(<name> SOURCES ... DEPS ... LABELS ... [TIMEOUT s] [CONCURRENCY_FILTER f])
+# lmcache_add_test(<name> SOURCES ... DEPS ... LABELS ... [TIMEOUT s] [CONCURRENCY])
 # One gtest binary = one ctest entry carrying LABELS (per-binary, not per-case: each process
-# pays libtorch's start-up). CONCURRENCY_FILTER names the gtest cases that exercise threads; in
-# the TSan build (LMCACHE_SANITIZE=thread) only those run, as ctest entries labelled
-# "concurrency".
+# pays libtorch's start-up). CONCURRENCY declares that the binary holds thread-heavy cases;
+# which ones is decided by their names, never by a list here: every case whose full gtest name
+# contains "Concurrency" (suite `FooConcurrency`, or instantiation `XConcurrency/...`). In the
+# TSan build (LMCACHE_SANITIZE=thread) only those run, as `<name>.concurrency` (label
+# "concurrency"). In other builds a unit ctest `<name>.concurrency_subset` fails when a
+# CONCURRENCY binary has no such case, or when another binary has one that TSan would skip
+# (cmake/concurrency_subset.sh).
 function(lmcache_add_test name)
   if(NOT LMCACHE_BUILD_TESTS)
     return()
   endif()
-  cmake_parse_arguments(ARG "" "TIMEOUT;CONCURRENCY_FILTER" "SOURCES;DEPS;LABELS" ${ARGN})
+  cmake_parse_arguments(ARG "CONCURRENCY" "TIMEOUT" "SOURCES;DEPS;LABELS" ${ARGN})
+  if(ARG_UNPARSED_ARGUMENTS)
+    message(FATAL_ERROR "lmcache_add_test(${name}): unknown arguments ${ARG_UNPARSED_ARGUMENTS}")
+  endif()
   if(NOT ARG_TIMEOUT)
     set(ARG_TIMEOUT 600)
   endif()
   add_executable(${name} ${ARG_SOURCES})
   target_link_libraries(${name} PRIVATE ${ARG_DEPS} GTest::gtest GTest::gmock GTest::gtest_main
                                         lmcache_build_flags)
-  if(ARG_CONCURRENCY_FILTER)
+  set(subset ${PROJECT_SOURCE_DIR}/cmake/concurrency_subset.sh)
+  if(ARG_CONCURRENCY)
     # `cmake --build <dir> --target lmcache_concurrency_tests` builds just what TSan runs.
     if(NOT TARGET lmcache_concurrency_tests)
       add_custom_target(lmcache_concurrency_tests)
@@ -77,16 +85,21 @@ function(lmcache_add_test name)
     add_dependencies(lmcache_concurrency_tests ${name})
   endif()
   if(LMCACHE_SANITIZE STREQUAL "thread")
-    if(ARG_CONCURRENCY_FILTER)
-      add_test(NAME ${name}.concurrency COMMAND ${name} --gtest_filter=${ARG_CONCURRENCY_FILTER})
+    if(ARG_CONCURRENCY)
+      add_test(NAME ${name}.concurrency COMMAND bash ${subset} $<TARGET_FILE:${name}> run)
       set_tests_properties(${name}.concurrency PROPERTIES LABELS "concurrency" TIMEOUT ${ARG_TIMEOUT})
     endif()
     return()
   endif()
   add_test(NAME ${name} COMMAND ${name})
   set(labels ${ARG_LABELS})
-  if(ARG_CONCURRENCY_FILTER)
+  if(ARG_CONCURRENCY)
     list(APPEND labels concurrency)
+    set(expect expect-some)
+  else()
+    set(expect expect-none)
   endif()
   set_tests_properties(${name} PROPERTIES LABELS "${labels}" TIMEOUT ${ARG_TIMEOUT})
+  add_test(NAME ${name}.concurrency_subset COMMAND bash ${subset} $<TARGET_FILE:${name}> ${expect})
+  set_tests_properties(${name}.concurrency_subset PROPERTIES LABELS unit TIMEOUT 60)
 endfunction()

@@ -64,7 +64,7 @@ TEST_P(MutantIsCaught, UnderItsProperty) {
   std::cout << "  [caught] " << m.name << ": " << why.substr(0, why.find('\n')) << "\n";
 }
 
-INSTANTIATE_TEST_SUITE_P(Selftest, MutantIsCaught, ::testing::ValuesIn(AllMutants()),
+INSTANTIATE_TEST_SUITE_P(SelftestConcurrency, MutantIsCaught, ::testing::ValuesIn(AllMutants()),
                          [](const auto& info) { return info.param.name; });
 
 TEST(Catalogue, EveryPropertyHasAMutant) {
@@ -245,20 +245,20 @@ TEST(RapidCheck, AFailureCarriesAReplayableSeed) {
 using lmcache::Fp8Format;
 namespace conf = lmcache::conformance;
 
-INSTANTIATE_TEST_SUITE_P(Reference, SerdeConformance,
+INSTANTIATE_TEST_SUITE_P(ReferenceConcurrency, SerdeConformance,
                          ::testing::Values(conf::ReferenceFp8Serde(Fp8Format::kE4M3FN),
                                            conf::ReferenceFp8Serde(Fp8Format::kE5M2),
                                            conf::selftest::CopySerde()),
                          conf::ParamName());
-INSTANTIATE_TEST_SUITE_P(Reference, ProcessorConformance,
+INSTANTIATE_TEST_SUITE_P(ReferenceConcurrency, ProcessorConformance,
                          ::testing::Values(conf::ReferenceAsyncFp8Processor(Fp8Format::kE4M3FN, 1),
                                            conf::ReferenceAsyncFp8Processor(Fp8Format::kE5M2, 3),
                                            conf::selftest::QueueProcessor()),
                          conf::ParamName());
-INSTANTIATE_TEST_SUITE_P(Reference, AdapterConformance,
+INSTANTIATE_TEST_SUITE_P(ReferenceConcurrency, AdapterConformance,
                          ::testing::Values(conf::ReferenceMockAdapter(),
                                            conf::ReferenceWrappedMockAdapter(),
                                            conf::selftest::DecoratedMockAdapter()),
                          conf::ParamName());
-INSTANTIATE_TEST_SUITE_P(Reference, WrapperConformance,
+INSTANTIATE_TEST_SUITE_P(ReferenceConcurrency, WrapperConformance,
                          ::testing::Values(conf::ReferenceSerdeWrapper()), conf::ParamName());

@@ -2,10 +2,10 @@
 # devices/tools/gpu_check.sh: the CUDA check of a machine with an NVIDIA GPU, in one go.
 #
 #   1. configure and build, Release with CUDA required and the default fat binary:
-#      fp8_kernels_test, fp8_kernels_bench and lmcache-bench;
+#      fp8_kernels_test, lmcache-bench-kernels and lmcache-bench;
 #   2. run the CUDA tests (fp8_kernels_test --gtest_filter='Fp8Cuda*': the GPU cases and the
 #      fake-runtime cases);
-#   3. run the CUDA benchmarks: fp8_kernels_bench's CudaD2D rows (64 MiB inputs, each kernel
+#   3. run the CUDA benchmarks: lmcache-bench-kernels's CudaD2D rows (64 MiB inputs, each kernel
 #      beside a device-to-device copy of the same traffic) and lmcache-bench's CUDA codec and
 #      roofline rows (4 KiB .. 256 MiB);
 #   4. write OUT/summary.md (machine, GPU, stage times, nvcc time of the fat binary, test
@@ -107,7 +107,7 @@ cat "$out/machine.txt"
 config=(-DCMAKE_BUILD_TYPE=Release -DLMCACHE_WERROR=ON -DLMCACHE_ENABLE_CUDA=ON
         "-DCMAKE_CUDA_FLAGS=--threads=0")  # nvcc compiles the architectures in parallel
 [[ -n "$archs" ]] && config+=("-DCMAKE_CUDA_ARCHITECTURES=$archs")
-targets=(fp8_kernels_test fp8_kernels_bench)
+targets=(fp8_kernels_test lmcache-bench-kernels)
 ((lmcache_bench)) && targets+=(lmcache-bench)
 built=0
 if stage configure 180 "$out/configure.log" cmake -S "$root" -B "$build" -G Ninja "${config[@]}" &&
@@ -140,10 +140,10 @@ fi
 
 # --- benchmarks ------------------------------------------------------------------------------
 if ((gpu_usable)); then
-  stage fp8_kernels_bench 240 "$out/fp8_kernels_bench.txt" "$bin/fp8_kernels_bench" \
+  stage lmcache-bench-kernels 240 "$out/lmcache-bench-kernels.txt" "$build/devices/lmcache-bench-kernels" \
     --benchmark_filter='^CudaD2D/' --benchmark_min_time=0.3 --benchmark_repetitions=3 \
     --benchmark_enable_random_interleaving=true \
-    --benchmark_out="$out/fp8_kernels_bench.json" --benchmark_out_format=json || status=1
+    --benchmark_out="$out/lmcache-bench-kernels.json" --benchmark_out_format=json || status=1
   if ((lmcache_bench)); then
     stage lmcache-bench 300 "$out/lmcache-bench.log" "$build/bench/lmcache-bench" \
       --device cuda --filter '/cuda/' --threads 1 --sizes 4KiB,64KiB,1MiB,16MiB,256MiB \
@@ -180,12 +180,12 @@ fi
       echo "No usable GPU: the GPU tests skipped (${skip_reason:-no reason printed}); no benchmarks."
     fi
   fi
-  if [[ -f "$out/fp8_kernels_bench.txt" ]]; then
+  if [[ -f "$out/lmcache-bench-kernels.txt" ]]; then
     echo
-    echo "## fp8_kernels_bench (64 MiB input, device to device; the last repetition)"
+    echo "## lmcache-bench-kernels (64 MiB input, device to device; the last repetition)"
     echo
     echo '```'
-    sed -n '/^CUDA: GB\/s/,$p' "$out/fp8_kernels_bench.txt"
+    sed -n '/^CUDA: GB\/s/,$p' "$out/lmcache-bench-kernels.txt"
     echo '```'
   fi
   if [[ -s "$out/lmcache-bench.md" ]]; then

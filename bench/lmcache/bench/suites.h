@@ -7,7 +7,7 @@
 //               reference codec and the SIMD kernels (and the CUDA kernels on a GPU), through
 //               the same entry points the serde uses (lmcache::fp8_encode for the reference,
 //               lmcache::devices::fp8_encode_fast for the fast backends). Supersedes the
-//               devices area's fp8_kernels_bench for everything but its per-SIMD-target rows.
+//               devices area's lmcache-bench-kernels for everything but its per-SIMD-target rows.
 //   roofline/   memcpy (CPU; device-to-device copy on a GPU) of the same bytes. Every codec row
 //               also measures its own roofline (roofline.h: the same copy on the row's own
 //               buffers, right after its timed loop, with its spread) and carries

@@ -8,6 +8,7 @@
 #include <string>
 #include <utility>
 
+#include "lmcache/conformance/reference_impls.h"
 #include "lmcache/core/event_notifier.h"
 #include "lmcache/serde/serde_registry.h"
 #include "lmcache/wrapper/serde_l2_adapter_wrapper.h"
@@ -260,6 +261,42 @@ WrapperRig make_wrapper_rig(const Json& serde_config, std::uint64_t l1_capacity_
   rig.adapter = std::make_unique<SerdeL2AdapterWrapper>(
       make_fast_mock(mock_capacity_bytes), create_serde_processor(serde_config), rig.l1);
   return rig;
+}
+
+Fp8SerdeOptions fp8_row_options(const std::string& row, const std::string& simd_target) {
+  Fp8SerdeOptions o;
+  if (row == kFp8SimdRow) {
+    o.kernel = Fp8SerdeKernel::kSimd;
+    o.simd_target = simd_target;
+  } else if (row != "fp8" || !simd_target.empty()) {
+    throw std::invalid_argument("bench: unknown fp8 row '" + row + "'" +
+                                (simd_target.empty() ? "" : " with a simd_target"));
+  }
+  Fp8Serializer check(o);  // throws for a simd_target this CPU lacks
+  return o;
+}
+
+Json fp8_row_config(const std::string& row, const std::string& simd_target) {
+  const Fp8SerdeOptions o = fp8_row_options(row, simd_target);
+  Json config{{"type", "fp8"}};
+  if (o.kernel != Fp8SerdeKernel::kAuto) config["kernel"] = fp8_serde_kernel_name(o.kernel);
+  if (!o.simd_target.empty()) config["simd_target"] = o.simd_target;
+  return config;
+}
+
+void add_fp8_simd_descriptors(conformance::Registry& registry) {
+  for (Fp8Format format : {Fp8Format::kE4M3FN, Fp8Format::kE5M2}) {
+    // The reference descriptor's declarations (dtypes, bounds) with the serde pinned to SIMD.
+    conformance::SerdeUnderTest d = conformance::ReferenceFp8Serde(format);
+    d.name = format == Fp8Format::kE4M3FN ? "fp8_simd_e4m3fn" : "fp8_simd_e5m2";
+    Fp8SerdeOptions o = fp8_row_options(kFp8SimdRow);
+    o.format = format;
+    d.make_serializer = [o] { return std::make_shared<Fp8Serializer>(o); };
+    d.make_deserializer = [o] { return std::make_shared<Fp8Deserializer>(o); };
+    d.make_multi_serializer = nullptr;
+    d.make_multi_deserializer = nullptr;
+    registry.add_serde(std::move(d));
+  }
 }
 
 }  // namespace lmcache::bench

@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "lmcache/conformance/registry.h"
 #include "lmcache/core/bitmap.h"
 #include "lmcache/core/config.h"
 #include "lmcache/core/dtype.h"
@@ -30,6 +31,7 @@
 #include "lmcache/l1/l1_manager.h"
 #include "lmcache/l2/l2_adapter.h"
 #include "lmcache/l2/mock_adapter.h"
+#include "lmcache/serde/fp8_serde.h"
 #include "lmcache/serde/serde_processor.h"
 #include "lmcache/serde/serializer.h"
 
@@ -137,5 +139,25 @@ struct WrapperRig {
 // fp8), `mock_capacity_bytes` what the rounds store at once.
 WrapperRig make_wrapper_rig(const Json& serde_config, std::uint64_t l1_capacity_bytes,
                             std::uint64_t mock_capacity_bytes);
+
+// The fp8 rows of the wrapper and serde suites: "fp8" is the fp8 serde as configured by
+// default; "fp8_simd" is the same serde with its kernel pinned to the SIMD backend (and, with
+// `simd_target`, to that Highway target) through the serde's own "kernel" / "simd_target"
+// options. Row names, not serde types: both rows build the registered "fp8" serde.
+inline constexpr const char* kFp8SimdRow = "fp8_simd";
+
+// fp8_row_options() / fp8_row_config()
+//
+// The options (as Fp8Serializer takes them) or the serde config (as create_serde_processor()
+// takes it) of row `row` ("fp8" or "fp8_simd"). Throws std::invalid_argument for another row
+// name, or a simd_target not available here.
+Fp8SerdeOptions fp8_row_options(const std::string& row, const std::string& simd_target = "");
+Json fp8_row_config(const std::string& row, const std::string& simd_target = "");
+
+// add_fp8_simd_descriptors()
+//
+// Adds "fp8_simd_e4m3fn" and "fp8_simd_e5m2" to `registry`: the reference fp8 serde
+// descriptors with the serde pinned to the SIMD kernels, so the serde/ suite times both.
+void add_fp8_simd_descriptors(conformance::Registry& registry);
 
 }  // namespace lmcache::bench

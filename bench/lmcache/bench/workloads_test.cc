@@ -8,7 +8,6 @@
 #include <memory>
 #include <vector>
 
-#include "lmcache/bench/simd_fp8_serde.h"
 #include "lmcache/serde/async_serde_processor.h"
 #include "lmcache/serde/fp8_serde.h"
 
@@ -103,31 +102,35 @@ TEST(Workloads, PipelinedTasksAllComplete) {
   EXPECT_EQ(rig.l1->get_memory_usage().used_bytes, 0u);
 }
 
-// The bench-only SIMD stand-in must produce the reference serde's bytes, or the wrapper rows
-// that use it would compare different work.
-TEST(Workloads, SimdFp8SerdeMatchesTheReferenceSerde) {
+// The fp8_simd rows pin the fp8 serde's kernel; they must produce the default serde's bytes,
+// or the rows would compare different work.
+TEST(Workloads, Fp8SimdRowMatchesTheDefaultSerde) {
   for (DType dtype : {DType::kFloat32, DType::kFloat16, DType::kBFloat16}) {
     for (Fp8Format format : {Fp8Format::kE4M3FN, Fp8Format::kE5M2}) {
       auto src = make_kv_object(dtype, 3 * 4096, 9);
       const auto bytes_layout = MemoryLayoutDesc::single({3 * 4096}, DType::kUInt8);
       auto a = MemoryObj::allocate(bytes_layout);
       auto b = MemoryObj::allocate(bytes_layout);
+      Fp8SerdeOptions simd = fp8_row_options(kFp8SimdRow, "SCALAR");
+      simd.format = format;
       const std::size_t na = Fp8Serializer({format}).serialize(*src, *a);
-      const std::size_t nb = SimdFp8Serializer(format).serialize(*src, *b);
+      const std::size_t nb = Fp8Serializer(simd).serialize(*src, *b);
       ASSERT_EQ(na, nb);
       EXPECT_TRUE(std::equal(a->data(), a->data() + na, b->data()));
       a->set_used_size(na);
       auto back_ref = MemoryObj::allocate(src->layout());
       auto back_simd = MemoryObj::allocate(src->layout());
       Fp8Deserializer({format}).deserialize(*a, *back_ref);
-      SimdFp8Deserializer(format).deserialize(*a, *back_simd);
+      Fp8Deserializer(simd).deserialize(*a, *back_simd);
       EXPECT_TRUE(
           std::equal(back_ref->data(), back_ref->data() + back_ref->size(), back_simd->data()));
     }
   }
-  register_simd_fp8_serde(nullptr);
-  register_simd_fp8_serde(nullptr);  // idempotent
-  EXPECT_THROW(simd_target_bit("NOT_A_TARGET"), std::invalid_argument);
+  EXPECT_EQ(fp8_row_config("fp8"), (Json{{"type", "fp8"}}));
+  EXPECT_EQ(fp8_row_config(kFp8SimdRow, "SCALAR"),
+            (Json{{"type", "fp8"}, {"kernel", "simd"}, {"simd_target", "SCALAR"}}));
+  EXPECT_THROW(fp8_row_options("fp8_avx"), std::invalid_argument);
+  EXPECT_THROW(fp8_row_options(kFp8SimdRow, "NOT_A_TARGET"), std::invalid_argument);
 }
 
 }  // namespace

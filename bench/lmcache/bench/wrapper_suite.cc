@@ -1,9 +1,8 @@
 // The wrapper/ suite (see suites.h): a batch of bfloat16 KV chunks stored and loaded end to
 // end, through four implementations of the same operation:
 //
-// Every serde row exists for serde=fp8 (the reference serde, on the best SIMD target the CPU
-// has) and serde=fp8_simd (the same wire format through kernels pinned to one target,
-// simd_fp8_serde.h).
+// Every serde row exists for serde=fp8 (the fp8 serde as configured by default) and
+// serde=fp8_simd (the same serde with its kernel pinned to SIMD; fp8_row_options()).
 //
 //   impl=wrapper       SerdeL2AdapterWrapper(fast mock, fp8 processor, L1): temps from L1,
 //                      serialize, inner store / inner load, deserialize, release temps; one
@@ -32,7 +31,6 @@
 
 #include "lmcache/bench/bench_catalog.h"
 #include "lmcache/bench/metrics_export.h"
-#include "lmcache/bench/simd_fp8_serde.h"
 #include "lmcache/bench/suites.h"
 #include "lmcache/bench/workloads.h"
 #include "lmcache/serde/async_serde_processor.h"
@@ -100,14 +98,13 @@ Batch make_batch(std::uint64_t size, std::size_t n, bool temps, bool dsts) {
   return b;
 }
 
-// The serializer / deserializer pair of serde type `serde` ("fp8" or "fp8_simd").
+// The serializer / deserializer pair of the rows' serde `serde`: "fp8" (the fp8 serde as
+// configured by default) or "fp8_simd" (the same serde pinned to the SIMD kernels).
 SerializerPtr make_ser(const std::string& serde) {
-  if (serde == kSimdFp8SerdeType) return std::make_shared<SimdFp8Serializer>();
-  return std::make_shared<Fp8Serializer>();
+  return std::make_shared<Fp8Serializer>(fp8_row_options(serde));
 }
 DeserializerPtr make_deser(const std::string& serde) {
-  if (serde == kSimdFp8SerdeType) return std::make_shared<SimdFp8Deserializer>();
-  return std::make_shared<Fp8Deserializer>();
+  return std::make_shared<Fp8Deserializer>(fp8_row_options(serde));
 }
 
 // One pass of the bare serde over the batch (store: serialize; load: deserialize).
@@ -189,7 +186,7 @@ void register_case(const std::string& serde, bool store, Impl impl, std::uint64_
             L2AdapterPtr bare;
             L2AdapterInterface* a = nullptr;
             if (wrapped) {
-              rig = make_wrapper_rig(Json{{"type", serde}}, capacity, capacity);
+              rig = make_wrapper_rig(fp8_row_config(serde), capacity, capacity);
               a = rig.adapter.get();
             } else {
               bare = make_fast_mock(capacity);
@@ -277,7 +274,6 @@ void register_wrapper_suite(const SuiteConfig& c) {
   if (batches.empty()) {
     batches = c.quick ? std::vector<std::size_t>{1, 8} : std::vector<std::size_t>{1, 8, 64};
   }
-  register_simd_fp8_serde(nullptr);
   for (std::uint64_t size : sizes) {
     if (size % 2 != 0) continue;  // bfloat16 chunks
     for (std::size_t batch : batches) {
@@ -286,7 +282,7 @@ void register_wrapper_suite(const SuiteConfig& c) {
       if (c.sizes.empty() && c.batches.empty() && size * batch > kMaxDefaultTaskBytes) continue;
       for (bool store : {true, false}) {
         register_case("fp8", store, Impl::kInner, size, batch);
-        for (const char* serde : {"fp8", kSimdFp8SerdeType}) {
+        for (const char* serde : {"fp8", kFp8SimdRow}) {
           for (Impl impl :
                {Impl::kWrapper, Impl::kWrapperPipelined, Impl::kProcessor, Impl::kSerdeDirect}) {
             // Pipelined rows keep at most 64 MiB of wide data in flight by default: past the

@@ -16,7 +16,7 @@ constexpr DeviceKind kAllKinds[] = {DeviceKind::kCpu, DeviceKind::kCuda, DeviceK
 // The CUDA runtime device, through the dlopen'ed runtime.
 class CudaDevice final : public Device {
  public:
-  CudaDevice(const cuda_shim::CudaRuntimeApi& api, int count) : api_(api), count_(count) {}
+  CudaDevice(const devices_internal::CudaRuntimeApi& api, int count) : api_(api), count_(count) {}
 
   DeviceKind kind() const override { return DeviceKind::kCuda; }
   std::string_view name() const override { return "cuda"; }
@@ -40,7 +40,8 @@ class CudaDevice final : public Device {
   void empty_cache() override {
     if (api_.device_get_default_mem_pool == nullptr || api_.mem_pool_trim_to == nullptr) return;
     void* pool = nullptr;
-    if (api_.device_get_default_mem_pool(&pool, current_device()) != cuda_shim::kCudaSuccess) {
+    if (api_.device_get_default_mem_pool(&pool, current_device()) !=
+        devices_internal::kCudaSuccess) {
       return;  // no pool support on this device: nothing cached
     }
     check(api_.mem_pool_trim_to(pool, 0), "cudaMemPoolTrimTo");
@@ -48,12 +49,12 @@ class CudaDevice final : public Device {
 
  private:
   void check(int err, const char* call) const {
-    if (err != cuda_shim::kCudaSuccess) {
+    if (err != devices_internal::kCudaSuccess) {
       throw std::runtime_error(std::string(call) + " failed: " + api_.error_string(err));
     }
   }
 
-  const cuda_shim::CudaRuntimeApi& api_;
+  const devices_internal::CudaRuntimeApi& api_;
   int count_;
 };
 
@@ -87,7 +88,7 @@ std::optional<DeviceKind> parse_device_kind(std::string_view name) {
 
 DeviceKind detect_device_kind(std::optional<std::string_view> override_value) {
   if (!override_value.has_value() || override_value->empty()) {
-    return cuda_shim::cuda_gpu_count() > 0 ? DeviceKind::kCuda : DeviceKind::kCpu;
+    return devices_internal::cuda_gpu_count() > 0 ? DeviceKind::kCuda : DeviceKind::kCpu;
   }
   const std::optional<DeviceKind> kind = parse_device_kind(*override_value);
   if (!kind.has_value()) {
@@ -100,7 +101,7 @@ DeviceKind detect_device_kind(std::optional<std::string_view> override_value) {
       return DeviceKind::kCpu;
     case DeviceKind::kCuda: {
       std::string why;
-      if (cuda_shim::cuda_gpu_count(&why) == 0) {
+      if (devices_internal::cuda_gpu_count(&why) == 0) {
         throw std::runtime_error(std::string(kDeviceEnvVar) +
                                  "=cuda, but no CUDA GPU is usable: " + why);
       }
@@ -128,9 +129,9 @@ std::unique_ptr<Device> make_device(DeviceKind kind) {
       return std::make_unique<StubCpuDevice>();
     case DeviceKind::kCuda: {
       std::string why;
-      const int count = cuda_shim::cuda_gpu_count(&why);
+      const int count = devices_internal::cuda_gpu_count(&why);
       if (count == 0) throw std::runtime_error("cuda device unavailable: " + why);
-      return std::make_unique<CudaDevice>(*cuda_shim::cuda_runtime_api(), count);
+      return std::make_unique<CudaDevice>(*devices_internal::cuda_runtime_api(), count);
     }
     case DeviceKind::kXpu:
     case DeviceKind::kHpu:

@@ -1,6 +1,6 @@
 // File: lmcache/devices/device.h
 //
-// Device detection and the device surface of seeds/multi-hardware.md, in C++. The process's
+// Device detection and the device surface of docs/devices.md. The process's
 // device is detected once (`cuda` when the CUDA runtime sees a GPU, else `cpu`) and may be
 // forced with the environment variable LMCACHE_DEVICE (cpu | cuda | xpu | hpu). `xpu` and
 // `hpu` are recognised names without a backend in this project, so forcing them is an error,

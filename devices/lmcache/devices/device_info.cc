@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "hwy/targets.h"
-#include "lmcache/devices/internal/cuda_runtime_shim.h"
 #include "lmcache/devices/device.h"
+#include "lmcache/devices/internal/cuda_runtime_shim.h"
 
 namespace lmcache::devices {
 namespace {
@@ -57,8 +57,8 @@ CpuInfo gather_cpu() {
 
 CudaInfo gather_cuda() {
   CudaInfo cuda;
-  const int count = cuda_shim::cuda_gpu_count(&cuda.reason);
-  const cuda_shim::CudaRuntimeApi* api = cuda_shim::cuda_runtime_api();
+  const int count = devices_internal::cuda_gpu_count(&cuda.reason);
+  const devices_internal::CudaRuntimeApi* api = devices_internal::cuda_runtime_api();
   if (api != nullptr) {
     cuda.library = api->library;
     api->driver_get_version(&cuda.driver_version);
@@ -69,19 +69,19 @@ CudaInfo gather_cuda() {
   cuda.reason.clear();
 
   int previous = 0;
-  const bool restore = api->get_device(&previous) == cuda_shim::kCudaSuccess;
+  const bool restore = api->get_device(&previous) == devices_internal::kCudaSuccess;
   for (int i = 0; i < count; ++i) {
     GpuInfo gpu;
     gpu.index = i;
-    api->device_get_attribute(&gpu.sm_count, cuda_shim::kAttrMultiProcessorCount, i);
-    api->device_get_attribute(&gpu.compute_capability_major, cuda_shim::kAttrComputeCapabilityMajor,
-                              i);
-    api->device_get_attribute(&gpu.compute_capability_minor, cuda_shim::kAttrComputeCapabilityMinor,
-                              i);
+    api->device_get_attribute(&gpu.sm_count, devices_internal::kAttrMultiProcessorCount, i);
+    api->device_get_attribute(&gpu.compute_capability_major,
+                              devices_internal::kAttrComputeCapabilityMajor, i);
+    api->device_get_attribute(&gpu.compute_capability_minor,
+                              devices_internal::kAttrComputeCapabilityMinor, i);
     // cudaDeviceProp begins with char name[256] in every CUDA version; the buffer is larger
     // than any version's struct.
     std::vector<char> prop(16384);
-    if (api->get_device_properties(prop.data(), i) == cuda_shim::kCudaSuccess) {
+    if (api->get_device_properties(prop.data(), i) == devices_internal::kCudaSuccess) {
       prop[255] = '\0';
       gpu.name = prop.data();
     } else {
@@ -89,8 +89,8 @@ CudaInfo gather_cuda() {
     }
     std::size_t free_bytes = 0;
     std::size_t total_bytes = 0;
-    if (api->set_device(i) == cuda_shim::kCudaSuccess &&
-        api->mem_get_info(&free_bytes, &total_bytes) == cuda_shim::kCudaSuccess) {
+    if (api->set_device(i) == devices_internal::kCudaSuccess &&
+        api->mem_get_info(&free_bytes, &total_bytes) == devices_internal::kCudaSuccess) {
       gpu.memory_total_bytes = total_bytes;
     }
     cuda.gpus.push_back(std::move(gpu));

@@ -22,7 +22,7 @@ using ::testing::AllOf;
 using ::testing::HasSubstr;
 using ::testing::ThrowsMessage;
 
-bool gpu_present() { return cuda_shim::cuda_gpu_count() > 0; }
+bool gpu_present() { return devices_internal::cuda_gpu_count() > 0; }
 
 // Sets LMCACHE_DEVICE for one scope and restores what was there before.
 class ScopedDeviceEnv {
@@ -177,11 +177,11 @@ TEST(MakeDevice, RoutesEachKind) {
 
 TEST(CudaShim, ReportsWhyThereIsNoGpu) {
   std::string why;
-  const int count = cuda_shim::cuda_gpu_count(&why);
+  const int count = devices_internal::cuda_gpu_count(&why);
   if (count == 0) {
     EXPECT_FALSE(why.empty());
   } else {
-    EXPECT_NE(cuda_shim::cuda_runtime_api(), nullptr);
+    EXPECT_NE(devices_internal::cuda_runtime_api(), nullptr);
   }
 }
 

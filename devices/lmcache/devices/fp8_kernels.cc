@@ -22,8 +22,6 @@
 namespace lmcache::devices {
 namespace {
 
-namespace simd = fp8_simd_internal;
-
 void check_threads(const KernelOptions& options) {
   if (options.threads == 0) {
     throw std::invalid_argument("fp8 kernels: threads must be >= 1 (got 0)");
@@ -33,11 +31,11 @@ void check_threads(const KernelOptions& options) {
 int wide_index(DType dtype) {
   switch (dtype) {
     case DType::kFloat16:
-      return simd::kWideF16;
+      return devices_internal::kWideF16;
     case DType::kBFloat16:
-      return simd::kWideBF16;
+      return devices_internal::kWideBF16;
     default:  // kFloat32; the others were rejected by validation
-      return simd::kWideF32;
+      return devices_internal::kWideF32;
   }
 }
 
@@ -114,12 +112,12 @@ Fp8Backend fp8_resolve_backend(const KernelOptions& options) {
                               std::to_string(static_cast<int>(options.backend)));
 }
 
-std::vector<std::int64_t> fp8_simd_targets() { return simd::simd_targets(); }
+std::vector<std::int64_t> fp8_simd_targets() { return devices_internal::simd_targets(); }
 
 std::string fp8_simd_target_name(std::int64_t target) { return hwy::TargetName(target); }
 
 std::int64_t fp8_active_simd_target(const KernelOptions& options) {
-  return simd::simd_kernels(options.simd_target).target;
+  return devices_internal::simd_kernels(options.simd_target).target;
 }
 
 void fp8_encode_fast(std::span<const std::byte> src, DType src_dtype, std::size_t count,
@@ -129,8 +127,8 @@ void fp8_encode_fast(std::span<const std::byte> src, DType src_dtype, std::size_
   const std::size_t elem = element_size(src_dtype);
   check_threads(options);
   const Fp8Backend backend = fp8_resolve_backend(options);
-  const simd::SimdKernels* kernels =
-      backend == Fp8Backend::kSimd ? &simd::simd_kernels(options.simd_target) : nullptr;
+  const devices_internal::SimdKernels* kernels =
+      backend == Fp8Backend::kSimd ? &devices_internal::simd_kernels(options.simd_target) : nullptr;
   if (count == 0) return;
 
   const std::byte* in = src.data();
@@ -146,7 +144,7 @@ void fp8_encode_fast(std::span<const std::byte> src, DType src_dtype, std::size_
       });
       return;
     default: {  // kSimd
-      const simd::EncodeKernel kernel =
+      const devices_internal::EncodeKernel kernel =
           kernels
               ->encode[wide_index(src_dtype)][static_cast<int>(format)][static_cast<int>(overflow)];
       run_split(count, options.threads,
@@ -162,8 +160,8 @@ void fp8_decode_fast(std::span<const std::uint8_t> src, std::size_t count, std::
   const std::size_t elem = element_size(dst_dtype);
   check_threads(options);
   const Fp8Backend backend = fp8_resolve_backend(options);
-  const simd::SimdKernels* kernels =
-      backend == Fp8Backend::kSimd ? &simd::simd_kernels(options.simd_target) : nullptr;
+  const devices_internal::SimdKernels* kernels =
+      backend == Fp8Backend::kSimd ? &devices_internal::simd_kernels(options.simd_target) : nullptr;
   if (count == 0) return;
 
   const std::uint8_t* in = src.data();
@@ -179,7 +177,7 @@ void fp8_decode_fast(std::span<const std::uint8_t> src, std::size_t count, std::
       });
       return;
     default: {  // kSimd
-      const simd::DecodeKernel kernel =
+      const devices_internal::DecodeKernel kernel =
           kernels->decode[wide_index(dst_dtype)][static_cast<int>(format)];
       run_split(count, options.threads,
                 [&](std::size_t b, std::size_t e) { kernel(in + b, e - b, out + b * elem); });

@@ -12,7 +12,7 @@
 // than a CPU pass.
 //
 // Every backend is byte-identical to the reference on every input, NaN bit patterns included
-// (fp8-semantics.md §4), and the result does not depend on `threads`.
+// (docs/fp8.md §4), and the result does not depend on `threads`.
 //
 // Example (what the fp8 serde does per group):
 //   lmcache::devices::fp8_encode_fast(src.group_bytes(g), dtype, n, out, format, overflow,

@@ -35,7 +35,7 @@
 #include "lmcache/fault/fault_plan.h"
 #include "lmcache/fault/mutants.h"
 
-namespace lmcache {
+namespace lmcache::fault {
 
 // Invariant names, as they appear in violations ("VIOLATION [name] ...") and in the JSON.
 namespace invariant {
@@ -131,4 +131,4 @@ struct CampaignSummary {
 // sizes). Not reentrant with itself in one process (fd and thread counts are process-wide).
 CampaignSummary run_campaign(const CampaignOptions& options, std::ostream& out);
 
-}  // namespace lmcache
+}  // namespace lmcache::fault

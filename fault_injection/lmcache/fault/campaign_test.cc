@@ -6,7 +6,7 @@
 
 #include <sstream>
 
-namespace lmcache {
+namespace lmcache::fault {
 namespace {
 
 using ::testing::HasSubstr;
@@ -24,7 +24,7 @@ CampaignOptions options(const char* faults, double rate, std::uint64_t ops, std:
   return o;
 }
 
-TEST(CampaignInProcess, NoFaultsPasses) {
+TEST(CampaignInProcessConcurrency, NoFaultsPasses) {
   std::ostringstream out;
   CampaignSummary s = run_campaign(options("none", 0.0, 500, 3), out);
   EXPECT_TRUE(s.passed()) << out.str();
@@ -40,7 +40,7 @@ TEST(CampaignInProcess, NoFaultsPasses) {
   EXPECT_TRUE(j["violations"].empty());
 }
 
-TEST(CampaignInProcess, AllFaultsPassAndTheSameSeedReproduces) {
+TEST(CampaignInProcessConcurrency, AllFaultsPassAndTheSameSeedReproduces) {
   std::ostringstream out1, out2;
   CampaignSummary a = run_campaign(options("all", 0.05, 600, 8), out1);
   CampaignSummary b = run_campaign(options("all", 0.05, 600, 8), out2);
@@ -58,7 +58,7 @@ TEST(CampaignInProcess, AllFaultsPassAndTheSameSeedReproduces) {
   EXPECT_NE(a.fingerprint, c.fingerprint);
 }
 
-TEST(CampaignInProcess, AMutantIsCaughtAndNamed) {
+TEST(CampaignInProcessConcurrency, AMutantIsCaughtAndNamed) {
   std::ostringstream out;
   CampaignOptions o = options("none", 0.0, 300, 1);
   o.key_count = 48;
@@ -71,7 +71,7 @@ TEST(CampaignInProcess, AMutantIsCaughtAndNamed) {
   EXPECT_EQ(s.to_json()["result"], "fail");
 }
 
-TEST(CampaignInProcess, ExpectInjectionsFlagsAKindThatNeverFired) {
+TEST(CampaignInProcessConcurrency, ExpectInjectionsFlagsAKindThatNeverFired) {
   std::ostringstream out;
   CampaignOptions o = options("hang", 1e-9, 50, 1);
   o.expect_injections = true;
@@ -79,7 +79,7 @@ TEST(CampaignInProcess, ExpectInjectionsFlagsAKindThatNeverFired) {
   EXPECT_EQ(s.violations_by_invariant[invariant::kFaultInjected], 1u);
 }
 
-TEST(CampaignInProcess, RejectsABadConfiguration) {
+TEST(CampaignInProcessConcurrency, RejectsABadConfiguration) {
   std::ostringstream out;
   CampaignOptions o = options("none", 0.0, 10, 1);
   o.inner = Json::parse(R"({"type": "no_such_adapter"})");
@@ -89,4 +89,4 @@ TEST(CampaignInProcess, RejectsABadConfiguration) {
 }
 
 }  // namespace
-}  // namespace lmcache
+}  // namespace lmcache::fault

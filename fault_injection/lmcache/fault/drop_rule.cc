@@ -6,7 +6,7 @@
 #include <cmath>
 #include <stdexcept>
 
-namespace lmcache {
+namespace lmcache::fault {
 
 std::int64_t round_half_even(double x) {
   double f = std::floor(x);
@@ -90,4 +90,4 @@ bool LoadDropRule::active() const {
          !drop_chunk_hashes.empty();
 }
 
-}  // namespace lmcache
+}  // namespace lmcache::fault

@@ -2,7 +2,7 @@
 //
 // LoadDropRule is the load-drop rule of LMCache's Python FaultInjectL2Adapter, reproduced
 // exactly so that one fault plan drops the same keys in both implementations
-// (notes/lmcache-behaviour.md §12). Position i of an n-key load is dropped when any of:
+// (docs/fault-inject.md). Position i of an n-key load is dropped when any of:
 //   1. n > 0 and i == round_half_even((1 - r) * (n - 1)) for some r in gap_tail_ratios
 //      (Python's round(): banker's rounding; n=8, r=0.5 -> 3.5 -> 4; n=4 -> 1.5 -> 2);
 //   2. i is in gap_indices (indices >= n have no effect);
@@ -23,7 +23,7 @@
 
 #include "lmcache/core/object_key.h"
 
-namespace lmcache {
+namespace lmcache::fault {
 
 // round_half_even()
 //
@@ -84,4 +84,4 @@ struct LoadDropRule {
   bool active() const;
 };
 
-}  // namespace lmcache
+}  // namespace lmcache::fault

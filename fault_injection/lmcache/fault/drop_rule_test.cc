@@ -7,7 +7,7 @@
 
 #include <vector>
 
-namespace lmcache {
+namespace lmcache::fault {
 namespace {
 
 ObjectKey test_key(std::uint32_t i) { return ObjectKey(int_hash_to_bytes(i), "test_model", 0); }
@@ -182,4 +182,4 @@ TEST(DropRule, AllRulesCombine) {
 }
 
 }  // namespace
-}  // namespace lmcache
+}  // namespace lmcache::fault

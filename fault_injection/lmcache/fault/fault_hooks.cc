@@ -13,7 +13,7 @@
 #include "lmcache/serde/serde_config.h"
 #include "lmcache/serde/serde_registry.h"
 
-namespace lmcache {
+namespace lmcache::fault {
 namespace {
 
 using namespace fault_internal;
@@ -258,4 +258,4 @@ FaultySerde make_faulty_serde_processor(const Json& serde_config, const SerdeFau
   return out;
 }
 
-}  // namespace lmcache
+}  // namespace lmcache::fault

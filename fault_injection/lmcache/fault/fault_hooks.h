@@ -35,7 +35,7 @@
 #include "lmcache/serde/forwarding_serde_processor.h"
 #include "lmcache/serde/serializer.h"
 
-namespace lmcache {
+namespace lmcache::fault {
 
 // L1FaultOptions
 //
@@ -190,4 +190,4 @@ FaultySerde make_faulty_serde_processor(const Json& serde_config, const SerdeFau
                                         std::int64_t seed, std::shared_ptr<FaultLog> log,
                                         const SerdeDecorators& decorators = {});
 
-}  // namespace lmcache
+}  // namespace lmcache::fault

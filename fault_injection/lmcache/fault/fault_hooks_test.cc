@@ -10,9 +10,9 @@
 #include "lmcache/serde/fp8_serde.h"
 #include "lmcache/serde/serde_utils.h"
 #include "lmcache/wrapper/serde_l2_adapter_wrapper.h"
-#include "lmcache/wrapper/wrapper_test_support.h"
+#include "lmcache/wrapper/testing/wrapper_test_support.h"
 
-namespace lmcache {
+namespace lmcache::fault {
 namespace {
 
 using namespace std::chrono_literals;
@@ -229,7 +229,7 @@ struct WrappedStack {
 
 TEST(FaultHooksConcurrency, L1FailureFailsTheWrappedStoreAndReleasesEverything) {
   WrappedStack s(L1FaultOptions{1.0, {}}, {});
-  auto r = lmcache::testing::wait_store(
+  auto r = lmcache::wrapper_internal::wait_store(
       *s.wrapper, s.wrapper->submit_store_task({key(0), key(1)}, {kv(0), kv(1)}));
   ASSERT_TRUE(r);
   EXPECT_FALSE(r->is_successful());
@@ -241,18 +241,18 @@ TEST(FaultHooksConcurrency, SerdeFaultsFailTheWrappedTasks) {
   SerdeFaultOptions ser;
   ser.serialize_throw_rate = 1.0;
   WrappedStack store_side({}, ser);
-  auto r = lmcache::testing::wait_store(*store_side.wrapper,
-                                        store_side.wrapper->submit_store_task({key(0)}, {kv(0)}));
+  auto r = lmcache::wrapper_internal::wait_store(
+      *store_side.wrapper, store_side.wrapper->submit_store_task({key(0)}, {kv(0)}));
   ASSERT_TRUE(r);
   EXPECT_FALSE(r->is_successful());
 
   SerdeFaultOptions deser;
   deser.deserialize_throw_rate = 1.0;
   WrappedStack load_side({}, deser);
-  auto ok = lmcache::testing::wait_store(
+  auto ok = lmcache::wrapper_internal::wait_store(
       *load_side.wrapper, load_side.wrapper->submit_store_task({key(0), key(1)}, {kv(0), kv(1)}));
   ASSERT_TRUE(ok && ok->is_successful());
-  auto bits = lmcache::testing::wait_load(
+  auto bits = lmcache::wrapper_internal::wait_load(
       *load_side.wrapper,
       load_side.wrapper->submit_load_task(
           {key(0), key(1)}, {MemoryObj::allocate(kLayout), MemoryObj::allocate(kLayout)}));
@@ -263,4 +263,4 @@ TEST(FaultHooksConcurrency, SerdeFaultsFailTheWrappedTasks) {
 }
 
 }  // namespace
-}  // namespace lmcache
+}  // namespace lmcache::fault

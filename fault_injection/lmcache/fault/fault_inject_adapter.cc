@@ -1,10 +1,8 @@
 #include "lmcache/fault/fault_inject_adapter.h"
 
-#include <poll.h>
 #include <sys/eventfd.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <cmath>
 #include <iostream>
 #include <limits>
@@ -12,194 +10,17 @@
 #include <stdexcept>
 #include <utility>
 
+#include "lmcache/core/poll_loop.h"
 #include "lmcache/fault/internal/knobs.h"
+#include "lmcache/fault/internal/publication_schedule.h"
 #include "lmcache/wrapper/adapter_factory.h"
 
-namespace lmcache {
+namespace lmcache::fault {
 namespace {
 
 using namespace fault_internal;
 
-constexpr const char* kContext = "fault_inject adapter config";
-
-int hex_value(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
-// Python bytes.fromhex(): pairs of hex digits, whitespace allowed between pairs.
-std::optional<std::string> from_hex(const std::string& text) {
-  std::string out;
-  std::size_t i = 0;
-  while (i < text.size()) {
-    if (text[i] == ' ' || text[i] == '\t' || text[i] == '\n' || text[i] == '\r') {
-      ++i;
-      continue;
-    }
-    if (i + 1 >= text.size()) return std::nullopt;
-    int hi = hex_value(text[i]), lo = hex_value(text[i + 1]);
-    if (hi < 0 || lo < 0) return std::nullopt;
-    out += static_cast<char>(hi * 16 + lo);
-    i += 2;
-  }
-  return out;
-}
-
-std::string to_hex(const std::string& raw) {
-  static constexpr char kDigits[] = "0123456789abcdef";
-  std::string out;
-  for (unsigned char c : raw) {
-    out += kDigits[c >> 4];
-    out += kDigits[c & 0xF];
-  }
-  return out;
-}
-
-const char* store_fail_mode_name(StoreFailMode m) {
-  switch (m) {
-    case StoreFailMode::kDeleteAfter:
-      return "delete_after";
-    case StoreFailMode::kNeverForward:
-      return "never_forward";
-    case StoreFailMode::kMixed:
-      return "mixed";
-  }
-  return "?";
-}
-
-const char* truncate_mode_name(TruncateMode m) {
-  switch (m) {
-    case TruncateMode::kNarrow:
-      return "narrow";
-    case TruncateMode::kZeroTail:
-      return "zero_tail";
-    case TruncateMode::kMixed:
-      return "mixed";
-  }
-  return "?";
-}
-
 }  // namespace
-
-// ---------------------------------------------------------------------------------------------
-// Options.
-
-FaultInjectOptions FaultInjectOptions::from_json(const Json& config) {
-  ConfigReader reader(config, kContext);
-  reader.allow("inner");
-  FaultInjectOptions o;
-  // Python knobs, with Python's messages.
-  o.drop.rate = read_probability(reader, "rate", 0.0, "rate must be a number in [0, 1]");
-  if (const Json* v = reader.raw("seed")) {
-    if (!v->is_number_integer() ||
-        (v->is_number_unsigned() &&
-         v->get<std::uint64_t>() > static_cast<std::uint64_t>(INT64_MAX))) {
-      fail("seed must be an integer", *v);
-    }
-    o.drop.seed = v->get<std::int64_t>();
-  }
-  for (std::uint64_t i : read_index_list(reader, "gap_indices",
-                                         "gap_indices must be a list of non-negative integers")) {
-    o.drop.gap_indices.push_back(static_cast<std::size_t>(i));
-  }
-  std::sort(o.drop.gap_indices.begin(), o.drop.gap_indices.end());
-  o.drop.gap_indices.erase(std::unique(o.drop.gap_indices.begin(), o.drop.gap_indices.end()),
-                           o.drop.gap_indices.end());
-  if (const Json* v = reader.raw("gap_tail_ratios")) {
-    if (!v->is_array()) fail("gap_tail_ratios must be a list of floats in [0, 1]", *v);
-    for (const Json& e : *v) {
-      if (!e.is_number() || !(e.get<double>() >= 0.0 && e.get<double>() <= 1.0)) {
-        fail("gap_tail_ratios must be a list of floats in [0, 1]", *v);
-      }
-      o.drop.gap_tail_ratios.push_back(e.get<double>());
-    }
-  }
-  if (const Json* v = reader.raw("drop_chunk_hashes")) {
-    if (!v->is_array()) fail("drop_chunk_hashes must be a list of hex strings", *v);
-    for (const Json& e : *v) {
-      if (!e.is_string()) fail("drop_chunk_hashes must be a list of hex strings", *v);
-      auto raw = from_hex(e.get<std::string>());
-      if (!raw) {
-        throw std::invalid_argument("drop_chunk_hashes entry '" + e.get<std::string>() +
-                                    "' is not hex");
-      }
-      o.drop.drop_chunk_hashes.push_back(*raw);
-    }
-  }
-  // New knobs.
-  o.store_fail_rate = read_probability(reader, "store_fail_rate", 0.0);
-  o.store_fail_mode = read_mode(reader, "store_fail_mode", StoreFailMode::kMixed,
-                                {{"delete_after", StoreFailMode::kDeleteAfter},
-                                 {"never_forward", StoreFailMode::kNeverForward},
-                                 {"mixed", StoreFailMode::kMixed}});
-  o.submit_throw_rate = read_probability(reader, "submit_throw_rate", 0.0);
-  o.lookup_miss_rate = read_probability(reader, "lookup_miss_rate", 0.0);
-  o.corrupt_rate = read_probability(reader, "corrupt_rate", 0.0);
-  o.corrupt_bits = read_integer(reader, "corrupt_bits", 1, 1, 64);
-  o.truncate_rate = read_probability(reader, "truncate_rate", 0.0);
-  o.truncate_mode = read_mode(reader, "truncate_mode", TruncateMode::kMixed,
-                              {{"narrow", TruncateMode::kNarrow},
-                               {"zero_tail", TruncateMode::kZeroTail},
-                               {"mixed", TruncateMode::kMixed}});
-  o.delay_rate = read_probability(reader, "delay_rate", 0.0);
-  o.max_delay_ms = read_non_negative(reader, "max_delay_ms", 10.0, 60'000.0);
-  o.reorder_rate = read_probability(reader, "reorder_rate", 0.0);
-  o.coalesce_rate = read_probability(reader, "coalesce_rate", 0.0);
-  o.max_hold_ms = read_non_negative(reader, "max_hold_ms", 20.0, 60'000.0);
-  o.spurious_wakeup_rate = read_probability(reader, "spurious_wakeup_rate", 0.0);
-  o.hang_rate = read_probability(reader, "hang_rate", 0.0);
-  o.slow_close_ms = read_integer(reader, "slow_close_ms", 0, 0, 60'000);
-  reader.finish();
-  return o;
-}
-
-Json FaultInjectOptions::to_json() const {
-  Json hashes = Json::array();
-  for (const auto& h : drop.drop_chunk_hashes) hashes.push_back(to_hex(h));
-  std::vector<std::size_t> gaps = drop.gap_indices;
-  std::sort(gaps.begin(), gaps.end());
-  return {{"rate", drop.rate},
-          {"seed", drop.seed},
-          {"gap_indices", gaps},
-          {"gap_tail_ratios", drop.gap_tail_ratios},
-          {"drop_chunk_hashes", hashes},
-          {"store_fail_rate", store_fail_rate},
-          {"store_fail_mode", store_fail_mode_name(store_fail_mode)},
-          {"submit_throw_rate", submit_throw_rate},
-          {"lookup_miss_rate", lookup_miss_rate},
-          {"corrupt_rate", corrupt_rate},
-          {"corrupt_bits", corrupt_bits},
-          {"truncate_rate", truncate_rate},
-          {"truncate_mode", truncate_mode_name(truncate_mode)},
-          {"delay_rate", delay_rate},
-          {"max_delay_ms", max_delay_ms},
-          {"reorder_rate", reorder_rate},
-          {"coalesce_rate", coalesce_rate},
-          {"max_hold_ms", max_hold_ms},
-          {"spurious_wakeup_rate", spurious_wakeup_rate},
-          {"hang_rate", hang_rate},
-          {"slow_close_ms", slow_close_ms}};
-}
-
-FaultInjectConfig parse_fault_inject_config(const Json& config) {
-  if (!config.is_object()) {
-    throw std::invalid_argument(std::string(kContext) + ": expected a JSON object, got " +
-                                std::string(config.type_name()));
-  }
-  auto it = config.find("inner");
-  if (it == config.end() || !it->is_object() || !it->contains("type")) {
-    throw std::invalid_argument("'inner' must be an adapter spec dict with a 'type' field");
-  }
-  if (!it->at("type").is_string()) {
-    throw std::invalid_argument("'inner' adapter spec must include a string 'type'");
-  }
-  FaultInjectConfig out;
-  out.options = FaultInjectOptions::from_json(config);
-  out.inner = *it;
-  return out;
-}
 
 // ---------------------------------------------------------------------------------------------
 // Construction and bookkeeping.
@@ -209,8 +30,24 @@ FaultInjectL2Adapter::FaultInjectL2Adapter(L2AdapterPtr inner, FaultInjectOption
     : ForwardingL2Adapter(std::move(inner)),
       options_(std::move(options)),
       log_(log ? std::move(log) : std::make_shared<FaultLog>()),
-      rng_(static_cast<std::uint64_t>(options_.seed())) {
-  pump_ = std::thread([this] { pump_loop(); });
+      rng_(static_cast<std::uint64_t>(options_.seed())),
+      schedule_(std::make_unique<fault_internal::PublicationSchedule>()) {
+  pump_ = std::make_unique<PollLoop>(
+      std::vector<int>{this->inner().get_store_event_fd(),
+                       this->inner().get_lookup_and_lock_event_fd(),
+                       this->inner().get_load_event_fd()},
+      std::vector<PollLoop::Step>{[this] { collect_inner_stores(); },
+                                  [this] { collect_inner_queries(Op::kLookup); },
+                                  [this] { collect_inner_queries(Op::kLoad); },
+                                  [this] {
+                                    std::lock_guard lock(mu_);
+                                    publish_due_locked(Clock::now());
+                                  }},
+      PollLoopOptions{std::chrono::milliseconds(100)}, [this] {
+        std::lock_guard lock(mu_);
+        return next_deadline_locked();
+      });
+  pump_->start();
 }
 
 FaultInjectL2Adapter::~FaultInjectL2Adapter() {
@@ -311,7 +148,7 @@ TaskId FaultInjectL2Adapter::submit_store_task(const std::vector<ObjectKey>& key
     task.store_result = L2StoreResult::failure();
     Task& t = tasks_.emplace(id, std::move(task)).first->second;
     schedule_locked(id, t);
-    wake_.notify();
+    pump_->wake();
     return id;
   }
   const TaskId inner_id = inner().submit_store_task(keys, objects);
@@ -396,42 +233,6 @@ void FaultInjectL2Adapter::delete_keys(const std::vector<ObjectKey>& keys) {
 
 // ---------------------------------------------------------------------------------------------
 // The pump.
-
-void FaultInjectL2Adapter::pump_loop() {
-  pollfd fds[4] = {{inner().get_store_event_fd(), POLLIN, 0},
-                   {inner().get_lookup_and_lock_event_fd(), POLLIN, 0},
-                   {inner().get_load_event_fd(), POLLIN, 0},
-                   {wake_.fd(), POLLIN, 0}};
-  while (!stop_.load(std::memory_order_acquire)) {
-    int timeout_ms = 100;
-    {
-      std::lock_guard lock(mu_);
-      auto next = next_deadline_locked();
-      if (next != Clock::time_point::max()) {
-        auto left = std::chrono::ceil<std::chrono::milliseconds>(next - Clock::now()).count();
-        timeout_ms = static_cast<int>(std::clamp<long long>(left, 0, 100));
-      }
-    }
-    int rc = ::poll(fds, 4, timeout_ms);
-    if (rc < 0 && errno != EINTR) continue;
-    for (auto& p : fds) {
-      if (p.revents & POLLIN) consume_fd(p.fd);
-      p.revents = 0;
-    }
-    if (stop_.load(std::memory_order_acquire)) break;
-    // Every wake-up scans everything: fds coalesce, and a wake-up may be spurious.
-    try {
-      collect_inner_stores();
-      collect_inner_queries(Op::kLookup);
-      collect_inner_queries(Op::kLoad);
-      std::lock_guard lock(mu_);
-      publish_due_locked(Clock::now());
-    } catch (...) {
-      // Only an inner adapter that breaks its contract gets here; keep serving the others.
-      pump_errors_.fetch_add(1, std::memory_order_relaxed);
-    }
-  }
-}
 
 void FaultInjectL2Adapter::collect_inner_stores() {
   auto done = inner().pop_completed_store_tasks();
@@ -595,7 +396,7 @@ void FaultInjectL2Adapter::schedule_locked(TaskId id, Task& task) {
     task.state = State::kHeld;
     task.due = now + std::chrono::duration_cast<Clock::duration>(
                          std::chrono::duration<double, std::milli>(options_.max_hold_ms));
-    held_[static_cast<int>(task.op)].push_back(id);
+    schedule_->hold(static_cast<int>(task.op), id, task.due, task.coalesce);
     return;
   }
   task.due = now;
@@ -607,51 +408,17 @@ void FaultInjectL2Adapter::schedule_locked(TaskId id, Task& task) {
            "+" + std::to_string(static_cast<int>(ms * 1000)) + " us");
   }
   task.state = State::kScheduled;
-  due_.emplace(task.due, id);
-  if (task.due > now) wake_.notify();  // let the pump recompute its timeout
+  schedule_->schedule(id, task.due);
+  if (task.due > now) pump_->wake();  // let the pump recompute its timeout
 }
 
 FaultInjectL2Adapter::Clock::time_point FaultInjectL2Adapter::next_deadline_locked() const {
-  auto next = Clock::time_point::max();
-  if (!due_.empty()) next = due_.begin()->first;
-  for (const auto& held : held_) {
-    for (TaskId id : held) next = std::min(next, tasks_.at(id).due);
-  }
-  return next;
+  return schedule_->next_deadline();
 }
 
 void FaultInjectL2Adapter::publish_due_locked(Clock::time_point now) {
-  for (auto& held : held_) {
-    std::vector<TaskId> keep;
-    for (TaskId id : held) {
-      if (tasks_.at(id).due <= now) {
-        complete_locked(id);
-      } else {
-        keep.push_back(id);
-      }
-    }
-    held.swap(keep);
-  }
-  while (!due_.empty() && due_.begin()->first <= now) {
-    TaskId id = due_.begin()->second;
-    due_.erase(due_.begin());
-    publish_locked(id);
-  }
-}
-
-void FaultInjectL2Adapter::publish_locked(TaskId id) {
-  auto& held = held_[static_cast<int>(tasks_.at(id).op)];
-  std::vector<TaskId> after;
-  for (TaskId h : held) {
-    if (tasks_.at(h).coalesce) {
-      complete_locked(h);  // coalesce: back to back, before
-    } else {
-      after.push_back(h);  // reorder: after
-    }
-  }
-  held.clear();
-  complete_locked(id);
-  for (TaskId h : after) complete_locked(h);
+  const auto direction_of = [this](TaskId id) { return static_cast<int>(tasks_.at(id).op); };
+  for (TaskId id : schedule_->take_due(now, direction_of)) complete_locked(id);
 }
 
 void FaultInjectL2Adapter::complete_locked(TaskId id) {
@@ -724,7 +491,7 @@ Json FaultInjectL2Adapter::report_status() const {
   Json status = inner().report_status();
   Json fi = options_.to_json();
   fi["pending"] = pending_summary();
-  fi["pump_errors"] = pump_errors_.load(std::memory_order_relaxed);
+  fi["pump_errors"] = pump_->exceptions_swallowed();
   fi["stray_inner_results"] = stray_results_.load(std::memory_order_relaxed);
   fi["events_dropped"] = log_->dropped();
   fi["closed"] = closed_.load(std::memory_order_acquire);
@@ -747,9 +514,7 @@ void FaultInjectL2Adapter::close() {
     log_->record(std::move(e));
     std::this_thread::sleep_for(std::chrono::milliseconds(options_.slow_close_ms));
   }
-  stop_.store(true, std::memory_order_release);
-  wake_.notify();
-  if (pump_.joinable()) pump_.join();
+  pump_->stop();
   try {
     inner().close();
   } catch (...) {
@@ -758,13 +523,11 @@ void FaultInjectL2Adapter::close() {
     std::lock_guard lock(mu_);
     tasks_.clear();  // unpublished results are dropped, never signalled; release the buffers
     for (auto& m : inner_to_outer_) m.clear();
-    due_.clear();
-    for (auto& h : held_) h.clear();
+    schedule_->clear();
   }
   store_done_.close();
   lookup_done_.close();
   load_done_.close();
-  wake_.close();
   closed_.store(true, std::memory_order_release);
 }
 
@@ -795,4 +558,4 @@ void register_fault_injection_adapters() {
   });
 }
 
-}  // namespace lmcache
+}  // namespace lmcache::fault

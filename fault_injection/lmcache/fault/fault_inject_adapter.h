@@ -2,7 +2,7 @@
 //
 // FaultInjectL2Adapter (type name "fault_inject") decorates any L2 adapter and injects faults
 // into what it reports, for tests and diagnostics only. It is the C++ form of LMCache's Python
-// FaultInjectL2Adapter (notes/lmcache-behaviour.md §12) -- whose load-drop rule it reproduces
+// FaultInjectL2Adapter (docs/fault-inject.md) -- whose load-drop rule it reproduces
 // exactly (see drop_rule.h) -- extended with the fault kinds of fault_log.h:
 //
 //   {"type": "fault_inject",
@@ -83,72 +83,21 @@
 #include "lmcache/core/completion_queue.h"
 #include "lmcache/core/event_notifier.h"
 #include "lmcache/fault/drop_rule.h"
+#include "lmcache/fault/fault_inject_options.h"
 #include "lmcache/fault/fault_log.h"
 #include "lmcache/fault/fault_rng.h"
 #include "lmcache/l2/adapter_registry.h"
 #include "lmcache/l2/forwarding_adapter.h"
 
 namespace lmcache {
+class PollLoop;  // lmcache/core/poll_loop.h
+}  // namespace lmcache
 
-enum class StoreFailMode : std::uint8_t { kDeleteAfter, kNeverForward, kMixed };
-enum class TruncateMode : std::uint8_t { kNarrow, kZeroTail, kMixed };
+namespace lmcache::fault_internal {
+class PublicationSchedule;  // internal/publication_schedule.h
+}  // namespace lmcache::fault_internal
 
-// FaultInjectOptions
-//
-// Every knob of the adapter except "inner". The Python knobs live in `drop` (drop.seed is
-// "seed", the one seed of every decision).
-struct FaultInjectOptions {
-  LoadDropRule drop;
-  double store_fail_rate = 0.0;
-  StoreFailMode store_fail_mode = StoreFailMode::kMixed;
-  double submit_throw_rate = 0.0;
-  double lookup_miss_rate = 0.0;
-  double corrupt_rate = 0.0;
-  std::int64_t corrupt_bits = 1;
-  double truncate_rate = 0.0;
-  TruncateMode truncate_mode = TruncateMode::kMixed;
-  double delay_rate = 0.0;
-  double max_delay_ms = 10.0;
-  double reorder_rate = 0.0;
-  double coalesce_rate = 0.0;
-  double max_hold_ms = 20.0;
-  double spurious_wakeup_rate = 0.0;
-  double hang_rate = 0.0;
-  std::int64_t slow_close_ms = 0;
-
-  std::int64_t seed() const { return drop.seed; }
-
-  // from_json()
-  //
-  // Reads the knobs from `config` (the adapter config without "type"; an "inner" key is
-  // allowed and ignored here). Throws std::invalid_argument whose message starts with the
-  // Python ValueError text where Python has one -- "rate must be a number in [0, 1]", "seed
-  // must be an integer", "gap_indices must be a list of non-negative integers",
-  // "gap_tail_ratios must be a list of floats in [0, 1]", "drop_chunk_hashes must be a list of
-  // hex strings", "drop_chunk_hashes entry 'x' is not hex" -- followed by " (got <value>)";
-  // for the new knobs "'<key>' must be a number in [0, 1] (got <value>)" or similar; and
-  // "fault_inject adapter config: unknown key 'k' (known keys: ...)" for an unknown key.
-  // Booleans are rejected wherever a number is expected.
-  static FaultInjectOptions from_json(const Json& config);
-
-  // to_json()
-  //
-  // Every knob, in the JSON form from_json() reads (gap_indices sorted, drop_chunk_hashes as
-  // lower-case hex).
-  Json to_json() const;
-};
-
-// FaultInjectConfig / parse_fault_inject_config()
-//
-// The factory's view: the inner adapter spec plus the options. Throws std::invalid_argument
-// "'inner' must be an adapter spec dict with a 'type' field" when "inner" is missing, not an
-// object or has no "type", and "'inner' adapter spec must include a string 'type'" when its
-// "type" is not a string; then as FaultInjectOptions::from_json().
-struct FaultInjectConfig {
-  Json inner;
-  FaultInjectOptions options;
-};
-FaultInjectConfig parse_fault_inject_config(const Json& config_without_type);
+namespace lmcache::fault {
 
 class FaultInjectL2Adapter final : public ForwardingL2Adapter {
  public:
@@ -247,7 +196,6 @@ class FaultInjectL2Adapter final : public ForwardingL2Adapter {
 
   // Pump side. apply_*() run without mu_ and touch only the task's caller buffers (and make
   // inner calls: delete_keys, submit_unlock); they record every fault they inject.
-  void pump_loop();
   void collect_inner_stores();
   void collect_inner_queries(Op op);
   L2StoreResult apply_store_faults(Task& task, L2StoreResult result);
@@ -255,10 +203,9 @@ class FaultInjectL2Adapter final : public ForwardingL2Adapter {
   Bitmap apply_load_faults(Task& task, Bitmap bits);
   // Moves a task whose result is ready to kScheduled / kHeld / kHung. Requires mu_.
   void schedule_locked(TaskId id, Task& task);
-  // Publishes what is due, held tasks around the one they wait for. Require mu_
-  // (CompletionQueue::complete only takes its own lock).
+  // Publishes what the schedule says is due. Require mu_ (CompletionQueue::complete only takes
+  // its own lock).
   void publish_due_locked(Clock::time_point now);
-  void publish_locked(TaskId id);
   void complete_locked(TaskId id);
   Clock::time_point next_deadline_locked() const;
 
@@ -271,21 +218,20 @@ class FaultInjectL2Adapter final : public ForwardingL2Adapter {
   CompletionQueue<L2StoreResult> store_done_;
   CompletionQueue<Bitmap> lookup_done_;
   CompletionQueue<Bitmap> load_done_;
-  EventNotifier wake_;
 
   mutable std::mutex mu_;
-  std::map<TaskId, Task> tasks_;                  // unpublished tasks; guarded by mu_
-  std::map<TaskId, TaskId> inner_to_outer_[3];    // per Op; guarded by mu_
-  std::multimap<Clock::time_point, TaskId> due_;  // kScheduled; guarded by mu_
-  std::vector<TaskId> held_[3];                   // kHeld, per Op; guarded by mu_
-  bool closing_ = false;                          // guarded by mu_
-  std::atomic<std::uint64_t> pump_errors_{0};     // exceptions from the inner in the pump
-  std::atomic<std::uint64_t> stray_results_{0};   // inner store results we never submitted
+  std::map<TaskId, Task> tasks_;                // unpublished tasks; guarded by mu_
+  std::map<TaskId, TaskId> inner_to_outer_[3];  // per Op; guarded by mu_
+  // kScheduled and kHeld tasks (internal/publication_schedule.h); guarded by mu_.
+  std::unique_ptr<fault_internal::PublicationSchedule> schedule_;
+  bool closing_ = false;                         // guarded by mu_
+  std::atomic<std::uint64_t> stray_results_{0};  // inner store results we never submitted
 
   std::mutex close_mu_;
   std::atomic<bool> closed_{false};
-  std::atomic<bool> stop_{false};
-  std::thread pump_;  // last: starts once everything above exists
+  // The pump: polls the inner's three fds, wakes for the schedule's next deadline, collects
+  // and publishes. Last: it starts once everything above exists.
+  std::unique_ptr<PollLoop> pump_;
 };
 
 // register_fault_injection_adapters()
@@ -300,4 +246,4 @@ class FaultInjectL2Adapter final : public ForwardingL2Adapter {
 // create_l2_adapter(): the wrapper then sits above the injector, which faults serialized bytes.
 void register_fault_injection_adapters();
 
-}  // namespace lmcache
+}  // namespace lmcache::fault

@@ -12,14 +12,14 @@
 #include "lmcache/l1/l1_manager.h"
 #include "lmcache/l2/mock_adapter.h"
 #include "lmcache/wrapper/adapter_factory.h"
-#include "lmcache/wrapper/wrapper_test_support.h"
+#include "lmcache/wrapper/testing/wrapper_test_support.h"
 
-namespace lmcache {
+namespace lmcache::fault {
 namespace {
 
 using namespace std::chrono_literals;
-using lmcache::testing::wait_load;
-using lmcache::testing::wait_store;
+using lmcache::wrapper_internal::wait_load;
+using lmcache::wrapper_internal::wait_store;
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
 
@@ -186,7 +186,7 @@ TEST(FaultInjectConfig, DefaultsAndJsonForm) {
 // ---------------------------------------------------------------------------------------------
 // Registry.
 
-TEST(FaultInjectRegistry, RegistersIdempotentlyAndBuildsFromJson) {
+TEST(FaultInjectRegistryConcurrency, RegistersIdempotentlyAndBuildsFromJson) {
   register_fault_injection_adapters();
   register_fault_injection_adapters();
   auto names = registered_l2_adapter_types();
@@ -217,7 +217,7 @@ TEST(FaultInjectRegistry, RegistersIdempotentlyAndBuildsFromJson) {
                std::invalid_argument);
 }
 
-TEST(FaultInjectRegistry, SerdeAboveAndBelowTheInjector) {
+TEST(FaultInjectRegistryConcurrency, SerdeAboveAndBelowTheInjector) {
   register_fault_injection_adapters();
   auto l1 = std::make_shared<L1Manager>(std::size_t{16} << 20);
   AdapterContext ctx{l1};
@@ -261,9 +261,9 @@ TEST(FaultInjectRegistry, SerdeAboveAndBelowTheInjector) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// The Python test suite (items 84-90), against the adapter.
+// LMCache's Python test cases, against the adapter.
 
-TEST(FaultInjectAdapter, RateZeroIsPassthrough) {
+TEST(FaultInjectAdapterConcurrency, RateZeroIsPassthrough) {
   Harness h(opts("{}"));
   auto k = keys(8);
   auto src = objects(8);
@@ -277,7 +277,7 @@ TEST(FaultInjectAdapter, RateZeroIsPassthrough) {
   EXPECT_TRUE(h.log->drain().empty());
 }
 
-TEST(FaultInjectAdapter, LoadGapClearedLookupIntact) {
+TEST(FaultInjectAdapterConcurrency, LoadGapClearedLookupIntact) {
   Harness h(opts(R"({"gap_indices": [1, 4, 6]})"));
   auto k = keys(8);
   h.seed_mock(k, objects(8));
@@ -289,7 +289,7 @@ TEST(FaultInjectAdapter, LoadGapClearedLookupIntact) {
   EXPECT_EQ(drops[0].effect, FaultEffect::kMiss);
 }
 
-TEST(FaultInjectAdapter, GapTailRatioPositionScalingAndEndpoints) {
+TEST(FaultInjectAdapterConcurrency, GapTailRatioPositionScalingAndEndpoints) {
   Harness h(opts(R"({"gap_tail_ratios": [0.5]})"));
   h.seed_mock(keys(8), objects(8));
   EXPECT_EQ(h.load(keys(8)).to_string(), "11110111");
@@ -299,7 +299,7 @@ TEST(FaultInjectAdapter, GapTailRatioPositionScalingAndEndpoints) {
   EXPECT_EQ(ends.load(keys(8)).to_string(), "01111110");
 }
 
-TEST(FaultInjectAdapter, DropChunkHashesAreContentKeyed) {
+TEST(FaultInjectAdapterConcurrency, DropChunkHashesAreContentKeyed) {
   const std::string hex3 = key(3).chunk_hash_hex();
   Harness h(opts(("{\"drop_chunk_hashes\": [\"" + hex3 + "\"]}").c_str()));
   auto k = keys(8);
@@ -309,7 +309,7 @@ TEST(FaultInjectAdapter, DropChunkHashesAreContentKeyed) {
   EXPECT_EQ(h.load(k).to_string(), "01111111");
 }
 
-TEST(FaultInjectAdapter, RateDropIsDeterministicAcrossInstances) {
+TEST(FaultInjectAdapterConcurrency, RateDropIsDeterministicAcrossInstances) {
   auto dropped = [](std::int64_t seed) {
     Harness h(opts(("{\"rate\": 0.3, \"seed\": " + std::to_string(seed) + "}").c_str()));
     h.seed_mock(keys(64), objects(64));
@@ -324,7 +324,7 @@ TEST(FaultInjectAdapter, RateDropIsDeterministicAcrossInstances) {
   EXPECT_NE(a, c);
 }
 
-TEST(FaultInjectAdapter, RateDropWithinTolerance) {
+TEST(FaultInjectAdapterConcurrency, RateDropWithinTolerance) {
   Harness h(opts(R"({"rate": 0.25})"));
   h.seed_mock(keys(200), objects(200));
   auto dropped = 200 - h.load(keys(200)).popcount();
@@ -336,7 +336,7 @@ TEST(FaultInjectAdapter, RateDropWithinTolerance) {
 // ---------------------------------------------------------------------------------------------
 // New fault kinds, one test each.
 
-TEST(FaultInjectAdapter, StoreFailNeverForwardLeavesNothingBehind) {
+TEST(FaultInjectAdapterConcurrency, StoreFailNeverForwardLeavesNothingBehind) {
   Harness h(opts(R"({"store_fail_rate": 1.0, "store_fail_mode": "never_forward"})"));
   auto r = wait_store(*h.adapter, h.adapter->submit_store_task(keys(4), objects(4)));
   ASSERT_TRUE(r);
@@ -350,7 +350,7 @@ TEST(FaultInjectAdapter, StoreFailNeverForwardLeavesNothingBehind) {
   EXPECT_EQ(h.lookup(keys(4)).popcount(), 0u);
 }
 
-TEST(FaultInjectAdapter, StoreFailDeleteAfterRemovesTheKeysBeforeReporting) {
+TEST(FaultInjectAdapterConcurrency, StoreFailDeleteAfterRemovesTheKeysBeforeReporting) {
   Harness h(opts(R"({"store_fail_rate": 1.0, "store_fail_mode": "delete_after"})"));
   auto r = wait_store(*h.adapter, h.adapter->submit_store_task(keys(4), objects(4)));
   ASSERT_TRUE(r);
@@ -361,7 +361,7 @@ TEST(FaultInjectAdapter, StoreFailDeleteAfterRemovesTheKeysBeforeReporting) {
   EXPECT_THAT(h.events(FaultKind::kStoreFail)[0].detail, HasSubstr("delete_after"));
 }
 
-TEST(FaultInjectAdapter, SubmitThrowForwardsNothing) {
+TEST(FaultInjectAdapterConcurrency, SubmitThrowForwardsNothing) {
   Harness h(opts(R"({"submit_throw_rate": 1.0})"));
   EXPECT_THROW(h.adapter->submit_store_task(keys(2), objects(2)), InjectedFault);
   EXPECT_THROW(h.adapter->submit_load_task(keys(2), objects(2)), InjectedFault);
@@ -374,7 +374,7 @@ TEST(FaultInjectAdapter, SubmitThrowForwardsNothing) {
   EXPECT_THROW(h.adapter->submit_store_task(keys(2), objects(1)), std::invalid_argument);
 }
 
-TEST(FaultInjectAdapter, LookupMissHidesTheKeyAndReleasesItsLock) {
+TEST(FaultInjectAdapterConcurrency, LookupMissHidesTheKeyAndReleasesItsLock) {
   Harness h(opts(R"({"lookup_miss_rate": 1.0})"));
   auto k = keys(3);
   h.seed_mock(k, objects(3));
@@ -389,7 +389,7 @@ TEST(FaultInjectAdapter, LookupMissHidesTheKeyAndReleasesItsLock) {
   EXPECT_EQ(h.load(k).popcount(), 3u);  // only lookups are affected
 }
 
-TEST(FaultInjectAdapter, CorruptFlipsBitsAndKeepsTheBitSet) {
+TEST(FaultInjectAdapterConcurrency, CorruptFlipsBitsAndKeepsTheBitSet) {
   Harness h(opts(R"({"corrupt_rate": 1.0, "corrupt_bits": 3})"));
   auto k = keys(4);
   auto src = objects(4);
@@ -407,7 +407,7 @@ TEST(FaultInjectAdapter, CorruptFlipsBitsAndKeepsTheBitSet) {
   }
 }
 
-TEST(FaultInjectAdapter, TruncateNarrowShrinksTheLoadedSize) {
+TEST(FaultInjectAdapterConcurrency, TruncateNarrowShrinksTheLoadedSize) {
   Harness h(opts(R"({"truncate_rate": 1.0, "truncate_mode": "narrow"})"));
   h.seed_mock(keys(2), objects(2));
   std::vector<MemoryObjPtr> dst;
@@ -420,7 +420,7 @@ TEST(FaultInjectAdapter, TruncateNarrowShrinksTheLoadedSize) {
   EXPECT_EQ(ev[0].keys, keys(2));
 }
 
-TEST(FaultInjectAdapter, TruncateZeroTailKeepsTheSizeAndZeroesTheTail) {
+TEST(FaultInjectAdapterConcurrency, TruncateZeroTailKeepsTheSizeAndZeroesTheTail) {
   Harness h(opts(R"({"truncate_rate": 1.0, "truncate_mode": "zero_tail"})"));
   h.seed_mock(keys(2), objects(2, 7));
   std::vector<MemoryObjPtr> dst;
@@ -439,7 +439,7 @@ TEST(FaultInjectAdapter, TruncateZeroTailKeepsTheSizeAndZeroesTheTail) {
   }
 }
 
-TEST(FaultInjectAdapter, ReportStatusAddsEveryKnob) {
+TEST(FaultInjectAdapterConcurrency, ReportStatusAddsEveryKnob) {
   Harness h(opts(R"({"rate": 0.1, "seed": 9, "gap_indices": [5, 2], "hang_rate": 0.5})"));
   Json fi = h.adapter->report_status()["fault_inject"];
   for (const char* k : {"rate",
@@ -473,7 +473,7 @@ TEST(FaultInjectAdapter, ReportStatusAddsEveryKnob) {
 // ---------------------------------------------------------------------------------------------
 // Timing faults (thread-heavy).
 
-TEST(FaultInjectAdapterTiming, DelaysReorderCompletions) {
+TEST(FaultInjectAdapterTimingConcurrency, DelaysReorderCompletions) {
   Harness h(opts(R"({"delay_rate": 1.0, "max_delay_ms": 150})"));
   const int n = 12;
   std::vector<std::vector<ObjectKey>> batch;
@@ -552,15 +552,15 @@ void check_holds(const char* json, FaultKind kind) {
   EXPECT_GT(released, 0);
 }
 
-TEST(FaultInjectAdapterTiming, ReorderHoldsACompletionUntilTheNextOne) {
+TEST(FaultInjectAdapterTimingConcurrency, ReorderHoldsACompletionUntilTheNextOne) {
   check_holds(R"({"reorder_rate": 0.5, "max_hold_ms": 3000, "seed": 1})", FaultKind::kReorder);
 }
 
-TEST(FaultInjectAdapterTiming, CoalescePublishesTwoCompletionsBackToBack) {
+TEST(FaultInjectAdapterTimingConcurrency, CoalescePublishesTwoCompletionsBackToBack) {
   check_holds(R"({"coalesce_rate": 0.5, "max_hold_ms": 3000, "seed": 2})", FaultKind::kCoalesce);
 }
 
-TEST(FaultInjectAdapterTiming, CoalescedWakeUpsCarrySeveralResults) {
+TEST(FaultInjectAdapterTimingConcurrency, CoalescedWakeUpsCarrySeveralResults) {
   Harness h(opts("{}"));
   std::vector<TaskId> ids;
   for (int i = 0; i < 5; ++i) ids.push_back(h.adapter->submit_lookup_and_lock_task({key(i)}));
@@ -570,7 +570,7 @@ TEST(FaultInjectAdapterTiming, CoalescedWakeUpsCarrySeveralResults) {
   for (TaskId id : ids) EXPECT_TRUE(h.adapter->query_lookup_and_lock_result(id));
 }
 
-TEST(FaultInjectAdapterTiming, SpuriousWakeUpsSignalWithoutAResult) {
+TEST(FaultInjectAdapterTimingConcurrency, SpuriousWakeUpsSignalWithoutAResult) {
   Harness h(opts(R"({"spurious_wakeup_rate": 1.0})"));
   consume_fd(h.adapter->get_store_event_fd());
   consume_fd(h.adapter->get_load_event_fd());
@@ -585,7 +585,7 @@ TEST(FaultInjectAdapterTiming, SpuriousWakeUpsSignalWithoutAResult) {
   EXPECT_EQ(h.events(FaultKind::kSpuriousWakeup).size(), 12u);
 }
 
-TEST(FaultInjectAdapterTiming, HangNeverCompletesAndCloseDropsIt) {
+TEST(FaultInjectAdapterTimingConcurrency, HangNeverCompletesAndCloseDropsIt) {
   Harness h(opts(R"({"hang_rate": 1.0})"));
   TaskId store = h.adapter->submit_store_task(keys(2), objects(2));
   TaskId load = h.adapter->submit_load_task(keys(2), objects(2));
@@ -608,7 +608,7 @@ TEST(FaultInjectAdapterTiming, HangNeverCompletesAndCloseDropsIt) {
 // ---------------------------------------------------------------------------------------------
 // close().
 
-TEST(FaultInjectAdapterClose, SlowCloseSleepsFirst) {
+TEST(FaultInjectAdapterCloseConcurrency, SlowCloseSleepsFirst) {
   Harness h(opts(R"({"slow_close_ms": 150})"));
   auto t0 = std::chrono::steady_clock::now();
   h.adapter->close();
@@ -616,7 +616,7 @@ TEST(FaultInjectAdapterClose, SlowCloseSleepsFirst) {
   EXPECT_EQ(h.events(FaultKind::kSlowClose).size(), 1u);
 }
 
-TEST(FaultInjectAdapterClose, IdempotentKeepsPublishedResultsAndRejectsSubmits) {
+TEST(FaultInjectAdapterCloseConcurrency, IdempotentKeepsPublishedResultsAndRejectsSubmits) {
   Harness h(opts("{}"));
   TaskId id = h.adapter->submit_lookup_and_lock_task(keys(1));
   ASSERT_TRUE(wait_readable(h.adapter->get_lookup_and_lock_event_fd(), 5s));
@@ -638,7 +638,7 @@ TEST(FaultInjectAdapterClose, IdempotentKeepsPublishedResultsAndRejectsSubmits) 
   EXPECT_NO_THROW(h.adapter->get_usage());
 }
 
-TEST(FaultInjectAdapterClose, ConcurrentSubmittersAndClose) {
+TEST(FaultInjectAdapterCloseConcurrency, ConcurrentSubmittersAndClose) {
   Harness h(opts(R"({"delay_rate": 0.5, "max_delay_ms": 5, "reorder_rate": 0.2,
                      "coalesce_rate": 0.2, "spurious_wakeup_rate": 0.3, "rate": 0.2,
                      "corrupt_rate": 0.2, "lookup_miss_rate": 0.2, "store_fail_rate": 0.2})"));
@@ -675,4 +675,4 @@ TEST(FaultInjectAdapterClose, ConcurrentSubmittersAndClose) {
 }
 
 }  // namespace
-}  // namespace lmcache
+}  // namespace lmcache::fault

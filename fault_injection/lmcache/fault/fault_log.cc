@@ -4,7 +4,7 @@
 #include <iterator>
 #include <utility>
 
-namespace lmcache {
+namespace lmcache::fault {
 namespace {
 
 constexpr std::array<FaultKindInfo, kFaultKindCount> kKinds{{
@@ -160,4 +160,4 @@ AttributionScope::~AttributionScope() { t_scope_tag = previous_; }
 
 std::uint64_t AttributionScope::current() { return t_scope_tag; }
 
-}  // namespace lmcache
+}  // namespace lmcache::fault

@@ -35,7 +35,7 @@
 #include "lmcache/core/memory_obj.h"
 #include "lmcache/core/object_key.h"
 
-namespace lmcache {
+namespace lmcache::fault {
 
 enum class FaultKind : std::uint8_t {
   // FaultInjectL2Adapter (the L2 layer).
@@ -207,4 +207,4 @@ class InjectedFault : public std::runtime_error {
   explicit InjectedFault(const std::string& what) : std::runtime_error("injected fault: " + what) {}
 };
 
-}  // namespace lmcache
+}  // namespace lmcache::fault

@@ -8,7 +8,7 @@
 
 #include "lmcache/fault/fault_rng.h"
 
-namespace lmcache {
+namespace lmcache::fault {
 namespace {
 
 TEST(FaultKinds, TableIsCompleteAndNamesRoundTrip) {
@@ -127,4 +127,4 @@ TEST(FaultRng, DigestsAreStable) {
 }
 
 }  // namespace
-}  // namespace lmcache
+}  // namespace lmcache::fault

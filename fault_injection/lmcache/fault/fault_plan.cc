@@ -4,7 +4,7 @@
 #include <stdexcept>
 #include <string>
 
-namespace lmcache {
+namespace lmcache::fault {
 namespace {
 
 std::string trim(std::string_view s) {
@@ -200,4 +200,4 @@ std::vector<FaultKind> FaultPlan::enabled_kinds() const {
   return out;
 }
 
-}  // namespace lmcache
+}  // namespace lmcache::fault

@@ -21,7 +21,7 @@
 #include "lmcache/fault/fault_inject_adapter.h"
 #include "lmcache/fault/fault_log.h"
 
-namespace lmcache {
+namespace lmcache::fault {
 
 struct FaultPlan {
   std::int64_t seed = 0;
@@ -67,4 +67,4 @@ struct FaultPlan {
   std::vector<FaultKind> enabled_kinds() const;
 };
 
-}  // namespace lmcache
+}  // namespace lmcache::fault

@@ -4,7 +4,7 @@
 
 #include "lmcache/fault/mutants.h"
 
-namespace lmcache {
+namespace lmcache::fault {
 namespace {
 
 TEST(FaultPlan, ParseKinds) {
@@ -64,4 +64,4 @@ TEST(Mutants, TableNamesEveryMutantOnce) {
 }
 
 }  // namespace
-}  // namespace lmcache
+}  // namespace lmcache::fault

@@ -1,6 +1,6 @@
 #include "lmcache/fault/fault_rng.h"
 
-namespace lmcache {
+namespace lmcache::fault {
 
 Fnv1a64& Fnv1a64::add(std::span<const std::byte> bytes) {
   for (std::byte b : bytes) {
@@ -77,4 +77,4 @@ std::uint64_t OccurrenceCounter::next(std::uint64_t stream, std::uint64_t digest
   return splitmix64(digest ^ splitmix64(stream)) ^ (nth * 0x9E3779B97F4A7C15ULL);
 }
 
-}  // namespace lmcache
+}  // namespace lmcache::fault

@@ -25,7 +25,7 @@
 #include "lmcache/core/memory_obj.h"
 #include "lmcache/core/object_key.h"
 
-namespace lmcache {
+namespace lmcache::fault {
 
 // splitmix64()
 //
@@ -107,4 +107,4 @@ class OccurrenceCounter {
   std::map<std::pair<std::uint64_t, std::uint64_t>, std::uint64_t> seen_;  // guarded by mu_
 };
 
-}  // namespace lmcache
+}  // namespace lmcache::fault

@@ -13,7 +13,7 @@
 
 #include "lmcache/serde/serde_utils.h"
 
-namespace lmcache {
+namespace lmcache::fault {
 namespace {
 
 constexpr std::array<MutantInfo, 10> kMutants{{
@@ -264,4 +264,4 @@ SerdeProcessorPtr wrap_processor_mutant(Mutant mutant, SerdeProcessorPtr inner) 
   return inner;
 }
 
-}  // namespace lmcache
+}  // namespace lmcache::fault

@@ -25,7 +25,7 @@
 #include "lmcache/serde/forwarding_serde_processor.h"
 #include "lmcache/serde/serializer.h"
 
-namespace lmcache {
+namespace lmcache::fault {
 
 enum class Mutant : std::uint8_t {
   kNone,
@@ -78,4 +78,4 @@ L2AdapterPtr wrap_top_mutant(Mutant mutant, L2AdapterPtr inner);
 DeserializerPtr wrap_deserializer_mutant(Mutant mutant, DeserializerPtr inner);
 SerdeProcessorPtr wrap_processor_mutant(Mutant mutant, SerdeProcessorPtr inner);
 
-}  // namespace lmcache
+}  // namespace lmcache::fault

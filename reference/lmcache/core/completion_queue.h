@@ -3,9 +3,10 @@
 // The one async-bookkeeping helper every component uses (processor, wrapper, adapters, fault
 // injectors): task ids, a lock, a completion map and an eventfd.
 //
-// Contract (SPEC §2): a producer calls complete() once per task; the result is stored *before*
-// the eventfd is notified, and notified exactly once. Retrieval is one-shot: take() returns a
-// value exactly once per id; pending, unknown, already-taken ids give nullopt and never throw.
+// Contract (docs/async-completion.md): a producer calls complete() once per task; the result is
+// stored *before* the eventfd is notified, and notified exactly once. Retrieval is one-shot: take()
+// returns a value exactly once per id; pending, unknown, already-taken ids give nullopt and never
+// throw.
 #pragma once
 
 #include <atomic>

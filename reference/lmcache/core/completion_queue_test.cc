@@ -19,7 +19,7 @@ TEST(TaskIdCounter, CountsFromZero) {
   EXPECT_EQ(ids.peek(), 2u);
 }
 
-TEST(CompletionQueue, ResultIsOneShot) {
+TEST(CompletionQueueConcurrency, ResultIsOneShot) {
   CompletionQueue<bool> q;
   EXPECT_FALSE(q.take(7).has_value()) << "unknown id";
   q.complete(7, true);
@@ -29,7 +29,7 @@ TEST(CompletionQueue, ResultIsOneShot) {
   EXPECT_FALSE(q.take(7).has_value()) << "already taken";
 }
 
-TEST(CompletionQueue, StoresBeforeNotifyingOncePerTask) {
+TEST(CompletionQueueConcurrency, StoresBeforeNotifyingOncePerTask) {
   CompletionQueue<int> q;
   EXPECT_FALSE(wait_readable(q.event_fd(), 0ms));
   q.complete(1, 10);
@@ -44,13 +44,13 @@ TEST(CompletionQueue, StoresBeforeNotifyingOncePerTask) {
   EXPECT_TRUE(q.take_all().empty());
 }
 
-TEST(CompletionQueue, DoubleCompletionIsALogicError) {
+TEST(CompletionQueueConcurrency, DoubleCompletionIsALogicError) {
   CompletionQueue<int> q;
   q.complete(3, 1);
   EXPECT_THROW(q.complete(3, 2), std::logic_error);
 }
 
-TEST(CompletionQueue, ConcurrentProducersEachResultTakenOnce) {
+TEST(CompletionQueueConcurrency, ConcurrentProducersEachResultTakenOnce) {
   CompletionQueue<int> q;
   TaskIdCounter ids;
   constexpr int kThreads = 4, kPerThread = 200;
@@ -76,7 +76,7 @@ TEST(CompletionQueue, ConcurrentProducersEachResultTakenOnce) {
   EXPECT_EQ(q.waiting(), 0u);
 }
 
-TEST(CompletionQueue, ResultsStayTakeableAfterClose) {
+TEST(CompletionQueueConcurrency, ResultsStayTakeableAfterClose) {
   CompletionQueue<int> q;
   q.complete(0, 5);
   q.close();

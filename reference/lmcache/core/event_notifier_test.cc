@@ -10,7 +10,7 @@ namespace {
 
 using namespace std::chrono_literals;
 
-TEST(EventNotifier, NonBlockingCloexecCounter) {
+TEST(EventNotifierConcurrency, NonBlockingCloexecCounter) {
   EventNotifier n;
   ASSERT_GE(n.fd(), 0);
   EXPECT_NE(fcntl(n.fd(), F_GETFL) & O_NONBLOCK, 0);
@@ -24,7 +24,7 @@ TEST(EventNotifier, NonBlockingCloexecCounter) {
   EXPECT_FALSE(wait_readable(n.fd(), 0ms));
 }
 
-TEST(EventNotifier, CloseIsIdempotentAndReleasesTheFd) {
+TEST(EventNotifierConcurrency, CloseIsIdempotentAndReleasesTheFd) {
   EventNotifier n;
   int fd = n.fd();
   n.close();
@@ -35,7 +35,7 @@ TEST(EventNotifier, CloseIsIdempotentAndReleasesTheFd) {
   EXPECT_EQ(n.consume(), 0u);
 }
 
-TEST(EventNotifier, DistinctInstancesHaveDistinctFds) {
+TEST(EventNotifierConcurrency, DistinctInstancesHaveDistinctFds) {
   EventNotifier a, b;
   EXPECT_NE(a.fd(), b.fd());
   a.notify();

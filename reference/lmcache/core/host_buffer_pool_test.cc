@@ -16,7 +16,7 @@ bool AllZero(const std::byte* p, std::size_t n) {
   return std::all_of(p, p + n, [](std::byte b) { return b == std::byte{0}; });
 }
 
-TEST(HostBufferPool, RoundsToWholePages) {
+TEST(HostBufferPoolConcurrency, RoundsToWholePages) {
   EXPECT_EQ(HostBufferPool::rounded_size(0), kPage);
   EXPECT_EQ(HostBufferPool::rounded_size(1), kPage);
   EXPECT_EQ(HostBufferPool::rounded_size(kPage), kPage);
@@ -24,7 +24,7 @@ TEST(HostBufferPool, RoundsToWholePages) {
   EXPECT_THROW(HostBufferPool::rounded_size(SIZE_MAX), std::bad_alloc);
 }
 
-TEST(HostBufferPool, ReusesAFreedBufferOfTheSameSize) {
+TEST(HostBufferPoolConcurrency, ReusesAFreedBufferOfTheSameSize) {
   HostBufferPool pool(1 << 20);
   std::byte* first = nullptr;
   {
@@ -43,7 +43,7 @@ TEST(HostBufferPool, ReusesAFreedBufferOfTheSameSize) {
   EXPECT_EQ(s.cached_bytes, 0u);
 }
 
-TEST(HostBufferPool, ZeroedUnlessAskedOtherwise) {
+TEST(HostBufferPoolConcurrency, ZeroedUnlessAskedOtherwise) {
   HostBufferPool pool(1 << 20);
   {
     auto b = pool.acquire(2 * kPage);
@@ -59,7 +59,7 @@ TEST(HostBufferPool, ZeroedUnlessAskedOtherwise) {
   EXPECT_TRUE(AllZero(zeroed.get(), 2 * kPage));
 }
 
-TEST(HostBufferPool, EvictsTheOldestToStayWithinItsBound) {
+TEST(HostBufferPoolConcurrency, EvictsTheOldestToStayWithinItsBound) {
   HostBufferPool pool(3 * kPage);
   auto a = pool.acquire(kPage);
   auto b = pool.acquire(kPage);
@@ -77,7 +77,7 @@ TEST(HostBufferPool, EvictsTheOldestToStayWithinItsBound) {
   EXPECT_EQ(pool.acquire(2 * kPage).get(), c_data);
 }
 
-TEST(HostBufferPool, OneReleaseMayEvictSeveralBuffers) {
+TEST(HostBufferPoolConcurrency, OneReleaseMayEvictSeveralBuffers) {
   HostBufferPool pool(3 * kPage);
   {
     auto a = pool.acquire(kPage);
@@ -95,7 +95,7 @@ TEST(HostBufferPool, OneReleaseMayEvictSeveralBuffers) {
   EXPECT_EQ(pool.acquire(3 * kPage).get(), big_data);
 }
 
-TEST(HostBufferPool, ABufferLargerThanTheBoundIsNotKept) {
+TEST(HostBufferPoolConcurrency, ABufferLargerThanTheBoundIsNotKept) {
   HostBufferPool pool(kPage);
   pool.acquire(2 * kPage).reset();
   EXPECT_EQ(pool.stats().cached_bytes, 0u);
@@ -104,7 +104,7 @@ TEST(HostBufferPool, ABufferLargerThanTheBoundIsNotKept) {
   EXPECT_EQ(none.stats().cached_buffers, 0u);
 }
 
-TEST(HostBufferPool, TrimFreesEverythingCached) {
+TEST(HostBufferPoolConcurrency, TrimFreesEverythingCached) {
   HostBufferPool pool(1 << 20);
   pool.acquire(kPage).reset();
   pool.acquire(5 * kPage).reset();
@@ -114,7 +114,7 @@ TEST(HostBufferPool, TrimFreesEverythingCached) {
   EXPECT_EQ(pool.stats().cached_buffers, 0u);
 }
 
-TEST(HostBufferPool, BuffersMayOutliveThePool) {
+TEST(HostBufferPoolConcurrency, BuffersMayOutliveThePool) {
   std::shared_ptr<std::byte> kept;
   {
     HostBufferPool pool(1 << 20);
@@ -125,12 +125,12 @@ TEST(HostBufferPool, BuffersMayOutliveThePool) {
   kept.reset();  // freed by the orphaned state, not leaked (LSan)
 }
 
-TEST(HostBufferPool, ProcessDefaultIsBounded) {
+TEST(HostBufferPoolConcurrency, ProcessDefaultIsBounded) {
   EXPECT_EQ(&HostBufferPool::process_default(), &HostBufferPool::process_default());
   EXPECT_GT(HostBufferPool::process_default().max_cached_bytes(), 0u);
 }
 
-TEST(HostBufferPool, ConcurrentAcquireAndRelease) {
+TEST(HostBufferPoolConcurrency, ConcurrentAcquireAndRelease) {
   HostBufferPool pool(64 * kPage);
   std::vector<std::thread> threads;
   for (int t = 0; t < 4; ++t) {

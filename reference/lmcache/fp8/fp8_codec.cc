@@ -9,7 +9,7 @@
 // fp8 subnormals share its fixed quantum. Within that binade fp8 codes are consecutive integers,
 // so code = base + RNE(|x| / quantum), and a carry out of the mantissa lands on the next
 // binade's first code on its own. The grid continued past the largest finite code is exactly the
-// "virtual v[N]" of fp8-semantics.md §2 (480 for e4m3fn, 65536 for e5m2), so "rounded code >= N"
+// "virtual v[N]" of docs/fp8.md §3.5 (480 for e4m3fn, 65536 for e5m2), so "rounded code >= N"
 // is precisely the overflow condition.
 #include "lmcache/fp8/fp8_codec.h"
 

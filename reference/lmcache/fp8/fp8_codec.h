@@ -1,7 +1,7 @@
 // File: lmcache/fp8/fp8_codec.h
 //
 // The scalar reference fp8 codec: bit-exact with PyTorch's float8_e4m3fn / float8_e5m2 casts
-// (shared/notes/fp8-semantics.md). It is the oracle every fast backend (SIMD, CUDA) must match
+// (docs/fp8.md). It is the oracle every fast backend (SIMD, CUDA) must match
 // byte for byte, so it favours obvious correctness over speed.
 //
 // Encoding: float16 and bfloat16 inputs are widened exactly to float32 first, then rounded once
@@ -12,7 +12,7 @@
 //   saturating (SATFINITE):          finite overflow and +-inf -> +-max finite
 //                                    (e4m3fn 0x7E|s, e5m2 0x7B|s); NaN -> 0x7F|s.
 // Decoding is exact for every finite code and e5m2 inf. NaN codes decode to the NaN bit patterns
-// PyTorch's x86 CPU `.to()` produces (fp8-semantics.md §4).
+// PyTorch's x86 CPU `.to()` produces (docs/fp8.md §4).
 #pragma once
 
 #include <cstddef>

@@ -4,7 +4,7 @@
 // brute-force model written here (it shares no code with fp8_codec.cc): the grid of finite fp8
 // magnitudes is built with ldexp, and |x| is rounded by comparing it, in double, with the
 // midpoints of adjacent grid values (exact in double), ties to the even code, plus the
-// "virtual v[N]" overflow rule of shared/notes/fp8-semantics.md §2. The model itself is pinned
+// "virtual v[N]" overflow rule of docs/fp8.md §3.5. The model itself is pinned
 // to the worked examples of §3, which were checked against PyTorch.
 #include "lmcache/fp8/fp8_codec.h"
 
@@ -195,7 +195,7 @@ TEST(Fp8Codec, Names) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Worked examples (fp8-semantics.md §3), one test case per row, both columns. Each row is
+// Worked examples (docs/fp8.md §3.6), one test case per row, both columns. Each row is
 // checked against the codec and against the model, which keeps the model honest.
 
 enum class Src { kF32, kF16, kBF16 };
@@ -295,7 +295,7 @@ INSTANTIATE_TEST_SUITE_P(Table, Fp8WorkedExample, ::testing::ValuesIn(kExamples)
                          });
 
 // ---------------------------------------------------------------------------------------------
-// Saturating mode (SATFINITE, fp8-semantics.md §6).
+// Saturating mode (SATFINITE, docs/fp8.md §3.4).
 
 TEST(Fp8Codec, SaturatingExamples) {
   const auto sat = Fp8Overflow::kSaturating;
@@ -501,7 +501,7 @@ TEST(Fp8Codec, NaNKeepsSignInEveryMode) {
 // ---------------------------------------------------------------------------------------------
 // Decode.
 
-// The NaN patterns of fp8-semantics.md §4 (x86 CPU `.to()`), for the positive NaN codes.
+// The NaN patterns of docs/fp8.md §4 (x86 CPU `.to()`), for the positive NaN codes.
 std::uint32_t expected_nan_f32(unsigned mag, Fp8Format f) {
   if (f == Fp8Format::kE4M3FN) return 0x7FF00000u;
   return mag == 0x7E ? 0x7FC00000u : 0x7FE00000u;  // 0x7D, 0x7F -> 0x7FE00000

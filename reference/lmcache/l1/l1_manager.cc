@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <unordered_set>
 #include <utility>
 
@@ -38,6 +39,27 @@ std::vector<MemoryObjPtr> L1Manager::drop_all() {
   objects_.clear();
   allocator_.release(bytes);
   return dropped;
+}
+
+template <typename Result, typename Visit>
+std::vector<Result> L1Manager::for_each_key(std::string_view op, const std::vector<ObjectKey>& keys,
+                                            Visit&& visit) {
+  std::vector<Result> results(keys.size());
+  std::lock_guard lock(mu_);
+  check_open(op);
+  for (std::size_t i = 0; i < keys.size(); ++i) {
+    auto it = objects_.find(keys[i]);
+    if (it == objects_.end()) {
+      if constexpr (std::is_same_v<Result, L1Error>) {
+        results[i] = L1Error::kKeyNotExist;
+      } else {
+        results[i].error = L1Error::kKeyNotExist;
+      }
+      continue;
+    }
+    results[i] = visit(it);
+  }
+  return results;
 }
 
 std::vector<L1Result> L1Manager::reserve_write(const std::vector<ObjectKey>& keys,
@@ -148,129 +170,61 @@ std::vector<L1Result> L1Manager::reserve_write(const std::vector<ObjectKey>& key
 }
 
 std::vector<L1Error> L1Manager::finish_write(const std::vector<ObjectKey>& keys) {
-  std::vector<L1Error> results(keys.size(), L1Error::kSuccess);
-  std::lock_guard lock(mu_);
-  check_open("finish_write");
-  for (std::size_t i = 0; i < keys.size(); ++i) {
-    auto it = objects_.find(keys[i]);
-    if (it == objects_.end()) {
-      results[i] = L1Error::kKeyNotExist;
-      continue;
-    }
+  return for_each_key<L1Error>("finish_write", keys, [](Map::iterator it) {
     Entry& e = it->second;
-    if (!e.write_locked || e.read_count > 0) {
-      results[i] = L1Error::kKeyInWrongState;
-      continue;
-    }
+    if (!e.write_locked || e.read_count > 0) return L1Error::kKeyInWrongState;
     e.write_locked = false;
-  }
-  return results;
+    return L1Error::kSuccess;
+  });
 }
 
 std::vector<L1Result> L1Manager::finish_write_and_reserve_read(const std::vector<ObjectKey>& keys) {
-  std::vector<L1Result> results(keys.size());
-  std::lock_guard lock(mu_);
-  check_open("finish_write_and_reserve_read");
-  for (std::size_t i = 0; i < keys.size(); ++i) {
-    auto it = objects_.find(keys[i]);
-    if (it == objects_.end()) {
-      results[i].error = L1Error::kKeyNotExist;
-      continue;
-    }
+  return for_each_key<L1Result>("finish_write_and_reserve_read", keys, [](Map::iterator it) {
     Entry& e = it->second;
-    if (!e.write_locked || e.read_count > 0) {
-      results[i].error = L1Error::kKeyInWrongState;
-      continue;
-    }
+    if (!e.write_locked || e.read_count > 0) return L1Result{L1Error::kKeyInWrongState, {}};
     e.write_locked = false;
     e.read_count = 1;
-    results[i].obj = e.obj;
-  }
-  return results;
+    return L1Result{L1Error::kSuccess, e.obj};
+  });
 }
 
 std::vector<L1Result> L1Manager::reserve_read(const std::vector<ObjectKey>& keys) {
-  std::vector<L1Result> results(keys.size());
-  std::lock_guard lock(mu_);
-  check_open("reserve_read");
-  for (std::size_t i = 0; i < keys.size(); ++i) {
-    auto it = objects_.find(keys[i]);
-    if (it == objects_.end()) {
-      results[i].error = L1Error::kKeyNotExist;
-      continue;
-    }
+  return for_each_key<L1Result>("reserve_read", keys, [](Map::iterator it) {
     Entry& e = it->second;
-    if (e.write_locked) {
-      results[i].error = L1Error::kKeyNotReadable;
-      continue;
-    }
+    if (e.write_locked) return L1Result{L1Error::kKeyNotReadable, {}};
     ++e.read_count;
-    results[i].obj = e.obj;
-  }
-  return results;
+    return L1Result{L1Error::kSuccess, e.obj};
+  });
 }
 
 std::vector<L1Error> L1Manager::finish_read(const std::vector<ObjectKey>& keys) {
-  // Declared before the lock so that freed buffers are released after it is unlocked.
+  // Declared before the helper takes the lock, so that freed buffers are released after it is
+  // unlocked.
   std::vector<MemoryObjPtr> dropped;
-  std::vector<L1Error> results(keys.size(), L1Error::kSuccess);
-  std::lock_guard lock(mu_);
-  check_open("finish_read");
-  for (std::size_t i = 0; i < keys.size(); ++i) {
-    auto it = objects_.find(keys[i]);
-    if (it == objects_.end()) {
-      results[i] = L1Error::kKeyNotExist;
-      continue;
-    }
+  return for_each_key<L1Error>("finish_read", keys, [&](Map::iterator it) {
     Entry& e = it->second;
-    if (e.write_locked || e.read_count == 0) {
-      results[i] = L1Error::kKeyInWrongState;
-      continue;
-    }
+    if (e.write_locked || e.read_count == 0) return L1Error::kKeyInWrongState;
     if (--e.read_count == 0 && e.is_temporary) erase_entry(it, dropped);
-  }
-  return results;
+    return L1Error::kSuccess;
+  });
 }
 
 std::vector<L1Result> L1Manager::unsafe_read(const std::vector<ObjectKey>& keys) {
-  std::vector<L1Result> results(keys.size());
-  std::lock_guard lock(mu_);
-  check_open("unsafe_read");
-  for (std::size_t i = 0; i < keys.size(); ++i) {
-    auto it = objects_.find(keys[i]);
-    if (it == objects_.end()) {
-      results[i].error = L1Error::kKeyNotExist;
-      continue;
-    }
+  return for_each_key<L1Result>("unsafe_read", keys, [](Map::iterator it) {
     const Entry& e = it->second;
     // A read-locked object cannot be write-locked, so the count alone decides.
-    if (e.read_count == 0) {
-      results[i].error = L1Error::kKeyNotReadable;
-      continue;
-    }
-    results[i].obj = e.obj;
-  }
-  return results;
+    if (e.read_count == 0) return L1Result{L1Error::kKeyNotReadable, {}};
+    return L1Result{L1Error::kSuccess, e.obj};
+  });
 }
 
 std::vector<L1Error> L1Manager::delete_keys(const std::vector<ObjectKey>& keys) {
   std::vector<MemoryObjPtr> dropped;  // Freed after the lock is released.
-  std::vector<L1Error> results(keys.size(), L1Error::kSuccess);
-  std::lock_guard lock(mu_);
-  check_open("delete_keys");
-  for (std::size_t i = 0; i < keys.size(); ++i) {
-    auto it = objects_.find(keys[i]);
-    if (it == objects_.end()) {
-      results[i] = L1Error::kKeyNotExist;
-      continue;
-    }
-    if (it->second.write_locked || it->second.read_count > 0) {
-      results[i] = L1Error::kKeyIsLocked;
-      continue;
-    }
+  return for_each_key<L1Error>("delete_keys", keys, [&](Map::iterator it) {
+    if (it->second.write_locked || it->second.read_count > 0) return L1Error::kKeyIsLocked;
     erase_entry(it, dropped);
-  }
-  return results;
+    return L1Error::kSuccess;
+  });
 }
 
 L1Usage L1Manager::get_memory_usage() const {

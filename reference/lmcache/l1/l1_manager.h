@@ -1,6 +1,6 @@
 // File: lmcache/l1/l1_manager.h
 //
-// L1Manager is the in-process object cache (SPEC §3): a map from ObjectKey to a MemoryObj with
+// L1Manager is the in-process object cache (docs/l1.md): a map from ObjectKey to a MemoryObj with
 // a write lock, a read-lock count and an is_temporary flag. Memory comes from a
 // ByteCapacityAllocator with a fixed byte budget.
 //
@@ -28,7 +28,8 @@
 // key of the batch).
 //
 // Differences from the Python L1Manager:
-//   - No TTL locks. Python's write (600 s) and read (300 s) lock TTLs are not part of our SPEC;
+//   - No TTL locks. Python's write (600 s) and read (300 s) lock TTLs are not part of our contract
+//   (docs/l1.md);
 //     a lock here lasts until it is released, so a slow writer can never lose its object.
 //   - No listeners, no eviction controller, no tag/staging objects.
 //   - Usage counts layout bytes (see byte_capacity_allocator.h), not page-rounded sizes.
@@ -220,6 +221,13 @@ class L1Manager {
 
   // Empties the map and credits every byte back. Requires mu_.
   std::vector<MemoryObjPtr> drop_all();
+
+  // The shape of every per-key batch call: under mu_, after check_open(op), each key that
+  // exists is handed to `visit(Map::iterator)`, which returns that key's result (an L1Error,
+  // or an L1Result); a missing key gets kKeyNotExist. Defined in l1_manager.cc.
+  template <typename Result, typename Visit>
+  std::vector<Result> for_each_key(std::string_view op, const std::vector<ObjectKey>& keys,
+                                   Visit&& visit);
 
   mutable std::mutex mu_;
   ByteCapacityAllocator allocator_;

@@ -1,5 +1,5 @@
-// Ports LMCache's tests/v1/distributed/test_l1_manager.py (lmcache-behaviour.md §14 items
-// 122-131) and adds what our SPEC settles beyond it: exact usage accounting, batch atomicity,
+// Ports the cases of LMCache's Python L1Manager tests and adds what docs/l1.md settles beyond
+// them: exact usage accounting, batch atomicity,
 // repeated keys, close semantics and real assertions in the concurrency tests.
 #include "lmcache/l1/l1_manager.h"
 
@@ -12,6 +12,7 @@
 #include <memory>
 #include <mutex>
 #include <new>
+#include <optional>
 #include <set>
 #include <stdexcept>
 #include <string>
@@ -116,34 +117,292 @@ TEST(L1Error, StrerrorGivesOneDistinctSentencePerCode) {
   EXPECT_EQ(seen.size(), std::size(all));
 }
 
-// --- reserve_read (item 122) -------------------------------------------------------------------
+// --- The operation x state matrix ----------------------------------------------------------------
+//
+// One row per (start state, operation) of a single key: what the call returns, and the key's
+// state and the used bytes after it. Multi-key batches, repeated keys and lifecycles follow
+// the table as their own tests.
 
-TEST_F(L1ManagerTest, ReserveReadMissingKeyIsKeyNotExist) {
-  auto r = manager_.reserve_read({make_key(12345)});
-  ASSERT_EQ(r.size(), 1u);
-  EXPECT_EQ(r[0].error, L1Error::kKeyNotExist);
-  EXPECT_EQ(r[0].obj, nullptr);
+enum class Start {
+  kMissing,
+  kReady,
+  kWriteLocked,
+  kReadLocked,           // ready, then one reserve_read
+  kReadyTemporary,       // a temporary, written and unlocked
+  kReadLockedTemporary,  // a temporary, written, then one reserve_read
+  kWriteAndReadLocked,   // write-locked with a read lock too (only L1ManagerTestPeer makes it)
+};
+
+enum class Op {
+  kReserveRead,
+  kUnsafeRead,
+  kFinishRead,
+  kReserveWriteAll,
+  kReserveWriteUpdate,
+  kReserveWriteNew,
+  kFinishWrite,
+  kFinishWriteAndReserveRead,
+  kDelete,
+  kObjectState,
+};
+
+// The key's state after the call; `exists == false` means gone (and its bytes freed).
+struct After {
+  bool exists = true;
+  bool write_locked = false;
+  int read_count = 0;
+};
+constexpr After kGone{false, false, 0};
+
+struct MatrixCase {
+  Start start;
+  Op op;
+  L1Error error;  // ignored for kObjectState
+  After after;
+  const char* why = "";
+};
+
+const char* start_name(Start s) {
+  switch (s) {
+    case Start::kMissing:
+      return "Missing";
+    case Start::kReady:
+      return "Ready";
+    case Start::kWriteLocked:
+      return "WriteLocked";
+    case Start::kReadLocked:
+      return "ReadLocked";
+    case Start::kReadyTemporary:
+      return "ReadyTemporary";
+    case Start::kReadLockedTemporary:
+      return "ReadLockedTemporary";
+    case Start::kWriteAndReadLocked:
+      return "WriteAndReadLocked";
+  }
+  return "?";
 }
 
-TEST_F(L1ManagerTest, ReserveReadWriteLockedKeyIsNotReadable) {
-  auto key = make_key(12345);
-  write_locked(key);
-  auto r = manager_.reserve_read({key});
-  EXPECT_EQ(r.at(0).error, L1Error::kKeyNotReadable);
-  EXPECT_EQ(r.at(0).obj, nullptr);
-  EXPECT_EQ(state(key).read_count, 0) << "a refused read takes no lock";
+const char* op_name(Op op) {
+  switch (op) {
+    case Op::kReserveRead:
+      return "ReserveRead";
+    case Op::kUnsafeRead:
+      return "UnsafeRead";
+    case Op::kFinishRead:
+      return "FinishRead";
+    case Op::kReserveWriteAll:
+      return "ReserveWriteAll";
+    case Op::kReserveWriteUpdate:
+      return "ReserveWriteUpdate";
+    case Op::kReserveWriteNew:
+      return "ReserveWriteNew";
+    case Op::kFinishWrite:
+      return "FinishWrite";
+    case Op::kFinishWriteAndReserveRead:
+      return "FinishWriteAndReserveRead";
+    case Op::kDelete:
+      return "Delete";
+    case Op::kObjectState:
+      return "ObjectState";
+  }
+  return "?";
 }
 
-TEST_F(L1ManagerTest, ReserveReadReadyKeySucceeds) {
-  auto key = make_key(12345);
-  auto written = ready(key);
-  auto r = manager_.reserve_read({key});
-  EXPECT_EQ(r.at(0).error, L1Error::kSuccess);
-  ASSERT_NE(r.at(0).obj, nullptr);
-  EXPECT_EQ(r.at(0).obj, written);
-  EXPECT_EQ(r.at(0).obj->size(), kBasicBytes);
-  EXPECT_EQ(state(key).read_count, 1);
+bool is_temporary_start(Start s) {
+  return s == Start::kReadyTemporary || s == Start::kReadLockedTemporary;
 }
+
+using E = L1Error;
+const MatrixCase kMatrix[] = {
+    // reserve_read
+    {Start::kMissing, Op::kReserveRead, E::kKeyNotExist, kGone},
+    {Start::kWriteLocked,
+     Op::kReserveRead,
+     E::kKeyNotReadable,
+     {true, true, 0},
+     "a refused read takes no lock"},
+    {Start::kReady, Op::kReserveRead, E::kSuccess, {true, false, 1}},
+    // unsafe_read: only a read-locked object is readable, and it takes no lock
+    {Start::kMissing, Op::kUnsafeRead, E::kKeyNotExist, kGone},
+    {Start::kReady, Op::kUnsafeRead, E::kKeyNotReadable, {true, false, 0}},
+    {Start::kWriteLocked, Op::kUnsafeRead, E::kKeyNotReadable, {true, true, 0}},
+    {Start::kReadLocked, Op::kUnsafeRead, E::kSuccess, {true, false, 1}},
+    // finish_read
+    {Start::kMissing, Op::kFinishRead, E::kKeyNotExist, kGone},
+    {Start::kReadLocked,
+     Op::kFinishRead,
+     E::kSuccess,
+     {true, false, 0},
+     "a non-temporary object stays"},
+    {Start::kReady,
+     Op::kFinishRead,
+     E::kKeyInWrongState,
+     {true, false, 0},
+     "the count never goes below zero"},
+    {Start::kWriteLocked, Op::kFinishRead, E::kKeyInWrongState, {true, true, 0}},
+    {Start::kReadLockedTemporary, Op::kFinishRead, E::kSuccess, kGone,
+     "the temporary's bytes are freed with it"},
+    // reserve_write of an existing key
+    {Start::kWriteLocked,
+     Op::kReserveWriteAll,
+     E::kKeyNotWritable,
+     {true, true, 0},
+     "nothing new was allocated"},
+    {Start::kReadLocked, Op::kReserveWriteAll, E::kKeyNotWritable, {true, false, 1}},
+    {Start::kReadyTemporary, Op::kReserveWriteAll, E::kKeyNotWritable, {true, false, 0}},
+    {Start::kReadyTemporary, Op::kReserveWriteUpdate, E::kKeyNotWritable, {true, false, 0}},
+    {Start::kReadyTemporary, Op::kReserveWriteNew, E::kKeyNotWritable, {true, false, 0}},
+    // finish_write
+    {Start::kMissing, Op::kFinishWrite, E::kKeyNotExist, kGone},
+    {Start::kWriteLocked, Op::kFinishWrite, E::kSuccess, {true, false, 0}},
+    {Start::kReady, Op::kFinishWrite, E::kKeyInWrongState, {true, false, 0}},
+    {Start::kWriteAndReadLocked,
+     Op::kFinishWrite,
+     E::kKeyInWrongState,
+     {true, true, 1},
+     "a refused finish changes nothing"},
+    // finish_write_and_reserve_read
+    {Start::kMissing, Op::kFinishWriteAndReserveRead, E::kKeyNotExist, kGone},
+    {Start::kReady, Op::kFinishWriteAndReserveRead, E::kKeyInWrongState, {true, false, 0}},
+    {Start::kWriteAndReadLocked,
+     Op::kFinishWriteAndReserveRead,
+     E::kKeyInWrongState,
+     {true, true, 1}},
+    // delete
+    {Start::kMissing, Op::kDelete, E::kKeyNotExist, kGone},
+    {Start::kReady, Op::kDelete, E::kSuccess, kGone, "deleting frees the bytes"},
+    {Start::kWriteLocked, Op::kDelete, E::kKeyIsLocked, {true, true, 0}},
+    {Start::kReadLocked, Op::kDelete, E::kKeyIsLocked, {true, false, 1}},
+    // object_state (the state checks below are the whole test)
+    {Start::kMissing, Op::kObjectState, E::kSuccess, kGone},
+    {Start::kReady, Op::kObjectState, E::kSuccess, {true, false, 0}},
+    {Start::kWriteLocked, Op::kObjectState, E::kSuccess, {true, true, 0}},
+    {Start::kReadLocked, Op::kObjectState, E::kSuccess, {true, false, 1}},
+    {Start::kReadyTemporary,
+     Op::kObjectState,
+     E::kSuccess,
+     {true, false, 0},
+     "temporaries are never writable again"},
+};
+
+class L1ManagerMatrix : public L1ManagerTest, public ::testing::WithParamInterface<MatrixCase> {
+ protected:
+  // Puts `key` in `start`; returns its object (null when missing).
+  MemoryObjPtr enter(const ObjectKey& key, Start start) {
+    switch (start) {
+      case Start::kMissing:
+        return nullptr;
+      case Start::kReady:
+        return ready(key);
+      case Start::kWriteLocked:
+        return write_locked(key);
+      case Start::kReadLocked: {
+        auto obj = ready(key);
+        EXPECT_EQ(manager_.reserve_read({key}).at(0).error, L1Error::kSuccess);
+        return obj;
+      }
+      case Start::kReadyTemporary:
+        return ready(key, /*temporary=*/true);
+      case Start::kReadLockedTemporary: {
+        auto obj = ready(key, /*temporary=*/true);
+        EXPECT_EQ(manager_.reserve_read({key}).at(0).error, L1Error::kSuccess);
+        return obj;
+      }
+      case Start::kWriteAndReadLocked: {
+        auto obj = write_locked(key);
+        L1ManagerTestPeer::add_read_lock(manager_, key);
+        return obj;
+      }
+    }
+    return nullptr;
+  }
+
+  // Runs `op` on `key` alone; returns its error and (for the L1Result calls) object.
+  L1Result run(Op op, const ObjectKey& key) {
+    auto one = [](auto results) {
+      EXPECT_EQ(results.size(), 1u);
+      return results.at(0);
+    };
+    switch (op) {
+      case Op::kReserveRead:
+        return one(manager_.reserve_read({key}));
+      case Op::kUnsafeRead:
+        return one(manager_.unsafe_read({key}));
+      case Op::kFinishRead:
+        return {one(manager_.finish_read({key})), nullptr};
+      case Op::kReserveWriteAll:
+        return one(manager_.reserve_write({key}, {false}, basic_layout(), ReserveMode::kAll));
+      case Op::kReserveWriteUpdate:
+        return one(manager_.reserve_write({key}, {false}, basic_layout(), ReserveMode::kUpdate));
+      case Op::kReserveWriteNew:
+        return one(manager_.reserve_write({key}, {false}, basic_layout(), ReserveMode::kNew));
+      case Op::kFinishWrite:
+        return {one(manager_.finish_write({key})), nullptr};
+      case Op::kFinishWriteAndReserveRead:
+        return one(manager_.finish_write_and_reserve_read({key}));
+      case Op::kDelete:
+        return {one(manager_.delete_keys({key})), nullptr};
+      case Op::kObjectState:
+        return {L1Error::kSuccess, nullptr};
+    }
+    return {};
+  }
+};
+
+bool returns_object(Op op) {
+  return op == Op::kReserveRead || op == Op::kUnsafeRead || op == Op::kReserveWriteAll ||
+         op == Op::kReserveWriteUpdate || op == Op::kReserveWriteNew ||
+         op == Op::kFinishWriteAndReserveRead;
+}
+
+TEST_P(L1ManagerMatrix, ResultAndStateAfter) {
+  const MatrixCase& c = GetParam();
+  const ObjectKey key = make_key(12345);
+  const MemoryObjPtr obj = enter(key, c.start);
+  ASSERT_EQ(manager_.object_state(key).has_value(), c.start != Start::kMissing);
+  ASSERT_EQ(used(), c.start == Start::kMissing ? 0u : kBasicBytes);
+
+  const L1Result r = run(c.op, key);
+  if (c.op != Op::kObjectState) {
+    EXPECT_EQ(r.error, c.error) << c.why;
+  }
+  if (returns_object(c.op)) {
+    if (c.error == L1Error::kSuccess) {
+      ASSERT_NE(r.obj, nullptr);
+      EXPECT_EQ(r.obj, obj) << "the key's own object";
+      EXPECT_EQ(r.obj->size(), kBasicBytes);
+    } else {
+      EXPECT_EQ(r.obj, nullptr) << "a refused call hands out no object";
+    }
+  }
+
+  const std::optional<L1ObjectState> s = manager_.object_state(key);
+  ASSERT_EQ(s.has_value(), c.after.exists) << c.why;
+  EXPECT_EQ(used(), c.after.exists ? kBasicBytes : 0u) << c.why;
+  if (s) {
+    EXPECT_EQ(s->write_locked, c.after.write_locked) << c.why;
+    EXPECT_EQ(s->read_count, c.after.read_count) << c.why;
+    EXPECT_EQ(s->is_temporary, is_temporary_start(c.start));
+    EXPECT_EQ(s->size, kBasicBytes);
+    EXPECT_EQ(s->available_for_read(), !c.after.write_locked);
+    EXPECT_EQ(s->available_for_write(),
+              !c.after.write_locked && c.after.read_count == 0 && !is_temporary_start(c.start))
+        << c.why;
+  }
+  if (c.start == Start::kWriteAndReadLocked) {
+    // Without the peer's read lock the same finish goes through.
+    L1ManagerTestPeer::remove_read_lock(manager_, key);
+    EXPECT_EQ(manager_.finish_write({key}).at(0), L1Error::kSuccess);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(SingleKey, L1ManagerMatrix, ::testing::ValuesIn(kMatrix),
+                         [](const ::testing::TestParamInfo<MatrixCase>& info) {
+                           return std::string(start_name(info.param.start)) + "_" +
+                                  op_name(info.param.op);
+                         });
+
+// --- reserve_read --------------------------------------------------------------------------------
 
 TEST_F(L1ManagerTest, ReserveReadMultipleKeysResultsAlignWithInput) {
   auto k1 = make_key(1), k2 = make_key(2), k3 = make_key(3);
@@ -179,39 +438,7 @@ TEST_F(L1ManagerTest, ReserveReadRepeatedKeyInOneBatchTakesTwoLocks) {
   EXPECT_EQ(state(key).read_count, 2);
 }
 
-// --- unsafe_read (item 123) --------------------------------------------------------------------
-
-TEST_F(L1ManagerTest, UnsafeReadMissingKeyIsKeyNotExist) {
-  auto r = manager_.unsafe_read({make_key(12345)});
-  EXPECT_EQ(r.at(0).error, L1Error::kKeyNotExist);
-  EXPECT_EQ(r.at(0).obj, nullptr);
-}
-
-TEST_F(L1ManagerTest, UnsafeReadNotReadLockedIsNotReadable) {
-  auto key = make_key(12345);
-  ready(key);
-  auto r = manager_.unsafe_read({key});
-  EXPECT_EQ(r.at(0).error, L1Error::kKeyNotReadable);
-  EXPECT_EQ(r.at(0).obj, nullptr);
-}
-
-TEST_F(L1ManagerTest, UnsafeReadWriteLockedIsNotReadable) {
-  auto key = make_key(12345);
-  write_locked(key);
-  auto r = manager_.unsafe_read({key});
-  EXPECT_EQ(r.at(0).error, L1Error::kKeyNotReadable);
-  EXPECT_EQ(r.at(0).obj, nullptr);
-}
-
-TEST_F(L1ManagerTest, UnsafeReadReadLockedSucceeds) {
-  auto key = make_key(12345);
-  ready(key);
-  ASSERT_EQ(manager_.reserve_read({key}).at(0).error, L1Error::kSuccess);
-  auto r = manager_.unsafe_read({key});
-  EXPECT_EQ(r.at(0).error, L1Error::kSuccess);
-  ASSERT_NE(r.at(0).obj, nullptr);
-  EXPECT_EQ(r.at(0).obj->size(), kBasicBytes);
-}
+// --- unsafe_read ---------------------------------------------------------------------------------
 
 TEST_F(L1ManagerTest, UnsafeReadReturnsTheSameObjectAsReserveRead) {
   auto key = make_key(12345);
@@ -260,49 +487,7 @@ TEST_F(L1ManagerTest, UnsafeReadBetweenReserveAndFinish) {
   EXPECT_EQ(manager_.unsafe_read({key}).at(0).error, L1Error::kKeyNotReadable);
 }
 
-// --- finish_read (item 124) --------------------------------------------------------------------
-
-TEST_F(L1ManagerTest, FinishReadMissingKeyIsKeyNotExist) {
-  auto r = manager_.finish_read({make_key(12345)});
-  ASSERT_EQ(r.size(), 1u);
-  EXPECT_EQ(r[0], L1Error::kKeyNotExist);
-}
-
-TEST_F(L1ManagerTest, FinishReadSuccessKeepsANonTemporaryObject) {
-  auto key = make_key(12345);
-  ready(key);
-  manager_.reserve_read({key});
-  EXPECT_EQ(manager_.finish_read({key}).at(0), L1Error::kSuccess);
-  auto s = state(key);
-  EXPECT_EQ(s.read_count, 0);
-  EXPECT_TRUE(s.available_for_write());
-  EXPECT_EQ(used(), kBasicBytes);
-}
-
-TEST_F(L1ManagerTest, FinishReadNotReadLockedIsWrongState) {
-  auto key = make_key(12345);
-  ready(key);
-  EXPECT_EQ(manager_.finish_read({key}).at(0), L1Error::kKeyInWrongState);
-  EXPECT_EQ(state(key).read_count, 0) << "the count never goes below zero";
-}
-
-TEST_F(L1ManagerTest, FinishReadWriteLockedIsWrongState) {
-  auto key = make_key(12345);
-  write_locked(key);
-  EXPECT_EQ(manager_.finish_read({key}).at(0), L1Error::kKeyInWrongState);
-  EXPECT_TRUE(state(key).write_locked);
-}
-
-TEST_F(L1ManagerTest, FinishReadDeletesTemporaryObjectWhenCountReachesZero) {
-  auto key = make_key(12345);
-  ready(key, /*temporary=*/true);
-  manager_.reserve_read({key});
-  ASSERT_TRUE(manager_.object_state(key).has_value());
-  EXPECT_EQ(used(), kBasicBytes);
-  EXPECT_EQ(manager_.finish_read({key}).at(0), L1Error::kSuccess);
-  EXPECT_FALSE(manager_.object_state(key).has_value());
-  EXPECT_EQ(used(), 0u) << "the temporary's bytes are freed with it";
-}
+// --- finish_read ---------------------------------------------------------------------------------
 
 TEST_F(L1ManagerTest, FinishReadMultipleReadsCountDown) {
   auto key = make_key(12345);
@@ -328,7 +513,7 @@ TEST_F(L1ManagerTest, FinishReadRepeatedKeyDeletesThenReportsMissing) {
   EXPECT_EQ(used(), 0u);
 }
 
-// --- reserve_write (item 125) ------------------------------------------------------------------
+// --- reserve_write -------------------------------------------------------------------------------
 
 TEST_F(L1ManagerTest, ReserveWriteNewKeySucceeds) {
   auto key = make_key(12345);
@@ -386,36 +571,6 @@ TEST_F(L1ManagerTest, ReserveWriteOfTemporariesSkipsTheZeroFill) {
   ASSERT_FALSE(manager_.object_state(key).has_value());
   MemoryObjPtr again = write_locked(make_key(2), /*temporary=*/true);
   EXPECT_EQ(again->bytes()[0], std::byte{0xAB}) << "the temporary was zero-filled";
-}
-
-TEST_F(L1ManagerTest, ReserveWriteWriteLockedKeyIsNotWritable) {
-  auto key = make_key(12345);
-  write_locked(key);
-  auto r = manager_.reserve_write({key}, {false}, basic_layout());
-  EXPECT_EQ(r.at(0).error, L1Error::kKeyNotWritable);
-  EXPECT_EQ(r.at(0).obj, nullptr);
-  EXPECT_EQ(used(), kBasicBytes) << "nothing new was allocated";
-}
-
-TEST_F(L1ManagerTest, ReserveWriteReadLockedKeyIsNotWritable) {
-  auto key = make_key(12345);
-  ready(key);
-  manager_.reserve_read({key});
-  auto r = manager_.reserve_write({key}, {false}, basic_layout());
-  EXPECT_EQ(r.at(0).error, L1Error::kKeyNotWritable);
-  EXPECT_EQ(r.at(0).obj, nullptr);
-  EXPECT_FALSE(state(key).write_locked);
-}
-
-TEST_F(L1ManagerTest, ReserveWriteTemporaryKeyIsNotWritable) {
-  auto key = make_key(12345);
-  ready(key, /*temporary=*/true);
-  for (ReserveMode mode : {ReserveMode::kAll, ReserveMode::kUpdate, ReserveMode::kNew}) {
-    auto r = manager_.reserve_write({key}, {false}, basic_layout(), mode);
-    EXPECT_EQ(r.at(0).error, L1Error::kKeyNotWritable);
-    EXPECT_EQ(r.at(0).obj, nullptr);
-  }
-  EXPECT_FALSE(state(key).write_locked);
 }
 
 TEST_F(L1ManagerTest, ReserveWriteMultipleKeysGivesDistinctObjects) {
@@ -626,51 +781,7 @@ TEST(L1Manager, SystemAllocationFailureIsOutOfMemoryForTheWholeBatch) {
   }
 }
 
-// --- finish_write (item 126) -------------------------------------------------------------------
-
-TEST_F(L1ManagerTest, FinishWriteMissingKeyIsKeyNotExist) {
-  auto r = manager_.finish_write({make_key(12345)});
-  ASSERT_EQ(r.size(), 1u);
-  EXPECT_EQ(r[0], L1Error::kKeyNotExist);
-}
-
-TEST_F(L1ManagerTest, FinishWriteSuccessMakesKeyReadableAndWritable) {
-  auto key = make_key(12345);
-  write_locked(key);
-  EXPECT_EQ(manager_.finish_write({key}).at(0), L1Error::kSuccess);
-  auto s = state(key);
-  EXPECT_FALSE(s.write_locked);
-  EXPECT_TRUE(s.available_for_read());
-  EXPECT_TRUE(s.available_for_write());
-}
-
-TEST_F(L1ManagerTest, FinishWriteNotWriteLockedIsWrongState) {
-  auto key = make_key(12345);
-  ready(key);
-  EXPECT_EQ(manager_.finish_write({key}).at(0), L1Error::kKeyInWrongState);
-}
-
-TEST_F(L1ManagerTest, FinishWriteWhileAlsoReadLockedIsWrongState) {
-  auto key = make_key(12345);
-  write_locked(key);
-  L1ManagerTestPeer::add_read_lock(manager_, key);
-  EXPECT_EQ(manager_.finish_write({key}).at(0), L1Error::kKeyInWrongState);
-  EXPECT_TRUE(state(key).write_locked) << "a refused finish changes nothing";
-  L1ManagerTestPeer::remove_read_lock(manager_, key);
-  EXPECT_EQ(manager_.finish_write({key}).at(0), L1Error::kSuccess);
-}
-
-TEST_F(L1ManagerTest, FinishWriteOfATemporaryKeepsItUntilDeleted) {
-  auto key = make_key(1);
-  ready(key, /*temporary=*/true);
-  auto s = state(key);
-  EXPECT_TRUE(s.is_temporary);
-  EXPECT_TRUE(s.available_for_read());
-  EXPECT_FALSE(s.available_for_write()) << "temporaries are never writable again";
-  EXPECT_EQ(used(), kBasicBytes);
-}
-
-// --- finish_write_and_reserve_read (item 127) --------------------------------------------------
+// --- finish_write_and_reserve_read ---------------------------------------------------------------
 
 TEST_F(L1ManagerTest, FinishWriteAndReserveReadNormalTransition) {
   auto key = make_key(12345);
@@ -686,34 +797,6 @@ TEST_F(L1ManagerTest, FinishWriteAndReserveReadNormalTransition) {
   EXPECT_FALSE(s.available_for_write());
   EXPECT_EQ(manager_.finish_read({key}).at(0), L1Error::kSuccess);
   EXPECT_TRUE(state(key).available_for_write());
-}
-
-TEST_F(L1ManagerTest, FinishWriteAndReserveReadMissingKeyIsKeyNotExist) {
-  auto r = manager_.finish_write_and_reserve_read({make_key(12345)});
-  EXPECT_EQ(r.at(0).error, L1Error::kKeyNotExist);
-  EXPECT_EQ(r.at(0).obj, nullptr);
-}
-
-TEST_F(L1ManagerTest, FinishWriteAndReserveReadNotWriteLockedIsWrongState) {
-  auto key = make_key(12345);
-  ready(key);
-  auto r = manager_.finish_write_and_reserve_read({key});
-  EXPECT_EQ(r.at(0).error, L1Error::kKeyInWrongState);
-  EXPECT_EQ(r.at(0).obj, nullptr);
-  EXPECT_EQ(state(key).read_count, 0);
-}
-
-TEST_F(L1ManagerTest, FinishWriteAndReserveReadAlreadyReadLockedIsWrongState) {
-  auto key = make_key(12345);
-  write_locked(key);
-  L1ManagerTestPeer::add_read_lock(manager_, key);
-  auto r = manager_.finish_write_and_reserve_read({key});
-  EXPECT_EQ(r.at(0).error, L1Error::kKeyInWrongState);
-  EXPECT_EQ(r.at(0).obj, nullptr);
-  auto s = state(key);
-  EXPECT_TRUE(s.write_locked);
-  EXPECT_EQ(s.read_count, 1);
-  L1ManagerTestPeer::remove_read_lock(manager_, key);
 }
 
 TEST_F(L1ManagerTest, FinishWriteAndReserveReadMultipleKeysMixed) {
@@ -750,39 +833,7 @@ TEST_F(L1ManagerTest, FinishWriteAndReserveReadRepeatedKeyTransitionsOnce) {
   EXPECT_EQ(state(key).read_count, 1);
 }
 
-// --- delete (item 128) -------------------------------------------------------------------------
-
-TEST_F(L1ManagerTest, DeleteMissingKeyIsKeyNotExist) {
-  auto r = manager_.delete_keys({make_key(12345)});
-  ASSERT_EQ(r.size(), 1u);
-  EXPECT_EQ(r[0], L1Error::kKeyNotExist);
-}
-
-TEST_F(L1ManagerTest, DeleteReadyKeySucceedsAndFreesItsBytes) {
-  auto key = make_key(12345);
-  ready(key);
-  ASSERT_TRUE(manager_.object_state(key).has_value());
-  EXPECT_EQ(used(), kBasicBytes);
-  EXPECT_EQ(manager_.delete_keys({key}).at(0), L1Error::kSuccess);
-  EXPECT_FALSE(manager_.object_state(key).has_value());
-  EXPECT_EQ(used(), 0u);
-}
-
-TEST_F(L1ManagerTest, DeleteWriteLockedKeyIsLocked) {
-  auto key = make_key(12345);
-  write_locked(key);
-  EXPECT_EQ(manager_.delete_keys({key}).at(0), L1Error::kKeyIsLocked);
-  EXPECT_TRUE(manager_.object_state(key).has_value());
-  EXPECT_EQ(used(), kBasicBytes);
-}
-
-TEST_F(L1ManagerTest, DeleteReadLockedKeyIsLocked) {
-  auto key = make_key(12345);
-  ready(key);
-  manager_.reserve_read({key});
-  EXPECT_EQ(manager_.delete_keys({key}).at(0), L1Error::kKeyIsLocked);
-  EXPECT_TRUE(manager_.object_state(key).has_value());
-}
+// --- delete --------------------------------------------------------------------------------------
 
 TEST_F(L1ManagerTest, DeleteMultipleKeys) {
   auto k1 = make_key(1), k2 = make_key(2), k3 = make_key(3);
@@ -814,42 +865,7 @@ TEST_F(L1ManagerTest, DeleteCreditsBytesAtOnceEvenWhileTheCallerHoldsTheObject) 
   EXPECT_EQ(held->bytes()[10], std::byte{9});
 }
 
-// --- object_state (item 129) -------------------------------------------------------------------
-
-TEST_F(L1ManagerTest, ObjectStateMissingKeyIsNullopt) {
-  EXPECT_FALSE(manager_.object_state(make_key(12345)).has_value());
-}
-
-TEST_F(L1ManagerTest, ObjectStateReadyKey) {
-  auto key = make_key(12345);
-  ready(key);
-  auto s = manager_.object_state(key);
-  ASSERT_TRUE(s.has_value());
-  EXPECT_TRUE(s->available_for_read());
-  EXPECT_TRUE(s->available_for_write());
-  EXPECT_EQ(s->size, kBasicBytes);
-}
-
-TEST_F(L1ManagerTest, ObjectStateWriteLockedKey) {
-  auto key = make_key(12345);
-  write_locked(key);
-  auto s = manager_.object_state(key);
-  ASSERT_TRUE(s.has_value());
-  EXPECT_FALSE(s->available_for_read());
-  EXPECT_FALSE(s->available_for_write());
-}
-
-TEST_F(L1ManagerTest, ObjectStateReadLockedKey) {
-  auto key = make_key(12345);
-  ready(key);
-  manager_.reserve_read({key});
-  auto s = manager_.object_state(key);
-  ASSERT_TRUE(s.has_value());
-  EXPECT_TRUE(s->available_for_read());
-  EXPECT_FALSE(s->available_for_write());
-}
-
-// --- close and clear (item 129) ----------------------------------------------------------------
+// --- close and clear -----------------------------------------------------------------------------
 
 TEST(L1Manager, CloseEmptyManager) {
   L1Manager manager(kBasicCapacity);
@@ -880,7 +896,7 @@ TEST(L1Manager, CloseClearsObjects) {
   ASSERT_EQ(manager.finish_write({key}).at(0), L1Error::kSuccess);
   ASSERT_TRUE(manager.object_state(key).has_value());
   manager.close();
-  // Python returns None here; our SPEC makes every call after close() a logic_error.
+  // Python returns None here; docs/l1.md makes every call after close() a logic_error.
   EXPECT_THROW(manager.object_state(key), std::logic_error);
 }
 
@@ -955,7 +971,7 @@ TEST(L1Manager, UsageCountsExactLayoutBytesAndReturnsToBaseline) {
   EXPECT_EQ(manager.get_memory_usage().used_bytes, baseline);
 }
 
-// --- state machine (item 130) ------------------------------------------------------------------
+// --- state machine -------------------------------------------------------------------------------
 
 TEST_F(L1ManagerTest, FullWriteReadCycle) {
   auto key = make_key(12345);
@@ -1042,7 +1058,7 @@ TEST_F(L1ManagerTest, WrapperLoadPathTempsReleasedByFinishWriteAndDelete) {
   EXPECT_EQ(used(), baseline);
 }
 
-// --- concurrency (item 131) --------------------------------------------------------------------
+// --- concurrency ---------------------------------------------------------------------------------
 
 TEST(L1ManagerConcurrency, ReserveWriteOnDifferentKeys) {
   L1Manager manager(kBasicCapacity);

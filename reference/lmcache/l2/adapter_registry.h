@@ -1,7 +1,7 @@
 // File: lmcache/l2/adapter_registry.h
 //
-// The process-global registry of L2 adapter types (SPEC §4). A type is a name plus a factory
-// that builds an adapter from its JSON config; `{"type": "mock", "max_size_gb": 1, ...}`
+// The process-global registry of L2 adapter types (docs/l2-adapter.md). A type is a name plus a
+// factory that builds an adapter from its JSON config; `{"type": "mock", "max_size_gb": 1, ...}`
 // creates a MockL2Adapter. Built-in types ("mock") are registered on the registry's first use
 // through a function-local static, so nothing depends on static-initialisation order and a
 // plugin library can register its own types from anywhere (including its own static

@@ -10,6 +10,7 @@
 #include <thread>
 #include <vector>
 
+#include "lmcache/core/testing/expect_invalid.h"
 #include "lmcache/l2/mock_adapter.h"
 
 namespace lmcache {
@@ -17,17 +18,7 @@ namespace {
 
 using ::testing::HasSubstr;
 
-// The message of the std::invalid_argument that `fn` throws ("" if it throws none).
-template <class Fn>
-std::string invalid_argument_message(Fn&& fn) {
-  try {
-    fn();
-  } catch (const std::invalid_argument& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "expected std::invalid_argument";
-  return "";
-}
+using core_internal::invalid_argument_message;
 
 // Registers `name` unless it already is (the registry is process-global, and
 // --gtest_repeat runs each test again in the same process).

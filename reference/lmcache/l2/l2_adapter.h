@@ -1,6 +1,7 @@
 // File: lmcache/l2/l2_adapter.h
 //
-// L2AdapterInterface: the asynchronous contract every L2 storage adapter implements (SPEC §4).
+// L2AdapterInterface: the asynchronous contract every L2 storage adapter implements
+// (docs/l2-adapter.md).
 //
 // Every task kind has its own eventfd (store, lookup-and-lock, load; pairwise distinct),
 // signalled exactly once per completed task after its result is stored. Results are one-shot:

@@ -1,9 +1,9 @@
 // File: lmcache/l2/mock_adapter.h
 //
 // MockL2Adapter (type name "mock") is a real in-memory L2 adapter with a byte capacity and a
-// simulated bandwidth, following LMCache's Python MockL2Adapter with SPEC §4's decisions. It is
-// the inner adapter of the wrapper's tests and the reference the conformance suite measures
-// other adapters against.
+// simulated bandwidth, following LMCache's Python MockL2Adapter with the decisions of
+// docs/l2-adapter.md. It is the inner adapter of the wrapper's tests and the reference the
+// conformance suite measures other adapters against.
 //
 // Behaviour:
 //  - Store keeps a deep copy of exactly obj->size() bytes (the logical, possibly narrowed,

@@ -1,5 +1,5 @@
-// Port of LMCache's tests/v1/distributed/test_mock_l2_adapter.py (lmcache-behaviour.md §14
-// items 91-121) plus the decisions of SPEC §4. Waits use generous timeouts and no test asserts
+// Ports the cases of LMCache's Python MockL2Adapter tests, plus the decisions of
+// docs/l2-adapter.md. Waits use generous timeouts and no test asserts
 // an upper bound on elapsed time.
 #include "lmcache/l2/mock_adapter.h"
 
@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "lmcache/core/event_notifier.h"
+#include "lmcache/core/testing/expect_invalid.h"
 
 namespace lmcache {
 namespace {
@@ -154,28 +155,19 @@ class RecordingListener : public L2AdapterListener {
   std::vector<std::pair<ObjectKey, std::uint64_t>> deleted;
 };
 
-template <class Fn>
-std::string invalid_argument_message(Fn&& fn) {
-  try {
-    fn();
-  } catch (const std::invalid_argument& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "expected std::invalid_argument";
-  return "";
-}
+using core_internal::invalid_argument_message;
 
 // ---------------------------------------------------------------------------------------------
 // TestEventFdInterface (91-94)
 
-TEST(MockL2AdapterEventFd, FdsAreValid) {
+TEST(MockL2AdapterEventFdConcurrency, FdsAreValid) {
   auto a = make_adapter();
   EXPECT_GE(a->get_store_event_fd(), 0);
   EXPECT_GE(a->get_lookup_and_lock_event_fd(), 0);
   EXPECT_GE(a->get_load_event_fd(), 0);
 }
 
-TEST(MockL2AdapterEventFd, FdsAreDistinctWithinAndAcrossAdapters) {
+TEST(MockL2AdapterEventFdConcurrency, FdsAreDistinctWithinAndAcrossAdapters) {
   auto a = make_adapter();
   auto b = make_adapter();
   std::set<int> fds{
@@ -187,19 +179,19 @@ TEST(MockL2AdapterEventFd, FdsAreDistinctWithinAndAcrossAdapters) {
 // ---------------------------------------------------------------------------------------------
 // TestStoreInterface (95-100)
 
-TEST(MockL2AdapterStore, SubmitReturnsTaskId) {
+TEST(MockL2AdapterStoreConcurrency, SubmitReturnsTaskId) {
   auto a = make_adapter();
   TaskId id = a->submit_store_task({key(1)}, {float_obj(16, 1.0f)});
   EXPECT_EQ(id, 0u) << "ids start at 0";
 }
 
-TEST(MockL2AdapterStore, SignalsEventFd) {
+TEST(MockL2AdapterStoreConcurrency, SignalsEventFd) {
   auto a = make_adapter();
   a->submit_store_task({key(1)}, {float_obj(16, 1.0f)});
   EXPECT_TRUE(wait_readable(a->get_store_event_fd(), kWait));
 }
 
-TEST(MockL2AdapterStore, PopReturnsCompleted) {
+TEST(MockL2AdapterStoreConcurrency, PopReturnsCompleted) {
   auto a = make_adapter();
   auto obj = float_obj(16, 1.0f);
   TaskId id = a->submit_store_task({key(1)}, {obj});
@@ -211,7 +203,7 @@ TEST(MockL2AdapterStore, PopReturnsCompleted) {
   EXPECT_EQ(done.at(id).bytes_transferred(), obj->size());
 }
 
-TEST(MockL2AdapterStore, PopClearsCompleted) {
+TEST(MockL2AdapterStoreConcurrency, PopClearsCompleted) {
   auto a = make_adapter();
   a->submit_store_task({key(1)}, {float_obj(16, 1.0f)});
   ASSERT_TRUE(wait_readable(a->get_store_event_fd(), kWait));
@@ -219,7 +211,7 @@ TEST(MockL2AdapterStore, PopClearsCompleted) {
   EXPECT_EQ(a->pop_completed_store_tasks().size(), 0u);
 }
 
-TEST(MockL2AdapterStore, MultipleTasksHaveUniqueIdsAndAllSucceed) {
+TEST(MockL2AdapterStoreConcurrency, MultipleTasksHaveUniqueIdsAndAllSucceed) {
   auto a = make_adapter();
   std::set<TaskId> ids;
   for (std::uint32_t i = 0; i < 3; ++i) {
@@ -234,7 +226,7 @@ TEST(MockL2AdapterStore, MultipleTasksHaveUniqueIdsAndAllSucceed) {
   }
 }
 
-TEST(MockL2AdapterStore, BatchOfObjects) {
+TEST(MockL2AdapterStoreConcurrency, BatchOfObjects) {
   auto a = make_adapter();
   std::vector<ObjectKey> keys;
   std::vector<MemoryObjPtr> objs;
@@ -251,14 +243,14 @@ TEST(MockL2AdapterStore, BatchOfObjects) {
   for (const auto& k : keys) EXPECT_TRUE(a->has_key(k));
 }
 
-TEST(MockL2AdapterStore, EmptyBatchSucceedsWithZeroBytes) {
+TEST(MockL2AdapterStoreConcurrency, EmptyBatchSucceedsWithZeroBytes) {
   auto a = make_adapter();
   L2StoreResult r = wait_store(*a, a->submit_store_task({}, {}));
   EXPECT_TRUE(r.is_successful());
   EXPECT_EQ(r.bytes_transferred(), 0u);
 }
 
-TEST(MockL2AdapterStore, NoOverwrite) {
+TEST(MockL2AdapterStoreConcurrency, NoOverwrite) {
   auto a = make_adapter();
   store_ok(*a, {key(1)}, {float_obj(16, 1.0f)});
   L2StoreResult again = wait_store(*a, a->submit_store_task({key(1)}, {float_obj(16, 2.0f)}));
@@ -272,7 +264,7 @@ TEST(MockL2AdapterStore, NoOverwrite) {
   EXPECT_TRUE(all_floats_equal(dst, 1.0f)) << "the first value stays";
 }
 
-TEST(MockL2AdapterStore, RepeatedKeyInOneBatchStoresTheFirst) {
+TEST(MockL2AdapterStoreConcurrency, RepeatedKeyInOneBatchStoresTheFirst) {
   auto a = make_adapter();
   L2StoreResult r = wait_store(
       *a, a->submit_store_task({key(1), key(1)}, {float_obj(4, 1.0f), float_obj(4, 2.0f)}));
@@ -283,7 +275,7 @@ TEST(MockL2AdapterStore, RepeatedKeyInOneBatchStoresTheFirst) {
   EXPECT_TRUE(all_floats_equal(dst, 1.0f));
 }
 
-TEST(MockL2AdapterStore, StoreThatDoesNotFitFailsAndStoresNothing) {
+TEST(MockL2AdapterStoreConcurrency, StoreThatDoesNotFitFailsAndStoresNothing) {
   auto a = make_adapter();  // int(0.001 * 2^30) = 1073741 bytes
   const std::uint64_t cap = a->options().max_capacity_bytes;
   ASSERT_EQ(cap, 1073741u);
@@ -309,7 +301,7 @@ TEST(MockL2AdapterStore, StoreThatDoesNotFitFailsAndStoresNothing) {
   EXPECT_EQ(r.bytes_transferred(), 1000u);
 }
 
-TEST(MockL2AdapterStore, ObjectLargerThanCapacityFails) {
+TEST(MockL2AdapterStoreConcurrency, ObjectLargerThanCapacityFails) {
   auto a = make_adapter();
   L2StoreResult r = wait_store(
       *a, a->submit_store_task({key(1)}, {byte_obj(a->options().max_capacity_bytes + 1, 0)}));
@@ -317,7 +309,7 @@ TEST(MockL2AdapterStore, ObjectLargerThanCapacityFails) {
   EXPECT_EQ(a->stored_object_count(), 0u);
 }
 
-TEST(MockL2AdapterStore, StoresExactlyTheNarrowedSize) {
+TEST(MockL2AdapterStoreConcurrency, StoresExactlyTheNarrowedSize) {
   auto a = make_adapter();
   auto src = byte_obj(16, 0xAB);
   src->set_used_size(7);
@@ -337,7 +329,7 @@ TEST(MockL2AdapterStore, StoresExactlyTheNarrowedSize) {
   EXPECT_EQ(dst->size(), 7u) << "the destination's logical size reports the bytes loaded";
 }
 
-TEST(MockL2AdapterStore, KeepsADeepCopy) {
+TEST(MockL2AdapterStoreConcurrency, KeepsADeepCopy) {
   auto a = make_adapter();
   auto src = float_obj(8, 3.0f);
   store_ok(*a, {key(1)}, {src});
@@ -347,7 +339,7 @@ TEST(MockL2AdapterStore, KeepsADeepCopy) {
   EXPECT_TRUE(all_floats_equal(dst, 3.0f));
 }
 
-TEST(MockL2AdapterStore, MismatchedListsOrNullObjectRejected) {
+TEST(MockL2AdapterStoreConcurrency, MismatchedListsOrNullObjectRejected) {
   auto a = make_adapter();
   std::string msg = invalid_argument_message([&] {
     a->submit_store_task({key(1), key(2)}, {float_obj(4, 0.0f)});
@@ -365,18 +357,18 @@ TEST(MockL2AdapterStore, MismatchedListsOrNullObjectRejected) {
 // ---------------------------------------------------------------------------------------------
 // TestLookupAndLockInterface (101-107)
 
-TEST(MockL2AdapterLookup, SubmitReturnsTaskId) {
+TEST(MockL2AdapterLookupConcurrency, SubmitReturnsTaskId) {
   auto a = make_adapter();
   EXPECT_EQ(a->submit_lookup_and_lock_task({key(1)}), 0u);
 }
 
-TEST(MockL2AdapterLookup, SignalsEventFd) {
+TEST(MockL2AdapterLookupConcurrency, SignalsEventFd) {
   auto a = make_adapter();
   a->submit_lookup_and_lock_task({key(1)});
   EXPECT_TRUE(wait_readable(a->get_lookup_and_lock_event_fd(), kWait));
 }
 
-TEST(MockL2AdapterLookup, NonexistentKeyGivesZeros) {
+TEST(MockL2AdapterLookupConcurrency, NonexistentKeyGivesZeros) {
   auto a = make_adapter();
   auto bits = wait_lookup(*a, a->submit_lookup_and_lock_task({key(1), key(2)}));
   ASSERT_TRUE(bits.has_value());
@@ -385,7 +377,7 @@ TEST(MockL2AdapterLookup, NonexistentKeyGivesZeros) {
   EXPECT_EQ(a->locked_key_count(), 0u);
 }
 
-TEST(MockL2AdapterLookup, ExistingKeyGivesOnesAndLocks) {
+TEST(MockL2AdapterLookupConcurrency, ExistingKeyGivesOnesAndLocks) {
   auto a = make_adapter();
   store_ok(*a, {key(1), key(2)}, {float_obj(4, 1.0f), float_obj(4, 2.0f)});
   auto bits = wait_lookup(*a, a->submit_lookup_and_lock_task({key(1), key(2)}));
@@ -396,7 +388,7 @@ TEST(MockL2AdapterLookup, ExistingKeyGivesOnesAndLocks) {
   EXPECT_EQ(a->locked_key_count(), 2u);
 }
 
-TEST(MockL2AdapterLookup, MixedKeys) {
+TEST(MockL2AdapterLookupConcurrency, MixedKeys) {
   auto a = make_adapter();
   store_ok(*a, {key(0), key(2)}, {float_obj(4, 0.0f), float_obj(4, 2.0f)});
   auto bits = wait_lookup(*a, a->submit_lookup_and_lock_task({key(0), key(1), key(2), key(3)}));
@@ -405,19 +397,19 @@ TEST(MockL2AdapterLookup, MixedKeys) {
   EXPECT_EQ(a->lock_count(key(1)), 0u);
 }
 
-TEST(MockL2AdapterLookup, UnknownTaskGivesNullopt) {
+TEST(MockL2AdapterLookupConcurrency, UnknownTaskGivesNullopt) {
   auto a = make_adapter();
   EXPECT_FALSE(a->query_lookup_and_lock_result(9999).has_value());
 }
 
-TEST(MockL2AdapterLookup, ResultIsOneShot) {
+TEST(MockL2AdapterLookupConcurrency, ResultIsOneShot) {
   auto a = make_adapter();
   TaskId id = a->submit_lookup_and_lock_task({key(1)});
   ASSERT_TRUE(wait_lookup(*a, id).has_value());
   EXPECT_FALSE(a->query_lookup_and_lock_result(id).has_value());
 }
 
-TEST(MockL2AdapterLookup, EachHitAddsOneLock) {
+TEST(MockL2AdapterLookupConcurrency, EachHitAddsOneLock) {
   auto a = make_adapter();
   store_ok(*a, {key(1)}, {float_obj(4, 1.0f)});
   ASSERT_TRUE(wait_lookup(*a, a->submit_lookup_and_lock_task({key(1)})));
@@ -429,14 +421,14 @@ TEST(MockL2AdapterLookup, EachHitAddsOneLock) {
 // ---------------------------------------------------------------------------------------------
 // TestUnlockInterface (108-109)
 
-TEST(MockL2AdapterUnlock, UnlockOfUnknownKeysDoesNotThrow) {
+TEST(MockL2AdapterUnlockConcurrency, UnlockOfUnknownKeysDoesNotThrow) {
   auto a = make_adapter();
   EXPECT_NO_THROW(a->submit_unlock({key(1), key(2)}));
   barrier(*a);
   EXPECT_EQ(a->locked_key_count(), 0u);
 }
 
-TEST(MockL2AdapterUnlock, UnlockAfterLock) {
+TEST(MockL2AdapterUnlockConcurrency, UnlockAfterLock) {
   auto a = make_adapter();
   store_ok(*a, {key(1)}, {float_obj(4, 1.0f)});
   ASSERT_TRUE(wait_lookup(*a, a->submit_lookup_and_lock_task({key(1)})));
@@ -459,18 +451,18 @@ TEST(MockL2AdapterUnlock, UnlockAfterLock) {
 // ---------------------------------------------------------------------------------------------
 // TestLoadInterface (110-115)
 
-TEST(MockL2AdapterLoad, SubmitReturnsTaskId) {
+TEST(MockL2AdapterLoadConcurrency, SubmitReturnsTaskId) {
   auto a = make_adapter();
   EXPECT_EQ(a->submit_load_task({key(1)}, {float_obj(4, 0.0f)}), 0u);
 }
 
-TEST(MockL2AdapterLoad, SignalsEventFd) {
+TEST(MockL2AdapterLoadConcurrency, SignalsEventFd) {
   auto a = make_adapter();
   a->submit_load_task({key(1)}, {float_obj(4, 0.0f)});
   EXPECT_TRUE(wait_readable(a->get_load_event_fd(), kWait));
 }
 
-TEST(MockL2AdapterLoad, MissingKeyGivesZerosAndLeavesBufferAlone) {
+TEST(MockL2AdapterLoadConcurrency, MissingKeyGivesZerosAndLeavesBufferAlone) {
   auto a = make_adapter();
   auto dst = float_obj(4, 5.0f);
   auto bits = wait_load(*a, a->submit_load_task({key(1)}, {dst}));
@@ -479,7 +471,7 @@ TEST(MockL2AdapterLoad, MissingKeyGivesZerosAndLeavesBufferAlone) {
   EXPECT_TRUE(all_floats_equal(dst, 5.0f));
 }
 
-TEST(MockL2AdapterLoad, CopiesData) {
+TEST(MockL2AdapterLoadConcurrency, CopiesData) {
   auto a = make_adapter();
   store_ok(*a, {key(1)}, {float_obj(256, 42.0f)});
   auto dst = float_obj(256, 0.0f);
@@ -490,7 +482,7 @@ TEST(MockL2AdapterLoad, CopiesData) {
   EXPECT_TRUE(all_floats_equal(dst, 42.0f));
 }
 
-TEST(MockL2AdapterLoad, KeyNeedNotBeLocked) {
+TEST(MockL2AdapterLoadConcurrency, KeyNeedNotBeLocked) {
   auto a = make_adapter();
   store_ok(*a, {key(1)}, {float_obj(4, 7.0f)});
   auto dst = float_obj(4, 0.0f);
@@ -498,7 +490,7 @@ TEST(MockL2AdapterLoad, KeyNeedNotBeLocked) {
   EXPECT_EQ(a->locked_key_count(), 0u);
 }
 
-TEST(MockL2AdapterLoad, TooSmallDestinationFailsThatKeyOnly) {
+TEST(MockL2AdapterLoadConcurrency, TooSmallDestinationFailsThatKeyOnly) {
   auto a = make_adapter();
   store_ok(*a, {key(1), key(2)}, {byte_obj(16, 1), byte_obj(8, 2)});
   auto small = byte_obj(8, 0x55);
@@ -511,12 +503,12 @@ TEST(MockL2AdapterLoad, TooSmallDestinationFailsThatKeyOnly) {
   }
 }
 
-TEST(MockL2AdapterLoad, UnknownTaskGivesNullopt) {
+TEST(MockL2AdapterLoadConcurrency, UnknownTaskGivesNullopt) {
   auto a = make_adapter();
   EXPECT_FALSE(a->query_load_result(9999).has_value());
 }
 
-TEST(MockL2AdapterLoad, ResultIsOneShot) {
+TEST(MockL2AdapterLoadConcurrency, ResultIsOneShot) {
   auto a = make_adapter();
   TaskId id = a->submit_load_task({key(1)}, {float_obj(4, 0.0f)});
   ASSERT_TRUE(wait_load(*a, id).has_value());
@@ -526,7 +518,7 @@ TEST(MockL2AdapterLoad, ResultIsOneShot) {
 // ---------------------------------------------------------------------------------------------
 // Ids and signals
 
-TEST(MockL2AdapterIds, OneCounterAcrossKindsAndNoCrossDirectionResults) {
+TEST(MockL2AdapterIdsConcurrency, OneCounterAcrossKindsAndNoCrossDirectionResults) {
   auto a = make_adapter();
   TaskId s = a->submit_store_task({key(1)}, {float_obj(4, 1.0f)});
   TaskId l = a->submit_lookup_and_lock_task({key(1)});
@@ -541,7 +533,7 @@ TEST(MockL2AdapterIds, OneCounterAcrossKindsAndNoCrossDirectionResults) {
   EXPECT_EQ(wait_stores(*a, 1).count(s), 1u);
 }
 
-TEST(MockL2AdapterIds, EachFdIsSignalledExactlyOncePerTask) {
+TEST(MockL2AdapterIdsConcurrency, EachFdIsSignalledExactlyOncePerTask) {
   auto a = make_adapter();
   constexpr int kStores = 3, kLookups = 2, kLoads = 4;
   for (std::uint32_t i = 0; i < kStores; ++i) {
@@ -573,7 +565,7 @@ TEST(MockL2AdapterIds, EachFdIsSignalledExactlyOncePerTask) {
 // ---------------------------------------------------------------------------------------------
 // Usage, listeners, delete, status
 
-TEST(MockL2AdapterUsage, UsageGrowsAndReturnsToZeroAfterDeletes) {
+TEST(MockL2AdapterUsageConcurrency, UsageGrowsAndReturnsToZeroAfterDeletes) {
   auto a = make_adapter();
   EXPECT_TRUE(a->supports_global_eviction());
   AdapterUsage u = a->get_usage();
@@ -600,7 +592,7 @@ TEST(MockL2AdapterUsage, UsageGrowsAndReturnsToZeroAfterDeletes) {
   EXPECT_EQ(a->get_usage().total_bytes_used, 100u);
 }
 
-TEST(MockL2AdapterUsage, UsageByCacheSalt) {
+TEST(MockL2AdapterUsageConcurrency, UsageByCacheSalt) {
   auto a = make_adapter();
   store_ok(*a, {key(1, "alice"), key(2, "bob"), key(3, "alice"), key(4)},
            {byte_obj(10, 0), byte_obj(20, 0), byte_obj(30, 0), byte_obj(5, 0)});
@@ -615,7 +607,7 @@ TEST(MockL2AdapterUsage, UsageByCacheSalt) {
   EXPECT_EQ(u.total_bytes_used, 45u);
 }
 
-TEST(MockL2AdapterUsage, ListenersSeeStoredAccessedDeletedWithSizes) {
+TEST(MockL2AdapterUsageConcurrency, ListenersSeeStoredAccessedDeletedWithSizes) {
   auto a = make_adapter();
   auto l = std::make_shared<RecordingListener>();
   a->register_listener(l);
@@ -639,7 +631,7 @@ TEST(MockL2AdapterUsage, ListenersSeeStoredAccessedDeletedWithSizes) {
   EXPECT_EQ(l->deleted[0], std::make_pair(key(2), std::uint64_t{7}));
 }
 
-TEST(MockL2AdapterUsage, FailedStoreNotifiesNobody) {
+TEST(MockL2AdapterUsageConcurrency, FailedStoreNotifiesNobody) {
   auto a = make_adapter();
   auto l = std::make_shared<RecordingListener>();
   a->register_listener(l);
@@ -650,7 +642,7 @@ TEST(MockL2AdapterUsage, FailedStoreNotifiesNobody) {
   EXPECT_TRUE(l->stored.empty());
 }
 
-TEST(MockL2AdapterUsage, DeleteIgnoresLocks) {
+TEST(MockL2AdapterUsageConcurrency, DeleteIgnoresLocks) {
   auto a = make_adapter();
   store_ok(*a, {key(1)}, {byte_obj(8, 0)});
   ASSERT_TRUE(wait_lookup(*a, a->submit_lookup_and_lock_task({key(1)})));
@@ -662,7 +654,7 @@ TEST(MockL2AdapterUsage, DeleteIgnoresLocks) {
   EXPECT_EQ(a->locked_key_count(), 0u);
 }
 
-TEST(MockL2AdapterStatus, ReportStatus) {
+TEST(MockL2AdapterStatusConcurrency, ReportStatus) {
   auto a = make_adapter();
   store_ok(*a, {key(1), key(2)}, {byte_obj(10, 0), byte_obj(20, 0)});
   ASSERT_TRUE(wait_lookup(*a, a->submit_lookup_and_lock_task({key(1)})));
@@ -680,7 +672,7 @@ TEST(MockL2AdapterStatus, ReportStatus) {
 // ---------------------------------------------------------------------------------------------
 // TestEndToEndWorkflow (116-117)
 
-TEST(MockL2AdapterWorkflow, StoreLookupLoad) {
+TEST(MockL2AdapterWorkflowConcurrency, StoreLookupLoad) {
   auto a = make_adapter();
   store_ok(*a, {key(1)}, {float_obj(64, 3.5f)});
   auto bits = wait_lookup(*a, a->submit_lookup_and_lock_task({key(1)}));
@@ -694,7 +686,7 @@ TEST(MockL2AdapterWorkflow, StoreLookupLoad) {
   EXPECT_EQ(a->locked_key_count(), 0u);
 }
 
-TEST(MockL2AdapterWorkflow, MultipleObjects) {
+TEST(MockL2AdapterWorkflowConcurrency, MultipleObjects) {
   auto a = make_adapter();
   constexpr std::uint32_t kN = 5;
   std::vector<ObjectKey> keys;
@@ -719,7 +711,7 @@ TEST(MockL2AdapterWorkflow, MultipleObjects) {
 // ---------------------------------------------------------------------------------------------
 // TestCloseInterface (118-119) and use after close
 
-TEST(MockL2AdapterClose, CloseDoesNotThrowAndIsIdempotent) {
+TEST(MockL2AdapterCloseConcurrency, CloseDoesNotThrowAndIsIdempotent) {
   auto a = make_adapter();
   EXPECT_NO_THROW(a->close());
   EXPECT_NO_THROW(a->close());
@@ -728,7 +720,7 @@ TEST(MockL2AdapterClose, CloseDoesNotThrowAndIsIdempotent) {
   EXPECT_EQ(a->get_load_event_fd(), -1);
 }
 
-TEST(MockL2AdapterClose, CloseAfterOperationsKeepsCompletedResults) {
+TEST(MockL2AdapterCloseConcurrency, CloseAfterOperationsKeepsCompletedResults) {
   auto a = make_adapter();
   TaskId s = a->submit_store_task({key(1)}, {float_obj(4, 1.0f)});
   ASSERT_TRUE(wait_readable(a->get_store_event_fd(), kWait));
@@ -750,7 +742,7 @@ TEST(MockL2AdapterClose, CloseAfterOperationsKeepsCompletedResults) {
   EXPECT_EQ(a->stored_object_count(), 1u) << "getters still work";
 }
 
-TEST(MockL2AdapterClose, SubmitAfterCloseThrowsLogicError) {
+TEST(MockL2AdapterCloseConcurrency, SubmitAfterCloseThrowsLogicError) {
   auto a = make_adapter();
   a->close();
   EXPECT_THROW(a->submit_store_task({key(1)}, {float_obj(4, 1.0f)}), std::logic_error);
@@ -762,7 +754,7 @@ TEST(MockL2AdapterClose, SubmitAfterCloseThrowsLogicError) {
   EXPECT_FALSE(a->query_load_result(0).has_value());
 }
 
-TEST(MockL2AdapterClose, PendingTasksAreDroppedAndBuffersReleased) {
+TEST(MockL2AdapterCloseConcurrency, PendingTasksAreDroppedAndBuffersReleased) {
   // 0.0001 GB/s: a 400 KB store would take about 4 s.
   auto a = make_adapter(0.01, 0.0001);
   auto src = byte_obj(400 * 1024, 9);
@@ -778,7 +770,7 @@ TEST(MockL2AdapterClose, PendingTasksAreDroppedAndBuffersReleased) {
   (void)s;
 }
 
-TEST(MockL2AdapterClose, DestructorClosesWithTasksInFlight) {
+TEST(MockL2AdapterCloseConcurrency, DestructorClosesWithTasksInFlight) {
   auto src = byte_obj(400 * 1024, 9);
   {
     auto a = make_adapter(0.01, 0.0001);
@@ -791,7 +783,7 @@ TEST(MockL2AdapterClose, DestructorClosesWithTasksInFlight) {
 // ---------------------------------------------------------------------------------------------
 // TestBandwidthSimulation (120-121)
 
-TEST(MockL2AdapterBandwidth, StoreCompletionIsDelayedByBandwidth) {
+TEST(MockL2AdapterBandwidthConcurrency, StoreCompletionIsDelayedByBandwidth) {
   // 40 KB at int(0.0001 * 2^30) = 107374 bytes/s is about 0.38 s: a functional lower bound of
   // the simulated delay, not a speed assertion.
   auto a = make_adapter(0.001, 0.0001);
@@ -803,7 +795,7 @@ TEST(MockL2AdapterBandwidth, StoreCompletionIsDelayedByBandwidth) {
   EXPECT_GT(elapsed, 100ms);
 }
 
-TEST(MockL2AdapterBandwidth, LoadCompletionIsDelayedByBandwidth) {
+TEST(MockL2AdapterBandwidthConcurrency, LoadCompletionIsDelayedByBandwidth) {
   auto a = make_adapter(0.001, 0.0001);
   store_ok(*a, {key(1)}, {byte_obj(40 * 1024, 1)});
   const auto start = std::chrono::steady_clock::now();
@@ -814,14 +806,14 @@ TEST(MockL2AdapterBandwidth, LoadCompletionIsDelayedByBandwidth) {
   EXPECT_GT(elapsed, 100ms);
 }
 
-TEST(MockL2AdapterBandwidth, FastBandwidthCompletes) {
+TEST(MockL2AdapterBandwidthConcurrency, FastBandwidthCompletes) {
   // The Python test asserts "under 1 s"; we only check that it completes (within kWait).
   auto a = make_adapter(0.001, 10);
   L2StoreResult r = wait_store(*a, a->submit_store_task({key(1)}, {byte_obj(40 * 1024, 1)}));
   EXPECT_TRUE(r.is_successful());
 }
 
-TEST(MockL2AdapterBandwidth, LookupDoesNotWaitBehindASlowStore) {
+TEST(MockL2AdapterBandwidthConcurrency, LookupDoesNotWaitBehindASlowStore) {
   // Lookups move no bytes; a lookup submitted after a slow store completes on its own schedule
   // and already sees the store's keys (they are visible once the store ran).
   auto a = make_adapter(0.01, 0.0001);
@@ -835,7 +827,7 @@ TEST(MockL2AdapterBandwidth, LookupDoesNotWaitBehindASlowStore) {
 // ---------------------------------------------------------------------------------------------
 // Config
 
-TEST(MockL2AdapterConfig, ParsesGigabytes) {
+TEST(MockL2AdapterConfigConcurrency, ParsesGigabytes) {
   MockL2AdapterOptions o =
       MockL2Adapter::parse_config(Json{{"max_size_gb", 0.001}, {"mock_bandwidth_gb", 10}});
   EXPECT_EQ(o.max_capacity_bytes, 1073741u);
@@ -846,12 +838,12 @@ TEST(MockL2AdapterConfig, ParsesGigabytes) {
   EXPECT_EQ(o.bandwidth_bytes_per_sec, 536870912u);
 }
 
-TEST(MockL2AdapterConfig, FromJsonBuildsAnAdapter) {
+TEST(MockL2AdapterConfigConcurrency, FromJsonBuildsAnAdapter) {
   auto a = MockL2Adapter::from_json(Json{{"max_size_gb", 1}, {"mock_bandwidth_gb", 1}});
   EXPECT_EQ(a->options().max_capacity_bytes, 1073741824u);
 }
 
-TEST(MockL2AdapterConfig, MissingKeyNamed) {
+TEST(MockL2AdapterConfigConcurrency, MissingKeyNamed) {
   std::string msg = invalid_argument_message([] {
     MockL2Adapter::parse_config(Json{{"mock_bandwidth_gb", 1}});
   });
@@ -861,7 +853,7 @@ TEST(MockL2AdapterConfig, MissingKeyNamed) {
   EXPECT_THAT(msg, HasSubstr("mock_bandwidth_gb must be a positive number"));
 }
 
-TEST(MockL2AdapterConfig, NonNumberRejected) {
+TEST(MockL2AdapterConfigConcurrency, NonNumberRejected) {
   std::string msg = invalid_argument_message([] {
     MockL2Adapter::parse_config(Json{{"max_size_gb", "1"}, {"mock_bandwidth_gb", 1}});
   });
@@ -876,7 +868,7 @@ TEST(MockL2AdapterConfig, NonNumberRejected) {
   EXPECT_THAT(msg, HasSubstr("max_size_gb must be a positive number"));
 }
 
-TEST(MockL2AdapterConfig, NonPositiveRejected) {
+TEST(MockL2AdapterConfigConcurrency, NonPositiveRejected) {
   for (double bad : {0.0, -1.0, -0.001}) {
     std::string msg = invalid_argument_message([&] {
       MockL2Adapter::parse_config(Json{{"max_size_gb", bad}, {"mock_bandwidth_gb", 1}});
@@ -889,7 +881,7 @@ TEST(MockL2AdapterConfig, NonPositiveRejected) {
   }
 }
 
-TEST(MockL2AdapterConfig, TooSmallToBeAByteRejected) {
+TEST(MockL2AdapterConfigConcurrency, TooSmallToBeAByteRejected) {
   std::string msg = invalid_argument_message([] {
     MockL2Adapter::parse_config(Json{{"max_size_gb", 1e-12}, {"mock_bandwidth_gb", 1}});
   });
@@ -897,7 +889,7 @@ TEST(MockL2AdapterConfig, TooSmallToBeAByteRejected) {
   EXPECT_THAT(msg, HasSubstr("0 bytes"));
 }
 
-TEST(MockL2AdapterConfig, UnknownKeyNamed) {
+TEST(MockL2AdapterConfigConcurrency, UnknownKeyNamed) {
   std::string msg = invalid_argument_message([] {
     MockL2Adapter::parse_config(
         Json{{"max_size_gb", 1}, {"mock_bandwidth_gb", 1}, {"eviction", "lru"}});
@@ -910,7 +902,7 @@ TEST(MockL2AdapterConfig, UnknownKeyNamed) {
   EXPECT_THAT(msg, HasSubstr("unknown key 'max_size_g'"));
 }
 
-TEST(MockL2AdapterConfig, WrongTypeOrNonObjectRejected) {
+TEST(MockL2AdapterConfigConcurrency, WrongTypeOrNonObjectRejected) {
   std::string msg = invalid_argument_message([] {
     MockL2Adapter::parse_config(Json{{"type", "fs"}, {"max_size_gb", 1}, {"mock_bandwidth_gb", 1}});
   });
@@ -918,7 +910,7 @@ TEST(MockL2AdapterConfig, WrongTypeOrNonObjectRejected) {
   EXPECT_THROW(MockL2Adapter::parse_config(Json::array()), std::invalid_argument);
 }
 
-TEST(MockL2AdapterConfig, OptionsValidated) {
+TEST(MockL2AdapterConfigConcurrency, OptionsValidated) {
   EXPECT_THAT(invalid_argument_message([] { MockL2AdapterOptions::from_gb(-1, 1); }),
               HasSubstr("max_size_gb must be a positive number, got -1"));
   EXPECT_THAT(invalid_argument_message([] { MockL2AdapterOptions::from_gb(1, 0); }),

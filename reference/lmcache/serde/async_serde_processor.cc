@@ -86,7 +86,7 @@ void AsyncSerdeProcessor::run_task(Direction direction, TaskId id,
       }
       if (ser) {
         std::size_t n = serializer_->serialize(*srcs[i], *dsts[i]);
-        // Downstream stores exactly what was written (SPEC §5).
+        // Downstream stores exactly what was written (docs/serde.md).
         dsts[i]->set_used_size(n);
       } else {
         deserializer_->deserialize(*srcs[i], *dsts[i]);

@@ -1,7 +1,7 @@
 // File: lmcache/serde/async_serde_processor.h
 //
 // AsyncSerdeProcessor turns any synchronous (Serializer, Deserializer) pair into the async
-// SerdeProcessor interface (SPEC §5): submit_* queues one job per batch on a thread pool and
+// SerdeProcessor interface (docs/serde.md): submit_* queues one job per batch on a thread pool and
 // returns an id at once; the job runs the pairs in order, stores true / false in the
 // direction's CompletionQueue, which then notifies that direction's eventfd exactly once.
 //

@@ -58,8 +58,8 @@ class FakeDeserializer : public Deserializer {
   std::atomic<int> calls{0};
 };
 
-// Waits for `id` on `fd`, scanning after each wake-up as SPEC §2 requires; returns the result
-// and adds the drained notifications to *notified.
+// Waits for `id` on `fd`, scanning after each wake-up as docs/async-completion.md requires; returns
+// the result and adds the drained notifications to *notified.
 std::optional<bool> await_result(const std::function<std::optional<bool>()>& query, int fd,
                                  std::uint64_t* notified = nullptr) {
   const auto deadline = std::chrono::steady_clock::now() + kWait;
@@ -120,8 +120,8 @@ struct Fixture {
   std::shared_ptr<FakeDeserializer> deser = std::make_shared<FakeDeserializer>();
 };
 
-// §14 item 1.
-TEST(AsyncSerdeProcessor, EventFdsAreDistinctAndOpen) {
+// Ported from LMCache's Python tests.
+TEST(AsyncSerdeProcessorConcurrency, EventFdsAreDistinctAndOpen) {
   Fixture f;
   AsyncSerdeProcessor p(f.ser, f.deser);
   EXPECT_GE(p.get_serialize_event_fd(), 0);
@@ -130,8 +130,8 @@ TEST(AsyncSerdeProcessor, EventFdsAreDistinctAndOpen) {
   EXPECT_EQ(p.max_workers(), 1u) << "default pool size";
 }
 
-// §14 item 2.
-TEST(AsyncSerdeProcessor, SerializeSignalsFdAndResultIsTrueOnce) {
+// Ported from LMCache's Python tests.
+TEST(AsyncSerdeProcessorConcurrency, SerializeSignalsFdAndResultIsTrueOnce) {
   Fixture f;
   AsyncSerdeProcessor p(f.ser, f.deser);
   TaskId id = p.submit_serialize({bytes_obj(4)}, {bytes_obj(4)});
@@ -144,8 +144,8 @@ TEST(AsyncSerdeProcessor, SerializeSignalsFdAndResultIsTrueOnce) {
   EXPECT_FALSE(wait_readable(p.get_deserialize_event_fd(), 0ms)) << "other direction's fd";
 }
 
-// §14 item 3.
-TEST(AsyncSerdeProcessor, DeserializeSignalsFdAndResultIsTrueOnce) {
+// Ported from LMCache's Python tests.
+TEST(AsyncSerdeProcessorConcurrency, DeserializeSignalsFdAndResultIsTrueOnce) {
   Fixture f;
   AsyncSerdeProcessor p(f.ser, f.deser);
   TaskId id = p.submit_deserialize({bytes_obj(4)}, {bytes_obj(4)});
@@ -158,8 +158,8 @@ TEST(AsyncSerdeProcessor, DeserializeSignalsFdAndResultIsTrueOnce) {
   EXPECT_FALSE(wait_readable(p.get_serialize_event_fd(), 0ms));
 }
 
-// §14 item 4, and the failure is kept for diagnostics.
-TEST(AsyncSerdeProcessor, FirstExceptionGivesFalseAndStillSignals) {
+// Ported from LMCache's Python tests, and the failure is kept for diagnostics.
+TEST(AsyncSerdeProcessorConcurrency, FirstExceptionGivesFalseAndStillSignals) {
   Fixture f;
   f.ser->body = [](const MemoryObj&, MemoryObj&) -> std::size_t {
     throw std::invalid_argument("boom");
@@ -175,7 +175,7 @@ TEST(AsyncSerdeProcessor, FirstExceptionGivesFalseAndStillSignals) {
   EXPECT_THAT(*p.failure_message(id), HasSubstr("serialize pair 0"));
 }
 
-TEST(AsyncSerdeProcessor, FirstExceptionStopsTheBatchAndKeepsEarlierPairs) {
+TEST(AsyncSerdeProcessorConcurrency, FirstExceptionStopsTheBatchAndKeepsEarlierPairs) {
   Fixture f;
   f.ser->body = [&](const MemoryObj& src, MemoryObj&) -> std::size_t {
     if (src.size() == 2) throw std::runtime_error("second pair fails");
@@ -192,7 +192,7 @@ TEST(AsyncSerdeProcessor, FirstExceptionStopsTheBatchAndKeepsEarlierPairs) {
   EXPECT_THAT(p.failure_message(id).value_or(""), HasSubstr("pair 1"));
 }
 
-TEST(AsyncSerdeProcessor, DeserializeFailureGivesFalse) {
+TEST(AsyncSerdeProcessorConcurrency, DeserializeFailureGivesFalse) {
   Fixture f;
   f.deser->body = [](const MemoryObj&, MemoryObj&) { throw std::invalid_argument("bad bytes"); };
   AsyncSerdeProcessor p(f.ser, f.deser);
@@ -201,7 +201,7 @@ TEST(AsyncSerdeProcessor, DeserializeFailureGivesFalse) {
   EXPECT_THAT(p.failure_message(id).value_or(""), HasSubstr("bad bytes"));
 }
 
-TEST(AsyncSerdeProcessor, NonStandardExceptionGivesFalse) {
+TEST(AsyncSerdeProcessorConcurrency, NonStandardExceptionGivesFalse) {
   Fixture f;
   f.ser->body = [](const MemoryObj&, MemoryObj&) -> std::size_t { throw 42; };
   AsyncSerdeProcessor p(f.ser, f.deser);
@@ -210,7 +210,7 @@ TEST(AsyncSerdeProcessor, NonStandardExceptionGivesFalse) {
   EXPECT_THAT(p.failure_message(id).value_or(""), HasSubstr("unknown exception"));
 }
 
-TEST(AsyncSerdeProcessor, NullObjectFailsTheTaskInsteadOfCrashing) {
+TEST(AsyncSerdeProcessorConcurrency, NullObjectFailsTheTaskInsteadOfCrashing) {
   Fixture f;
   AsyncSerdeProcessor p(f.ser, f.deser);
   TaskId a = p.submit_serialize({nullptr}, {bytes_obj(1)});
@@ -225,8 +225,8 @@ TEST(AsyncSerdeProcessor, NullObjectFailsTheTaskInsteadOfCrashing) {
   EXPECT_THAT(p.failure_message(b).value_or(""), HasSubstr("null dst"));
 }
 
-// §14 item 5.
-TEST(AsyncSerdeProcessor, UnknownAndOtherDirectionIdsGiveNullopt) {
+// Ported from LMCache's Python tests.
+TEST(AsyncSerdeProcessorConcurrency, UnknownAndOtherDirectionIdsGiveNullopt) {
   Fixture f;
   AsyncSerdeProcessor p(f.ser, f.deser);
   EXPECT_EQ(p.query_serialize_result(42), std::nullopt);
@@ -241,7 +241,7 @@ TEST(AsyncSerdeProcessor, UnknownAndOtherDirectionIdsGiveNullopt) {
   EXPECT_EQ(p.query_deserialize_result(d), std::optional<bool>(true));
 }
 
-TEST(AsyncSerdeProcessor, IdsComeFromOneCounterAcrossDirections) {
+TEST(AsyncSerdeProcessorConcurrency, IdsComeFromOneCounterAcrossDirections) {
   Fixture f;
   AsyncSerdeProcessor p(f.ser, f.deser);
   std::vector<TaskId> ids = {p.submit_serialize({}, {}), p.submit_deserialize({}, {}),
@@ -249,8 +249,8 @@ TEST(AsyncSerdeProcessor, IdsComeFromOneCounterAcrossDirections) {
   EXPECT_EQ(ids, (std::vector<TaskId>{0, 1, 2, 3}));
 }
 
-// §14 item 6.
-TEST(AsyncSerdeProcessor, EstimateDelegatesToSerializer) {
+// Ported from LMCache's Python tests.
+TEST(AsyncSerdeProcessorConcurrency, EstimateDelegatesToSerializer) {
   Fixture f;
   AsyncSerdeProcessor p(f.ser, f.deser);
   EXPECT_EQ(p.estimate_serialized_size(MemoryLayoutDesc()), 1u);
@@ -258,8 +258,8 @@ TEST(AsyncSerdeProcessor, EstimateDelegatesToSerializer) {
   EXPECT_EQ(p.estimate_serialized_size(MemoryLayoutDesc::single({3}, DType::kFloat32)), 777u);
 }
 
-// §14 item 7.
-TEST(AsyncSerdeProcessor, SerializeNarrowsDstToBytesWritten) {
+// Ported from LMCache's Python tests.
+TEST(AsyncSerdeProcessorConcurrency, SerializeNarrowsDstToBytesWritten) {
   Fixture f;
   f.ser->body = [](const MemoryObj&, MemoryObj&) -> std::size_t { return 213; };
   AsyncSerdeProcessor p(f.ser, f.deser);
@@ -271,8 +271,8 @@ TEST(AsyncSerdeProcessor, SerializeNarrowsDstToBytesWritten) {
   EXPECT_EQ(dst->physical_size(), 4096u);
 }
 
-// §14 item 8.
-TEST(AsyncSerdeProcessor, FailedSerializeDoesNotNarrowDst) {
+// Ported from LMCache's Python tests.
+TEST(AsyncSerdeProcessorConcurrency, FailedSerializeDoesNotNarrowDst) {
   Fixture f;
   f.ser->body = [](const MemoryObj&, MemoryObj&) -> std::size_t {
     throw std::runtime_error("nope");
@@ -285,7 +285,7 @@ TEST(AsyncSerdeProcessor, FailedSerializeDoesNotNarrowDst) {
 }
 
 // A count larger than the destination cannot be applied: the task fails.
-TEST(AsyncSerdeProcessor, ImpossibleByteCountFailsTheTask) {
+TEST(AsyncSerdeProcessorConcurrency, ImpossibleByteCountFailsTheTask) {
   Fixture f;
   f.ser->body = [](const MemoryObj&, MemoryObj&) -> std::size_t { return 5000; };
   AsyncSerdeProcessor p(f.ser, f.deser);
@@ -295,7 +295,7 @@ TEST(AsyncSerdeProcessor, ImpossibleByteCountFailsTheTask) {
   EXPECT_EQ(dst->size(), 4096u);
 }
 
-TEST(AsyncSerdeProcessor, EachPairIsNarrowedToItsOwnCount) {
+TEST(AsyncSerdeProcessorConcurrency, EachPairIsNarrowedToItsOwnCount) {
   Fixture f;
   f.ser->body = [](const MemoryObj& src, MemoryObj&) -> std::size_t { return src.size() * 2; };
   AsyncSerdeProcessor p(f.ser, f.deser);
@@ -306,7 +306,7 @@ TEST(AsyncSerdeProcessor, EachPairIsNarrowedToItsOwnCount) {
   EXPECT_EQ(d1->size(), 10u);
 }
 
-TEST(AsyncSerdeProcessor, PairsRunInOrder) {
+TEST(AsyncSerdeProcessorConcurrency, PairsRunInOrder) {
   Fixture f;
   std::vector<std::size_t> order;  // one worker: no lock needed
   f.ser->body = [&](const MemoryObj& src, MemoryObj&) -> std::size_t {
@@ -320,7 +320,7 @@ TEST(AsyncSerdeProcessor, PairsRunInOrder) {
   EXPECT_EQ(order, (std::vector<std::size_t>{1, 2, 3, 4}));
 }
 
-TEST(AsyncSerdeProcessor, EmptyBatchSucceeds) {
+TEST(AsyncSerdeProcessorConcurrency, EmptyBatchSucceeds) {
   Fixture f;
   AsyncSerdeProcessor p(f.ser, f.deser);
   TaskId id = p.submit_serialize({}, {});
@@ -328,7 +328,7 @@ TEST(AsyncSerdeProcessor, EmptyBatchSucceeds) {
   EXPECT_EQ(f.ser->calls.load(), 0);
 }
 
-TEST(AsyncSerdeProcessor, MismatchedListLengthsRejectedAtSubmit) {
+TEST(AsyncSerdeProcessorConcurrency, MismatchedListLengthsRejectedAtSubmit) {
   Fixture f;
   AsyncSerdeProcessor p(f.ser, f.deser);
   try {
@@ -345,7 +345,7 @@ TEST(AsyncSerdeProcessor, MismatchedListLengthsRejectedAtSubmit) {
   EXPECT_EQ(p.failed_task_count(), 0u);
 }
 
-TEST(AsyncSerdeProcessor, ConstructionRejectsZeroWorkersAndNullPair) {
+TEST(AsyncSerdeProcessorConcurrency, ConstructionRejectsZeroWorkersAndNullPair) {
   Fixture f;
   EXPECT_THROW(AsyncSerdeProcessor(f.ser, f.deser, 0), std::invalid_argument);
   EXPECT_THROW(AsyncSerdeProcessor(nullptr, f.deser), std::invalid_argument);
@@ -353,7 +353,7 @@ TEST(AsyncSerdeProcessor, ConstructionRejectsZeroWorkersAndNullPair) {
 }
 
 // One notify per task (a batch is one task), counted through the eventfd counter.
-TEST(AsyncSerdeProcessor, OneNotifyPerTask) {
+TEST(AsyncSerdeProcessorConcurrency, OneNotifyPerTask) {
   Fixture f;
   AsyncSerdeProcessor p(f.ser, f.deser, 2);
   constexpr int kTasks = 5;
@@ -375,7 +375,7 @@ TEST(AsyncSerdeProcessor, OneNotifyPerTask) {
   EXPECT_EQ(f.ser->calls.load(), 2 * kTasks);
 }
 
-TEST(AsyncSerdeProcessor, ResultIsStoredBeforeTheNotify) {
+TEST(AsyncSerdeProcessorConcurrency, ResultIsStoredBeforeTheNotify) {
   Fixture f;
   AsyncSerdeProcessor p(f.ser, f.deser);
   for (int i = 0; i < 20; ++i) {
@@ -389,7 +389,7 @@ TEST(AsyncSerdeProcessor, ResultIsStoredBeforeTheNotify) {
 
 // The Done-when scenario of the issue, by name through the registry lives in
 // serde_registry_test.cc; here the pool is checked to be shared by both directions.
-TEST(AsyncSerdeProcessor, PoolIsSharedAndBoundedByMaxWorkers) {
+TEST(AsyncSerdeProcessorConcurrency, PoolIsSharedAndBoundedByMaxWorkers) {
   Fixture f;
   std::atomic<int> in_flight{0}, peak{0};
   auto enter = [&] {
@@ -419,7 +419,7 @@ TEST(AsyncSerdeProcessor, PoolIsSharedAndBoundedByMaxWorkers) {
 
 // Two tasks of different directions run at the same time with max_workers = 2: each waits
 // (bounded) until it sees the other.
-TEST(AsyncSerdeProcessor, BothDirectionsRunConcurrentlyWithTwoWorkers) {
+TEST(AsyncSerdeProcessorConcurrency, BothDirectionsRunConcurrentlyWithTwoWorkers) {
   Fixture f;
   std::mutex mu;
   std::condition_variable cv;
@@ -444,7 +444,7 @@ TEST(AsyncSerdeProcessor, BothDirectionsRunConcurrentlyWithTwoWorkers) {
   EXPECT_EQ(await_deserialize(p, d), std::optional<bool>(true));
 }
 
-TEST(AsyncSerdeProcessor, SubmitNeverWaitsForRunningWork) {
+TEST(AsyncSerdeProcessorConcurrency, SubmitNeverWaitsForRunningWork) {
   Fixture f;
   Gate gate;
   f.ser->body = [&](const MemoryObj&, MemoryObj&) -> std::size_t {
@@ -460,7 +460,7 @@ TEST(AsyncSerdeProcessor, SubmitNeverWaitsForRunningWork) {
   for (TaskId id : ids) EXPECT_EQ(await_serialize(p, id), std::optional<bool>(true));
 }
 
-TEST(AsyncSerdeProcessor, ConcurrentSubmittersGetUniqueIdsAndEveryResultOnce) {
+TEST(AsyncSerdeProcessorConcurrency, ConcurrentSubmittersGetUniqueIdsAndEveryResultOnce) {
   Fixture f;
   AsyncSerdeProcessor p(f.ser, f.deser, 3);
   constexpr int kThreads = 4, kPerThread = 50;
@@ -490,7 +490,7 @@ TEST(AsyncSerdeProcessor, ConcurrentSubmittersGetUniqueIdsAndEveryResultOnce) {
   EXPECT_EQ(f.ser->calls.load() + f.deser->calls.load(), kThreads * kPerThread);
 }
 
-TEST(AsyncSerdeProcessor, ConcurrentQueriersTakeEachResultOnce) {
+TEST(AsyncSerdeProcessorConcurrency, ConcurrentQueriersTakeEachResultOnce) {
   Fixture f;
   AsyncSerdeProcessor p(f.ser, f.deser, 2);
   constexpr int kTasks = 100;
@@ -509,7 +509,7 @@ TEST(AsyncSerdeProcessor, ConcurrentQueriersTakeEachResultOnce) {
   EXPECT_EQ(taken.load(), kTasks);
 }
 
-TEST(AsyncSerdeProcessor, CloseDrainsQueuedWorkJoinsThreadsAndClosesFds) {
+TEST(AsyncSerdeProcessorConcurrency, CloseDrainsQueuedWorkJoinsThreadsAndClosesFds) {
   const int before = thread_count();
   Fixture f;
   Gate gate;
@@ -558,7 +558,7 @@ TEST(AsyncSerdeProcessor, CloseDrainsQueuedWorkJoinsThreadsAndClosesFds) {
   EXPECT_EQ(thread_count(), before);
 }
 
-TEST(AsyncSerdeProcessor, ConcurrentCloseCallsAllReturnAfterTheDrain) {
+TEST(AsyncSerdeProcessorConcurrency, ConcurrentCloseCallsAllReturnAfterTheDrain) {
   Fixture f;
   std::atomic<int> done{0};
   f.ser->body = [&](const MemoryObj&, MemoryObj&) -> std::size_t {
@@ -580,7 +580,7 @@ TEST(AsyncSerdeProcessor, ConcurrentCloseCallsAllReturnAfterTheDrain) {
   EXPECT_EQ(seen_after.load(), 3) << "no close() returns before the work is drained";
 }
 
-TEST(AsyncSerdeProcessor, SubmitRacingCloseEitherRunsOrThrowsLogicError) {
+TEST(AsyncSerdeProcessorConcurrency, SubmitRacingCloseEitherRunsOrThrowsLogicError) {
   Fixture f;
   AsyncSerdeProcessor p(f.ser, f.deser, 2);
   std::atomic<int> accepted{0}, rejected{0};
@@ -601,7 +601,7 @@ TEST(AsyncSerdeProcessor, SubmitRacingCloseEitherRunsOrThrowsLogicError) {
   EXPECT_EQ(f.ser->calls.load(), accepted.load()) << "every accepted task ran before close()";
 }
 
-TEST(AsyncSerdeProcessor, CloseFromInsideATaskIsALogicError) {
+TEST(AsyncSerdeProcessorConcurrency, CloseFromInsideATaskIsALogicError) {
   Fixture f;
   AsyncSerdeProcessor* self = nullptr;
   f.ser->body = [&](const MemoryObj&, MemoryObj&) -> std::size_t {
@@ -615,7 +615,7 @@ TEST(AsyncSerdeProcessor, CloseFromInsideATaskIsALogicError) {
   EXPECT_THAT(p.failure_message(id).value_or(""), HasSubstr("inside a serde task"));
 }
 
-TEST(AsyncSerdeProcessor, FailureMessagesAreBounded) {
+TEST(AsyncSerdeProcessorConcurrency, FailureMessagesAreBounded) {
   Fixture f;
   f.ser->body = [](const MemoryObj&, MemoryObj&) -> std::size_t { throw std::runtime_error("x"); };
   AsyncSerdeProcessor p(f.ser, f.deser);
@@ -627,7 +627,7 @@ TEST(AsyncSerdeProcessor, FailureMessagesAreBounded) {
   EXPECT_TRUE(p.failure_message(n - 1).has_value());
 }
 
-TEST(AsyncSerdeProcessor, DestructorDrainsQueuedWork) {
+TEST(AsyncSerdeProcessorConcurrency, DestructorDrainsQueuedWork) {
   Fixture f;
   {
     AsyncSerdeProcessor p(f.ser, f.deser, 2);

@@ -7,6 +7,7 @@
 #include <span>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 #include "lmcache/serde/async_serde_processor.h"
 
@@ -68,7 +69,67 @@ void check_byte_side(const char* who, const char* role, const MemoryLayoutDesc& 
   }
 }
 
+// options.simd_target as a Highway target bit (0 = the best one).
+std::int64_t resolve_simd_target(const Fp8SerdeOptions& options) {
+  if (options.simd_target.empty()) return 0;
+  if (options.kernel == Fp8SerdeKernel::kScalar || options.kernel == Fp8SerdeKernel::kCuda) {
+    fail("fp8 serde", "'simd_target' applies to kernel simd or auto only (kernel is " +
+                          std::string(fp8_serde_kernel_name(options.kernel)) + ")");
+  }
+  std::string available;
+  for (std::int64_t t : devices::fp8_simd_targets()) {
+    const std::string name = devices::fp8_simd_target_name(t);
+    if (name == options.simd_target) return t;
+    available += (available.empty() ? "" : ", ") + name;
+  }
+  fail("fp8 serde", "'simd_target' '" + options.simd_target +
+                        "' is not available here (available: " + available + ")");
+}
+
+// How one serialize / deserialize calls the kernels: on the caller's thread (the processor's
+// pool provides the parallelism), on the configured backend and target.
+devices::KernelOptions kernel_options(const Fp8SerdeOptions& options, std::int64_t target) {
+  devices::KernelOptions k;
+  k.threads = 1;
+  switch (options.kernel) {
+    case Fp8SerdeKernel::kAuto:
+      k.backend = devices::Fp8Backend::kAuto;
+      break;
+    case Fp8SerdeKernel::kScalar:
+      k.backend = devices::Fp8Backend::kScalar;
+      break;
+    case Fp8SerdeKernel::kSimd:
+      k.backend = devices::Fp8Backend::kSimd;
+      break;
+    case Fp8SerdeKernel::kCuda:
+      k.backend = devices::Fp8Backend::kCuda;
+      break;
+  }
+  k.simd_target = target;
+  return k;
+}
+
 }  // namespace
+
+std::string_view fp8_serde_kernel_name(Fp8SerdeKernel kernel) {
+  switch (kernel) {
+    case Fp8SerdeKernel::kAuto:
+      return "auto";
+    case Fp8SerdeKernel::kScalar:
+      return "scalar";
+    case Fp8SerdeKernel::kSimd:
+      return "simd";
+    case Fp8SerdeKernel::kCuda:
+      return "cuda";
+  }
+  return "?";
+}
+
+Fp8Serializer::Fp8Serializer(Fp8SerdeOptions options)
+    : options_(std::move(options)), simd_target_bit_(resolve_simd_target(options_)) {}
+
+Fp8Deserializer::Fp8Deserializer(Fp8SerdeOptions options)
+    : options_(std::move(options)), simd_target_bit_(resolve_simd_target(options_)) {}
 
 std::size_t Fp8Serializer::serialize(const MemoryObj& src, MemoryObj& dst) {
   static constexpr const char* kWho = "fp8 serializer";
@@ -87,7 +148,7 @@ std::size_t Fp8Serializer::serialize(const MemoryObj& src, MemoryObj& dst) {
     if (n == 0) continue;
     devices::fp8_encode_fast(src.group_bytes(g), layout.dtypes()[g], n,
                              std::span<std::uint8_t>(out + offset, n), options_.format,
-                             options_.overflow);
+                             options_.overflow, kernel_options(options_, simd_target_bit_));
     offset += n;
   }
   return need;
@@ -116,7 +177,8 @@ void Fp8Deserializer::deserialize(const MemoryObj& src, MemoryObj& dst) {
     const std::size_t n = layout.group_elements(g);
     if (n == 0) continue;
     devices::fp8_decode_fast(std::span<const std::uint8_t>(in + offset, n), n, dst.group_bytes(g),
-                             layout.dtypes()[g], options_.format);
+                             layout.dtypes()[g], options_.format,
+                             kernel_options(options_, simd_target_bit_));
     offset += n;
   }
 }
@@ -149,6 +211,21 @@ Fp8SerdeConfig Fp8SerdeConfig::from_json(const Json& kwargs) {
   } else {
     reader.error("'overflow' must be one of " + nonsat + ", " + sat + ", got '" + overflow + "'");
   }
+
+  const std::string kernel = reader.get_string("kernel", "auto");
+  bool known_kernel = false;
+  for (Fp8SerdeKernel k : {Fp8SerdeKernel::kAuto, Fp8SerdeKernel::kScalar, Fp8SerdeKernel::kSimd,
+                           Fp8SerdeKernel::kCuda}) {
+    if (kernel == fp8_serde_kernel_name(k)) {
+      out.options.kernel = k;
+      known_kernel = true;
+    }
+  }
+  if (!known_kernel) {
+    reader.error("'kernel' must be one of auto, scalar, simd, cuda, got '" + kernel + "'");
+  }
+  out.options.simd_target = reader.get_string("simd_target", "");
+  resolve_simd_target(out.options);  // a target this CPU lacks is a config error
 
   reader.finish();
   return out;

@@ -1,8 +1,11 @@
 // File: lmcache/serde/fp8_serde.h
 //
-// The built-in fp8 quantisation serde (SPEC §6), registered as "fp8":
+// The built-in fp8 quantisation serde (docs/fp8.md §1), registered as "fp8":
 //   {"type": "fp8", "fp8_dtype": "float8_e4m3fn" | "float8_e5m2",
-//    "max_workers": 1, "overflow": "nonsaturating" | "saturating"}
+//    "max_workers": 1, "overflow": "nonsaturating" | "saturating",
+//    "kernel": "auto" | "scalar" | "simd" | "cuda", "simd_target": "AVX2" | "SSE4" | ...}
+// `kernel` and `simd_target` choose how the bytes are computed, never which bytes (every
+// backend and SIMD target gives the same; docs/devices.md): benchmarks pin one with them.
 //
 // Wire format: one fp8 code per element, row-major, the groups of the source layout packed
 // back to back in layout order, no header and no padding. Shapes and dtypes are not stored:
@@ -25,6 +28,8 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
+#include <string>
 #include <string_view>
 
 #include "lmcache/core/config.h"
@@ -36,16 +41,29 @@ namespace lmcache {
 
 inline constexpr std::string_view kFp8SerdeType = "fp8";
 
+// The fp8 kernel backend that computes the bytes (devices' fp8_encode_fast / fp8_decode_fast):
+// kAuto picks the fastest one usable here.
+enum class Fp8SerdeKernel : std::uint8_t { kAuto, kScalar, kSimd, kCuda };
+
+// "auto", "scalar", "simd", "cuda".
+std::string_view fp8_serde_kernel_name(Fp8SerdeKernel kernel);
+
 struct Fp8SerdeOptions {
   Fp8Format format = Fp8Format::kE4M3FN;
   Fp8Overflow overflow = Fp8Overflow::kNonSaturating;
+  Fp8SerdeKernel kernel = Fp8SerdeKernel::kAuto;
+  // With kernel kSimd or kAuto: the Highway target to pin ("AVX2", "SSE4", ...); empty for the
+  // best one this CPU supports.
+  std::string simd_target = {};
 
   friend bool operator==(const Fp8SerdeOptions&, const Fp8SerdeOptions&) = default;
 };
 
 class Fp8Serializer final : public Serializer {
  public:
-  explicit Fp8Serializer(Fp8SerdeOptions options = {}) : options_(options) {}
+  // Throws std::invalid_argument for a simd_target that is not available here (named, with
+  // the available ones) or that is given with kernel kScalar or kCuda.
+  explicit Fp8Serializer(Fp8SerdeOptions options = {});
 
   // serialize()
   //
@@ -64,11 +82,13 @@ class Fp8Serializer final : public Serializer {
 
  private:
   const Fp8SerdeOptions options_;
+  const std::int64_t simd_target_bit_;  // options_.simd_target resolved; 0 = best
 };
 
 class Fp8Deserializer final : public Deserializer {
  public:
-  explicit Fp8Deserializer(Fp8SerdeOptions options = {}) : options_(options) {}
+  // As Fp8Serializer's.
+  explicit Fp8Deserializer(Fp8SerdeOptions options = {});
 
   // deserialize()
   //
@@ -82,6 +102,7 @@ class Fp8Deserializer final : public Deserializer {
 
  private:
   const Fp8SerdeOptions options_;
+  const std::int64_t simd_target_bit_;
 };
 
 // Fp8SerdeConfig: the parsed kwargs of an "fp8" serde config.
@@ -95,9 +116,10 @@ struct Fp8SerdeConfig {
   // from_json()
   //
   // Reads the kwargs (the config without "type"). Throws std::invalid_argument naming the key
-  // for an unknown key, a fp8_dtype or overflow outside the accepted names (listed in the
-  // message), or a max_workers that is not an integer in [1, kMaxWorkers] (an integral float
-  // such as 2.0 is accepted).
+  // for an unknown key, a fp8_dtype, overflow or kernel outside the accepted names (listed in
+  // the message), a max_workers that is not an integer in [1, kMaxWorkers] (an integral float
+  // such as 2.0 is accepted), or a simd_target that is not available here or is given with
+  // kernel "scalar" or "cuda".
   static Fp8SerdeConfig from_json(const Json& kwargs);
 };
 

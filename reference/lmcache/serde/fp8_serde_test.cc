@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "lmcache/core/event_notifier.h"
+#include "lmcache/core/testing/expect_invalid.h"
 #include "lmcache/serde/async_serde_processor.h"
 #include "lmcache/serde/serde_utils.h"
 
@@ -112,17 +113,9 @@ std::uint8_t code_at(const MemoryObj& obj, std::size_t i) {
   return static_cast<std::uint8_t>(obj.physical_bytes()[i]);
 }
 
-template <class F>
-void expect_invalid(F&& f, std::initializer_list<const char*> parts) {
-  try {
-    f();
-    ADD_FAILURE() << "expected std::invalid_argument";
-  } catch (const std::invalid_argument& e) {
-    for (const char* p : parts) EXPECT_THAT(e.what(), HasSubstr(p));
-  }
-}
+using core_internal::expect_invalid;
 
-// The values exact in both formats, with their codes (fp8-semantics.md §1).
+// The values exact in both formats, with their codes (docs/fp8.md §2).
 const std::vector<float> kExact = {0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, -0.5f, -4.0f};
 const std::vector<std::uint8_t> kE4M3Codes = {0x00, 0x30, 0x38, 0x3C, 0x40, 0x44, 0x48, 0xB0, 0xC8};
 const std::vector<std::uint8_t> kE5M2Codes = {0x00, 0x38, 0x3C, 0x3E, 0x40, 0x42, 0x44, 0xB8, 0xC4};
@@ -131,7 +124,7 @@ Fp8SerdeOptions opts(Fp8Format f, Fp8Overflow o = Fp8Overflow::kNonSaturating) {
   return Fp8SerdeOptions{f, o};
 }
 
-// --- Estimate (§14 items 27, 28). -----------------------------------------------------------
+// --- Estimate (ported from LMCache's Python tests). ----------------------------------------------
 
 TEST(Fp8Serde, EstimateIsOneAndAHalfTimesElementsRoundedDown) {
   Fp8Serializer s;
@@ -186,7 +179,7 @@ INSTANTIATE_TEST_SUITE_P(
              std::string(dtype_name(std::get<2>(info.param)));
     });
 
-// --- Multi-group objects (§14 items 32, 35). ------------------------------------------------
+// --- Multi-group objects (ported from LMCache's Python tests). -----------------------------------
 
 MemoryObjPtr filled(const MemoryLayoutDesc& layout, std::size_t salt = 0) {
   auto obj = MemoryObj::allocate(layout);
@@ -196,6 +189,48 @@ MemoryObjPtr filled(const MemoryLayoutDesc& layout, std::size_t salt = 0) {
     }
   }
   return obj;
+}
+
+// The kernel and simd_target options change how the bytes are computed, never the bytes.
+TEST(Fp8Serde, EveryKernelChoiceGivesTheSameBytes) {
+  const MemoryLayoutDesc layout({{4, 33}, {2, 17}, {70000}},
+                                {DType::kBFloat16, DType::kFloat16, DType::kFloat32});
+  const auto src = filled(layout, 3);
+  for (Fp8Format format : {Fp8Format::kE4M3FN, Fp8Format::kE5M2}) {
+    const std::size_t n = layout.total_elements();
+    auto reference = MemoryObj::allocate(
+        MemoryLayoutDesc::single({static_cast<std::int64_t>(n)}, DType::kUInt8));
+    Fp8Serializer(opts(format)).serialize(*src, *reference);
+    std::vector<Fp8SerdeOptions> choices;
+    for (Fp8SerdeKernel k :
+         {Fp8SerdeKernel::kAuto, Fp8SerdeKernel::kScalar, Fp8SerdeKernel::kSimd}) {
+      Fp8SerdeOptions o = opts(format);
+      o.kernel = k;
+      choices.push_back(o);
+    }
+    Fp8SerdeOptions pinned = opts(format);
+    pinned.kernel = Fp8SerdeKernel::kSimd;
+    pinned.simd_target = "SCALAR";  // compiled into every Highway build
+    choices.push_back(pinned);
+    for (const Fp8SerdeOptions& o : choices) {
+      SCOPED_TRACE(std::string(fp8_serde_kernel_name(o.kernel)) + " " + o.simd_target);
+      auto bytes = MemoryObj::allocate(reference->layout());
+      ASSERT_EQ(Fp8Serializer(o).serialize(*src, *bytes), n);
+      EXPECT_TRUE(std::equal(bytes->data(), bytes->data() + n, reference->data()));
+      auto back = MemoryObj::allocate(layout);
+      auto back_ref = MemoryObj::allocate(layout);
+      Fp8Deserializer(o).deserialize(*bytes, *back);
+      Fp8Deserializer(opts(format)).deserialize(*reference, *back_ref);
+      EXPECT_TRUE(std::equal(back->data(), back->data() + back->size(), back_ref->data()));
+    }
+  }
+  expect_invalid(
+      [] {
+        Fp8SerdeOptions o;
+        o.simd_target = "NOT_A_TARGET";
+        Fp8Serializer s(o);
+      },
+      {"'simd_target'", "NOT_A_TARGET"});
 }
 
 TEST(Fp8Serde, MultiGroupPackedBackToBackAndEachGroupRoundTrips) {
@@ -262,7 +297,7 @@ TEST(Fp8Serde, EmptyLayoutWritesNothing) {
   EXPECT_NO_THROW(Fp8Deserializer().deserialize(*guarded_bytes(0), *dst));
 }
 
-// --- Padding and guard bytes (§14 item 36). -------------------------------------------------
+// --- Padding and guard bytes (ported from LMCache's Python tests). -------------------------------
 
 TEST(Fp8Serde, PaddingIsNeitherSerializedNorTouched) {
   const MemoryLayoutDesc layout = MemoryLayoutDesc::single({3, 7}, DType::kFloat16);
@@ -285,7 +320,7 @@ TEST(Fp8Serde, PaddingIsNeitherSerializedNorTouched) {
   EXPECT_TRUE(std::equal(dst->bytes().begin(), dst->bytes().end(), src->bytes().begin()));
 }
 
-// --- Short buffers (§14 items 37-39): rejected, nothing written. ----------------------------
+// --- Short buffers (ported from LMCache's Python tests): rejected, nothing written. --------------
 
 TEST(Fp8Serde, ShortDestinationRejectedWithNothingWritten) {
   const MemoryLayoutDesc layout({{4, 4}, {3}}, {DType::kBFloat16, DType::kFloat32});
@@ -441,7 +476,8 @@ double correlation(const std::vector<double>& x, const std::vector<double>& y) {
   return sxy / std::sqrt(sxx * syy);
 }
 
-// §14 items 29, 34: randn bfloat16 data survives with correlation > 0.99, per group.
+// Ported from LMCache's Python tests: randn bfloat16 data survives with correlation > 0.99, per
+// group.
 TEST(Fp8Serde, RandnRoundTripCorrelationPerGroup) {
   for (Fp8Format format : {Fp8Format::kE4M3FN, Fp8Format::kE5M2}) {
     SCOPED_TRACE(std::string(fp8_format_name(format)));
@@ -476,9 +512,9 @@ TEST(Fp8Serde, RandnRoundTripCorrelationPerGroup) {
   }
 }
 
-// --- Through the processor (§14 item 40). ---------------------------------------------------
+// --- Through the processor (ported from LMCache's Python tests). ---------------------------------
 
-TEST(Fp8Serde, ThroughProcessorNarrowsTempAndRoundTripsExactly) {
+TEST(Fp8SerdeConcurrency, ThroughProcessorNarrowsTempAndRoundTripsExactly) {
   for (Fp8Format format : {Fp8Format::kE4M3FN, Fp8Format::kE5M2}) {
     SCOPED_TRACE(std::string(fp8_format_name(format)));
     AsyncSerdeProcessor p(std::make_shared<Fp8Serializer>(opts(format)),
@@ -515,7 +551,7 @@ TEST(Fp8Serde, ThroughProcessorNarrowsTempAndRoundTripsExactly) {
   }
 }
 
-TEST(Fp8Serde, ThroughProcessorShortTempFailsTheTask) {
+TEST(Fp8SerdeConcurrency, ThroughProcessorShortTempFailsTheTask) {
   AsyncSerdeProcessor p(std::make_shared<Fp8Serializer>(), std::make_shared<Fp8Deserializer>());
   auto src = filled(MemoryLayoutDesc::single({10}, DType::kFloat32));
   auto temp = guarded_bytes(9);

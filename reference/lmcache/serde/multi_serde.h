@@ -1,6 +1,6 @@
 // File: lmcache/serde/multi_serde.h
 //
-// The multi-output serde extension (seed "Multi-output extension", SPEC §8). A MultiSerializer
+// The multi-output serde extension (docs/serde.md, "The multi-output extension"). A MultiSerializer
 // takes a fixed-length group of optional tensors (e.g. slot 0 = K, slot 1 = V) into one byte
 // buffer; a MultiDeserializer fills a group of optional destinations from one byte buffer. This
 // covers K and V at different dtypes and tier-split placements where one side is absent.

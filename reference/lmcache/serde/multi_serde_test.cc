@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "lmcache/core/testing/expect_invalid.h"
 #include "lmcache/serde/fp8_serde.h"
 
 namespace lmcache {
@@ -27,15 +28,7 @@ MemoryObjPtr bytes_obj(std::size_t n, std::uint8_t fill) {
   return obj;
 }
 
-template <class F>
-void expect_invalid(F&& f, std::initializer_list<const char*> parts) {
-  try {
-    f();
-    ADD_FAILURE() << "expected std::invalid_argument";
-  } catch (const std::invalid_argument& e) {
-    for (const char* p : parts) EXPECT_THAT(e.what(), HasSubstr(p));
-  }
-}
+using core_internal::expect_invalid;
 
 // The toy "concat" codec of the Python test: N mask bytes (1 = present), N u32-LE payload
 // lengths, then the present payloads in slot order. Every slot may be absent.
@@ -99,20 +92,20 @@ class ConcatDeserializer : public MultiDeserializer {
   std::size_t n_;
 };
 
-// §14 item 42.
+// Ported from LMCache's Python tests.
 TEST(MultiSerde, GroupSizeIsFixed) {
   EXPECT_EQ(ConcatSerializer(2).group_size(), 2u);
   EXPECT_EQ(ConcatDeserializer(2).group_size(), 2u);
 }
 
-// §14 item 43.
+// Ported from LMCache's Python tests.
 TEST(MultiSerde, ToyCodecRejectsNonPositiveGroupSize) {
   EXPECT_THROW(ConcatSerializer(0), std::invalid_argument);
   EXPECT_THROW(ConcatSerializer(-1), std::invalid_argument);
   EXPECT_THROW(ConcatDeserializer(0), std::invalid_argument);
 }
 
-// §14 item 44.
+// Ported from LMCache's Python tests.
 TEST(MultiSerde, ValidateGroupSizeMessage) {
   EXPECT_NO_THROW(validate_group_size(2, 2, "src"));
   expect_invalid([] { validate_group_size(3, 2, "src"); },
@@ -126,7 +119,7 @@ TEST(MultiSerde, ValidateGroupSizeMessage) {
   expect_invalid([&] { d.deserialize(*dst, {nullptr, nullptr, nullptr}); }, {"dst"});
 }
 
-// §14 item 45.
+// Ported from LMCache's Python tests.
 TEST(MultiSerde, TwoSlotRoundTripAllPresent) {
   ConcatSerializer s(2);
   ConcatDeserializer d(2);
@@ -143,7 +136,7 @@ TEST(MultiSerde, TwoSlotRoundTripAllPresent) {
   EXPECT_TRUE(std::equal(v2->bytes().begin(), v2->bytes().end(), v->bytes().begin()));
 }
 
-// §14 item 46.
+// Ported from LMCache's Python tests.
 TEST(MultiSerde, NoneSlotSkipsItsPayload) {
   ConcatSerializer s(2);
   ConcatDeserializer d(2);
@@ -158,7 +151,7 @@ TEST(MultiSerde, NoneSlotSkipsItsPayload) {
   EXPECT_TRUE(std::equal(v2->bytes().begin(), v2->bytes().end(), v->bytes().begin()));
 }
 
-// §14 item 47.
+// Ported from LMCache's Python tests.
 TEST(MultiSerde, NoneDestinationSlotIsLeftUntouched) {
   ConcatSerializer s(2);
   ConcatDeserializer d(2);
@@ -189,7 +182,7 @@ MemoryObjPtr kv_object() {
   return obj;
 }
 
-// §14 item 48.
+// Ported from LMCache's Python tests.
 TEST(MultiSerde, SingleToMultiBridgeIsByteIdenticalToADirectCall) {
   auto ser = std::make_shared<Fp8Serializer>();
   auto deser = std::make_shared<Fp8Deserializer>();
@@ -221,7 +214,7 @@ TEST(MultiSerde, SingleToMultiBridgeIsByteIdenticalToADirectCall) {
       std::equal(out_bridged->bytes().begin(), out_bridged->bytes().end(), src->bytes().begin()));
 }
 
-// §14 item 49.
+// Ported from LMCache's Python tests.
 TEST(MultiSerde, SingleToMultiSerializerRejectsNonUnitGroup) {
   MultiSerializerPtr ms = single_to_multi_serializer(std::make_shared<Fp8Serializer>());
   auto dst = bytes_obj(64, 0xAB);
@@ -236,7 +229,7 @@ TEST(MultiSerde, SingleToMultiSerializerRejectsNonUnitGroup) {
       {"size 1", "got 2"});
 }
 
-// §14 item 50.
+// Ported from LMCache's Python tests.
 TEST(MultiSerde, SingleToMultiSerializerRejectsNoneSlot) {
   MultiSerializerPtr ms = single_to_multi_serializer(std::make_shared<Fp8Serializer>());
   auto dst = bytes_obj(64, 0xAB);
@@ -252,7 +245,7 @@ class SpyDeserializer : public Deserializer {
   std::atomic<int> calls{0};
 };
 
-// §14 item 51.
+// Ported from LMCache's Python tests.
 TEST(MultiSerde, SingleToMultiDeserializerTreatsNoneSlotAsSkip) {
   auto spy = std::make_shared<SpyDeserializer>();
   MultiDeserializerPtr md = single_to_multi_deserializer(spy);

@@ -1,7 +1,7 @@
 // File: lmcache/serde/serde_processor.h
 //
 // SerdeProcessor: the asynchronous serde interface, with the same submit -> eventfd -> query
-// shape as an L2 adapter (SPEC §5). The SerdeL2AdapterWrapper is its only consumer in the
+// shape as an L2 adapter (docs/serde.md). The SerdeL2AdapterWrapper is its only consumer in the
 // stack.
 #pragma once
 

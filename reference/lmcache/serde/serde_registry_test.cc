@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "lmcache/core/event_notifier.h"
+#include "lmcache/core/testing/expect_invalid.h"
 #include "lmcache/serde/async_serde_processor.h"
 #include "lmcache/serde/fp8_serde.h"
 #include "lmcache/serde/serde_config.h"
@@ -26,16 +27,7 @@ using ::testing::AllOf;
 using ::testing::Contains;
 using ::testing::HasSubstr;
 
-// Expects `f` to throw std::invalid_argument whose message contains every one of `parts`.
-template <class F>
-void expect_invalid(F&& f, std::initializer_list<const char*> parts) {
-  try {
-    f();
-    ADD_FAILURE() << "expected std::invalid_argument";
-  } catch (const std::invalid_argument& e) {
-    for (const char* p : parts) EXPECT_THAT(e.what(), HasSubstr(p));
-  }
-}
+using core_internal::expect_invalid;
 
 // A factory registered under a unique name, removed again at the end of the test so that
 // --gtest_repeat works.
@@ -61,7 +53,7 @@ SerdeProcessorPtr trivial_processor() {
   return std::make_unique<AsyncSerdeProcessor>(n, n);
 }
 
-// §14 item 16.
+// Ported from LMCache's Python tests.
 TEST(SerdeRegistry, Fp8IsRegisteredByDefault) {
   EXPECT_THAT(registered_serde_types(), Contains("fp8"));
 }
@@ -75,7 +67,7 @@ TEST(SerdeRegistry, NamesAreSorted) {
   EXPECT_THAT(names, Contains("zz_test_last"));
 }
 
-// §14 item 17.
+// Ported from LMCache's Python tests.
 TEST(SerdeRegistry, CreateFp8ReturnsAsyncProcessorWithDistinctFds) {
   SerdeProcessorPtr p = create_serde_processor(Json{{"type", "fp8"}});
   auto* async = dynamic_cast<AsyncSerdeProcessor*>(p.get());
@@ -92,7 +84,7 @@ TEST(SerdeRegistry, EachCreateBuildsAnIndependentProcessor) {
   EXPECT_NE(a->get_serialize_event_fd(), b->get_serialize_event_fd());
 }
 
-// §14 item 18.
+// Ported from LMCache's Python tests.
 TEST(SerdeRegistry, MissingTypeRaises) {
   expect_invalid(
       [] {
@@ -103,7 +95,7 @@ TEST(SerdeRegistry, MissingTypeRaises) {
   expect_invalid([] { create_serde_processor(Json::array()); }, {"JSON object", "array"});
 }
 
-// §14 item 19.
+// Ported from LMCache's Python tests.
 TEST(SerdeRegistry, UnknownTypeRaisesAndListsRegisteredNames) {
   expect_invalid(
       [] {
@@ -112,13 +104,13 @@ TEST(SerdeRegistry, UnknownTypeRaisesAndListsRegisteredNames) {
       {"Unknown serde type 'nope'", "Registered: ", "fp8"});
 }
 
-// §14 item 20.
+// Ported from LMCache's Python tests.
 TEST(SerdeRegistry, Fp8AcceptsIntegralFloatMaxWorkers) {
   SerdeProcessorPtr p = create_serde_processor(Json{{"type", "fp8"}, {"max_workers", 2.0}});
   EXPECT_EQ(dynamic_cast<AsyncSerdeProcessor&>(*p).max_workers(), 2u);
 }
 
-// §14 item 21 (SerdeConfig variant: the factory sees the kwargs only).
+// Ported from LMCache's Python tests (SerdeConfig variant: the factory sees the kwargs only).
 TEST(SerdeRegistry, CustomFactoryIsCalledWithKwargsWithoutType) {
   std::atomic<int> calls{0};
   Json seen;
@@ -137,7 +129,7 @@ TEST(SerdeRegistry, CustomFactoryIsCalledWithKwargsWithoutType) {
   EXPECT_EQ(seen, Json::object());
 }
 
-// §14 item 22.
+// Ported from LMCache's Python tests.
 TEST(SerdeRegistry, DuplicateRegistrationRaises) {
   expect_invalid(
       [] { register_serde_factory("fp8", [](const Json&) { return trivial_processor(); }); },
@@ -192,7 +184,7 @@ TEST(SerdeRegistry, AFactoryMayUseTheRegistry) {
             nullptr);
 }
 
-TEST(SerdeRegistry, ConcurrentRegisterAndCreate) {
+TEST(SerdeRegistryConcurrency, ConcurrentRegisterAndCreate) {
   constexpr int kThreads = 4;
   std::vector<std::thread> threads;
   std::atomic<int> created{0};
@@ -214,7 +206,7 @@ TEST(SerdeRegistry, ConcurrentRegisterAndCreate) {
 
 // The Done-when scenario: by name, an e5m2 processor with two workers serializes a
 // bfloat16 object, signals once, answers true once, and the temp holds one byte per element.
-TEST(SerdeRegistry, ConcurrentDoneWhenScenarioFp8E5m2ByName) {
+TEST(SerdeRegistryConcurrency, ConcurrentDoneWhenScenarioFp8E5m2ByName) {
   SerdeProcessorPtr p = create_serde_processor(
       Json{{"type", "fp8"}, {"fp8_dtype", "float8_e5m2"}, {"max_workers", 2}});
   const auto layout = MemoryLayoutDesc::single({4, 33}, DType::kBFloat16);
@@ -239,7 +231,7 @@ TEST(SerdeRegistry, ConcurrentDoneWhenScenarioFp8E5m2ByName) {
   EXPECT_EQ(p->query_serialize_result(id), std::nullopt) << "nothing after";
 }
 
-// SerdeConfig: the "serde" sub-object of an adapter config (§14 items 23-26 at this level).
+// SerdeConfig: the "serde" sub-object of an adapter config (LMCache's Python cases, at this level).
 TEST(SerdeConfig, SplitsTypeFromKwargs) {
   SerdeConfig c = SerdeConfig::from_json(
       Json{{"type", "fp8"}, {"fp8_dtype", "float8_e4m3fn"}, {"max_workers", 1}});
@@ -306,6 +298,36 @@ TEST(Fp8SerdeConfig, BadValuesNameTheKey) {
       },
       {"unknown key 'fp8_dtyp'"});
   expect_invalid([] { Fp8SerdeConfig::from_json(Json::array()); }, {"fp8 serde config"});
+}
+
+TEST(Fp8SerdeConfig, KernelAndSimdTarget) {
+  const Fp8SerdeConfig d = Fp8SerdeConfig::from_json(Json::object());
+  EXPECT_EQ(d.options.kernel, Fp8SerdeKernel::kAuto);
+  EXPECT_EQ(d.options.simd_target, "");
+  for (const char* k : {"auto", "scalar", "simd", "cuda"}) {
+    EXPECT_EQ(fp8_serde_kernel_name(Fp8SerdeConfig::from_json(Json{{"kernel", k}}).options.kernel),
+              k);
+  }
+  // SCALAR is compiled into every Highway build.
+  const Fp8SerdeConfig pinned =
+      Fp8SerdeConfig::from_json(Json{{"kernel", "simd"}, {"simd_target", "SCALAR"}});
+  EXPECT_EQ(pinned.options.kernel, Fp8SerdeKernel::kSimd);
+  EXPECT_EQ(pinned.options.simd_target, "SCALAR");
+  expect_invalid(
+      [] {
+        Fp8SerdeConfig::from_json(Json{{"kernel", "gpu"}});
+      },
+      {"'kernel'", "'gpu'", "auto, scalar, simd, cuda"});
+  expect_invalid(
+      [] {
+        Fp8SerdeConfig::from_json(Json{{"simd_target", "NOT_A_TARGET"}});
+      },
+      {"'simd_target'", "'NOT_A_TARGET'", "available: "});
+  expect_invalid(
+      [] {
+        Fp8SerdeConfig::from_json(Json{{"kernel", "scalar"}, {"simd_target", "SCALAR"}});
+      },
+      {"'simd_target'", "kernel is scalar"});
 }
 
 TEST(Fp8SerdeConfig, CreateByNameRejectsBadKwargs) {

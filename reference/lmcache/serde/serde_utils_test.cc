@@ -16,12 +16,12 @@ ObjectKey original_key() {
                    /*object_group_id=*/3, /*cache_salt=*/"tenant-a");
 }
 
-// §14 item 58.
+// Ported from LMCache's Python tests.
 TEST(MakeTempKey, PropagatesCacheSalt) {
   EXPECT_EQ(make_temp_key(original_key()).cache_salt(), "tenant-a");
 }
 
-// §14 item 59 (and object_group_id, as SPEC §7 asks).
+// As LMCache's Python test, and object_group_id too (docs/serde.md, "Helpers").
 TEST(MakeTempKey, PropagatesOtherFields) {
   ObjectKey original = original_key();
   ObjectKey temp = make_temp_key(original);
@@ -30,7 +30,7 @@ TEST(MakeTempKey, PropagatesOtherFields) {
   EXPECT_EQ(temp.object_group_id(), original.object_group_id());
 }
 
-// §14 item 60.
+// Ported from LMCache's Python tests.
 TEST(MakeTempKey, DiffersFromOriginalAndStartsWithItsHash) {
   ObjectKey original = original_key();
   ObjectKey temp = make_temp_key(original);
@@ -40,7 +40,7 @@ TEST(MakeTempKey, DiffersFromOriginalAndStartsWithItsHash) {
   EXPECT_EQ(temp.chunk_hash().substr(0, original.chunk_hash().size()), original.chunk_hash());
 }
 
-// §14 item 61.
+// Ported from LMCache's Python tests.
 TEST(MakeTempKey, UniqueAcrossCalls) {
   ObjectKey original = original_key();
   std::set<std::string> hashes;

@@ -1,6 +1,6 @@
 // File: lmcache/serde/serializer.h
 //
-// The synchronous serde interfaces users implement (SPEC §5): a pure byte transform between a
+// The synchronous serde interfaces users implement (docs/serde.md): a pure byte transform between a
 // KV-shaped MemoryObj and a byte buffer. No threads, no fds; AsyncSerdeProcessor adds those.
 //
 // Implementations must be thread-safe: a processor with several workers calls one instance

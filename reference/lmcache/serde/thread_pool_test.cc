@@ -15,9 +15,11 @@ namespace {
 
 using namespace std::chrono_literals;
 
-TEST(ThreadPool, RejectsZeroThreads) { EXPECT_THROW(ThreadPool(0), std::invalid_argument); }
+TEST(ThreadPoolConcurrency, RejectsZeroThreads) {
+  EXPECT_THROW(ThreadPool(0), std::invalid_argument);
+}
 
-TEST(ThreadPool, RunsEveryJobBeforeShutdownReturns) {
+TEST(ThreadPoolConcurrency, RunsEveryJobBeforeShutdownReturns) {
   std::atomic<int> ran{0};
   ThreadPool pool(3);
   EXPECT_EQ(pool.num_threads(), 3u);
@@ -26,7 +28,7 @@ TEST(ThreadPool, RunsEveryJobBeforeShutdownReturns) {
   EXPECT_EQ(ran.load(), 500);
 }
 
-TEST(ThreadPool, OneThreadRunsJobsInFifoOrder) {
+TEST(ThreadPoolConcurrency, OneThreadRunsJobsInFifoOrder) {
   std::vector<int> order;  // one worker: no lock needed
   ThreadPool pool(1);
   for (int i = 0; i < 20; ++i) pool.submit([&order, i] { order.push_back(i); });
@@ -35,19 +37,19 @@ TEST(ThreadPool, OneThreadRunsJobsInFifoOrder) {
   for (int i = 0; i < 20; ++i) EXPECT_EQ(order[i], i);
 }
 
-TEST(ThreadPool, SubmitAfterShutdownIsALogicErrorAndShutdownIsIdempotent) {
+TEST(ThreadPoolConcurrency, SubmitAfterShutdownIsALogicErrorAndShutdownIsIdempotent) {
   ThreadPool pool(1);
   pool.shutdown();
   EXPECT_THROW(pool.submit([] {}), std::logic_error);
   EXPECT_NO_THROW(pool.shutdown());
 }
 
-TEST(ThreadPool, EmptyJobRejected) {
+TEST(ThreadPoolConcurrency, EmptyJobRejected) {
   ThreadPool pool(1);
   EXPECT_THROW(pool.submit(ThreadPool::Job()), std::invalid_argument);
 }
 
-TEST(ThreadPool, ThrowingJobIsCountedAndTheWorkerSurvives) {
+TEST(ThreadPoolConcurrency, ThrowingJobIsCountedAndTheWorkerSurvives) {
   std::atomic<int> ran{0};
   ThreadPool pool(1);
   pool.submit([] { throw std::runtime_error("x"); });
@@ -57,7 +59,7 @@ TEST(ThreadPool, ThrowingJobIsCountedAndTheWorkerSurvives) {
   EXPECT_EQ(ran.load(), 1);
 }
 
-TEST(ThreadPool, WorkersRunConcurrently) {
+TEST(ThreadPoolConcurrency, WorkersRunConcurrently) {
   std::mutex mu;
   std::condition_variable cv;
   int arrived = 0;
@@ -75,7 +77,7 @@ TEST(ThreadPool, WorkersRunConcurrently) {
   EXPECT_EQ(met.load(), 2);
 }
 
-TEST(ThreadPool, ShutdownFromAWorkerIsALogicError) {
+TEST(ThreadPoolConcurrency, ShutdownFromAWorkerIsALogicError) {
   std::atomic<bool> threw{false};
   ThreadPool pool(1);
   EXPECT_FALSE(pool.is_worker_thread());
@@ -90,7 +92,7 @@ TEST(ThreadPool, ShutdownFromAWorkerIsALogicError) {
   EXPECT_TRUE(threw.load());
 }
 
-TEST(ThreadPool, ConcurrentShutdownCallsAllWaitForTheDrain) {
+TEST(ThreadPoolConcurrency, ConcurrentShutdownCallsAllWaitForTheDrain) {
   std::atomic<int> ran{0};
   ThreadPool pool(2);
   for (int i = 0; i < 100; ++i) {

@@ -1,13 +1,10 @@
 #include "lmcache/wrapper/serde_l2_adapter_wrapper.h"
 
-#include <poll.h>
-
-#include <array>
-#include <cerrno>
 #include <stdexcept>
 #include <string>
 #include <utility>
 
+#include "lmcache/core/poll_loop.h"
 #include "lmcache/serde/serde_utils.h"
 
 namespace lmcache {
@@ -36,9 +33,18 @@ SerdeL2AdapterWrapper::SerdeL2AdapterWrapper(L2AdapterPtr inner, SerdeProcessorP
     throw std::invalid_argument(
         "SerdeL2AdapterWrapper needs an inner adapter, a serde processor and an L1Manager "
         "(got a null " +
-        std::string(!inner_ ? "inner adapter" : !serde_ ? "serde processor" : "L1Manager") + ")");
+        std::string(!inner_   ? "inner adapter"
+                    : !serde_ ? "serde processor"
+                              : "L1Manager") +
+        ")");
   }
-  loop_thread_ = std::thread([this] { loop(); });
+  loop_ = std::make_unique<PollLoop>(
+      std::vector<int>{inner_->get_store_event_fd(), inner_->get_load_event_fd(),
+                       serde_->get_serialize_event_fd(), serde_->get_deserialize_event_fd()},
+      std::vector<PollLoop::Step>{[this] { drain_serialize(); }, [this] { drain_inner_store(); },
+                                  [this] { drain_inner_load(); }, [this] { drain_deserialize(); }},
+      PollLoopOptions{options_.poll_timeout});
+  loop_->start();
 }
 
 SerdeL2AdapterWrapper::~SerdeL2AdapterWrapper() {
@@ -384,38 +390,6 @@ void SerdeL2AdapterWrapper::drain_deserialize() {
 }
 
 // ---------------------------------------------------------------------------------------------
-// The loop.
-
-void SerdeL2AdapterWrapper::loop() {
-  std::array<pollfd, 5> fds{{{inner_->get_store_event_fd(), POLLIN, 0},
-                             {inner_->get_load_event_fd(), POLLIN, 0},
-                             {serde_->get_serialize_event_fd(), POLLIN, 0},
-                             {serde_->get_deserialize_event_fd(), POLLIN, 0},
-                             {wake_.fd(), POLLIN, 0}}};
-  while (!stop_.load(std::memory_order_acquire)) {
-    int rc = ::poll(fds.data(), fds.size(), static_cast<int>(options_.poll_timeout.count()));
-    if (rc < 0 && errno != EINTR) continue;
-    // Drain the counters *before* scanning: a completion stored after this point signals again.
-    for (auto& p : fds) {
-      if (p.revents & POLLIN) consume_fd(p.fd);
-      p.revents = 0;
-    }
-    if (stop_.load(std::memory_order_acquire)) break;
-    // Every wake-up scans every pending task: fds coalesce, and scanning is cheap.
-    for (auto drain : {&SerdeL2AdapterWrapper::drain_serialize,
-                       &SerdeL2AdapterWrapper::drain_inner_store,
-                       &SerdeL2AdapterWrapper::drain_inner_load,
-                       &SerdeL2AdapterWrapper::drain_deserialize}) {
-      try {
-        (this->*drain)();
-      } catch (...) {
-        // A drain only throws if a component breaks its contract; keep serving the others.
-      }
-    }
-  }
-}
-
-// ---------------------------------------------------------------------------------------------
 // Close.
 
 void SerdeL2AdapterWrapper::close() {
@@ -425,10 +399,8 @@ void SerdeL2AdapterWrapper::close() {
     std::lock_guard lock(mu_);
     closing_ = true;
   }
-  // (1) Stop and join the loop promptly.
-  stop_.store(true, std::memory_order_release);
-  wake_.notify();
-  if (loop_thread_.joinable()) loop_thread_.join();
+  // (1) Stop and join the loop promptly (it wakes itself through its own fd).
+  loop_->stop();
   // (2) Close the components we own; they stop touching temps before returning.
   try {
     inner_->close();
@@ -466,7 +438,6 @@ void SerdeL2AdapterWrapper::close() {
     store_done_.close();
     load_done_.close();
   }
-  wake_.close();
   closed_.store(true, std::memory_order_release);
 }
 
@@ -528,6 +499,8 @@ Json SerdeL2AdapterWrapper::report_status() const {
   Json status = inner_->report_status();
   status["serde_wrapped"] = true;
   status["serde_wrapper"] = metrics_.summary();
+  // Exceptions the loop caught from a drain: non-zero only when a component broke its contract.
+  status["serde_wrapper"]["loop_exceptions"] = loop_->exceptions_swallowed();
   return status;
 }
 

@@ -1,8 +1,8 @@
 // File: lmcache/wrapper/serde_l2_adapter_wrapper.h
 //
-// SerdeL2AdapterWrapper plugs a SerdeProcessor into the L2 path (seeds/serde-l2-wrapper.md,
-// SPEC §7). It implements L2AdapterInterface by composing an inner adapter, a serde processor
-// (both owned) and the L1Manager that holds its temporary byte buffers:
+// SerdeL2AdapterWrapper plugs a SerdeProcessor into the L2 path (docs/wrapper.md). It implements
+// L2AdapterInterface by composing an inner adapter, a serde processor (both owned) and the
+// L1Manager that holds its temporary byte buffers:
 //
 //   store: reserve temps -> serialize(objs -> temps) -> inner store(original keys, temps)
 //          -> finish_read(temps) (they delete themselves) -> signal store fd
@@ -11,8 +11,8 @@
 // Lookup, unlock, delete, usage, eviction support and listeners pass straight to the inner
 // adapter; get_lookup_and_lock_event_fd() *is* the inner's fd.
 //
-// Threading model: one background thread polls the inner store and load fds, the serde's two
-// fds and the wrapper's own wake fd, and after every wake-up scans all pending tasks (fds
+// Threading model: one PollLoop (lmcache/core/poll_loop.h) polls the inner store and load fds,
+// the serde's two fds and its own wake fd, and after every wake-up scans all pending tasks (fds
 // coalesce). One mutex guards the task tables; it is never held across a call into the inner
 // adapter's or the serde's completion paths from the loop. Submits run on the caller's thread.
 //
@@ -32,7 +32,6 @@
 #include <memory>
 #include <mutex>
 #include <optional>
-#include <thread>
 #include <unordered_map>
 #include <vector>
 
@@ -44,6 +43,8 @@
 #include "lmcache/wrapper/wrapper_metrics.h"
 
 namespace lmcache {
+
+class PollLoop;  // lmcache/core/poll_loop.h
 
 struct SerdeWrapperOptions {
   // Upper bound of one poll; only a safety net, since every event wakes the loop.
@@ -59,8 +60,8 @@ class SerdeL2AdapterWrapper final : public L2AdapterInterface {
   //
   // Takes ownership of `inner` and `serde` (close() closes both) and starts the loop thread.
   // Throws std::invalid_argument when any of the three is null.
-  SerdeL2AdapterWrapper(L2AdapterPtr inner, SerdeProcessorPtr serde,
-                        std::shared_ptr<L1Manager> l1, SerdeWrapperOptions options = {});
+  SerdeL2AdapterWrapper(L2AdapterPtr inner, SerdeProcessorPtr serde, std::shared_ptr<L1Manager> l1,
+                        SerdeWrapperOptions options = {});
   ~SerdeL2AdapterWrapper() override;
 
   int get_store_event_fd() const override;
@@ -143,7 +144,6 @@ class SerdeL2AdapterWrapper final : public L2AdapterInterface {
   void finish_store(TaskId id, L2StoreResult result);
   void finish_load(TaskId id, Bitmap result);
 
-  void loop();
   void drain_serialize();
   void drain_inner_store();
   void drain_inner_load();
@@ -158,7 +158,6 @@ class SerdeL2AdapterWrapper final : public L2AdapterInterface {
   TaskIdCounter ids_;
   CompletionQueue<L2StoreResult> store_done_;
   CompletionQueue<Bitmap> load_done_;
-  EventNotifier wake_;
 
   mutable std::mutex mu_;
   std::unordered_map<TaskId, Task> tasks_;                // guarded by mu_
@@ -170,8 +169,8 @@ class SerdeL2AdapterWrapper final : public L2AdapterInterface {
 
   std::mutex close_mu_;  // serialises close() calls
   std::atomic<bool> closed_{false};
-  std::atomic<bool> stop_{false};
-  std::thread loop_thread_;
+  // Polls the inner store / load fds and the serde's two fds, then runs the four drains.
+  std::unique_ptr<PollLoop> loop_;
 };
 
 }  // namespace lmcache

@@ -10,25 +10,25 @@
 #include <random>
 #include <thread>
 
+#include "lmcache/fp8/fp8_codec.h"
 #include "lmcache/l2/mock_adapter.h"
 #include "lmcache/serde/async_serde_processor.h"
-#include "lmcache/fp8/fp8_codec.h"
 #include "lmcache/serde/serde_registry.h"
 #include "lmcache/wrapper/adapter_factory.h"
-#include "lmcache/wrapper/wrapper_test_support.h"
+#include "lmcache/wrapper/testing/wrapper_test_support.h"
 
 namespace lmcache {
 namespace {
 
 using namespace std::chrono_literals;
 using ::testing::HasSubstr;
-using testing::ControlledDeserializer;
-using testing::ControlledSerializer;
-using testing::FlakyAdapter;
-using testing::FlakySerdeProcessor;
-using testing::Gate;
-using testing::wait_load;
-using testing::wait_store;
+using wrapper_internal::ControlledDeserializer;
+using wrapper_internal::ControlledSerializer;
+using wrapper_internal::FlakyAdapter;
+using wrapper_internal::FlakySerdeProcessor;
+using wrapper_internal::Gate;
+using wrapper_internal::wait_load;
+using wrapper_internal::wait_store;
 
 constexpr std::size_t kL1Capacity = 512u << 20;
 
@@ -44,7 +44,7 @@ std::vector<ObjectKey> keys(std::uint32_t first, std::size_t n) {
 
 // Fills `obj` with values that are exact in both fp8 formats, so round trips are bit-exact.
 void fill_fp8_exact(MemoryObj& obj, std::uint32_t seed) {
-  static const float kValues[] = {0.0f, 0.5f, 1.0f, 1.5f, 2.0f,  3.0f,  4.0f,   -0.5f,
+  static const float kValues[] = {0.0f,  0.5f,  1.0f,  1.5f, 2.0f,   3.0f,  4.0f,   -0.5f,
                                   -1.0f, -2.0f, 0.25f, 8.0f, -16.0f, 96.0f, 0.125f, -3.0f};
   std::mt19937 rng(seed);
   const auto& layout = obj.layout();
@@ -104,8 +104,8 @@ struct Stack {
     auto inner_adapter = std::make_unique<FlakyAdapter>(std::make_unique<MockL2Adapter>(mock));
     inner = inner_adapter.get();
     l1 = std::make_shared<L1Manager>(l1_capacity);
-    wrapper = std::make_unique<SerdeL2AdapterWrapper>(std::move(inner_adapter),
-                                                      std::move(processor), l1);
+    wrapper =
+        std::make_unique<SerdeL2AdapterWrapper>(std::move(inner_adapter), std::move(processor), l1);
   }
   std::size_t l1_used() const { return l1->get_memory_usage().used_bytes; }
 
@@ -162,12 +162,13 @@ INSTANTIATE_TEST_SUITE_P(
         RoundTripCase{"bfloat16_one_element", MemoryLayoutDesc::single({1}, DType::kBFloat16), 1},
         RoundTripCase{"float16_273", MemoryLayoutDesc::single({273}, DType::kFloat16), 3},
         RoundTripCase{"float32_273", MemoryLayoutDesc::single({3, 91}, DType::kFloat32), 2},
-        RoundTripCase{"bfloat16_kv_chunk", MemoryLayoutDesc::single({2, 16, 8, 64}, DType::kBFloat16), 5},
+        RoundTripCase{"bfloat16_kv_chunk",
+                      MemoryLayoutDesc::single({2, 16, 8, 64}, DType::kBFloat16), 5},
         RoundTripCase{"float16_multi_megabyte",
                       MemoryLayoutDesc::single({2, 1024, 1024}, DType::kFloat16), 2},
-        RoundTripCase{"multi_group", MemoryLayoutDesc({{4, 33}, {7}, {2, 5}},
-                                                      {DType::kBFloat16, DType::kFloat16,
-                                                       DType::kFloat32}),
+        RoundTripCase{"multi_group",
+                      MemoryLayoutDesc({{4, 33}, {7}, {2, 5}},
+                                       {DType::kBFloat16, DType::kFloat16, DType::kFloat32}),
                       4}),
     [](const auto& info) { return info.param.name; });
 
@@ -201,14 +202,14 @@ TEST(Wrapper, E5m2RoundTripThroughTheFactory) {
 // ---------------------------------------------------------------------------------------------
 // Failure points: exactly one failed completion, the documented result, no leaked temp.
 
-class WrapperFailure : public ::testing::Test {
+class WrapperFailureConcurrency : public ::testing::Test {
  protected:
   MemoryLayoutDesc layout_ = MemoryLayoutDesc::single({4, 64}, DType::kBFloat16);
 
   // Stores `n` keys successfully first (for load tests).
   void prestore(Stack& s, std::size_t n) {
-    auto r = wait_store(*s.wrapper, s.wrapper->submit_store_task(keys(0, n),
-                                                                  make_objects(layout_, n, 3)));
+    auto r = wait_store(*s.wrapper,
+                        s.wrapper->submit_store_task(keys(0, n), make_objects(layout_, n, 3)));
     ASSERT_TRUE(r && r->is_successful());
   }
 
@@ -239,7 +240,7 @@ class WrapperFailure : public ::testing::Test {
   }
 };
 
-TEST_F(WrapperFailure, TempOutOfMemoryOnAnyKeyFailsTheWholeStoreAtOnce) {
+TEST_F(WrapperFailureConcurrency, TempOutOfMemoryOnAnyKeyFailsTheWholeStoreAtOnce) {
   // Room for two temps of 384 bytes (1.5 x 256 elements) but not three.
   Stack s("float8_e4m3fn", /*l1_capacity=*/800);
   TaskId id = s.wrapper->submit_store_task(keys(1, 3), make_objects(layout_, 3, 1));
@@ -250,7 +251,7 @@ TEST_F(WrapperFailure, TempOutOfMemoryOnAnyKeyFailsTheWholeStoreAtOnce) {
   EXPECT_FALSE(s.inner->inner().report_status().value("stored_object_count", 0) > 0);
 }
 
-TEST_F(WrapperFailure, TempOutOfMemoryFailsALoadWithZeros) {
+TEST_F(WrapperFailureConcurrency, TempOutOfMemoryFailsALoadWithZeros) {
   Stack s("float8_e4m3fn", 800);
   TaskId id = s.wrapper->submit_load_task(keys(1, 3), make_objects(layout_, 3, 0, false));
   auto bits = s.wrapper->query_load_result(id);
@@ -259,63 +260,63 @@ TEST_F(WrapperFailure, TempOutOfMemoryFailsALoadWithZeros) {
   EXPECT_EQ(s.l1_used(), 0u);
 }
 
-TEST_F(WrapperFailure, SubmitSerializeThrows) {
+TEST_F(WrapperFailureConcurrency, SubmitSerializeThrows) {
   Stack s;
   s.serde->throw_on_submit_serialize = true;
   expect_store_fails_once(s);
 }
 
-TEST_F(WrapperFailure, SerializeFails) {
+TEST_F(WrapperFailureConcurrency, SerializeFails) {
   Stack s;
   s.serializer->throw_on_call = 1;  // the second object of the batch
   expect_store_fails_once(s);
   EXPECT_EQ(s.inner->get_usage().total_bytes_used, 0u) << "nothing reached L2";
 }
 
-TEST_F(WrapperFailure, InnerSubmitStoreThrows) {
+TEST_F(WrapperFailureConcurrency, InnerSubmitStoreThrows) {
   Stack s;
   s.inner->throw_on_submit_store = true;
   expect_store_fails_once(s);
 }
 
-TEST_F(WrapperFailure, InnerStoreFails) {
+TEST_F(WrapperFailureConcurrency, InnerStoreFails) {
   Stack s;
   s.inner->fail_stores = true;
   expect_store_fails_once(s);
 }
 
-TEST_F(WrapperFailure, InnerSubmitLoadThrows) {
+TEST_F(WrapperFailureConcurrency, InnerSubmitLoadThrows) {
   Stack s;
   prestore(s, 3);
   s.inner->throw_on_submit_load = true;
   expect_load_fails_once(s);
 }
 
-TEST_F(WrapperFailure, SubmitDeserializeThrows) {
+TEST_F(WrapperFailureConcurrency, SubmitDeserializeThrows) {
   Stack s;
   prestore(s, 3);
   s.serde->throw_on_submit_deserialize = true;
   expect_load_fails_once(s);
 }
 
-TEST_F(WrapperFailure, DeserializeFails) {
+TEST_F(WrapperFailureConcurrency, DeserializeFails) {
   Stack s;
   prestore(s, 3);
   s.deserializer->throw_always = true;
   expect_load_fails_once(s);
 }
 
-TEST_F(WrapperFailure, MissingKeysCompleteWithZerosWithoutDeserializing) {
+TEST_F(WrapperFailureConcurrency, MissingKeysCompleteWithZerosWithoutDeserializing) {
   Stack s;
   expect_load_fails_once(s);
   EXPECT_EQ(s.deserializer->calls.load(), 0);
 }
 
-TEST_F(WrapperFailure, PartialInnerLoadKeepsItsBitmapAndDeserializesOnlySetBits) {
+TEST_F(WrapperFailureConcurrency, PartialInnerLoadKeepsItsBitmapAndDeserializesOnlySetBits) {
   Stack s;
   auto src = make_objects(layout_, 3, 3);
-  ASSERT_TRUE(wait_store(*s.wrapper, s.wrapper->submit_store_task(keys(0, 3), src))
-                  ->is_successful());
+  ASSERT_TRUE(
+      wait_store(*s.wrapper, s.wrapper->submit_store_task(keys(0, 3), src))->is_successful());
   s.inner->drop_load_indices = {1};
   const std::size_t baseline = s.l1_used();
   auto dst = make_objects(layout_, 3, 0, false);
@@ -347,7 +348,8 @@ TEST(WrapperValidation, HomogeneityAndLengthsThrowNamingTheIndex) {
   EXPECT_THROW(s.wrapper->submit_load_task(keys(0, 3), {a, c, b}), std::invalid_argument);
   EXPECT_THROW(s.wrapper->submit_store_task(keys(0, 2), {a}), std::invalid_argument);
   EXPECT_THROW(s.wrapper->submit_load_task(keys(0, 2), {a, nullptr}), std::invalid_argument);
-  EXPECT_TRUE(s.wrapper->pop_completed_store_tasks().empty()) << "a rejected submit completes nothing";
+  EXPECT_TRUE(s.wrapper->pop_completed_store_tasks().empty())
+      << "a rejected submit completes nothing";
   EXPECT_EQ(s.l1_used(), 0u);
 }
 
@@ -376,9 +378,9 @@ TEST(WrapperPassThrough, LookupUnlockDeleteAndUsageReachTheInner) {
                        s.inner->get_load_event_fd()};
   EXPECT_EQ(fds.size(), 5u) << "wrapper fds are its own";
   auto layout = MemoryLayoutDesc::single({100}, DType::kFloat32);
-  ASSERT_TRUE(wait_store(*s.wrapper, s.wrapper->submit_store_task(keys(0, 2),
-                                                                   make_objects(layout, 2, 1)))
-                  ->is_successful());
+  ASSERT_TRUE(
+      wait_store(*s.wrapper, s.wrapper->submit_store_task(keys(0, 2), make_objects(layout, 2, 1)))
+          ->is_successful());
   TaskId lk = s.wrapper->submit_lookup_and_lock_task({key(0), key(1), key(7)});
   std::optional<Bitmap> hit;
   for (int i = 0; i < 200 && !hit; ++i) {
@@ -398,7 +400,8 @@ TEST(WrapperMetricsTest, StatusAndPrometheusSeriesDescribeTheSteps) {
   Stack s;
   auto layout = MemoryLayoutDesc::single({256}, DType::kBFloat16);
   auto src = make_objects(layout, 2, 1);
-  ASSERT_TRUE(wait_store(*s.wrapper, s.wrapper->submit_store_task(keys(0, 2), src))->is_successful());
+  ASSERT_TRUE(
+      wait_store(*s.wrapper, s.wrapper->submit_store_task(keys(0, 2), src))->is_successful());
   ASSERT_TRUE(wait_load(*s.wrapper,
                         s.wrapper->submit_load_task(keys(0, 2), make_objects(layout, 2, 0, false)))
                   ->all());
@@ -414,9 +417,12 @@ TEST(WrapperMetricsTest, StatusAndPrometheusSeriesDescribeTheSteps) {
   EXPECT_EQ(w.at("tasks").at("store_success").get<int>(), 1);
   EXPECT_EQ(w.at("tasks").at("load_success").get<int>(), 1);
 
-  std::string text = prometheus::TextSerializer().Serialize(s.wrapper->metrics().registry()->Collect());
-  EXPECT_THAT(text, HasSubstr("lmcache_serde_wrapper_step_duration_seconds_count{step=\"serialize\"} 1"));
-  EXPECT_THAT(text, HasSubstr("lmcache_serde_wrapper_tasks_total{op=\"store\",outcome=\"success\"} 1"));
+  std::string text =
+      prometheus::TextSerializer().Serialize(s.wrapper->metrics().registry()->Collect());
+  EXPECT_THAT(text,
+              HasSubstr("lmcache_serde_wrapper_step_duration_seconds_count{step=\"serialize\"} 1"));
+  EXPECT_THAT(text,
+              HasSubstr("lmcache_serde_wrapper_tasks_total{op=\"store\",outcome=\"success\"} 1"));
   EXPECT_THAT(text, HasSubstr("lmcache_serde_wrapper_temp_bytes 0"));
 }
 
@@ -448,7 +454,7 @@ TEST(WrapperFactory, BadConfigsAreRejectedByName) {
 // ---------------------------------------------------------------------------------------------
 // close().
 
-TEST(WrapperClose, TasksInEveryPhaseFailOnceAndNothingLeaks) {
+TEST(WrapperCloseConcurrency, TasksInEveryPhaseFailOnceAndNothingLeaks) {
   // Slow inner stores keep a task in the inner-store phase; gates hold the serde phases.
   Stack s("float8_e4m3fn", kL1Capacity, MockL2AdapterOptions{1u << 30, 1024}, /*workers=*/2);
   auto layout = MemoryLayoutDesc::single({1024}, DType::kBFloat16);
@@ -492,19 +498,18 @@ TEST(WrapperClose, TasksInEveryPhaseFailOnceAndNothingLeaks) {
   s.wrapper->close();  // idempotent
   EXPECT_THROW(s.wrapper->submit_store_task({key(3)}, make_objects(layout, 1, 3)),
                std::logic_error);
-  EXPECT_THROW(s.wrapper->submit_load_task({key(3)}, make_objects(layout, 1, 3)),
-               std::logic_error);
+  EXPECT_THROW(s.wrapper->submit_load_task({key(3)}, make_objects(layout, 1, 3)), std::logic_error);
   EXPECT_THROW(s.wrapper->get_store_event_fd(), std::logic_error);
   EXPECT_THROW(s.wrapper->report_status(), std::logic_error);
   EXPECT_THROW(s.wrapper->submit_lookup_and_lock_task({key(3)}), std::logic_error);
 }
 
-TEST(WrapperClose, DeserializePhaseTaskFailsOnClose) {
+TEST(WrapperCloseConcurrency, DeserializePhaseTaskFailsOnClose) {
   Stack s;
   auto layout = MemoryLayoutDesc::single({64}, DType::kFloat32);
-  ASSERT_TRUE(wait_store(*s.wrapper, s.wrapper->submit_store_task({key(5)},
-                                                                   make_objects(layout, 1, 5)))
-                  ->is_successful());
+  ASSERT_TRUE(
+      wait_store(*s.wrapper, s.wrapper->submit_store_task({key(5)}, make_objects(layout, 1, 5)))
+          ->is_successful());
   Gate gate;
   s.deserializer->gate = &gate;
   TaskId id = s.wrapper->submit_load_task({key(5)}, make_objects(layout, 1, 0, false));
@@ -521,7 +526,7 @@ TEST(WrapperClose, DeserializePhaseTaskFailsOnClose) {
   EXPECT_EQ(s.l1_used(), 0u);
 }
 
-TEST(WrapperClose, IdleCloseIsPromptAndDestructorCloses) {
+TEST(WrapperCloseConcurrency, IdleCloseIsPromptAndDestructorCloses) {
   auto s = std::make_unique<Stack>();
   int fd = s->wrapper->get_store_event_fd();
   s->wrapper->close();
@@ -534,7 +539,7 @@ TEST(WrapperClose, IdleCloseIsPromptAndDestructorCloses) {
 // ---------------------------------------------------------------------------------------------
 // Stress: many threads, out-of-order inner completions.
 
-TEST(WrapperStress, ConcurrentStoresAndLoadsCompleteExactlyOnce) {
+TEST(WrapperStressConcurrency, ConcurrentStoresAndLoadsCompleteExactlyOnce) {
   // Bandwidth makes completion time proportional to size: mixed sizes finish out of order.
   Stack s("float8_e5m2", kL1Capacity, MockL2AdapterOptions{1u << 30, 64u << 20}, 2);
   constexpr int kThreads = 4, kOpsPerThread = 30;
@@ -542,7 +547,7 @@ TEST(WrapperStress, ConcurrentStoresAndLoadsCompleteExactlyOnce) {
                                            MemoryLayoutDesc::single({4096}, DType::kBFloat16),
                                            MemoryLayoutDesc::single({64, 256}, DType::kBFloat16)};
   std::atomic<int> failures{0};
-  testing::StoreResults results(*s.wrapper);
+  wrapper_internal::StoreResults results(*s.wrapper);
   std::vector<std::thread> threads;
   for (int t = 0; t < kThreads; ++t) {
     threads.emplace_back([&, t] {

@@ -5,7 +5,7 @@
 
 #include <string>
 
-namespace lmcache::devices::cuda_shim {
+namespace lmcache::devices_internal {
 namespace {
 
 // Tried in order: the development symlink, then the sonames of recent toolkits.
@@ -105,4 +105,4 @@ int cuda_gpu_count(std::string* why_not) {
   return count;
 }
 
-}  // namespace lmcache::devices::cuda_shim
+}  // namespace lmcache::devices_internal

@@ -10,7 +10,7 @@
 #include <cstddef>
 #include <string>
 
-namespace lmcache::devices::cuda_shim {
+namespace lmcache::devices_internal {
 
 // cudaError_t values the shim interprets.
 inline constexpr int kCudaSuccess = 0;
@@ -57,4 +57,4 @@ const CudaRuntimeApi* cuda_runtime_api(std::string* why_not = nullptr);
 // receives the reason when it is 0. Thread-safe; queries the runtime on every call.
 int cuda_gpu_count(std::string* why_not = nullptr);
 
-}  // namespace lmcache::devices::cuda_shim
+}  // namespace lmcache::devices_internal

@@ -22,7 +22,7 @@
 //   - below that |x| is at most half the smallest subnormal (a tie at exactly half, to even):
 //     code 0. Source subnormals always land here, except for float16 -> e5m2, whose minimum
 //     exponents coincide: there the normal form holds for every input (kAlwaysFast).
-// The grid continued past the largest finite code is the "virtual v[N]" of fp8-semantics.md
+// The grid continued past the largest finite code is the "virtual v[N]" of docs/fp8.md §3.5
 // §2, so min(code, N) gives the overflow code (NaN 0x7F for e4m3fn, inf 0x7C for e5m2), or max
 // finite when saturating; inf and NaN inputs (e all ones) land there too, and NaN is then
 // forced to 0x7F. The sign bit is ORed in last, always. float16 is handled in its own format
@@ -46,7 +46,7 @@
 #define LMCACHE_FP8_HD inline
 #endif
 
-namespace lmcache::devices::fp8_bits {
+namespace lmcache::devices_internal::fp8_bits {
 
 // The constants of one fp8 format.
 template <Fp8Format kFormat>
@@ -218,4 +218,4 @@ LMCACHE_FP8_HD std::uint16_t decode_bf16_bits(std::uint8_t code) {
   return static_cast<std::uint16_t>(decode_f32_bits<kFormat>(code) >> 16);
 }
 
-}  // namespace lmcache::devices::fp8_bits
+}  // namespace lmcache::devices_internal::fp8_bits

@@ -15,10 +15,10 @@
 namespace lmcache::devices {
 namespace {
 
-namespace fb = fp8_bits;
-using fp8_testing::kFormats;
-using fp8_testing::kOverflows;
-using fp8_testing::mode_name;
+namespace fb = devices_internal::fp8_bits;
+using devices_internal::kFormats;
+using devices_internal::kOverflows;
+using devices_internal::mode_name;
 
 template <Fp8Format kF, bool kSat>
 struct Encoders {
@@ -69,12 +69,13 @@ TEST(Fp8Bits, EveryFloat16AndBFloat16MatchesReference) {
 }
 
 TEST(Fp8Bits, DenseFloat32SampleMatchesReference) {
-  const auto sample = fp8_testing::dense_f32_sample();
+  const auto sample = devices_internal::dense_f32_sample();
   ASSERT_GT(sample.size(), 100000u);
   for (const Mode& m : kModes) {
     int mismatches = 0;
     for (std::uint32_t b : sample) {
-      const std::uint8_t want = fp8_encode_f32(fp8_testing::f32_from_bits(b), m.format, m.overflow);
+      const std::uint8_t want =
+          fp8_encode_f32(devices_internal::f32_from_bits(b), m.format, m.overflow);
       if (m.f32(b) != want && ++mismatches < 5) {
         ADD_FAILURE() << mode_name(m.format, m.overflow) << " f32 0x" << std::hex << b << ": got 0x"
                       << int{m.f32(b)} << ", want 0x" << int{want};
@@ -85,7 +86,7 @@ TEST(Fp8Bits, DenseFloat32SampleMatchesReference) {
 }
 
 TEST(Fp8Bits, WorkedExamples) {
-  // A few rows of fp8-semantics.md §3, straight from the table (not via the reference).
+  // A few rows of docs/fp8.md §3.6, straight from the table (not via the reference).
   using F = Fp8Format;
   EXPECT_EQ((fb::encode_f32_bits<F::kE4M3FN, false>(0x43E80000u)), 0x7E);  // 464 tie
   EXPECT_EQ((fb::encode_f32_bits<F::kE4M3FN, false>(0x43E80001u)), 0x7F);  // > 464: NaN

@@ -35,7 +35,7 @@
 #include "lmcache/devices/internal/fp8_kernels_simd.h"
 
 HWY_BEFORE_NAMESPACE();
-namespace lmcache::devices::fp8_simd_internal {
+namespace lmcache::devices_internal {
 namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
@@ -539,7 +539,7 @@ const SimdKernels* GetSimdKernels() {
 }
 
 }  // namespace HWY_NAMESPACE
-}  // namespace lmcache::devices::fp8_simd_internal
+}  // namespace lmcache::devices_internal
 HWY_AFTER_NAMESPACE();
 
 #endif  // LMCACHE_DEVICES_FP8_KERNELS_INL_H_ toggle

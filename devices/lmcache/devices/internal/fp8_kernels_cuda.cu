@@ -22,7 +22,7 @@
 namespace lmcache::devices_internal {
 namespace {
 
-namespace fb = devices::fp8_bits;
+namespace fb = devices_internal::fp8_bits;
 
 constexpr int kThreadsPerBlock = 256;
 constexpr std::size_t kMaxBlocks = 65535;

@@ -12,12 +12,10 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "lmcache/devices/internal/fp8_wide_kind.h"
 #include "lmcache/fp8/fp8_codec.h"
 
 namespace lmcache::devices_internal {
-
-// Source / destination element kinds, as in fp8_kernels_simd.h.
-enum WideKind : int { kWideF32 = 0, kWideF16 = 1, kWideBF16 = 2 };
 
 // `vectorized`: the caller checked that the wide pointer is aligned to 4 elements and the code
 // pointer to 4 bytes, so each thread can move 4 elements with one load and one store.

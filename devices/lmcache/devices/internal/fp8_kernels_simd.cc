@@ -18,7 +18,7 @@
 
 #include "lmcache/devices/internal/fp8_kernels_simd.h"
 
-namespace lmcache::devices::fp8_simd_internal {
+namespace lmcache::devices_internal {
 
 HWY_EXPORT(GetSimdKernels);
 
@@ -51,5 +51,5 @@ const SimdKernels& simd_kernels(std::int64_t target) {
   return *kernels;
 }
 
-}  // namespace lmcache::devices::fp8_simd_internal
+}  // namespace lmcache::devices_internal
 #endif  // HWY_ONCE

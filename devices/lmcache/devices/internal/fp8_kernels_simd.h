@@ -12,7 +12,9 @@
 #include <cstdint>
 #include <vector>
 
-namespace lmcache::devices::fp8_simd_internal {
+#include "lmcache/devices/internal/fp8_wide_kind.h"
+
+namespace lmcache::devices_internal {
 
 using EncodeKernel = void (*)(const std::byte* src, std::size_t n, std::uint8_t* dst);
 using DecodeKernel = void (*)(const std::uint8_t* src, std::size_t n, std::byte* dst);
@@ -21,14 +23,11 @@ using DecodeKernel = void (*)(const std::uint8_t* src, std::size_t n, std::byte*
 // bypass the caches; see Decode() in fp8_kernels-inl.h). Per kernel call, i.e. per thread range.
 inline constexpr std::size_t kStreamMinBytes = std::size_t{8} << 20;
 
-// Indexes of the tables below.
-enum WideIndex : int { kWideF32 = 0, kWideF16 = 1, kWideBF16 = 2, kNumWide = 3 };
-
 struct SimdKernels {
   std::int64_t target;  // the Highway target bit these kernels were compiled for
-  // encode[wide dtype][format (Fp8Format value)][overflow (Fp8Overflow value)]
+  // encode[WideKind][format (Fp8Format value)][overflow (Fp8Overflow value)]
   EncodeKernel encode[kNumWide][2][2];
-  // decode[wide dtype][format]
+  // decode[WideKind][format]
   DecodeKernel decode[kNumWide][2];
 };
 
@@ -45,4 +44,4 @@ std::vector<std::int64_t> simd_targets();
 // Throws std::invalid_argument naming the target when it is not one of simd_targets().
 const SimdKernels& simd_kernels(std::int64_t target);
 
-}  // namespace lmcache::devices::fp8_simd_internal
+}  // namespace lmcache::devices_internal

@@ -15,7 +15,7 @@
 
 #include "lmcache/fp8/fp8_codec.h"
 
-namespace lmcache::devices::fp8_testing {
+namespace lmcache::devices_internal {
 
 inline constexpr Fp8Format kFormats[] = {Fp8Format::kE4M3FN, Fp8Format::kE5M2};
 inline constexpr Fp8Overflow kOverflows[] = {Fp8Overflow::kNonSaturating, Fp8Overflow::kSaturating};
@@ -144,4 +144,4 @@ inline long first_mismatch(std::span<const std::uint8_t> a, std::span<const std:
   return first_mismatch(std::as_bytes(a), std::as_bytes(b), 1);
 }
 
-}  // namespace lmcache::devices::fp8_testing
+}  // namespace lmcache::devices_internal

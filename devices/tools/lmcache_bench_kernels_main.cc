@@ -1,6 +1,6 @@
-// File: lmcache/devices/fp8_kernels_benchmark.cc
+// File: devices/tools/lmcache_bench_kernels_main.cc
 //
-// fp8_kernels_bench: encode and decode of 64 MiB of input per (dtype, format), for the scalar
+// lmcache-bench-kernels: encode and decode of 64 MiB of input per (dtype, format), for the scalar
 // reference codec ("reference"), the SIMD backend on the best target ("auto") and on each
 // target this CPU supports (Highway's names: AVX3, AVX2, SSE4, SSSE3, and SCALAR, its one-lane
 // fallback), with 1 and 2 threads; and, in the same run, memcpy moving the same number of
@@ -19,7 +19,7 @@
 // skipped with the reason.
 //
 // Typical run (one core, as in BENCHMARKS.md):
-//   taskset -c 0 fp8_kernels_bench --benchmark_min_time=0.5
+//   taskset -c 0 lmcache-bench-kernels --benchmark_min_time=0.5
 #include <benchmark/benchmark.h>
 
 #include <algorithm>

@@ -21,8 +21,9 @@
 //   wrapper/fp8/store_load                            16 rounds of store + load of 4 bfloat16
 //                                                     chunks of 16 KiB through the wrapper over
 //                                                     the fast mock (fp8, 1 worker)
-//   wrapper/fp8_simd/store_load                       the same with the SIMD fp8 stand-in
-//                                                     (simd_fp8_serde.h) pinned to SSE4:
+//   wrapper/fp8_simd/store_load                       the same with the fp8 serde's kernel
+//                                                     pinned to SIMD and SSE4 (its "kernel" /
+//                                                     "simd_target" options):
 //                                                     mostly the wrapper's
 //                                                     own bookkeeping, L1 temps and copies
 //   wrapper/inner/store_load                          the same rounds on the mock alone
@@ -44,11 +45,10 @@
 #include <nlohmann/json.hpp>
 
 #include "lmcache/bench/build_info.h"
-#include "lmcache/bench/simd_fp8_serde.h"
 #include "lmcache/bench/workloads.h"
 #include "lmcache/devices/fp8_kernels.h"
-#include "lmcache/serde/async_serde_processor.h"
 #include "lmcache/fp8/fp8_codec.h"
+#include "lmcache/serde/async_serde_processor.h"
 
 namespace {
 
@@ -146,8 +146,7 @@ void add_processor_workloads(std::vector<Workload>& out) {
 }
 
 void add_wrapper_workloads(std::vector<Workload>& out) {
-  register_simd_fp8_serde(nullptr);
-  for (const char* serde : {"fp8", kSimdFp8SerdeType, ""}) {
+  for (const char* serde : {"fp8", kFp8SimdRow, ""}) {
     const bool wrapped = serde[0] != '\0';
     out.push_back(
         {wrapped ? std::string("wrapper/") + serde + "/store_load" : "wrapper/inner/store_load",
@@ -163,9 +162,9 @@ void add_wrapper_workloads(std::vector<Workload>& out) {
            };
            auto s = std::make_shared<State>();
            if (wrapped) {
-             Json config{{"type", serde}};
-             if (std::string(serde) == kSimdFp8SerdeType) config["simd_target"] = kPinnedTarget;
-             s->rig = make_wrapper_rig(config, 16ull << 20, 16ull << 20);
+             const bool pinned = std::string(serde) == kFp8SimdRow;
+             s->rig = make_wrapper_rig(fp8_row_config(serde, pinned ? kPinnedTarget : ""),
+                                       16ull << 20, 16ull << 20);
              s->adapter = s->rig.adapter.get();
            } else {
              s->bare = make_fast_mock(16ull << 20);

@@ -1,4 +1,4 @@
-// File: reference/tools/lmcache_serde.cc
+// File: reference/tools/lmcache_serde_main.cc
 //
 // lmcache-serde: runs raw element buffers through any registered serde, from the shell.
 //

@@ -1,4 +1,4 @@
-// File: lmcache/wrapper/wrapper_test_support.h
+// File: lmcache/wrapper/testing/wrapper_test_support.h
 //
 // Test doubles and helpers for the wrapper's tests: controllable serializers, a serde
 // processor and an inner adapter whose every failure point can be switched on, and waits on
@@ -21,7 +21,7 @@
 #include "lmcache/serde/forwarding_serde_processor.h"
 #include "lmcache/serde/fp8_serde.h"
 
-namespace lmcache::testing {
+namespace lmcache::wrapper_internal {
 
 using namespace std::chrono_literals;
 
@@ -210,4 +210,4 @@ inline std::optional<Bitmap> wait_load(L2AdapterInterface& a, TaskId id,
   return std::nullopt;
 }
 
-}  // namespace lmcache::testing
+}  // namespace lmcache::wrapper_internal

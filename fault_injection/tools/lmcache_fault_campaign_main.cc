@@ -1,4 +1,4 @@
-// File: fault_injection/tools/lmcache_fault_campaign.cc
+// File: fault_injection/tools/lmcache_fault_campaign_main.cc
 //
 // lmcache-fault-campaign: runs a seeded fault campaign (lmcache/fault/campaign.h) over the
 // reference stack and exits non-zero on any violated invariant.
@@ -23,7 +23,7 @@
 
 namespace {
 
-void write_json(const std::string& path, const lmcache::CampaignSummary& s) {
+void write_json(const std::string& path, const lmcache::fault::CampaignSummary& s) {
   if (path.empty()) return;
   std::ofstream f(path);
   f << s.to_json().dump(2) << "\n";
@@ -32,12 +32,12 @@ void write_json(const std::string& path, const lmcache::CampaignSummary& s) {
 
 void list_everything() {
   std::cout << "fault kinds (--faults):\n";
-  for (const auto& k : lmcache::all_fault_kinds()) {
-    std::cout << "  " << k.name << " [" << k.layer << ", " << lmcache::fault_effect_name(k.effect)
-              << "] " << k.detectability << "\n";
+  for (const auto& k : lmcache::fault::all_fault_kinds()) {
+    std::cout << "  " << k.name << " [" << k.layer << ", "
+              << lmcache::fault::fault_effect_name(k.effect) << "] " << k.detectability << "\n";
   }
   std::cout << "mutants (--mutant):\n";
-  for (const auto& m : lmcache::all_mutants()) {
+  for (const auto& m : lmcache::fault::all_mutants()) {
     std::cout << "  " << m.name << ": " << m.description;
     if (!m.invariant.empty())
       std::cout << " (expect " << m.invariant << ", --faults " << m.faults << ")";
@@ -49,7 +49,7 @@ void list_everything() {
 
 int main(int argc, char** argv) {
   CLI::App app{"Seeded fault campaign over the LMCache serde L2 stack"};
-  lmcache::CampaignOptions o;
+  lmcache::fault::CampaignOptions o;
   std::uint64_t seed = 0;
   std::string plan_json, inner_json, serde_json, json_path, mutant = "none";
   std::int64_t timeout_ms = o.task_timeout.count();
@@ -99,21 +99,21 @@ int main(int argc, char** argv) {
     o.seed = seed_opt->count() ? seed : std::random_device{}() | 1;
     o.task_timeout = std::chrono::milliseconds(timeout_ms);
     o.l1_capacity_bytes = l1_mb << 20;
-    auto m = lmcache::parse_mutant(mutant);
+    auto m = lmcache::fault::parse_mutant(mutant);
     if (!m) throw std::invalid_argument("unknown mutant '" + mutant + "' (see --list)");
     o.mutant = *m;
     if (!inner_json.empty()) o.inner = lmcache::Json::parse(inner_json);
     if (!serde_json.empty()) o.serde = lmcache::Json::parse(serde_json);
     const auto seed64 = static_cast<std::int64_t>(o.seed);
-    o.plan =
-        lmcache::FaultPlan::for_kinds(lmcache::FaultPlan::parse_kinds(o.faults), o.rate, seed64);
+    o.plan = lmcache::fault::FaultPlan::for_kinds(lmcache::fault::FaultPlan::parse_kinds(o.faults),
+                                                  o.rate, seed64);
     if (!plan_json.empty()) o.plan = o.plan.merged(lmcache::Json::parse(plan_json));
-    o.on_watchdog = [&json_path](const lmcache::CampaignSummary& s) {
+    o.on_watchdog = [&json_path](const lmcache::fault::CampaignSummary& s) {
       write_json(json_path, s);
       std::cout.flush();
       std::_Exit(s.exit_code());
     };
-    lmcache::CampaignSummary s = lmcache::run_campaign(o, std::cout);
+    lmcache::fault::CampaignSummary s = lmcache::fault::run_campaign(o, std::cout);
     write_json(json_path, s);
     return s.exit_code();
   } catch (const std::exception& e) {

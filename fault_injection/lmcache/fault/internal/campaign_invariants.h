@@ -1,0 +1,111 @@
+// File: lmcache/fault/internal/campaign_invariants.h
+//
+// Internal to the campaign: the invariants a completed task is judged by. A task's outcome
+// (store result or bitmap, loaded bytes) is compared with the campaign's model and with the
+// faults attributed to it: what they oblige the stack to report (a failure, a miss, a detected
+// corruption) and what they explain. Every check ends in the Ledger.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "lmcache/core/bitmap.h"
+#include "lmcache/core/l2_store_result.h"
+#include "lmcache/core/memory_obj.h"
+#include "lmcache/core/object_key.h"
+#include "lmcache/fault/fault_log.h"
+#include "lmcache/fault/internal/campaign_ledger.h"
+#include "lmcache/fault/internal/campaign_workload.h"
+#include "lmcache/l2/l2_adapter.h"
+
+namespace lmcache::fault_internal {
+
+// One operation of the campaign, from submit to judgement.
+struct CampaignTask {
+  std::uint64_t serial = 0;
+  std::uint64_t since = 0;  // first FaultLog seq that may concern this task
+  OpKind kind = OpKind::kStore;
+  TaskId id = 0;
+  bool submitted = false;
+  bool completed = false;
+  bool hung = false;
+  std::uint64_t op = 0;
+  std::vector<std::size_t> key_idx;
+  std::vector<ObjectKey> keys;
+  std::vector<MemoryObjPtr> objects;
+  std::optional<L2StoreResult> store_result;
+  std::optional<Bitmap> bitmap;
+  std::vector<fault::FaultEvent> events;
+};
+
+// "load task #12 (wrapper id 7, op 40, keys [1,4])".
+std::string task_text(const CampaignTask& t);
+
+// What the events attributed to one task oblige it to report. Positions index the task's keys.
+struct Attribution {
+  bool fails_task = false;
+  bool may_fail = false;
+  bool hang = false;
+  std::set<std::size_t> miss;
+  std::set<std::size_t> corrupt;
+  std::set<std::size_t> corrupt_effective;
+  std::set<std::size_t> poison;
+  std::vector<std::string> texts;
+
+  std::string describe() const {
+    if (texts.empty()) return "no fault attributed";
+    std::string out;
+    for (const auto& t : texts) out += (out.empty() ? "" : "; ") + t;
+    return out;
+  }
+};
+
+// attribute()
+//
+// What the events attributed to `t` oblige it to report; positions index t.keys.
+Attribution attribute(const CampaignTask& t);
+
+// fingerprint_of()
+//
+// An order-independent digest of a judged task: the task, its outcome and its faults.
+std::uint64_t fingerprint_of(const CampaignTask& t);
+
+class Judge {
+ public:
+  // `model` is updated by what completed stores establish. `usage` reports the stack's L2
+  // usage (a store failure on a full inner adapter is legitimate). `serde_injective`: the
+  // serde maps different bytes to different bytes, so an effective corruption must show.
+  Judge(Ledger& ledger, const Workload& workload, std::vector<KeyState>& model,
+        std::function<AdapterUsage()> usage, bool serde_injective)
+      : ledger_(ledger),
+        workload_(workload),
+        model_(model),
+        usage_(std::move(usage)),
+        serde_injective_(serde_injective) {}
+
+  void store(CampaignTask& t, const Attribution& a);
+  void load(CampaignTask& t, const Attribution& a);
+  // Returns the keys the lookup locked, which the driver must unlock.
+  std::vector<ObjectKey> lookup(CampaignTask& t, const Attribution& a);
+
+ private:
+  // The kBitmapSize invariant of a load or lookup result: one bit per key.
+  bool check_bitmap_size(const CampaignTask& t);
+  // A position a fault hid or dropped (a.miss) must not be reported: the bit `p` is clear.
+  void check_miss_honoured(const CampaignTask& t, const Attribution& a, std::size_t p,
+                           const char* what);
+
+  Ledger& ledger_;
+  const Workload& workload_;
+  std::vector<KeyState>& model_;
+  std::function<AdapterUsage()> usage_;
+  bool serde_injective_;
+};
+
+}  // namespace lmcache::fault_internal

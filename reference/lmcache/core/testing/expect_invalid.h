@@ -1,0 +1,40 @@
+// File: lmcache/core/testing/expect_invalid.h
+//
+// Test support (never installed): the checks every component's tests make of a
+// std::invalid_argument and its message.
+#pragma once
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <initializer_list>
+#include <stdexcept>
+#include <string>
+
+namespace lmcache::core_internal {
+
+// invalid_argument_message()
+//
+// The message of the std::invalid_argument that `fn` throws; "" (and a test failure) when it
+// throws none.
+template <class Fn>
+std::string invalid_argument_message(Fn&& fn) {
+  try {
+    fn();
+  } catch (const std::invalid_argument& e) {
+    return e.what();
+  }
+  ADD_FAILURE() << "expected std::invalid_argument";
+  return "";
+}
+
+// expect_invalid()
+//
+// Expects `fn` to throw std::invalid_argument whose message contains every one of `parts`.
+template <class Fn>
+void expect_invalid(Fn&& fn, std::initializer_list<const char*> parts) {
+  const std::string message = invalid_argument_message(fn);
+  for (const char* p : parts) EXPECT_THAT(message, ::testing::HasSubstr(p));
+}
+
+}  // namespace lmcache::core_internal
