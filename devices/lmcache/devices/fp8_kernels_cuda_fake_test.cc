@@ -36,18 +36,18 @@ namespace {
 
 using cuda_testing::CudaCall;
 using cuda_testing::FakeCudaRuntime;
+using devices_internal::first_mismatch;
 using devices_internal::kCudaErrorIllegalAddress;
 using devices_internal::kCudaErrorInvalidValue;
 using devices_internal::kCudaErrorLaunchOutOfResources;
 using devices_internal::kCudaErrorMemoryAllocation;
 using devices_internal::kCudaErrorNoKernelImageForDevice;
 using devices_internal::kCudaSuccess;
-using devices_internal::ScopedCudaRuntimeOverride;
-using devices_internal::first_mismatch;
 using devices_internal::kFormats;
 using devices_internal::kOverflows;
 using devices_internal::kWideDTypes;
 using devices_internal::mode_name;
+using devices_internal::ScopedCudaRuntimeOverride;
 using ::testing::AllOf;
 using ::testing::HasSubstr;
 using ::testing::Not;
@@ -188,7 +188,7 @@ TEST_F(Fp8CudaFake, OutOfMemoryIsNotReportedAsTheNextLaunchsFailure) {
   fake_.set_device_memory(std::size_t{1} << 20);
   const auto src = random_bytes(4096, 1);
   const auto want = devices_internal::reference_encode(src, DType::kFloat32, Fp8Format::kE4M3FN,
-                                                  Fp8Overflow::kSaturating);
+                                                       Fp8Overflow::kSaturating);
   cuda::DeviceBuffer in(src.size());
   cuda::DeviceBuffer out(want.size());
   cuda::copy_to_device(in.data(), src.data(), src.size());
@@ -219,7 +219,7 @@ TEST_F(Fp8CudaFake, FailedStagingAllocationIsNotReportedByTheNextLaunch) {
               AllOf(HasSubstr("cudaMalloc" + staging_size()), HasSubstr("out of memory")));
   EXPECT_EQ(fake_.pending_error(), kCudaSuccess);
   const auto want = devices_internal::reference_encode(src, DType::kFloat32, Fp8Format::kE5M2,
-                                                  Fp8Overflow::kNonSaturating);
+                                                       Fp8Overflow::kNonSaturating);
   EXPECT_EQ(
       first_mismatch(
           device_encode(src, DType::kFloat32, Fp8Format::kE5M2, Fp8Overflow::kNonSaturating), want),
@@ -235,7 +235,7 @@ TEST_F(Fp8CudaFake, LaunchIsJudgedByItsOwnErrorOnly) {
   ASSERT_EQ(fake_.mem_get_info(&free_bytes, &total_bytes), kCudaErrorInvalidValue);  // "user code"
   const auto src = random_bytes(256, 3);
   const auto want = devices_internal::reference_encode(src, DType::kBFloat16, Fp8Format::kE4M3FN,
-                                                  Fp8Overflow::kNonSaturating);
+                                                       Fp8Overflow::kNonSaturating);
   EXPECT_EQ(first_mismatch(device_encode(src, DType::kBFloat16, Fp8Format::kE4M3FN,
                                          Fp8Overflow::kNonSaturating),
                            want),
@@ -320,7 +320,7 @@ TEST_F(Fp8CudaFake, StagingAllocationFailureAtEveryStepLeavesNothingAllocated) {
   const std::size_t n = 1000;
   const auto src = random_bytes(n * 4, 6);
   const auto want = devices_internal::reference_encode(src, DType::kFloat32, Fp8Format::kE4M3FN,
-                                                  Fp8Overflow::kSaturating);
+                                                       Fp8Overflow::kSaturating);
   std::vector<std::uint8_t> dst(n);
   for (const auto& [call, nth] : steps) {
     const int error =
@@ -372,14 +372,15 @@ TEST_F(Fp8CudaFake, HostPipelineMatchesTheReferenceOverSeveralChunks) {
   const std::size_t n = 10 * kChunk + 333;
   const auto src = random_bytes(n * 4, 8);
   const auto want = devices_internal::reference_encode(src, DType::kFloat32, Fp8Format::kE5M2,
-                                                  Fp8Overflow::kNonSaturating);
+                                                       Fp8Overflow::kNonSaturating);
   std::vector<std::uint8_t> got(n);
   fp8_encode_fast(src, DType::kFloat32, n, got, Fp8Format::kE5M2, Fp8Overflow::kNonSaturating,
                   kCudaOpt);
   EXPECT_EQ(first_mismatch(got, want), -1);
 
   const std::span<const std::uint8_t> codes(reinterpret_cast<const std::uint8_t*>(src.data()), n);
-  const auto want_dec = devices_internal::reference_decode(codes, DType::kFloat16, Fp8Format::kE4M3FN);
+  const auto want_dec =
+      devices_internal::reference_decode(codes, DType::kFloat16, Fp8Format::kE4M3FN);
   std::vector<std::byte> got_dec(want_dec.size());
   fp8_decode_fast(codes, n, got_dec, DType::kFloat16, Fp8Format::kE4M3FN, kCudaOpt);
   EXPECT_EQ(first_mismatch(got_dec, want_dec, 2), -1);
@@ -403,8 +404,9 @@ TEST_F(Fp8CudaFake, HostPipelineOddLengthsOnEveryMode) {
             reinterpret_cast<const std::uint8_t*>(pool.data()), n);
         std::vector<std::byte> got(n * element_size(d));
         fp8_decode_fast(codes, n, got, d, f, kCudaOpt);
-        EXPECT_EQ(first_mismatch(got, devices_internal::reference_decode(codes, d, f), element_size(d)),
-                  -1)
+        EXPECT_EQ(
+            first_mismatch(got, devices_internal::reference_decode(codes, d, f), element_size(d)),
+            -1)
             << "n=" << n << " " << dtype_name(d) << " " << fp8_format_name(f);
       }
     }
@@ -432,9 +434,9 @@ TEST_F(Fp8CudaFake, FailureMidPipelineLeavesNoWorkBehind) {
                     Fp8Overflow::kNonSaturating, kCudaOpt);
     EXPECT_EQ(std::count(dst.begin(), dst.end(), 0xEE), static_cast<long>(n))
         << "a late write reached the failed call's destination";
-    EXPECT_EQ(first_mismatch(
-                  other, devices_internal::reference_encode(src, DType::kBFloat16, Fp8Format::kE4M3FN,
-                                                       Fp8Overflow::kNonSaturating)),
+    EXPECT_EQ(first_mismatch(other, devices_internal::reference_encode(
+                                        src, DType::kBFloat16, Fp8Format::kE4M3FN,
+                                        Fp8Overflow::kNonSaturating)),
               -1);
   }
 }
@@ -465,9 +467,9 @@ TEST_F(Fp8CudaFake, ConcurrentHostCallsAreSerialisedAndCorrect) {
       std::vector<std::uint8_t> got(n);
       fp8_encode_fast(src, DType::kFloat16, n, got, Fp8Format::kE5M2, Fp8Overflow::kSaturating,
                       kCudaOpt);
-      mismatch[t] =
-          first_mismatch(got, devices_internal::reference_encode(src, DType::kFloat16, Fp8Format::kE5M2,
-                                                            Fp8Overflow::kSaturating));
+      mismatch[t] = first_mismatch(
+          got, devices_internal::reference_encode(src, DType::kFloat16, Fp8Format::kE5M2,
+                                                  Fp8Overflow::kSaturating));
     });
   }
   for (auto& th : threads) th.join();
@@ -584,7 +586,7 @@ TEST_F(Fp8CudaFake, CopyToHostWaitsForNonBlockingStreams) {
   cuda::Stream stream;
   const auto src = random_bytes(1024, 13);
   const auto want = devices_internal::reference_encode(src, DType::kFloat16, Fp8Format::kE5M2,
-                                                  Fp8Overflow::kSaturating);
+                                                       Fp8Overflow::kSaturating);
   EXPECT_EQ(first_mismatch(device_encode(src, DType::kFloat16, Fp8Format::kE5M2,
                                          Fp8Overflow::kSaturating, 0, 0, stream.get()),
                            want),

@@ -217,9 +217,10 @@ TEST(Fp8Cuda, OddLengthsOnEveryModeAtEveryAlignment) {
                   << "n=" << n << " " << dtype_name(d) << " " << mode_name(f, o) << " src+"
                   << src_off << " dst+" << dst_off;
             }
-            EXPECT_EQ(first_mismatch(gpu_decode(codes, d, f, dst_off, src_off),
-                                     devices_internal::reference_decode(codes, d, f), element_size(d)),
-                      -1)
+            EXPECT_EQ(
+                first_mismatch(gpu_decode(codes, d, f, dst_off, src_off),
+                               devices_internal::reference_decode(codes, d, f), element_size(d)),
+                -1)
                 << "n=" << n << " " << dtype_name(d) << " " << fp8_format_name(f) << " codes+"
                 << dst_off << " dst+" << src_off;
           }
@@ -290,7 +291,7 @@ TEST(Fp8Cuda, MoreThan2To31Elements) {
     const auto wide = devices_internal::reference_decode(all, DType::kBFloat16, Fp8Format::kE5M2);
     std::memcpy(dec.data(), wide.data(), wide.size());
     const auto back = devices_internal::reference_encode(wide, DType::kBFloat16, Fp8Format::kE4M3FN,
-                                                    Fp8Overflow::kSaturating);
+                                                         Fp8Overflow::kSaturating);
     std::copy(back.begin(), back.end(), enc.begin());
   }
   std::vector<std::byte> codes(n);
@@ -371,7 +372,7 @@ TEST(Fp8Cuda, CopyToHostWaitsForNonBlockingStreams) {
   std::vector<std::byte> src(n * 4);
   fill_random(src, 19);
   const auto want = devices_internal::reference_encode(src, DType::kFloat32, Fp8Format::kE4M3FN,
-                                                  Fp8Overflow::kNonSaturating);
+                                                       Fp8Overflow::kNonSaturating);
   cuda::DeviceBuffer in(src.size());
   cuda::DeviceBuffer out(n);
   cuda::copy_to_device(in.data(), src.data(), src.size());
@@ -398,7 +399,7 @@ TEST(Fp8Cuda, OutOfMemoryThenALaunchThatSucceeds) {
   EXPECT_EQ(
       first_mismatch(gpu_encode(src, DType::kFloat16, Fp8Format::kE5M2, Fp8Overflow::kSaturating),
                      devices_internal::reference_encode(src, DType::kFloat16, Fp8Format::kE5M2,
-                                                   Fp8Overflow::kSaturating)),
+                                                        Fp8Overflow::kSaturating)),
       -1);
   EXPECT_TRUE(fp8_cuda_available());
 }

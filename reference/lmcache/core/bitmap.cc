@@ -46,13 +46,15 @@ Bitmap Bitmap::operator|(const Bitmap& other) const {
   Bitmap out(std::min(size_, other.size_));
   for (std::size_t b = 0; b < out.bytes_.size(); ++b) out.bytes_[b] = bytes_[b] | other.bytes_[b];
   // Bits past the smaller size may be set in the larger operand's last byte: mask them.
-  if (out.size_ % 8 != 0) out.bytes_.back() &= static_cast<std::uint8_t>((1u << (out.size_ % 8)) - 1);
+  if (out.size_ % 8 != 0)
+    out.bytes_.back() &= static_cast<std::uint8_t>((1u << (out.size_ % 8)) - 1);
   return out;
 }
 
 Bitmap Bitmap::operator~() const {
   Bitmap out(size_);
-  for (std::size_t b = 0; b < bytes_.size(); ++b) out.bytes_[b] = static_cast<std::uint8_t>(~bytes_[b]);
+  for (std::size_t b = 0; b < bytes_.size(); ++b)
+    out.bytes_[b] = static_cast<std::uint8_t>(~bytes_[b]);
   if (size_ % 8 != 0) out.bytes_.back() &= static_cast<std::uint8_t>((1u << (size_ % 8)) - 1);
   return out;
 }

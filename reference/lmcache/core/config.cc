@@ -57,8 +57,8 @@ std::int64_t ConfigReader::get_int(std::string_view key, std::optional<std::int6
     error("'" + std::string(key) + "' must be an integer, got " + v->dump());
   }
   if (out < min || out > max) {
-    std::string range = "[" + (min == INT64_MIN ? std::string("-inf") : std::to_string(min)) + ", " +
-                        (max == INT64_MAX ? std::string("inf") : std::to_string(max)) + "]";
+    std::string range = "[" + (min == INT64_MIN ? std::string("-inf") : std::to_string(min)) +
+                        ", " + (max == INT64_MAX ? std::string("inf") : std::to_string(max)) + "]";
     error("'" + std::string(key) + "' must be in " + range + ", got " + v->dump());
   }
   return out;

@@ -48,12 +48,15 @@ TEST(ConfigReader, WrongTypesAndRangesAreNamed) {
   EXPECT_THAT(error_of([&] { r.get_bool("b"); }), HasSubstr("'b' must be a boolean"));
   EXPECT_THAT(error_of([&] { r.get_int("m"); }), HasSubstr("'m' must be an integer"));
   EXPECT_THAT(error_of([&] { r.get_number("m"); }), HasSubstr("'m' must be a number"));
-  EXPECT_THAT(error_of([&] { r.get_int("k", std::nullopt, 1); }), HasSubstr("'k' must be in [1, inf]"));
-  EXPECT_THAT(error_of([&] { r.get_string("absent"); }), HasSubstr("missing required key 'absent'"));
+  EXPECT_THAT(error_of([&] { r.get_int("k", std::nullopt, 1); }),
+              HasSubstr("'k' must be in [1, inf]"));
+  EXPECT_THAT(error_of([&] { r.get_string("absent"); }),
+              HasSubstr("missing required key 'absent'"));
 }
 
 TEST(ConfigReader, RejectsNonObjects) {
-  EXPECT_THAT(error_of([] { ConfigReader(Json::array(), "cfg"); }), HasSubstr("expected a JSON object"));
+  EXPECT_THAT(error_of([] { ConfigReader(Json::array(), "cfg"); }),
+              HasSubstr("expected a JSON object"));
 }
 
 }  // namespace

@@ -8,9 +8,10 @@ namespace lmcache {
 MemoryLayoutDesc::MemoryLayoutDesc(std::vector<Shape> shapes, std::vector<DType> dtypes)
     : shapes_(std::move(shapes)), dtypes_(std::move(dtypes)) {
   if (shapes_.size() != dtypes_.size()) {
-    throw std::invalid_argument("MemoryLayoutDesc: shapes and dtype must have the same length (got " +
-                                std::to_string(shapes_.size()) + " shapes and " +
-                                std::to_string(dtypes_.size()) + " dtypes)");
+    throw std::invalid_argument(
+        "MemoryLayoutDesc: shapes and dtype must have the same length (got " +
+        std::to_string(shapes_.size()) + " shapes and " + std::to_string(dtypes_.size()) +
+        " dtypes)");
   }
   for (std::size_t g = 0; g < shapes_.size(); ++g) {
     for (std::size_t d = 0; d < shapes_[g].size(); ++d) {

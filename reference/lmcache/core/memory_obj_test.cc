@@ -25,9 +25,12 @@ TEST(MemoryLayoutDesc, ValidatesAndCompares) {
   EXPECT_THROW(MemoryLayoutDesc({{1}}, {}), std::invalid_argument);
   EXPECT_THROW(MemoryLayoutDesc({{1, -2}}, {DType::kUInt8}), std::invalid_argument);
   EXPECT_EQ(MemoryLayoutDesc(), MemoryLayoutDesc({}, {}));
-  EXPECT_EQ(MemoryLayoutDesc::single({64}, DType::kUInt8), MemoryLayoutDesc({{64}}, {DType::kUInt8}));
-  EXPECT_NE(MemoryLayoutDesc::single({64}, DType::kUInt8), MemoryLayoutDesc::single({64}, DType::kFloat16));
-  EXPECT_NE(MemoryLayoutDesc::single({64}, DType::kUInt8), MemoryLayoutDesc::single({65}, DType::kUInt8));
+  EXPECT_EQ(MemoryLayoutDesc::single({64}, DType::kUInt8),
+            MemoryLayoutDesc({{64}}, {DType::kUInt8}));
+  EXPECT_NE(MemoryLayoutDesc::single({64}, DType::kUInt8),
+            MemoryLayoutDesc::single({64}, DType::kFloat16));
+  EXPECT_NE(MemoryLayoutDesc::single({64}, DType::kUInt8),
+            MemoryLayoutDesc::single({65}, DType::kUInt8));
   EXPECT_EQ(MemoryLayoutDesc::single({0, 7}, DType::kFloat32).total_bytes(), 0u);
 }
 

@@ -62,7 +62,8 @@ std::int64_t compute_kv_rank(int world_size, int global_rank, int local_world_si
 
 }  // namespace lmcache
 
-std::size_t std::hash<lmcache::ObjectKey>::operator()(const lmcache::ObjectKey& key) const noexcept {
+std::size_t std::hash<lmcache::ObjectKey>::operator()(
+    const lmcache::ObjectKey& key) const noexcept {
   std::size_t h = std::hash<std::string>{}(key.chunk_hash());
   auto mix = [&h](std::size_t v) { h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2); };
   mix(std::hash<std::string>{}(key.model_name()));

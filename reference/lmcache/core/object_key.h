@@ -58,8 +58,7 @@ std::string int_hash_to_bytes(std::uint32_t value);
 // compute_kv_rank()
 //
 // ws<<24 | gr<<16 | lws<<8 | lr, as the Python `ComputeKVRank`.
-std::int64_t compute_kv_rank(int world_size, int global_rank, int local_world_size,
-                             int local_rank);
+std::int64_t compute_kv_rank(int world_size, int global_rank, int local_world_size, int local_rank);
 
 }  // namespace lmcache
 

@@ -13,10 +13,11 @@ using ::testing::HasSubstr;
 
 TEST(ObjectKey, EqualityAndHashCoverEveryField) {
   ObjectKey base(int_hash_to_bytes(1), "m", 0, 0, "");
-  std::vector<ObjectKey> variants = {
-      ObjectKey(int_hash_to_bytes(2), "m", 0, 0, ""), ObjectKey(int_hash_to_bytes(1), "n", 0, 0, ""),
-      ObjectKey(int_hash_to_bytes(1), "m", 1, 0, ""), ObjectKey(int_hash_to_bytes(1), "m", 0, 1, ""),
-      ObjectKey(int_hash_to_bytes(1), "m", 0, 0, "s")};
+  std::vector<ObjectKey> variants = {ObjectKey(int_hash_to_bytes(2), "m", 0, 0, ""),
+                                     ObjectKey(int_hash_to_bytes(1), "n", 0, 0, ""),
+                                     ObjectKey(int_hash_to_bytes(1), "m", 1, 0, ""),
+                                     ObjectKey(int_hash_to_bytes(1), "m", 0, 1, ""),
+                                     ObjectKey(int_hash_to_bytes(1), "m", 0, 0, "s")};
   std::unordered_set<ObjectKey> set{base};
   for (const auto& v : variants) {
     EXPECT_NE(v, base);
@@ -36,7 +37,8 @@ TEST(ObjectKey, ValidationNamesTheValue) {
     EXPECT_THAT(e.what(), HasSubstr("bad@name"));
   }
   EXPECT_THROW(ObjectKey("h", "m", 0, -1), std::invalid_argument);
-  for (const std::string& salt : std::vector<std::string>{"a@b", "a/b", "a\\b", std::string("a\0b", 3)}) {
+  for (const std::string& salt :
+       std::vector<std::string>{"a@b", "a/b", "a\\b", std::string("a\0b", 3)}) {
     EXPECT_THROW(ObjectKey("h", "m", 0, 0, salt), std::invalid_argument) << salt;
   }
   EXPECT_NO_THROW(ObjectKey("h", "m", 0, 0, std::string(128, 's')));

@@ -6,8 +6,8 @@ namespace lmcache {
 namespace {
 
 TEST(TensorView, GroupViewsShareMemoryWithoutCopying) {
-  auto obj = MemoryObj::allocate(
-      MemoryLayoutDesc({{2, 3}, {4}}, {DType::kFloat32, DType::kFloat8E5M2}));
+  auto obj =
+      MemoryObj::allocate(MemoryLayoutDesc({{2, 3}, {4}}, {DType::kFloat32, DType::kFloat8E5M2}));
   at::Tensor g0 = group_tensor(*obj, 0);
   EXPECT_EQ(g0.scalar_type(), c10::ScalarType::Float);
   EXPECT_EQ(g0.sizes(), (std::vector<std::int64_t>{2, 3}));

@@ -29,8 +29,8 @@ L2AdapterPtr create_l2_adapter(const Json& config, const AdapterContext& ctx,
     serde->close();
     throw;
   }
-  return std::make_unique<SerdeL2AdapterWrapper>(std::move(inner), std::move(serde),
-                                                 ctx.l1_manager, std::move(wrapper_options));
+  return std::make_unique<SerdeL2AdapterWrapper>(std::move(inner), std::move(serde), ctx.l1_manager,
+                                                 std::move(wrapper_options));
 }
 
 }  // namespace lmcache

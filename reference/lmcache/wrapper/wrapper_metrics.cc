@@ -7,8 +7,8 @@ namespace {
 
 // 10 us .. ~10 s, roughly x2.5 per bucket: serde steps on KV chunks span this range.
 prometheus::Histogram::BucketBoundaries step_buckets() {
-  return {1e-5, 2.5e-5, 5e-5, 1e-4, 2.5e-4, 5e-4, 1e-3, 2.5e-3, 5e-3,
-          1e-2, 2.5e-2, 5e-2, 0.1,  0.25,   0.5,  1.0,  2.5,    5.0,  10.0};
+  return {1e-5,   2.5e-5, 5e-5, 1e-4, 2.5e-4, 5e-4, 1e-3, 2.5e-3, 5e-3, 1e-2,
+          2.5e-2, 5e-2,   0.1,  0.25, 0.5,    1.0,  2.5,  5.0,    10.0};
 }
 
 prometheus::Labels with(const std::map<std::string, std::string>& base, const char* key,
@@ -28,8 +28,9 @@ double bucket_quantile(const prometheus::ClientMetric::Histogram& h, double q) {
     if (static_cast<double>(b.cumulative_count) >= rank) {
       if (std::isinf(b.upper_bound)) return prev_bound;
       std::uint64_t in_bucket = b.cumulative_count - prev_count;
-      double frac = in_bucket == 0 ? 1.0 : (rank - static_cast<double>(prev_count)) /
-                                               static_cast<double>(in_bucket);
+      double frac = in_bucket == 0
+                        ? 1.0
+                        : (rank - static_cast<double>(prev_count)) / static_cast<double>(in_bucket);
       return prev_bound + (b.upper_bound - prev_bound) * frac;
     }
     prev_bound = b.upper_bound;

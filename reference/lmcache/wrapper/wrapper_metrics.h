@@ -51,8 +51,12 @@ class WrapperMetrics {
   void enter(WrapperStep phase) { in_flight_[index(phase)]->Increment(); }
   void leave(WrapperStep phase, std::chrono::steady_clock::duration took);
 
-  void temp_bytes_reserved(std::uint64_t bytes) { temp_bytes_->Increment(static_cast<double>(bytes)); }
-  void temp_bytes_released(std::uint64_t bytes) { temp_bytes_->Decrement(static_cast<double>(bytes)); }
+  void temp_bytes_reserved(std::uint64_t bytes) {
+    temp_bytes_->Increment(static_cast<double>(bytes));
+  }
+  void temp_bytes_released(std::uint64_t bytes) {
+    temp_bytes_->Decrement(static_cast<double>(bytes));
+  }
 
   void task_finished(bool is_store, bool success);
 
