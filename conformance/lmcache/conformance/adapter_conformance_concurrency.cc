@@ -80,8 +80,7 @@ Verdict ConcurrentSubmitters(const AdapterUnderTest& aut) {
         limits.max_group_elements = std::min<std::size_t>(limits.max_group_elements, 1u << 12);
         limits.max_total_elements = limits.max_group_elements;
         limits.allow_empty_groups = false;
-        Objects objects{&aut, *gen_layout(aut.object_dtypes, limits),
-                        *rc::gen::arbitrary<std::uint64_t>()};
+        Objects objects{&aut, *gen_layout(aut.object_dtypes, limits), *gen_seed()};
         // Each thread owns `per` keys, stored in `stores` tasks; the keys of the family that no
         // thread stores are the absent ones.
         const std::size_t per =
@@ -120,12 +119,14 @@ Verdict ConcurrentSubmitters(const AdapterUnderTest& aut) {
           auto deadline = std::chrono::steady_clock::now() + ResultTimeout();
           while (std::chrono::steady_clock::now() < deadline) {
             std::map<TaskId, L2StoreResult> got = a.pop_completed_store_tasks();
-            std::lock_guard lock(popped_mu);
-            for (auto& [id, r] : got) {
-              if (!popped.emplace(id, r).second) popped_twice.push_back(id);
+            {
+              std::lock_guard lock(popped_mu);
+              for (auto& [id, r] : got) {
+                if (!popped.emplace(id, r).second) popped_twice.push_back(id);
+              }
+              if (submitted_all && popped.size() >= kThreads * stores) break;
             }
-            if (submitted_all && popped.size() >= kThreads * stores) break;
-            std::this_thread::sleep_for(std::chrono::microseconds(200));
+            std::this_thread::yield();  // two poppers as close together as they get
           }
         });
         Require(error.empty(), "a concurrent submit threw: " + error);

@@ -382,7 +382,7 @@ thread_local RunShape g_shape;
 // A batch of one class: 1..max_batch keys, sometimes with a key twice.
 KeyPick gen_pick() {
   KeyPick p;
-  p.cls = *rc::gen::inRange<std::size_t>(0, g_shape.classes);
+  p.cls = *uniform_in_range<std::size_t>(0, g_shape.classes);
   const std::size_t n = *gen_batch_size(std::min(g_shape.max_batch, g_shape.keys_per_class));
   std::vector<int> pool;
   for (std::size_t j = 0; j < g_shape.keys_per_class; ++j) {
@@ -390,18 +390,57 @@ KeyPick gen_pick() {
   }
   // A random subset of n keys: shuffle by generated swaps, keep the first n.
   for (std::size_t i = 0; i < n; ++i) {
-    std::size_t j = *rc::gen::inRange<std::size_t>(i, pool.size());
+    std::size_t j = *uniform_in_range<std::size_t>(i, pool.size());
     std::swap(pool[i], pool[j]);
   }
   p.idx.assign(pool.begin(), pool.begin() + static_cast<std::ptrdiff_t>(n));
-  if (*rc::gen::inRange(0, 8) == 0) {
-    p.idx.push_back(p.idx[*rc::gen::inRange<std::size_t>(0, p.idx.size())]);  // a duplicate
+  if (*uniform_in_range(0, 5) == 0) {
+    p.idx.push_back(p.idx[*uniform_in_range<std::size_t>(0, p.idx.size())]);  // a duplicate
   }
   return p;
 }
 
+// A lookup or an unlock often names each key twice: a caller that looks a batch up twice
+// unlocks it twice.
+KeyPick gen_doubled_pick() {
+  KeyPick p = gen_pick();
+  if (*uniform_in_range(0, 3) == 0) {
+    const std::vector<int> once = p.idx;
+    p.idx.insert(p.idx.end(), once.begin(), once.end());
+  }
+  return p;
+}
+
+// Half the time, a batch of keys the model holds (present, or locked with their lock counts):
+// loads and lookups that hit, unlocks of what was locked. Otherwise `fallback`.
+KeyPick gen_model_pick(const AdapterModel& m, bool locked, KeyPick (*fallback)()) {
+  std::vector<int> held;
+  if (locked) {
+    for (auto [k, n] : m.locks) held.insert(held.end(), static_cast<std::size_t>(n), k);
+  } else {
+    held.assign(m.present.begin(), m.present.end());
+  }
+  if (held.empty() || *uniform_in_range(0, 2) == 0) return fallback();
+  // The keys of one class (the class of a held key drawn at random).
+  const std::size_t cls =
+      static_cast<std::size_t>(held[*uniform_in_range<std::size_t>(0, held.size())]) %
+      g_shape.classes;
+  KeyPick p;
+  p.cls = cls;
+  for (int k : held) {
+    if (static_cast<std::size_t>(k) % g_shape.classes == cls) p.idx.push_back(k);
+  }
+  const std::size_t n = *gen_batch_size(std::min(g_shape.max_batch, p.idx.size()));
+  for (std::size_t i = 0; i < n; ++i) {
+    std::swap(p.idx[i], p.idx[*uniform_in_range<std::size_t>(i, p.idx.size())]);
+  }
+  p.idx.resize(n);
+  return p;
+}
+
 struct Store : AdapterCommand {
-  KeyPick pick = gen_pick();
+  KeyPick pick;
+  explicit Store(const AdapterModel& m) : pick(gen_pick()) { (void)m; }
   void apply(AdapterModel& m) const override { m.present.insert(pick.idx.begin(), pick.idx.end()); }
   void run(const AdapterModel& m, AdapterSut& sut) const override {
     const std::string what = "Store" + key_list(pick.idx);
@@ -434,6 +473,7 @@ struct Store : AdapterCommand {
 
 // Two stores of overlapping batches of one class submitted back to back, then both awaited.
 struct StoreTwiceInFlight : AdapterCommand {
+  explicit StoreTwiceInFlight(const AdapterModel&) {}
   KeyPick a = gen_pick();
   std::vector<int> b = [this] {
     std::vector<int> keys = a.idx;
@@ -481,7 +521,8 @@ struct StoreTwiceInFlight : AdapterCommand {
 // A store and a load of the same batch submitted back to back: the load may or may not see
 // the keys the store adds, but what it reports loaded must be whole.
 struct StoreThenLoadInFlight : AdapterCommand {
-  KeyPick pick = gen_pick();
+  KeyPick pick;
+  explicit StoreThenLoadInFlight(const AdapterModel& m) : pick(gen_pick()) { (void)m; }
   void apply(AdapterModel& m) const override { m.present.insert(pick.idx.begin(), pick.idx.end()); }
   void run(const AdapterModel& m, AdapterSut& sut) const override {
     const std::string what = "StoreThenLoadInFlight" + key_list(pick.idx);
@@ -507,7 +548,11 @@ struct StoreThenLoadInFlight : AdapterCommand {
 };
 
 struct LookupAndLock : AdapterCommand {
-  KeyPick pick = gen_pick();
+  KeyPick pick;
+  explicit LookupAndLock(const AdapterModel& m)
+      : pick(gen_model_pick(m, false, &gen_doubled_pick)) {
+    (void)m;
+  }
   void apply(AdapterModel& m) const override {
     for (int k : pick.idx) {
       if (m.present.count(k)) ++m.locks[k];
@@ -553,7 +598,10 @@ struct LookupAndLock : AdapterCommand {
 };
 
 struct Unlock : AdapterCommand {
-  KeyPick pick = gen_pick();
+  KeyPick pick;
+  explicit Unlock(const AdapterModel& m) : pick(gen_model_pick(m, true, &gen_doubled_pick)) {
+    (void)m;
+  }
   void apply(AdapterModel& m) const override {
     for (int k : pick.idx) {
       auto it = m.locks.find(k);
@@ -568,7 +616,8 @@ struct Unlock : AdapterCommand {
 };
 
 struct Load : AdapterCommand {
-  KeyPick pick = gen_pick();
+  KeyPick pick;
+  explicit Load(const AdapterModel& m) : pick(gen_model_pick(m, false, &gen_pick)) { (void)m; }
   void run(const AdapterModel& m, AdapterSut& sut) const override {
     const std::string what = "Load" + key_list(pick.idx);
     std::vector<MemoryObjPtr> dsts;
@@ -592,7 +641,8 @@ struct Load : AdapterCommand {
 };
 
 struct Delete : AdapterCommand {
-  KeyPick pick = gen_pick();
+  KeyPick pick;
+  explicit Delete(const AdapterModel& m) : pick(gen_model_pick(m, false, &gen_pick)) { (void)m; }
   void apply(AdapterModel& m) const override {
     for (int k : pick.idx) m.present.erase(k);
   }
@@ -621,16 +671,16 @@ std::vector<LayoutClass> gen_classes(const AdapterUnderTest& aut) {
   const bool raw = !aut.stored_bytes && !aut.expected_load;
   const bool bytes_ok = std::find(aut.object_dtypes.begin(), aut.object_dtypes.end(),
                                   DType::kUInt8) != aut.object_dtypes.end();
-  const auto n = *rc::gen::inRange<std::size_t>(2, 4);
+  const auto n = *uniform_in_range<std::size_t>(2, 4);
   std::vector<LayoutClass> classes;
   for (std::size_t c = 0; c < n; ++c) {
     LayoutClass lc;
-    const bool narrowed = raw && bytes_ok && *rc::gen::inRange(0, 3) == 0;
+    const bool narrowed = raw && bytes_ok && *uniform_in_range(0, 3) == 0;
     if (narrowed) {
       // A serialized temp: an estimate-sized byte buffer holding fewer bytes.
       const std::size_t physical = std::max<std::size_t>(2, *gen_element_count(1u << 15));
       lc.layout = ByteLayout(physical);
-      lc.used = *rc::gen::inRange<std::size_t>(1, physical);
+      lc.used = *uniform_in_range<std::size_t>(1, physical);
     } else {
       lc.layout = *gen_layout(aut.object_dtypes, limits);
       if (lc.layout.total_bytes() == 0)
@@ -657,20 +707,24 @@ Verdict run_stateful(std::string_view property, const AdapterUnderTest& aut, uns
     return Verdict::NotSupported("needs the supports_listeners capability");
   }
   const DepthProfile& profile = current_profile();
-  RcOptions options{.max_success = 15, .max_size = profile.max_commands, .shrink = false};
+  RcOptions options{.max_success = 40, .max_size = profile.max_commands, .shrink = false};
   return RunRcProperty(rc_id(property, aut), options, [&] {
     AdapterSut sut;
     sut.aut = &aut;
     sut.checks = checks;
     sut.classes = gen_classes(aut);
-    sut.seed = *rc::gen::arbitrary<std::uint64_t>();
+    sut.seed = *gen_seed();
     g_shape.classes = sut.classes.size();
     g_shape.max_batch = profile.max_batch;
-    // Enough keys per class for the largest batch; small objects only when there are many.
+    // Usually a small key universe, so that commands meet the same keys again (state matters
+    // only then); sometimes one large enough for the largest batch. Objects stay within
+    // 64 MiB in all.
     std::size_t biggest = 1;
     for (const auto& c : sut.classes) biggest = std::max(biggest, c.layout.total_bytes());
+    const std::size_t universe =
+        *rc::gen::weightedElement<std::size_t>({{3, 6}, {2, 12}, {2, profile.max_batch + 4}});
     g_shape.keys_per_class =
-        std::clamp<std::size_t>((64u << 20) / (biggest * 4), 6, profile.max_batch + 4);
+        std::clamp<std::size_t>((64u << 20) / (biggest * 4), 6, std::max<std::size_t>(6, universe));
     sut.keys = key_family(sut.seed, g_shape.classes * g_shape.keys_per_class);
     for (std::size_t c = 0; c < sut.classes.size(); ++c) {
       RC_LOG() << "class " << c << ": " << sut.classes[c].layout.to_string() << ", size() "

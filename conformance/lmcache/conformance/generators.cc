@@ -13,16 +13,16 @@ namespace lmcache::conformance {
 
 rc::Gen<Shape> GenShape(std::size_t max_elements) {
   return rc::gen::exec([max_elements] {
-    const int rank = *rc::gen::inRange(0, 4);
+    const int rank = *uniform_in_range(0, 4);
     Shape shape;
     for (int d = 0; d < rank; ++d) {
       // Zero, one and odd extents are where packing and indexing bugs live.
       std::int64_t dim = *rc::gen::weightedOneOf<std::int64_t>({
           {1, rc::gen::just<std::int64_t>(0)},
           {3, rc::gen::just<std::int64_t>(1)},
-          {4, rc::gen::map(rc::gen::inRange<std::int64_t>(1, 9),
+          {4, rc::gen::map(uniform_in_range<std::int64_t>(1, 9),
                            [](std::int64_t k) { return 2 * k + 1; })},
-          {2, rc::gen::inRange<std::int64_t>(2, 17)},
+          {2, uniform_in_range<std::int64_t>(2, 17)},
       });
       shape.push_back(dim);
     }
@@ -43,7 +43,7 @@ rc::Gen<Shape> GenShape(std::size_t max_elements) {
 rc::Gen<MemoryLayoutDesc> GenLayout(std::vector<DType> dtypes, LayoutLimits limits) {
   if (dtypes.empty()) throw std::invalid_argument("GenLayout: no dtypes to draw from");
   return rc::gen::exec([dtypes, limits] {
-    const int groups = *rc::gen::inRange(limits.min_groups, limits.max_groups + 1);
+    const int groups = *uniform_in_range(limits.min_groups, limits.max_groups + 1);
     std::vector<Shape> shapes;
     std::vector<DType> types;
     for (int g = 0; g < groups; ++g) {
@@ -70,6 +70,10 @@ std::size_t clamp_count(std::size_t n, std::size_t max_elements) {
 
 }  // namespace
 
+rc::Gen<std::uint64_t> gen_seed() {
+  return rc::gen::resize(rc::kNominalSize, rc::gen::arbitrary<std::uint64_t>());
+}
+
 SizeLimits size_limits() {
   const DepthProfile& p = current_profile();
   SizeLimits l;
@@ -88,19 +92,19 @@ rc::Gen<std::size_t> gen_element_count(std::size_t max_elements) {
     std::size_t n = 0;
     switch (kind) {
       case 0:  // tiny, zero included
-        n = *rc::gen::inRange<std::size_t>(0, 18);
+        n = *uniform_in_range<std::size_t>(0, 18);
         break;
       case 1: {  // around a multiple of a vector width
         std::size_t w = *rc::gen::elementOf(
             std::vector<std::size_t>(std::begin(kLaneCounts), std::end(kLaneCounts)));
-        std::size_t k = *rc::gen::inRange<std::size_t>(1, 9);
-        int d = *rc::gen::inRange(-1, 2);
+        std::size_t k = *uniform_in_range<std::size_t>(1, 9);
+        int d = *uniform_in_range(-1, 2);
         n = static_cast<std::size_t>(static_cast<long long>(w * k) + d);
         break;
       }
       case 2: {  // 2^k - 1, 2^k, 2^k + 1
-        int k = *rc::gen::inRange(2, top_bit + 1);
-        int d = *rc::gen::inRange(-1, 2);
+        int k = *uniform_in_range(2, top_bit + 1);
+        int d = *uniform_in_range(-1, 2);
         n = static_cast<std::size_t>(static_cast<long long>(std::size_t{1} << k) + d);
         break;
       }
@@ -108,18 +112,18 @@ rc::Gen<std::size_t> gen_element_count(std::size_t max_elements) {
         std::size_t bytes = *rc::gen::elementOf(
             std::vector<std::size_t>(std::begin(kCacheBytes), std::end(kCacheBytes)));
         std::size_t per = *rc::gen::elementOf(std::vector<std::size_t>{1, 2, 4});
-        int d = *rc::gen::inRange(-1, 2);
+        int d = *uniform_in_range(-1, 2);
         n = static_cast<std::size_t>(static_cast<long long>(bytes / per) + d);
         break;
       }
       case 4: {  // anything up to a few thousand, log-uniform
-        int k = *rc::gen::inRange(0, std::min(top_bit, 12) + 1);
-        n = *rc::gen::inRange<std::size_t>(std::size_t{1} << k, (std::size_t{2} << k) + 1);
+        int k = *uniform_in_range(0, std::min(top_bit, 12) + 1);
+        n = *uniform_in_range<std::size_t>(std::size_t{1} << k, (std::size_t{2} << k) + 1);
         break;
       }
       default: {  // anything up to the maximum, log-uniform
-        int k = *rc::gen::inRange(0, top_bit + 1);
-        n = *rc::gen::inRange<std::size_t>(std::size_t{1} << k, (std::size_t{2} << k) + 1);
+        int k = *uniform_in_range(0, top_bit + 1);
+        n = *uniform_in_range<std::size_t>(std::size_t{1} << k, (std::size_t{2} << k) + 1);
         break;
       }
     }
@@ -133,9 +137,9 @@ rc::Gen<Shape> gen_shape_of(std::size_t elements) {
     if (n == 1) {
       return *rc::gen::elementOf(std::vector<Shape>{{}, {1}, {1, 1}});
     }
-    const int rank = *rc::gen::inRange(1, 4);
+    const int rank = *uniform_in_range(1, 4);
     if (n == 0) {
-      std::int64_t other = *rc::gen::inRange<std::int64_t>(1, 6);
+      std::int64_t other = *uniform_in_range<std::int64_t>(1, 6);
       if (rank == 1) return {0};
       if (rank == 2) return *rc::gen::elementOf(std::vector<Shape>{{0, other}, {other, 0}});
       return {other, 0, 3};
@@ -158,7 +162,7 @@ rc::Gen<Shape> gen_shape_of(std::size_t elements) {
 rc::Gen<MemoryLayoutDesc> gen_layout(std::vector<DType> dtypes, SizeLimits limits) {
   if (dtypes.empty()) throw std::invalid_argument("gen_layout: no dtypes to draw from");
   return rc::gen::exec([dtypes = std::move(dtypes), limits] {
-    const int groups = *rc::gen::inRange(limits.min_groups, limits.max_groups + 1);
+    const int groups = *uniform_in_range(limits.min_groups, limits.max_groups + 1);
     std::vector<Shape> shapes;
     std::vector<DType> types;
     std::size_t room = limits.max_total_elements;
@@ -181,9 +185,9 @@ rc::Gen<std::size_t> gen_batch_size(std::size_t max_batch) {
     const int kind = *rc::gen::weightedElement<int>({{3, 0}, {5, 1}, {4, 2}, {3, 3}});
     if (kind == 0 || max_batch == 1) return 1;
     if (kind == 1)
-      return *rc::gen::inRange<std::size_t>(1, std::min<std::size_t>(max_batch, 6) + 1);
+      return *uniform_in_range<std::size_t>(1, std::min<std::size_t>(max_batch, 6) + 1);
     if (kind == 2 && !edges.empty()) return *rc::gen::elementOf(edges);
-    return *rc::gen::inRange<std::size_t>(1, max_batch + 1);
+    return *uniform_in_range<std::size_t>(1, max_batch + 1);
   });
 }
 
@@ -237,8 +241,8 @@ const std::vector<std::string>& cache_salts() {
 rc::Gen<ObjectKey> gen_object_key() {
   return rc::gen::exec([] {
     std::size_t length = *rc::gen::elementOf(std::vector<std::size_t>{1, 4, 8, 16, 32, 64});
-    std::string hash = hash_bytes(*rc::gen::arbitrary<std::uint64_t>(), length);
-    if (*rc::gen::inRange(0, 4) == 0) hash[0] = '\0';  // a zero byte inside the hash
+    std::string hash = hash_bytes(*gen_seed(), length);
+    if (*uniform_in_range(0, 4) == 0) hash[0] = '\0';  // a zero byte inside the hash
     return ObjectKey(std::move(hash), *rc::gen::elementOf(model_names()),
                      *rc::gen::elementOf(kv_ranks()), *rc::gen::elementOf(group_ids()),
                      *rc::gen::elementOf(cache_salts()));
@@ -303,7 +307,7 @@ rc::Gen<SerdeCase> GenSerdeCase(std::vector<DType> dtypes, LayoutLimits limits) 
   return rc::gen::exec([dtypes = std::move(dtypes), limits] {
     SerdeCase c;
     c.layout = *GenLayout(dtypes, limits);
-    c.data_seed = *rc::gen::arbitrary<std::uint64_t>();
+    c.data_seed = *gen_seed();
     return c;
   });
 }
@@ -312,9 +316,9 @@ rc::Gen<SerdeCase> gen_serde_case(std::vector<DType> dtypes, SizeLimits limits) 
   return rc::gen::exec([dtypes = std::move(dtypes), limits] {
     SerdeCase c;
     c.layout = *gen_layout(dtypes, limits);
-    c.data_seed = *rc::gen::arbitrary<std::uint64_t>();
+    c.data_seed = *gen_seed();
     c.slack = *rc::gen::weightedOneOf<std::size_t>({{2, rc::gen::just<std::size_t>(0)},
-                                                    {2, rc::gen::inRange<std::size_t>(1, 64)},
+                                                    {2, uniform_in_range<std::size_t>(1, 64)},
                                                     {1, rc::gen::just<std::size_t>(4096)}});
     return c;
   });

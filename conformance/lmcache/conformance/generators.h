@@ -15,6 +15,12 @@
 // element: a case stays cheap to generate and print, and shrinking still minimises the layout.
 //
 // GenShape / GenLayout (small, tidy shapes) are kept for callers that want only those.
+//
+// Choices are uniform from the first case on: RapidCheck scales rc::gen::inRange and
+// rc::gen::arbitrary with the case's size (size 0 draws the minimum), which would leave the
+// first cases of a property, and every command of a short state machine, with the smallest
+// values only. The kit draws through uniform_in_range() and gen_seed() instead; how often large
+// values come is decided by the generators' weights, not by the case index.
 #pragma once
 
 #include <cstddef>
@@ -50,6 +56,20 @@ rc::Gen<Shape> GenShape(std::size_t max_elements);
 // A layout of limits.min_groups..limits.max_groups groups, each with a dtype drawn from `dtypes`
 // (which must not be empty).
 rc::Gen<MemoryLayoutDesc> GenLayout(std::vector<DType> dtypes, LayoutLimits limits = {});
+
+// uniform_in_range()
+//
+// rc::gen::inRange(min, max) at RapidCheck's nominal size: any value of [min, max) in every
+// case. Shrinking still goes towards `min`.
+template <class T>
+rc::Gen<T> uniform_in_range(T min, T max) {
+  return rc::gen::resize(rc::kNominalSize, rc::gen::inRange<T>(min, max));
+}
+
+// gen_seed()
+//
+// A 64-bit seed with every bit random in every case.
+rc::Gen<std::uint64_t> gen_seed();
 
 // SizeLimits
 //

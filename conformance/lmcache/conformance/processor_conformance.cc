@@ -83,7 +83,10 @@ MemoryLayoutDesc gen_processor_layout(const ProcessorUnderTest& put, std::size_t
   limits.max_groups = 3;
   limits.max_group_elements = std::min(limits.max_group_elements, max_elements);
   limits.max_total_elements = limits.max_group_elements;
-  return *gen_layout(put.input_dtypes, limits);
+  MemoryLayoutDesc layout = *gen_layout(put.input_dtypes, limits);
+  // At least one element: a pair of an empty layout cannot be made to fail.
+  if (layout.total_elements() == 0) return fixed_layout(put);
+  return layout;
 }
 
 MemoryLayoutDesc fixed_layout(const ProcessorUnderTest& put) {
@@ -214,7 +217,7 @@ Verdict OneNotifyPerTask(const ProcessorUnderTest& put) {
     const std::size_t budget = current_profile().max_group_elements;
     MemoryLayoutDesc layout = gen_processor_layout(put, budget / 4);
     const std::size_t max_pairs = pairs_within(layout, current_profile().max_batch, budget);
-    int tasks = *rc::gen::inRange(1, 7);
+    int tasks = *uniform_in_range(1, 7);
     std::vector<std::vector<MemoryObjPtr>> batches;
     std::uint64_t seed = 1;
     for (int t = 0; t < tasks; ++t) {
@@ -374,7 +377,7 @@ Verdict FailureReportedAsFalse(const ProcessorUnderTest& put) {
 
 Verdict ConcurrentSubmitters(const ProcessorUnderTest& put) {
   return RunRcProperty(
-      rc_id("ConcurrentSubmitters", put), {.max_success = 5, .shrink = false}, [&] {
+      rc_id("ConcurrentSubmitters", put), {.max_success = 8, .shrink = false}, [&] {
         constexpr int kThreads = 4;
         constexpr int kPerThread = 6;
         OwnedProcessor p(put);
@@ -398,7 +401,7 @@ Verdict ConcurrentSubmitters(const ProcessorUnderTest& put) {
           Dir dir;
           TaskId id;
           int thread;
-          MemoryObjPtr dst;
+          std::vector<MemoryObjPtr> dsts;
         };
         std::vector<std::vector<Submitted>> per_thread(kThreads);
         std::vector<std::string> errors(kThreads);
@@ -411,11 +414,16 @@ Verdict ConcurrentSubmitters(const ProcessorUnderTest& put) {
               const Input& in = inputs[static_cast<std::size_t>(t)];
               for (int i = 0; i < kPerThread; ++i) {
                 Dir d = (i + t) % 2 == 0 ? Dir::kSerialize : Dir::kDeserialize;
-                MemoryObjPtr dst = d == Dir::kSerialize ? temp_for(*p, in.src->layout())
-                                                        : MakeObject(in.src->layout());
-                MemoryObjPtr s = d == Dir::kSerialize ? in.src : in.reference;
+                // Tasks of 1 to 4 pairs of the thread's input.
+                const std::size_t pairs = 1 + static_cast<std::size_t>(i + t) % 4;
+                std::vector<MemoryObjPtr> srcs, dsts;
+                for (std::size_t k = 0; k < pairs; ++k) {
+                  srcs.push_back(d == Dir::kSerialize ? in.src : in.reference);
+                  dsts.push_back(d == Dir::kSerialize ? temp_for(*p, in.src->layout())
+                                                      : MakeObject(in.src->layout()));
+                }
                 per_thread[static_cast<std::size_t>(t)].push_back(
-                    {d, submit_of(*p, d, {s}, {dst}), t, dst});
+                    {d, submit_of(*p, d, srcs, dsts), t, dsts});
               }
             } catch (const std::exception& e) {
               errors[static_cast<std::size_t>(t)] = e.what();
@@ -441,16 +449,21 @@ Verdict ConcurrentSubmitters(const ProcessorUnderTest& put) {
             Require(
                 take_result(*p, s.dir, s.id, "concurrent submit"),
                 std::string(dir_name(s.dir)) + " task " + std::to_string(s.id) + " returned false");
-            if (s.dir == Dir::kSerialize) {
-              Require(
-                  s.dst->size() == in.reference->size() &&
-                      std::memcmp(s.dst->data(), in.reference->data(), in.reference->size()) == 0,
-                  "a serialize submitted by thread " + std::to_string(s.thread) +
-                      " among 4 produced other bytes than the same serialize alone");
-            } else {
-              std::string m = decoded_mismatch(*in.src, *s.dst);
-              Require(m.empty(), "a deserialize submitted by thread " + std::to_string(s.thread) +
-                                     " among 4 did not decode to that thread's input: " + m);
+            for (std::size_t k = 0; k < s.dsts.size(); ++k) {
+              const MemoryObj& dst = *s.dsts[k];
+              const std::string which = " (pair " + std::to_string(k) + " of " +
+                                        std::to_string(s.dsts.size()) + ") submitted by thread " +
+                                        std::to_string(s.thread) + " among 4";
+              if (s.dir == Dir::kSerialize) {
+                Require(
+                    dst.size() == in.reference->size() &&
+                        std::memcmp(dst.data(), in.reference->data(), in.reference->size()) == 0,
+                    "a serialize" + which + " produced other bytes than the same serialize alone");
+              } else {
+                std::string m = decoded_mismatch(*in.src, dst);
+                Require(m.empty(),
+                        "a deserialize" + which + " did not decode to that thread's input: " + m);
+              }
             }
           }
         }

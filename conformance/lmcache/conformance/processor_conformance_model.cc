@@ -65,29 +65,29 @@ struct ModelTask {
 Verdict StatefulModel(const ProcessorUnderTest& put) {
   const DepthProfile& profile = current_profile();
   return RunRcProperty(rc_id("StatefulModel", put), {.max_success = 15, .shrink = false}, [&] {
-    const auto n_layouts = *rc::gen::inRange<std::size_t>(2, 4);
+    const auto n_layouts = *uniform_in_range<std::size_t>(2, 4);
     std::vector<MemoryLayoutDesc> layouts;
     for (std::size_t i = 0; i < n_layouts; ++i) {
       layouts.push_back(gen_processor_layout(put, 1u << 15));
     }
     const std::size_t max_pairs = std::max<std::size_t>(1, profile.max_batch / 4);
-    const int n_steps = *rc::gen::inRange(4, profile.max_commands + 1);
+    const int n_steps = *uniform_in_range(4, profile.max_commands + 1);
     const auto steps = *rc::gen::container<std::vector<ProcStep>>(
-        static_cast<std::size_t>(n_steps), rc::gen::exec([&] {
+        static_cast<std::size_t>(n_steps), rc::gen::exec([n_layouts = layouts.size(), max_pairs] {
           ProcStep s{*rc::gen::weightedElement<ProcStep::Kind>({{4, ProcStep::Kind::kSerialize},
                                                                 {3, ProcStep::Kind::kDeserialize},
                                                                 {3, ProcStep::Kind::kTakeOne},
                                                                 {1, ProcStep::Kind::kTakeAll},
                                                                 {1, ProcStep::Kind::kEstimate}})};
-          s.layout = *rc::gen::inRange<std::size_t>(0, layouts.size());
+          s.layout = *uniform_in_range<std::size_t>(0, n_layouts);
           s.pairs = *gen_batch_size(max_pairs);
-          if (*rc::gen::inRange(0, 4) == 0) {
-            s.fail_at = *rc::gen::inRange<long>(0, static_cast<long>(s.pairs));
+          if (*uniform_in_range(0, 4) == 0) {
+            s.fail_at = *uniform_in_range<long>(0, static_cast<long>(s.pairs));
           }
-          s.pick = *rc::gen::inRange<std::size_t>(0, 64);
+          s.pick = *uniform_in_range<std::size_t>(0, 64);
           return s;
         }));
-    const bool close_with_pending = *rc::gen::arbitrary<bool>();
+    const bool close_with_pending = *rc::gen::element(false, true);
     for (std::size_t i = 0; i < layouts.size(); ++i) {
       RC_LOG() << "layout " << i << ": " << layouts[i].to_string() << "\n";
     }

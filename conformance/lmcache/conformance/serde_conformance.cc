@@ -36,7 +36,7 @@ Verdict EstimateDependsOnLayoutOnly(const SerdeUnderTest& serde) {
   return for_each_source("EstimateDependsOnLayoutOnly", serde, {},
                          [&](const MemoryObj& a, const SerdeCase& c) {
                            SerdeCase other = c;
-                           other.data_seed = *rc::gen::arbitrary<std::uint64_t>();
+                           other.data_seed = *gen_seed();
                            MemoryObjPtr b = MakeSource(other, spec);
                            RequireOk(VerifyEstimateDependsOnLayoutOnly(serde, a, *b));
                          });
@@ -67,7 +67,7 @@ Verdict ShortBufferRejected(const SerdeUnderTest& serde) {
   return for_each_source(
       "ShortBufferRejected", serde, {}, [&](const MemoryObj& src, const SerdeCase&) {
         auto shortfall = *rc::gen::weightedOneOf<std::size_t>(
-            {{3, rc::gen::just<std::size_t>(1)}, {2, rc::gen::inRange<std::size_t>(2, 4096)}});
+            {{3, rc::gen::just<std::size_t>(1)}, {2, uniform_in_range<std::size_t>(2, 4096)}});
         RequireOk(VerifyShortBufferRejected(serde, src, shortfall));
       });
 }
@@ -83,7 +83,7 @@ Verdict ShortSourceRejected(const SerdeUnderTest& serde) {
   return for_each_source(
       "ShortSourceRejected", serde, {}, [&](const MemoryObj& src, const SerdeCase&) {
         auto shortfall = *rc::gen::weightedOneOf<std::size_t>(
-            {{3, rc::gen::just<std::size_t>(1)}, {2, rc::gen::inRange<std::size_t>(2, 4096)}});
+            {{3, rc::gen::just<std::size_t>(1)}, {2, uniform_in_range<std::size_t>(2, 4096)}});
         RequireOk(VerifyShortSourceRejected(serde, src, shortfall));
       });
 }
@@ -110,13 +110,13 @@ Verdict UnsupportedInputRejected(const SerdeUnderTest& serde) {
                                                          .max_total_elements = 1u << 14});
     std::vector<Shape> shapes = base.shapes();
     std::vector<DType> dtypes = base.dtypes();
-    auto at = *rc::gen::inRange<std::size_t>(0, shapes.size() + 1);
+    auto at = *uniform_in_range<std::size_t>(0, shapes.size() + 1);
     // An empty group of a bad dtype carries nothing to reject, so at least one element.
     Shape bad_shape = *gen_shape_of(std::max<std::size_t>(1, *gen_element_count(1u << 12)));
     shapes.insert(shapes.begin() + static_cast<std::ptrdiff_t>(at), bad_shape);
     dtypes.insert(dtypes.begin() + static_cast<std::ptrdiff_t>(at),
                   *rc::gen::elementOf(unsupported));
-    SerdeCase c{MemoryLayoutDesc(shapes, dtypes), *rc::gen::arbitrary<std::uint64_t>()};
+    SerdeCase c{MemoryLayoutDesc(shapes, dtypes), *gen_seed()};
     MemoryObjPtr src = MakeSource(c, ValueSpec{});
     RequireOk(VerifyUnsupportedInputRejected(serde, *src));
   });

@@ -228,7 +228,7 @@ Verdict StoreLoadRoundTrip(const WrapperUnderTest& wut, const WrapperRigOptions&
   return RunRcProperty(rc_id("StoreLoadRoundTrip", wut, rig_options), kWrapperRc, [&] {
     MemoryLayoutDesc layout = gen_kv_layout(current_profile().max_group_elements);
     const std::size_t n = gen_kv_batch(layout);
-    std::uint64_t seed = *rc::gen::arbitrary<std::uint64_t>();
+    std::uint64_t seed = *gen_seed();
     auto rig = make_rig(wut, rig_options);
     L2AdapterInterface& w = *rig->wrapper;
     auto keys = make_keys(n, seed);
@@ -284,7 +284,7 @@ Verdict HomogeneityEnforced(const WrapperUnderTest& wut, const WrapperRigOptions
     MemoryLayoutDesc a = gen_kv_layout(1u << 12);
     std::vector<Shape> shapes = a.shapes();
     std::vector<DType> dtypes = a.dtypes();
-    switch (*rc::gen::inRange(0, 3)) {
+    switch (*uniform_in_range(0, 3)) {
       case 0:  // another dtype in group 0
         dtypes[0] = dtypes[0] == DType::kFloat32 ? DType::kBFloat16 : DType::kFloat32;
         break;
@@ -298,7 +298,7 @@ Verdict HomogeneityEnforced(const WrapperUnderTest& wut, const WrapperRigOptions
     }
     MemoryLayoutDesc b(shapes, dtypes);
     std::size_t n = std::max<std::size_t>(2, gen_kv_batch(a, 2));
-    std::size_t j = *rc::gen::inRange<std::size_t>(1, n);
+    std::size_t j = *uniform_in_range<std::size_t>(1, n);
     auto rig = make_rig(wut, rig_options);
     L2AdapterInterface& w = *rig->wrapper;
     auto keys = make_keys(n, 9);
@@ -347,8 +347,8 @@ Verdict PartialLoadKeepsBitmap(const WrapperUnderTest& wut, const WrapperRigOpti
   return RunRcProperty(rc_id("PartialLoadKeepsBitmap", wut, rig_options), kWrapperRc, [&] {
     MemoryLayoutDesc layout = gen_kv_layout(1u << 16);
     const std::size_t n = gen_kv_batch(layout, 2);
-    auto stored = *rc::gen::container<std::vector<bool>>(n, rc::gen::arbitrary<bool>());
-    auto dropped = *rc::gen::container<std::vector<bool>>(n, rc::gen::arbitrary<bool>());
+    auto stored = *rc::gen::container<std::vector<bool>>(n, rc::gen::element(false, true));
+    auto dropped = *rc::gen::container<std::vector<bool>>(n, rc::gen::element(false, true));
     // Always a partial bitmap: key 0 loads; the last one is absent or dropped.
     stored[0] = true;
     dropped[0] = false;
@@ -392,7 +392,7 @@ Verdict TempsReleased(const WrapperUnderTest& wut, const WrapperRigOptions& rig_
   return RunRcProperty(rc_id("TempsReleased", wut, rig_options), kWrapperRc, [&] {
     MemoryLayoutDesc layout = gen_kv_layout(1u << 16);
     const std::size_t n = gen_kv_batch(layout);
-    const long failing = *rc::gen::inRange<long>(0, static_cast<long>(n));
+    const long failing = *uniform_in_range<long>(0, static_cast<long>(n));
     auto rig = make_rig(wut, rig_options);
     L2AdapterInterface& w = *rig->wrapper;
     const std::size_t baseline = rig->l1_used();

@@ -149,7 +149,7 @@ void disarm(Rig& rig) {
 // last, and one drawn at random.
 std::vector<long> failing_positions(std::size_t n) {
   std::set<long> at = {0, std::min<long>(1, static_cast<long>(n) - 1), static_cast<long>(n / 2),
-                       static_cast<long>(n) - 1, *rc::gen::inRange<long>(0, static_cast<long>(n))};
+                       static_cast<long>(n) - 1, *uniform_in_range<long>(0, static_cast<long>(n))};
   return {at.begin(), at.end()};
 }
 
@@ -267,14 +267,25 @@ void showValue(const WrapperStep& s, std::ostream& os) { os << s; }
 Verdict StatefulModel(const WrapperUnderTest& wut, const WrapperRigOptions& rig_options) {
   const DepthProfile& profile = current_profile();
   return RunRcProperty(
-      rc_id("StatefulModel", wut, rig_options), {.max_success = 10, .shrink = false}, [&] {
-        const auto n_classes = *rc::gen::inRange<std::size_t>(2, 4);
+      rc_id("StatefulModel", wut, rig_options), {.max_success = 20, .shrink = false}, [&] {
+        const auto n_classes = *uniform_in_range<std::size_t>(2, 4);
         const std::size_t per_class = std::min<std::size_t>(profile.max_batch, 24);
         std::vector<MemoryLayoutDesc> layouts;
-        for (std::size_t c = 0; c < n_classes; ++c) layouts.push_back(gen_kv_layout(1u << 13));
-        const int n_steps = *rc::gen::inRange(4, profile.max_commands + 1);
+        // Layouts of different sizes (a wrapper that sizes temps from the first one it saw
+        // fails on a larger one).
+        for (std::size_t c = 0; c < n_classes; ++c) {
+          MemoryLayoutDesc l = gen_kv_layout(1u << 13);
+          for (int retry = 0; retry < 4; ++retry) {
+            bool same_size = false;
+            for (const auto& other : layouts) same_size |= other.total_bytes() == l.total_bytes();
+            if (!same_size) break;
+            l = gen_kv_layout(1u << 13);
+          }
+          layouts.push_back(l);
+        }
+        const int n_steps = *uniform_in_range(4, profile.max_commands + 1);
         const auto steps = *rc::gen::container<std::vector<WrapperStep>>(
-            static_cast<std::size_t>(n_steps), rc::gen::exec([&] {
+            static_cast<std::size_t>(n_steps), rc::gen::exec([n_classes, per_class] {
               WrapperStep s;
               s.kind =
                   *rc::gen::weightedElement<WrapperStep::Kind>({{4, WrapperStep::Kind::kStore},
@@ -282,14 +293,14 @@ Verdict StatefulModel(const WrapperUnderTest& wut, const WrapperRigOptions& rig_
                                                                 {1, WrapperStep::Kind::kLookup},
                                                                 {1, WrapperStep::Kind::kUnlock},
                                                                 {1, WrapperStep::Kind::kDelete}});
-              s.cls = *rc::gen::inRange<std::size_t>(0, n_classes);
+              s.cls = *uniform_in_range<std::size_t>(0, n_classes);
               const std::size_t n = *gen_batch_size(per_class);
               for (std::size_t i = 0; i < n; ++i) {
-                s.keys.push_back(*rc::gen::inRange(0, static_cast<int>(per_class)));
+                s.keys.push_back(*uniform_in_range(0, static_cast<int>(per_class)));
               }
               std::sort(s.keys.begin(), s.keys.end());
               s.keys.erase(std::unique(s.keys.begin(), s.keys.end()), s.keys.end());
-              if (*rc::gen::inRange(0, 3) == 0) {
+              if (*uniform_in_range(0, 3) == 0) {
                 if (s.kind == WrapperStep::Kind::kStore) {
                   // Failures that happen before the inner store: nothing may be stored.
                   s.fault = static_cast<int>(
@@ -301,7 +312,7 @@ Verdict StatefulModel(const WrapperUnderTest& wut, const WrapperRigOptions& rig_
                       LoadFault::kTempAllocation, LoadFault::kInnerSubmit, LoadFault::kBitmapLonger,
                       LoadFault::kSubmitDeserialize, LoadFault::kDeserialize));
                 }
-                s.pair = *rc::gen::inRange<long>(0, static_cast<long>(s.keys.size()));
+                s.pair = *uniform_in_range<long>(0, static_cast<long>(s.keys.size()));
               }
               return s;
             }));
@@ -310,8 +321,7 @@ Verdict StatefulModel(const WrapperUnderTest& wut, const WrapperRigOptions& rig_
         }
         auto rig = make_rig(wut, rig_options);
         L2AdapterInterface& w = *rig->wrapper;
-        const std::vector<ObjectKey> all_keys =
-            make_keys(n_classes * per_class, *rc::gen::arbitrary<std::uint64_t>());
+        const std::vector<ObjectKey> all_keys = make_keys(n_classes * per_class, *gen_seed());
         auto key_of = [&](std::size_t c, int k) {
           return all_keys[c * per_class + static_cast<std::size_t>(k)];
         };

@@ -11,6 +11,7 @@
 
 #include "lmcache/conformance/buffers.h"
 #include "lmcache/conformance/depth.h"
+#include "lmcache/conformance/generators.h"
 #include "lmcache/conformance/internal/waits.h"
 #include "lmcache/conformance/internal/wrapper_properties.h"
 #include "lmcache/conformance/process_stats.h"

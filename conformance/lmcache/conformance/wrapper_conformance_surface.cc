@@ -12,6 +12,7 @@
 
 #include "lmcache/conformance/buffers.h"
 #include "lmcache/conformance/depth.h"
+#include "lmcache/conformance/generators.h"
 #include "lmcache/conformance/internal/waits.h"
 #include "lmcache/conformance/internal/wrapper_properties.h"
 
@@ -72,10 +73,10 @@ Verdict StoreBytesAreInners(const WrapperUnderTest& wut, const WrapperRigOptions
   return RunRcProperty(rc_id("StoreBytesAreInners", wut, rig_options), kWrapperRc, [&] {
     MemoryLayoutDesc layout = gen_kv_layout(1u << 16);
     const std::size_t n = gen_kv_batch(layout, 2);
-    const std::size_t held = *rc::gen::inRange<std::size_t>(1, n);
+    const std::size_t held = *uniform_in_range<std::size_t>(1, n);
     auto rig = make_rig(wut, rig_options);
     L2AdapterInterface& w = *rig->wrapper;
-    auto keys = make_keys(n, *rc::gen::arbitrary<std::uint64_t>());
+    auto keys = make_keys(n, *gen_seed());
     auto objs = make_objects(layout, n, 61);
     // The inner first holds `held` keys; then the whole batch is stored, twice.
     const std::vector<ObjectKey> first(keys.begin(), keys.begin() + static_cast<long>(held));
@@ -117,7 +118,7 @@ Verdict PassThroughMatchesInner(const WrapperUnderTest& wut, const WrapperRigOpt
         const std::size_t n = gen_kv_batch(layout, 2);
         auto rig = make_rig(wut, rig_options);
         L2AdapterInterface& w = *rig->wrapper;
-        auto keys = make_keys(n, *rc::gen::arbitrary<std::uint64_t>());
+        auto keys = make_keys(n, *gen_seed());
         auto objs = make_objects(layout, n, 71);
 
         // Listeners register on the inner adapter and see what it stores.
@@ -218,7 +219,7 @@ Verdict SameKeyInFlight(const WrapperUnderTest& wut, const WrapperRigOptions& ri
     auto rig = make_rig(wut, rig_options);
     L2AdapterInterface& w = *rig->wrapper;
     const std::size_t baseline = rig->l1_used();
-    auto keys = make_keys(n, *rc::gen::arbitrary<std::uint64_t>());
+    auto keys = make_keys(n, *gen_seed());
     auto objs = make_objects(layout, n, 81);
     const std::string batch = std::to_string(n) + " keys " + layout.to_string();
 
@@ -264,7 +265,7 @@ Verdict SameKeyInFlight(const WrapperUnderTest& wut, const WrapperRigOptions& ri
 
     // A store and a load of new keys in flight together: the load may miss keys, but what it
     // reports loaded is whole.
-    auto fresh = make_keys(n, *rc::gen::arbitrary<std::uint64_t>() | 1);
+    auto fresh = make_keys(n, *gen_seed() | 1);
     std::vector<std::vector<std::byte>> before3;
     auto d3 = stale_destinations(layout, n, &before3);
     TaskId s3 = submit_no_throw([&] { return w.submit_store_task(fresh, objs); }, "store");

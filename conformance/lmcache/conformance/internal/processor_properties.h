@@ -56,7 +56,7 @@ MemoryObjPtr safe_input(const MemoryLayoutDesc& layout, std::uint64_t seed);
 MemoryObjPtr temp_for(SerdeProcessor& p, const MemoryLayoutDesc& layout, std::size_t extra = 0);
 
 // A generated layout for processor inputs within the depth's limits (at most `max_elements`
-// elements in all).
+// elements in all, at least one).
 MemoryLayoutDesc gen_processor_layout(const ProcessorUnderTest& put, std::size_t max_elements);
 
 // The layout the scenario properties use.
