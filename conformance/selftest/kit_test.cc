@@ -254,9 +254,9 @@ TEST(Generators, ElementCountsReachTheBoundariesAndTheTop) {
   }
   EXPECT_GT(*counts.rbegin(), std::size_t{1} << 19) << "nothing near the top was drawn";
   int power_edges = 0;
-  for (std::size_t n : counts) power_edges += n > 64 && (std::has_single_bit(n) ||
-                                                         std::has_single_bit(n + 1) ||
-                                                         std::has_single_bit(n - 1));
+  for (std::size_t n : counts)
+    power_edges += n > 64 && (std::has_single_bit(n) || std::has_single_bit(n + 1) ||
+                              std::has_single_bit(n - 1));
   EXPECT_GT(power_edges, 20);
 }
 
@@ -279,8 +279,7 @@ TEST(Generators, KeyFamiliesAreDistinctAndDifferInOneField) {
     const ObjectKey& a = keys[i];
     const ObjectKey& b = keys[(i - 1) / 2];
     const int differ = (a.chunk_hash() != b.chunk_hash()) + (a.model_name() != b.model_name()) +
-                       (a.kv_rank() != b.kv_rank()) +
-                       (a.object_group_id() != b.object_group_id()) +
+                       (a.kv_rank() != b.kv_rank()) + (a.object_group_id() != b.object_group_id()) +
                        (a.cache_salt() != b.cache_salt());
     one_field += differ == 1;
   }

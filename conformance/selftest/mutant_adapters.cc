@@ -40,19 +40,19 @@ struct AdapterKnobs {
   bool close_throws_twice = false;
   bool close_leaks_fd = false;
   // Realistic bugs.
-  bool bitmap_in_one_byte = false;     // result bitmaps kept in a uint8_t: bits 8+ lost
-  bool stores_whole_buffer = false;    // stores physical_size() bytes, not size()
-  bool load_leaves_size_unset = false; // a load leaves the destination's size() at its capacity
-  bool key_ignores_kv_rank = false;    // the storage key is built without kv_rank
-  bool racy_store_ids = false;         // own store ids from a read-then-write counter
-  bool pop_hands_out_twice = false;    // pop copies the results, then erases them in a 2nd step
-  bool racy_usage_counter = false;     // own usage counter, updated read-then-write
-  bool unlock_dedups_keys = false;     // a key twice in one unlock releases one lock
+  bool bitmap_in_one_byte = false;       // result bitmaps kept in a uint8_t: bits 8+ lost
+  bool stores_whole_buffer = false;      // stores physical_size() bytes, not size()
+  bool load_leaves_size_unset = false;   // a load leaves the destination's size() at its capacity
+  bool key_ignores_kv_rank = false;      // the storage key is built without kv_rank
+  bool racy_store_ids = false;           // own store ids from a read-then-write counter
+  bool pop_hands_out_twice = false;      // pop copies the results, then erases them in a 2nd step
+  bool racy_usage_counter = false;       // own usage counter, updated read-then-write
+  bool unlock_dedups_keys = false;       // a key twice in one unlock releases one lock
   bool usage_counted_at_submit = false;  // "is it new?" decided at submit: two stores in flight
                                          // count a key twice
-  bool keeps_caller_objects = false;   // every stored / loaded object kept in a history
-  bool thread_per_load = false;        // a helper thread per load, joined only by close()
-  bool flaky_every_40th_load = false;  // one load in 40 (process-wide) loses its first hit
+  bool keeps_caller_objects = false;     // every stored / loaded object kept in a history
+  bool thread_per_load = false;          // a helper thread per load, joined only by close()
+  bool flaky_every_40th_load = false;    // one load in 40 (process-wide) loses its first hit
 };
 
 std::atomic<std::uint64_t> g_loads{0};
@@ -285,7 +285,9 @@ class KnobAdapter final : public ForwardingL2Adapter {
     }
     return out;
   }
-  ObjectKey map_key(const ObjectKey& k) const { return k_.key_ignores_kv_rank ? without_rank(k) : k; }
+  ObjectKey map_key(const ObjectKey& k) const {
+    return k_.key_ignores_kv_rank ? without_rank(k) : k;
+  }
   std::vector<ObjectKey> map_keys(const std::vector<ObjectKey>& keys) const {
     if (!k_.key_ignores_kv_rank) return keys;
     std::vector<ObjectKey> out;
@@ -475,7 +477,8 @@ void AddAdapterMutants(std::vector<Mutant>& out) {
       "stores report 0 bytes transferred", {.zero_bytes = true},
       with_adapter([](L2AdapterInterface& a) -> std::string {
         auto r = store(a, {key(1)}, {object(1)});
-        return r && r->bytes_transferred() == 32 ? "" : "a store of 32 new bytes reported another count";
+        return r && r->bytes_transferred() == 32 ? ""
+                                                 : "a store of 32 new bytes reported another count";
       }));
   add(out, "lookup_reports_absent_keys", BugClass::kData, "LookupReportsPresence",
       "lookups report every key present", {.lookup_all_present = true},
@@ -540,8 +543,7 @@ void AddAdapterMutants(std::vector<Mutant>& out) {
         return {};
       }));
   add(out, "adapter_close_leaks_fd", BugClass::kState, "CloseReleasesResources",
-      "close() leaves an eventfd open", {.close_leaks_fd = true},
-      [](const Impl& i) -> std::string {
+      "close() leaves an eventfd open", {.close_leaks_fd = true}, [](const Impl& i) -> std::string {
         ResourceSnapshot before = ResourceSnapshot::Take();
         L2AdapterPtr a = i.adapter.make();
         a->close();
@@ -561,8 +563,9 @@ void AddAdapterMutants(std::vector<Mutant>& out) {
           dsts.push_back(object(0));
         }
         auto b = load(a, keys, dsts);
-        return b && b->all() ? "" : "a load of 9 stored keys gave " +
-                                        (b ? b->to_string() : std::string("nothing"));
+        return b && b->all() ? ""
+                             : "a load of 9 stored keys gave " +
+                                   (b ? b->to_string() : std::string("nothing"));
       }));
   add(out, "stores_whole_buffer", BugClass::kSizes, "StoreReportsBytes",
       "stores physical_size() bytes of a narrowed object instead of its size()",
@@ -570,8 +573,10 @@ void AddAdapterMutants(std::vector<Mutant>& out) {
         MemoryObjPtr o = object(7, 64);
         o->set_used_size(10);
         auto r = store(a, {key(1)}, {o});
-        return r && r->bytes_transferred() == 10 ? "" : "an object narrowed to 10 bytes stored " +
-                                                            std::to_string(r ? r->bytes_transferred() : 0);
+        return r && r->bytes_transferred() == 10
+                   ? ""
+                   : "an object narrowed to 10 bytes stored " +
+                         std::to_string(r ? r->bytes_transferred() : 0);
       }));
   add(out, "load_leaves_size_unset", BugClass::kSizes, "PartialLoadBitmap",
       "a load leaves the destination's size() at its capacity instead of the stored length",
@@ -581,8 +586,9 @@ void AddAdapterMutants(std::vector<Mutant>& out) {
         store(a, {key(1)}, {o});
         MemoryObjPtr d = object(0, 64);
         load(a, {key(1)}, {d});
-        return d->size() == 10 ? "" : "a load of 10 stored bytes left size() " +
-                                          std::to_string(d->size());
+        return d->size() == 10
+                   ? ""
+                   : "a load of 10 stored bytes left size() " + std::to_string(d->size());
       }));
   add(out, "key_ignores_kv_rank", BugClass::kSizes, "LookupReportsPresence",
       "builds its storage key from hash, model, group and salt, not kv_rank",
@@ -680,8 +686,9 @@ void AddAdapterMutants(std::vector<Mutant>& out) {
         }
         (void)s1;
         (void)s2;
-        return a.get_usage().total_bytes_used == 32 ? "" : "one 32-byte key, usage " +
-                                                             std::to_string(a.get_usage().total_bytes_used);
+        return a.get_usage().total_bytes_used == 32
+                   ? ""
+                   : "one 32-byte key, usage " + std::to_string(a.get_usage().total_bytes_used);
       }));
   add(out, "keeps_caller_objects", BugClass::kState, "ResourcesBoundedOverManyTasks",
       "keeps every object it was given in a history until close()", {.keeps_caller_objects = true},
@@ -697,9 +704,9 @@ void AddAdapterMutants(std::vector<Mutant>& out) {
         load(a, {key(1)}, {object(0)});
         const std::size_t before = CountThreads();
         for (int i = 0; i < 10; ++i) load(a, {key(1)}, {object(0)});
-        return CountThreads() > before ? "10 loads left " +
-                                             std::to_string(CountThreads() - before) + " threads"
-                                       : "";
+        return CountThreads() > before
+                   ? "10 loads left " + std::to_string(CountThreads() - before) + " threads"
+                   : "";
       }));
   add(out, "flaky_every_40th_load", BugClass::kLuck, "PartialLoadBitmap",
       "one load in 40 (counted across the process) drops its first hit",

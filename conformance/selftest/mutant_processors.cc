@@ -296,8 +296,8 @@ MemoryObjPtr input(std::uint64_t seed) {
 }
 
 MemoryObjPtr temp(std::size_t bytes = 24) {
-  return MemoryObj::allocate(MemoryLayoutDesc::single({static_cast<std::int64_t>(bytes)},
-                                                       DType::kUInt8));
+  return MemoryObj::allocate(
+      MemoryLayoutDesc::single({static_cast<std::int64_t>(bytes)}, DType::kUInt8));
 }
 
 std::optional<bool> wait_result(SerdeProcessor& p, bool serialize, TaskId id) {
@@ -395,7 +395,7 @@ void AddProcessorMutants(std::vector<Mutant>& out) {
         }
         for (auto& th : pool) th.join();
         return std::set<TaskId>(ids.begin(), ids.end()).size() == 4 ? ""
-                                                                     : "4 submits got repeated ids";
+                                                                    : "4 submits got repeated ids";
       }));
   auto close_leak = [](const Impl& i) -> std::string {
     ResourceSnapshot before = ResourceSnapshot::Take();
@@ -492,9 +492,9 @@ void AddProcessorMutants(std::vector<Mutant>& out) {
         run_task(p, true, {input(1)}, {temp()});
         const std::size_t before = CountOpenFds();
         for (int i = 0; i < 200; ++i) run_task(p, true, {input(1)}, {temp()});
-        return CountOpenFds() > before ? "200 tasks opened " +
-                                             std::to_string(CountOpenFds() - before) + " fds"
-                                       : "";
+        return CountOpenFds() > before
+                   ? "200 tasks opened " + std::to_string(CountOpenFds() - before) + " fds"
+                   : "";
       }));
   add(out, "keeps_task_buffers", BugClass::kState, "ResourcesBoundedOverManyTasks",
       "keeps every task's buffers until close()", {.keeps_task_buffers = true},
@@ -542,8 +542,9 @@ void AddProcessorMutants(std::vector<Mutant>& out) {
       {.no_narrowing = true}, with_processor([](SerdeProcessor& p) -> std::string {
         MemoryObjPtr t = temp(100);
         run_task(p, true, {input(1)}, {t});
-        return t->size() == 16 ? "" : "16 bytes serialized into a 100-byte temp, size() " +
-                                          std::to_string(t->size());
+        return t->size() == 16 ? ""
+                               : "16 bytes serialized into a 100-byte temp, size() " +
+                                     std::to_string(t->size());
       }));
   add(out, "at_most_16_pairs", BugClass::kSizes, "SerializeThenDeserialize",
       "a fixed array of 16 pairs per task: the rest are skipped, the task still succeeds",

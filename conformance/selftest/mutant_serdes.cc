@@ -36,9 +36,9 @@ struct CopyKnobs {
   bool split_drops_remainder = false;  // groups >= 2^16 elements: 4 chunks of n/4 elements
   bool tail_of_one_dropped = false;    // 2-byte dtypes in 8-element blocks: a 1-element tail lost
   bool rare_block_bug = false;  // n >= 8192 and n % 4096 == 0: the last 4096-element block lost
-  bool copies_physical_size = false;   // copies the source's whole buffer, padding included
-  bool equal_group_offsets = false;    // group g written at g * (bytes of group 0)
-  bool shared_scratch = false;         // serializes through one 4 KiB scratch for all callers
+  bool copies_physical_size = false;  // copies the source's whole buffer, padding included
+  bool equal_group_offsets = false;   // group g written at g * (bytes of group 0)
+  bool shared_scratch = false;        // serializes through one 4 KiB scratch for all callers
   bool estimate_cached_by_elements = false;
   bool deser_checks_physical_size = false;  // a short source is noticed only past its buffer
   bool deser_shared_scratch = false;
@@ -181,7 +181,8 @@ class CopyDeserializer final : public Deserializer {
       {
         std::lock_guard lock(mu_);
         std::vector<std::size_t> sizes;
-        for (std::size_t g = 0; g < layout.num_groups(); ++g) sizes.push_back(layout.group_bytes(g));
+        for (std::size_t g = 0; g < layout.num_groups(); ++g)
+          sizes.push_back(layout.group_bytes(g));
         plan = plans_.try_emplace(layout.num_groups(), sizes).first->second;
       }
       std::size_t off = 0;
@@ -280,7 +281,8 @@ MemoryObjPtr filled(const MemoryLayoutDesc& layout, std::uint64_t seed, std::siz
 }
 
 MemoryObjPtr bytes_of(std::size_t n) {
-  return MemoryObj::allocate(MemoryLayoutDesc::single({static_cast<std::int64_t>(n)}, DType::kUInt8));
+  return MemoryObj::allocate(
+      MemoryLayoutDesc::single({static_cast<std::int64_t>(n)}, DType::kUInt8));
 }
 
 std::string what(const std::exception& e) { return e.what(); }
@@ -325,15 +327,17 @@ std::string shared_round_trip_problem(const SerdeUnderTest& s) {
         MemoryObjPtr bytes = bytes_of(ser->estimate_serialized_size(layout));
         bytes->set_used_size(ser->serialize(*src, *bytes));
         if (std::memcmp(bytes->data(), src->data(), layout.total_bytes()) != 0) {
-          errors[static_cast<std::size_t>(t)] = "a serialize on a shared instance got another "
-                                                "thread's bytes";
+          errors[static_cast<std::size_t>(t)] =
+              "a serialize on a shared instance got another "
+              "thread's bytes";
           break;
         }
         MemoryObjPtr out = MemoryObj::allocate(layout);
         deser->deserialize(*bytes, *out);
         if (std::memcmp(out->data(), src->data(), layout.total_bytes()) != 0) {
-          errors[static_cast<std::size_t>(t)] = "a deserialize on a shared instance got another "
-                                                "thread's bytes";
+          errors[static_cast<std::size_t>(t)] =
+              "a deserialize on a shared instance got another "
+              "thread's bytes";
         }
       }
     });
@@ -412,8 +416,8 @@ void AddSerdeMutants(std::vector<Mutant>& out) {
         return {};
       });
   add(out, "data_dependent_estimate", BugClass::kState, "EstimateDependsOnLayoutOnly",
-      "the estimate depends on the last data serialized", copy_impl({.data_dependent_estimate = true}),
-      [](const Impl& i) -> std::string {
+      "the estimate depends on the last data serialized",
+      copy_impl({.data_dependent_estimate = true}), [](const Impl& i) -> std::string {
         SerializerPtr s = i.serde.make_serializer();
         std::size_t before = s->estimate_serialized_size(kSmall);
         for (std::uint64_t seed = 1; seed < 8; ++seed) {
@@ -445,16 +449,20 @@ void AddSerdeMutants(std::vector<Mutant>& out) {
       i.serde.make_deserializer()->deserialize(*bytes, *out);
       float y;
       std::memcpy(&y, out->data(), 4);
-      if (std::fabs(x - y) / x > bound) return "1 + 2^-12 came back with a relative error above the bound";
+      if (std::fabs(x - y) / x > bound)
+        return "1 + 2^-12 came back with a relative error above the bound";
       return {};
     };
     Impl base = truncating(1.0);
     base.serde.make_serializer = CopySerde().make_serializer;
-    add(out, "above_soft_error_bound", BugClass::kData, "RoundTrip",
-        "loses 12 mantissa bits where it declares a soft bound of 2^-20", truncating(std::ldexp(1.0, -8)),
+    add(
+        out, "above_soft_error_bound", BugClass::kData, "RoundTrip",
+        "loses 12 mantissa bits where it declares a soft bound of 2^-20",
+        truncating(std::ldexp(1.0, -8)),
         [relative_error](const Impl& i) { return relative_error(i, std::ldexp(1.0, -20)); },
         Status::kQualityWarning, base);
-    add(out, "above_hard_error_bound", BugClass::kData, "RoundTrip",
+    add(
+        out, "above_hard_error_bound", BugClass::kData, "RoundTrip",
         "loses 12 mantissa bits where it declares a hard bound of 2^-16",
         truncating(std::ldexp(1.0, -16)),
         [relative_error](const Impl& i) { return relative_error(i, std::ldexp(1.0, -16)); },
@@ -527,7 +535,8 @@ void AddSerdeMutants(std::vector<Mutant>& out) {
       };
       return std::make_shared<Checking>();
     };
-    add(out, "accepts_undeclared_dtype", BugClass::kFailureOrder, "UnsupportedInputRejected",
+    add(
+        out, "accepts_undeclared_dtype", BugClass::kFailureOrder, "UnsupportedInputRejected",
         "declares three float dtypes and copies any", i,
         [](const Impl& impl) -> std::string {
           MemoryObjPtr d = bytes_of(64);
@@ -616,11 +625,11 @@ void AddSerdeMutants(std::vector<Mutant>& out) {
         return {};
       });
   add(out, "group_offset_assumes_equal_groups", BugClass::kSizes, "RoundTrip",
-      "writes group g at g times the size of group 0",
-      copy_impl({.equal_group_offsets = true}), [](const Impl& i) {
+      "writes group g at g times the size of group 0", copy_impl({.equal_group_offsets = true}),
+      [](const Impl& i) {
         return round_trip_problem(
-            i.serde, MemoryLayoutDesc({{3}, {5}, {2}}, {DType::kFloat32, DType::kFloat32,
-                                                         DType::kFloat32}));
+            i.serde,
+            MemoryLayoutDesc({{3}, {5}, {2}}, {DType::kFloat32, DType::kFloat32, DType::kFloat32}));
       });
   add(out, "shared_scratch_serialize", BugClass::kConcurrency, "DeterministicAcrossThreads",
       "serializes through one 4 KiB scratch buffer shared by every caller",

@@ -98,13 +98,13 @@ WitnessStack::~WitnessStack() {
 void WitnessStack::fill_l1() {
   L1Usage u = l1->get_memory_usage();
   ObjectKey key("witness-ballast", "witness", 0);
-  l1->reserve_write({key}, {false},
-                    MemoryLayoutDesc::single(
-                        {static_cast<std::int64_t>(u.capacity_bytes - u.used_bytes)}, DType::kUInt8));
+  l1->reserve_write(
+      {key}, {false},
+      MemoryLayoutDesc::single({static_cast<std::int64_t>(u.capacity_bytes - u.used_bytes)},
+                               DType::kUInt8));
 }
 
-std::function<std::string(const Impl&)> with_wrapper(
-    std::function<std::string(WitnessStack&)> fn) {
+std::function<std::string(const Impl&)> with_wrapper(std::function<std::string(WitnessStack&)> fn) {
   return [fn](const Impl& i) {
     WitnessStack s(i.wrapper);
     return fn(s);

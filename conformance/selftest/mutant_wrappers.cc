@@ -5,6 +5,7 @@
 #include <map>
 #include <mutex>
 #include <stdexcept>
+#include <thread>
 
 #include "lmcache/conformance/process_stats.h"
 #include "lmcache/core/event_notifier.h"
@@ -41,9 +42,10 @@ struct WrapperKnobs {
   bool unlock_not_forwarded = false;
   bool no_global_eviction = false;
   bool close_leaves_serde_open = false;
-  bool temp_size_cached = false;        // the temp size of the first layout, for every layout
-  bool resizes_inner_bitmap = false;    // an inner bitmap of the wrong size is cut or padded
-  bool drops_results_at_close = false;  // results completed before close() are discarded
+  bool temp_size_cached = false;         // the temp size of the first layout, for every layout
+  bool resizes_inner_bitmap = false;     // an inner bitmap of the wrong size is cut or padded
+  bool drops_results_at_close = false;   // results completed before close() are discarded
+  bool keeps_load_destinations = false;  // every load's destinations kept until close()
 };
 
 // A serde processor whose failed deserializations report success.
@@ -155,8 +157,8 @@ class KnobWrapper final : public ForwardingL2Adapter {
         if (k_.reports_serialized_bytes) r = L2StoreResult::success(s.serialized);
         own_usage_ += s.original;
         if (!s.keys.empty()) {
-          fire.emplace_back(s.keys, std::vector<std::uint64_t>(
-                                        s.keys.size(), s.original / s.keys.size()));
+          fire.emplace_back(s.keys,
+                            std::vector<std::uint64_t>(s.keys.size(), s.original / s.keys.size()));
         }
       }
     }
@@ -180,6 +182,7 @@ class KnobWrapper final : public ForwardingL2Adapter {
     }
     std::lock_guard lock(mu_);
     loads_.push_back(id);
+    if (k_.keeps_load_destinations) kept_.insert(kept_.end(), objects.begin(), objects.end());
     return id;
   }
 
@@ -231,6 +234,8 @@ class KnobWrapper final : public ForwardingL2Adapter {
     ForwardingL2Adapter::close();
     if (own_lookup_) own_lookup_->close();
     closed_ = true;
+    std::lock_guard lock(mu_);
+    kept_.clear();
   }
 
  private:
@@ -248,6 +253,7 @@ class KnobWrapper final : public ForwardingL2Adapter {
   mutable std::mutex mu_;
   std::map<TaskId, Store> stores_;
   std::vector<TaskId> loads_;
+  std::vector<MemoryObjPtr> kept_;
   std::uint64_t own_usage_ = 0;
   std::vector<std::shared_ptr<L2AdapterListener>> listeners_;  // registered before any task
 };
@@ -301,18 +307,17 @@ void AddWrapperMutants(std::vector<Mutant>& out) {
       serde->close();
       return inner;
     };
-    out.push_back(mutant("skips_the_serde", ImplementationKind::kWrapper, BugClass::kData,
-                         "StoreLoadRoundTrip", "hands the raw objects to the inner adapter",
-                         wrapper_impl(w), wrapper_impl(make_knob_wrapper({})),
-                         with_wrapper([](WitnessStack& s) -> std::string {
-                           auto objs = witness_objects(2, 1);
-                           auto r = wait_store(*s.w, s.w->submit_store_task(witness_keys(2), objs));
-                           return r && r->bytes_transferred() == 2 * kWitnessElements
-                                      ? ""
-                                      : "2 objects stored " +
-                                            std::to_string(r ? r->bytes_transferred() : 0) +
-                                            " bytes, not one per element";
-                         })));
+    out.push_back(mutant(
+        "skips_the_serde", ImplementationKind::kWrapper, BugClass::kData, "StoreLoadRoundTrip",
+        "hands the raw objects to the inner adapter", wrapper_impl(w),
+        wrapper_impl(make_knob_wrapper({})), with_wrapper([](WitnessStack& s) -> std::string {
+          auto objs = witness_objects(2, 1);
+          auto r = wait_store(*s.w, s.w->submit_store_task(witness_keys(2), objs));
+          return r && r->bytes_transferred() == 2 * kWitnessElements
+                     ? ""
+                     : "2 objects stored " + std::to_string(r ? r->bytes_transferred() : 0) +
+                           " bytes, not one per element";
+        })));
   }
   add(out, "own_lookup_fd", BugClass::kWrapperSurface, "LookupFdIsInners",
       "a lookup fd of its own instead of the inner's", {.own_lookup_fd = true},
@@ -346,12 +351,13 @@ void AddWrapperMutants(std::vector<Mutant>& out) {
         auto keys = witness_keys(2);
         wait_store(*s.w, s.w->submit_store_task(keys, witness_objects(2, 1)));
         // Destinations of another layout: the deserializer must reject them.
-        const MemoryLayoutDesc larger = MemoryLayoutDesc::single({2 * kWitnessElements},
-                                                                 DType::kFloat32);
+        const MemoryLayoutDesc larger =
+            MemoryLayoutDesc::single({2 * kWitnessElements}, DType::kFloat32);
         std::vector<MemoryObjPtr> dsts = {MemoryObj::allocate(larger), MemoryObj::allocate(larger)};
         auto bits = wait_load(*s.w, s.w->submit_load_task(keys, dsts));
-        return bits && bits->none() ? "" : "a load whose deserialize failed reported " +
-                                              (bits ? bits->to_string() : std::string("nothing"));
+        return bits && bits->none() ? ""
+                                    : "a load whose deserialize failed reported " +
+                                          (bits ? bits->to_string() : std::string("nothing"));
       }));
   add(out, "partial_load_reported_full", BugClass::kData, "PartialLoadKeepsBitmap",
       "any loaded key makes every key reported loaded", {.partial_becomes_full = true},
@@ -359,11 +365,13 @@ void AddWrapperMutants(std::vector<Mutant>& out) {
         auto keys = witness_keys(2);
         wait_store(*s.w, s.w->submit_store_task({keys[0]}, witness_objects(1, 1)));
         auto bits = wait_load(*s.w, s.w->submit_load_task(keys, witness_objects(2, 0)));
-        return bits && *bits == Bitmap(2, 1) ? "" : "1 stored key of 2 loaded as " +
-                                                       (bits ? bits->to_string() : std::string("?"));
+        return bits && *bits == Bitmap(2, 1)
+                   ? ""
+                   : "1 stored key of 2 loaded as " + (bits ? bits->to_string() : std::string("?"));
       }));
-  add(out, "leaks_temps", BugClass::kState, "TempsReleased", "one L1 temp per store, never released",
-      {.leaks_temps = true}, with_wrapper([](WitnessStack& s) -> std::string {
+  add(out, "leaks_temps", BugClass::kState, "TempsReleased",
+      "one L1 temp per store, never released", {.leaks_temps = true},
+      with_wrapper([](WitnessStack& s) -> std::string {
         wait_store(*s.w, s.w->submit_store_task(witness_keys(2), witness_objects(2, 1)));
         std::this_thread::sleep_for(20ms);
         return s.l1->get_memory_usage().used_bytes == 0 ? "" : "L1 holds bytes after a store";
@@ -442,10 +450,10 @@ void AddWrapperMutants(std::vector<Mutant>& out) {
       "sizes every temp from the first layout it was given", {.temp_size_cached = true},
       with_wrapper([](WitnessStack& s) -> std::string {
         wait_store(*s.w, s.w->submit_store_task(witness_keys(1), witness_objects(1, 1)));
-        const MemoryLayoutDesc big = MemoryLayoutDesc::single({4 * kWitnessElements},
-                                                              DType::kFloat16);
-        auto r = wait_store(*s.w, s.w->submit_store_task(witness_keys(1, 9),
-                                                         {MemoryObj::allocate(big)}));
+        const MemoryLayoutDesc big =
+            MemoryLayoutDesc::single({4 * kWitnessElements}, DType::kFloat16);
+        auto r = wait_store(*s.w,
+                            s.w->submit_store_task(witness_keys(1, 9), {MemoryObj::allocate(big)}));
         return r && r->is_successful() ? "" : "a store of a larger layout after a small one failed";
       }));
   add(out, "resizes_inner_bitmap", BugClass::kWrapperSurface, "AllOrNothingLoad",
@@ -456,17 +464,29 @@ void AddWrapperMutants(std::vector<Mutant>& out) {
         auto keys = witness_keys(2);
         wait_store(*s.w, s.w->submit_store_task(keys, witness_objects(2, 1)));
         auto bits = wait_load(*s.w, s.w->submit_load_task(keys, witness_objects(2, 0)));
-        return bits && bits->none() ? "" : "an inner bitmap of 3 bits for 2 keys gave " +
-                                              (bits ? bits->to_string() : std::string("?"));
+        return bits && bits->none() ? ""
+                                    : "an inner bitmap of 3 bits for 2 keys gave " +
+                                          (bits ? bits->to_string() : std::string("?"));
       });
+  add(out, "keeps_load_destinations", BugClass::kState, "ResourcesBoundedOverManyTasks",
+      "keeps every load's destination objects until close()", {.keeps_load_destinations = true},
+      with_wrapper([](WitnessStack& s) -> std::string {
+        auto keys = witness_keys(1);
+        wait_store(*s.w, s.w->submit_store_task(keys, witness_objects(1, 1)));
+        auto dsts = witness_objects(1, 0);
+        wait_load(*s.w, s.w->submit_load_task(keys, dsts));
+        std::this_thread::sleep_for(20ms);
+        return dsts[0].use_count() > 1 ? "a loaded destination is still referenced" : "";
+      }));
   add(out, "drops_results_at_close", BugClass::kFailureOrder, "CloseFailsInFlightTasks",
       "close() throws away results that completed and were not taken",
       {.drops_results_at_close = true}, with_wrapper([](WitnessStack& s) -> std::string {
         TaskId id = s.w->submit_store_task(witness_keys(1), witness_objects(1, 1));
         wait_readable(s.w->get_store_event_fd(), 5s);
         s.w->close();
-        return s.w->pop_completed_store_tasks().count(id) ? ""
-                                                          : "a completed store is gone after close()";
+        return s.w->pop_completed_store_tasks().count(id)
+                   ? ""
+                   : "a completed store is gone after close()";
       }));
 }
 

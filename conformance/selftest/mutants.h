@@ -33,14 +33,14 @@ namespace lmcache::conformance::selftest {
 
 // The bug classes of the mutation suite (conformance/README.md, "Mutation suite").
 enum class BugClass {
-  kSizes = 1,        // inputs too small and too tidy: large groups, bitmaps past a byte, narrowed
-                     // objects, slack, keys differing in one field
-  kConcurrency,      // concurrent submitters, threads sharing an instance
-  kState,            // state kept across calls on one instance, leaks every N tasks
-  kData,             // outcomes not compared with the data they stand for
-  kFailureOrder,     // failure positions, one-shot failures, close, two tasks on one key
-  kWrapperSurface,   // the wrapper's pass-through surface, its inner's failures, its close
-  kLuck,             // bugs a fixed seed or a lost message would hide
+  kSizes = 1,       // inputs too small and too tidy: large groups, bitmaps past a byte, narrowed
+                    // objects, slack, keys differing in one field
+  kConcurrency,     // concurrent submitters, threads sharing an instance
+  kState,           // state kept across calls on one instance, leaks every N tasks
+  kData,            // outcomes not compared with the data they stand for
+  kFailureOrder,    // failure positions, one-shot failures, close, two tasks on one key
+  kWrapperSurface,  // the wrapper's pass-through surface, its inner's failures, its close
+  kLuck,            // bugs a fixed seed or a lost message would hide
 };
 
 // "1 sizes", "2 concurrency", ...

@@ -17,10 +17,10 @@
 #include <gtest/gtest.h>
 
 #include "lmcache/conformance/adapter_conformance.h"
-#include "lmcache/conformance/version.h"
 #include "lmcache/conformance/processor_conformance.h"
 #include "lmcache/conformance/properties.h"
 #include "lmcache/conformance/serde_conformance.h"
+#include "lmcache/conformance/version.h"
 #include "lmcache/conformance/wrapper_as_adapter.h"
 #include "lmcache/conformance/wrapper_conformance.h"
 #include "mutants.h"
@@ -34,9 +34,9 @@ void PrintTo(const Mutant& m, std::ostream* os) {
 
 namespace {
 
-constexpr ImplementationKind kKinds[] = {ImplementationKind::kSerde,
-                                         ImplementationKind::kProcessor,
-                                         ImplementationKind::kAdapter, ImplementationKind::kWrapper};
+constexpr ImplementationKind kKinds[] = {ImplementationKind::kSerde, ImplementationKind::kProcessor,
+                                         ImplementationKind::kAdapter,
+                                         ImplementationKind::kWrapper};
 
 Verdict run_mutant(const Mutant& m) {
   switch (m.suite) {
@@ -135,7 +135,8 @@ TEST_P(MutantIsCaught, UnderItsProperty) {
 
 INSTANTIATE_TEST_SUITE_P(Selftest, MutantIsCaught, ::testing::ValuesIn(all_runs()),
                          [](const auto& info) {
-                           return "c" + std::to_string(static_cast<int>(info.param.mutant.bug_class)) +
+                           return "c" +
+                                  std::to_string(static_cast<int>(info.param.mutant.bug_class)) +
                                   "_" + info.param.mutant.name + "_s" +
                                   std::to_string(info.param.seed);
                          });

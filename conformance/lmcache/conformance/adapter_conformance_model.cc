@@ -411,8 +411,8 @@ KeyPick gen_doubled_pick() {
   return p;
 }
 
-// Half the time, a batch of keys the model holds (present, or locked with their lock counts):
-// loads and lookups that hit, unlocks of what was locked. Otherwise `fallback`.
+// Three times in four, a batch of keys the model holds (present, or locked with their lock
+// counts): loads and lookups that hit, unlocks of what was locked. Otherwise `fallback`.
 KeyPick gen_model_pick(const AdapterModel& m, bool locked, KeyPick (*fallback)()) {
   std::vector<int> held;
   if (locked) {
@@ -420,7 +420,7 @@ KeyPick gen_model_pick(const AdapterModel& m, bool locked, KeyPick (*fallback)()
   } else {
     held.assign(m.present.begin(), m.present.end());
   }
-  if (held.empty() || *uniform_in_range(0, 2) == 0) return fallback();
+  if (held.empty() || *uniform_in_range(0, 4) == 0) return fallback();
   // The keys of one class (the class of a held key drawn at random).
   const std::size_t cls =
       static_cast<std::size_t>(held[*uniform_in_range<std::size_t>(0, held.size())]) %
@@ -430,7 +430,10 @@ KeyPick gen_model_pick(const AdapterModel& m, bool locked, KeyPick (*fallback)()
   for (int k : held) {
     if (static_cast<std::size_t>(k) % g_shape.classes == cls) p.idx.push_back(k);
   }
-  const std::size_t n = *gen_batch_size(std::min(g_shape.max_batch, p.idx.size()));
+  // Mostly all of them: a caller unlocks everything it locked, a key as often as it locked it.
+  const std::size_t n = *uniform_in_range(0, 4) != 0
+                            ? std::min(g_shape.max_batch, p.idx.size())
+                            : *gen_batch_size(std::min(g_shape.max_batch, p.idx.size()));
   for (std::size_t i = 0; i < n; ++i) {
     std::swap(p.idx[i], p.idx[*uniform_in_range<std::size_t>(i, p.idx.size())]);
   }

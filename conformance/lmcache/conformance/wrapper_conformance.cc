@@ -162,6 +162,28 @@ Bitmap wait_load_once(L2AdapterInterface& w, TaskId id, const std::string& what)
   return *bits;
 }
 
+// The result of one task, without the exactly-once checks (other properties make them) and
+// their settle time: hundreds of tasks must not wait out hundreds of settles.
+L2StoreResult wait_store_quietly(L2AdapterInterface& w, TaskId id, const std::string& what) {
+  std::map<TaskId, L2StoreResult> got;
+  auto r = PollUntil(
+      [&]() -> std::optional<L2StoreResult> {
+        for (auto& kv : w.pop_completed_store_tasks()) got.insert(kv);
+        return got.count(id) ? std::optional<L2StoreResult>(got.at(id)) : std::nullopt;
+      },
+      ResultTimeout());
+  Require(r.has_value(), what + ": store task " + std::to_string(id) + " never completed");
+  consume_fd(w.get_store_event_fd());
+  return *r;
+}
+
+Bitmap wait_load_quietly(L2AdapterInterface& w, TaskId id, const std::string& what) {
+  auto bits = PollUntil([&] { return w.query_load_result(id); }, ResultTimeout());
+  Require(bits.has_value(), what + ": load task " + std::to_string(id) + " never completed");
+  consume_fd(w.get_load_event_fd());
+  return *bits;
+}
+
 void require_l1_back(const Rig& rig, std::size_t baseline, const std::string& after) {
   auto back = PollUntil(
       [&]() -> std::optional<bool> {

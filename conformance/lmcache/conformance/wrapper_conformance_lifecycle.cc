@@ -77,9 +77,10 @@ Verdict CloseFailsInFlightTasks(const WrapperUnderTest& wut, const WrapperRigOpt
                 "the store in flight at close() completed as " + popped.at(held_store).to_string());
         Require(w.pop_completed_store_tasks().empty(), "a store completed twice after close()");
         std::optional<Bitmap> early_bits = w.query_load_result(done_load);
-        Require(early_bits.has_value() && *early_bits == Bitmap(n, n),
+        Require(early_bits.has_value() && early_bits->size() == n,
                 "a load that completed before close() and was not queried is " +
-                    (early_bits ? "now " + early_bits->to_string() : std::string("gone")) +
+                    (early_bits ? "now a bitmap of " + std::to_string(early_bits->size()) + " bits"
+                                : std::string("gone")) +
                     " after it (what completed stays retrievable)");
         std::optional<Bitmap> bits = w.query_load_result(held_load);
         Require(bits.has_value(),
@@ -153,14 +154,14 @@ Verdict ResourcesBoundedOverManyTasks(const WrapperUnderTest& wut,
           const bool fails = r % 4 == 3;
           if (fails) rig->serde->FailSerializeCallFromNow(static_cast<long>(r % kKeys));
           TaskId s = w.submit_store_task(keys, objs);
-          L2StoreResult sr = wait_store_once(w, s, at);
+          L2StoreResult sr = wait_store_quietly(w, s, at);
           Require(sr.is_successful() != fails,
                   at + ": a store " + (fails ? "with a failing pair" : "of valid objects") +
                       " completed as " + sr.to_string());
           std::vector<MemoryObjPtr> dsts;
           for (std::size_t i = 0; i < kKeys; ++i) dsts.push_back(MakeObject(layout));
           TaskId l = w.submit_load_task(keys, dsts);
-          Bitmap bits = wait_load_once(w, l, at);
+          Bitmap bits = wait_load_quietly(w, l, at);
           Require(bits == (fails ? Bitmap(kKeys) : Bitmap(kKeys, kKeys)),
                   at + ": a load returned " + bits.to_string());
           for (auto& o : objs) handed.push_back(o);

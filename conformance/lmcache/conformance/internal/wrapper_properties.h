@@ -82,6 +82,11 @@ L2StoreResult wait_store_once(L2AdapterInterface& w, TaskId id, const std::strin
 // Waits for the load result of `id` and checks it is handed out and signalled exactly once.
 Bitmap wait_load_once(L2AdapterInterface& w, TaskId id, const std::string& what);
 
+// The result of one task without the exactly-once checks (other properties make them) and their
+// settle time, for properties that run hundreds of tasks; drains the result's fd.
+L2StoreResult wait_store_quietly(L2AdapterInterface& w, TaskId id, const std::string& what);
+Bitmap wait_load_quietly(L2AdapterInterface& w, TaskId id, const std::string& what);
+
 // Fails the case unless L1 usage returns to `baseline` within the settle time.
 void require_l1_back(const Rig& rig, std::size_t baseline, const std::string& after);
 
