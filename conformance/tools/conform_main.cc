@@ -47,7 +47,7 @@ struct Options {
   std::string junit_path;
   std::string rc_params;
   bool rc_params_given = false;
-  double timeout_s = 300;
+  double timeout_s = 0;  // 0: by depth (300 s, 1800 s for exhaustive)
   int jobs = 0;
   std::string keep_logs;
   bool quiet = false;
@@ -361,7 +361,9 @@ int Main(int argc, char** argv) {
   auto* rc = app.add_option("--rc-params", o.rc_params,
                             "RapidCheck configuration for every property (RC_PARAMS syntax, e.g. "
                             "'seed=42 max_success=200'); default: $RC_PARAMS plus a random seed");
-  app.add_option("--timeout", o.timeout_s, "Seconds a property may run before it counts as a hang")
+  app.add_option("--timeout", o.timeout_s,
+                 "Seconds a property may run before it counts as a hang (default 300; 1800 at "
+                 "--depth exhaustive)")
       ->check(CLI::PositiveNumber);
   app.add_option("--jobs,-j", o.jobs, "Properties run in parallel (default: min(4, cores))");
   app.add_option("--keep-logs", o.keep_logs, "Keep every child's log and gtest report here");
@@ -384,6 +386,7 @@ int Main(int argc, char** argv) {
               << "'\n";
     return 2;
   }
+  if (o.timeout_s <= 0) o.timeout_s = *parse_depth(o.depth) == Depth::kExhaustive ? 1800 : 300;
   if (!o.reference && o.plugins.empty()) {
     std::cerr << "lmcache-conform: give --reference and/or --plugin FILE\n" << app.help();
     return 2;

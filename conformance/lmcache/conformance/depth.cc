@@ -34,11 +34,11 @@ Depth current_depth() {
 }
 
 const DepthProfile& depth_profile(Depth depth) {
-  // Groups: 2^14, 2^21 and 2^24 elements at most. Batches: past one bitmap byte at every depth,
+  // Groups: 2^14, 2^21 and 2^23 elements at most. Batches: past one bitmap byte at every depth,
   // past 64 keys from standard on.
   static const DepthProfile kQuick{0.35, std::size_t{1} << 14, 16, 100, 25};
-  static const DepthProfile kStandard{1.0, std::size_t{1} << 21, 80, 320, 40};
-  static const DepthProfile kExhaustive{4.0, std::size_t{1} << 24, 260, 1200, 80};
+  static const DepthProfile kStandard{2.0, std::size_t{1} << 21, 80, 320, 40};
+  static const DepthProfile kExhaustive{6.0, std::size_t{1} << 23, 260, 1200, 80};
   switch (depth) {
     case Depth::kQuick:
       return kQuick;

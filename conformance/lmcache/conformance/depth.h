@@ -7,7 +7,7 @@
 //               build; it can miss bugs that only show on large inputs or long sequences.
 //   standard    the default of lmcache-conform and of CI: groups up to ~2 M elements (rarely),
 //               batches up to 80 keys, hundreds of tasks for the resource checks.
-//   exhaustive  several times the cases, groups up to ~16 M elements, thousands of tasks.
+//   exhaustive  three times standard's cases, groups up to ~8 M elements, over a thousand tasks.
 //
 // The depth comes from `lmcache-conform --depth`, which passes it to its child processes as
 // LMCACHE_CONFORMANCE_DEPTH; a link-time gtest binary reads the same variable
