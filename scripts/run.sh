@@ -52,17 +52,18 @@ cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DLMCACHE_WERRO
 cmake --build "$build" -j "$(nproc)" --target lmcache-conform lmcache-fault-campaign lmcache-bench
 
 if ((quick)); then
-  rc_params="seed=$seed max_success=20"
+  depth=quick
   operations=2000
   bench_args=(--quick)
 else
-  rc_params="seed=$seed max_success=100"
+  depth=standard
   operations=20000
   bench_args=()
 fi
+rc_params="seed=$seed"
 
 stage "conformance of the reference implementation"
-"$build/conformance/lmcache-conform" --reference --rc-params "$rc_params" \
+"$build/conformance/lmcache-conform" --reference --depth "$depth" --rc-params "$rc_params" \
   --json "$out/conformance.json" --junit "$out/conformance.xml"
 
 stage "fault campaign ($operations operations, seed $seed)"

@@ -1,14 +1,20 @@
-// Processor mutants: a small SerdeProcessor (one worker thread, a queue, two completion maps and
-// two eventfds) over the fp8 pair, with one rule broken per mutant.
+// Processor mutants: a small SerdeProcessor (one or two worker threads, a queue, two completion
+// maps and two eventfds) over the fp8 pair, with one bug switched on per mutant.
+#include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstring>
 #include <deque>
 #include <functional>
+#include <latch>
 #include <map>
 #include <mutex>
+#include <set>
 #include <stdexcept>
 #include <thread>
 
+#include "lmcache/conformance/process_stats.h"
 #include "lmcache/core/event_notifier.h"
 #include "lmcache/serde/fp8_serde.h"
 #include "mutants.h"
@@ -18,7 +24,10 @@ namespace lmcache::conformance::selftest {
 
 namespace {
 
+using namespace std::chrono_literals;
+
 struct ProcessorKnobs {
+  int workers = 1;
   bool same_fd = false;  // one eventfd for both directions
   bool skip_every_second_notify = false;
   bool answer_twice = false;      // queries do not remove the result
@@ -31,32 +40,46 @@ struct ProcessorKnobs {
   bool submit_after_close_ok = false;
   bool accept_mismatched = false;
   bool zero_estimate = false;
+  // Realistic bugs.
+  bool decode_all_into_first = false;  // every pair of a deserialize decoded into dsts[0]
+  bool result_of_last_pair = false;    // a task reports how its last pair went
+  bool failures_answered_twice = false;
+  bool close_clears_results = false;
+  bool fd_leak_every_64_tasks = false;  // an eventfd per 64 tasks, closed only by close()
+  bool keeps_task_buffers = false;      // every task's buffers kept until close()
+  bool sticky_failure = false;          // the task after a failed one fails too
+  bool shared_pair_cursor = false;      // the running task's pair index is shared by workers
+  bool no_narrowing = false;            // serialized temps keep their capacity as size()
+  bool at_most_16_pairs = false;        // pairs past the 16th are skipped
+  bool flaky_every_97th_task = false;   // one task in 97 (process-wide) reports false
 };
+
+std::atomic<std::uint64_t> g_tasks{0};
 
 class KnobQueueProcessor final : public SerdeProcessor {
  public:
   explicit KnobQueueProcessor(ProcessorKnobs k) : k_(k) {
     if (k_.leak_fd_on_close) leaked_ = std::make_unique<EventNotifier>();
-    worker_ = std::thread([this] { Loop(); });
+    for (int w = 0; w < std::max(1, k_.workers); ++w) workers_.emplace_back([this] { loop(); });
   }
   ~KnobQueueProcessor() override {
     close();
-    if (worker_.joinable()) {  // a leaked thread is joined here, not in close()
-      Stop();
-      worker_.join();
+    stop();
+    for (auto& w : workers_) {
+      if (w.joinable()) w.join();  // a leaked thread is joined here, not in close()
     }
   }
 
   TaskId submit_serialize(std::vector<MemoryObjPtr> srcs, std::vector<MemoryObjPtr> dsts) override {
-    return Submit(true, std::move(srcs), std::move(dsts));
+    return submit(true, std::move(srcs), std::move(dsts));
   }
   TaskId submit_deserialize(std::vector<MemoryObjPtr> srcs,
                             std::vector<MemoryObjPtr> dsts) override {
-    return Submit(false, std::move(srcs), std::move(dsts));
+    return submit(false, std::move(srcs), std::move(dsts));
   }
-  std::optional<bool> query_serialize_result(TaskId id) override { return Query(ser_done_, id); }
+  std::optional<bool> query_serialize_result(TaskId id) override { return query(ser_done_, id); }
   std::optional<bool> query_deserialize_result(TaskId id) override {
-    return Query(deser_done_, id);
+    return query(deser_done_, id);
   }
   int get_serialize_event_fd() const override { return ser_fd_.fd(); }
   int get_deserialize_event_fd() const override {
@@ -73,59 +96,113 @@ class KnobQueueProcessor final : public SerdeProcessor {
       closed_ = true;
       if (k_.drop_queued_on_close) queue_.clear();
       // Wait for the queue to drain (queued work still completes).
-      idle_cv_.wait(lock, [&] { return queue_.empty() && !busy_; });
+      idle_cv_.wait(lock, [&] { return queue_.empty() && busy_ == 0; });
     }
     if (!k_.leak_thread_on_close) {
-      Stop();
-      worker_.join();
+      stop();
+      for (auto& w : workers_) w.join();
+    }
+    if (k_.close_clears_results) {
+      std::lock_guard r(results_mu_);
+      ser_done_.clear();
+      deser_done_.clear();
+    }
+    {
+      std::lock_guard r(results_mu_);
+      periodic_fds_.clear();
+      history_.clear();
     }
     ser_fd_.close();
     deser_fd_.close();
   }
 
  private:
-  TaskId Submit(bool serialize, std::vector<MemoryObjPtr> srcs, std::vector<MemoryObjPtr> dsts) {
+  TaskId submit(bool serialize, std::vector<MemoryObjPtr> srcs, std::vector<MemoryObjPtr> dsts) {
     std::unique_lock lock(mu_);
     if (closed_ && !k_.submit_after_close_ok) throw std::logic_error("queue processor closed");
     if (srcs.size() != dsts.size() && !k_.accept_mismatched) {
       throw std::invalid_argument("queue processor: lists differ in length");
     }
     lock.unlock();
-    TaskId id = NextId();
+    TaskId id = next_id();
     lock.lock();
     queue_.push_back([this, serialize, id, srcs = std::move(srcs), dsts = std::move(dsts)] {
-      bool ok = true;
-      try {
-        for (std::size_t i = 0; i < std::min(srcs.size(), dsts.size()); ++i) {
-          if (serialize) {
-            dsts[i]->set_used_size(ser_.serialize(*srcs[i], *dsts[i]));
-          } else {
-            deser_.deserialize(*srcs[i], *dsts[i]);
-          }
-        }
-      } catch (...) {
-        ok = false;
-      }
-      {
-        std::lock_guard r(results_mu_);
-        (serialize ? ser_done_ : deser_done_)[id] = ok;
-      }
-      bool skip = (k_.skip_every_second_notify && id % 2 == 1) || (k_.no_notify_on_failure && !ok);
-      if (!skip) (serialize || k_.same_fd ? ser_fd_ : deser_fd_).notify();
+      run(serialize, id, srcs, dsts);
     });
     cv_.notify_one();
     return id;
   }
 
-  TaskId NextId() {
+  void run(bool serialize, TaskId id, const std::vector<MemoryObjPtr>& srcs,
+           const std::vector<MemoryObjPtr>& dsts) {
+    bool ok = true;
+    const std::size_t n = std::min(srcs.size(), dsts.size());
+    auto pair = [&](std::size_t i) {
+      MemoryObj& to = k_.decode_all_into_first && !serialize ? *dsts[0] : *dsts[i];
+      if (serialize) {
+        std::size_t written = ser_.serialize(*srcs[i], to);
+        if (!k_.no_narrowing) to.set_used_size(written);
+      } else {
+        deser_.deserialize(*srcs[i], to);
+      }
+    };
+    if (k_.shared_pair_cursor) {
+      cursor_ = 0;  // the running task's position, kept in the processor
+      for (std::size_t i = cursor_.fetch_add(1); i < n; i = cursor_.fetch_add(1)) {
+        std::this_thread::yield();
+        try {
+          pair(i);
+        } catch (...) {
+          ok = false;
+        }
+      }
+    } else {
+      for (std::size_t i = 0; i < n; ++i) {
+        if (k_.at_most_16_pairs && i >= 16) break;
+        try {
+          pair(i);
+          if (k_.result_of_last_pair) ok = true;
+        } catch (...) {
+          ok = false;
+          if (!k_.result_of_last_pair) break;
+        }
+      }
+    }
+    const std::uint64_t nth = ++g_tasks;
+    if (k_.flaky_every_97th_task && nth % 97 == 0) ok = false;
+    {
+      std::lock_guard r(results_mu_);
+      if (k_.sticky_failure) {
+        if (!ok) {
+          sticky_ = true;
+        } else if (sticky_) {
+          ok = false;
+          sticky_ = false;
+        }
+      }
+      if (!ok && k_.failures_answered_twice) failed_.insert(id);
+      (serialize ? ser_done_ : deser_done_)[id] = ok;
+      if (k_.fd_leak_every_64_tasks && ++tasks_ % 64 == 0) {
+        periodic_fds_.push_back(std::make_unique<EventNotifier>());
+      }
+      if (k_.keeps_task_buffers) {
+        history_.insert(history_.end(), srcs.begin(), srcs.end());
+        history_.insert(history_.end(), dsts.begin(), dsts.end());
+      }
+    }
+    bool skip = (k_.skip_every_second_notify && id % 2 == 1) || (k_.no_notify_on_failure && !ok);
+    if (!skip) (serialize || k_.same_fd ? ser_fd_ : deser_fd_).notify();
+  }
+
+  TaskId next_id() {
     if (!k_.racy_ids) return next_id_.fetch_add(1);
     TaskId id = next_id_.load();  // read, then write later: concurrent submitters collide
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    std::this_thread::sleep_for(1ms);
     next_id_.store(id + 1);
     return id;
   }
 
-  std::optional<bool> Query(std::map<TaskId, bool>& done, TaskId id) {
+  std::optional<bool> query(std::map<TaskId, bool>& done, TaskId id) {
     std::lock_guard r(results_mu_);
     auto it = done.find(id);
     if (it == done.end()) {
@@ -135,28 +212,29 @@ class KnobQueueProcessor final : public SerdeProcessor {
       return std::nullopt;
     }
     bool v = it->second;
-    if (!k_.answer_twice) done.erase(it);
+    if (!k_.answer_twice && !failed_.count(id)) done.erase(it);
     return v;
   }
 
-  void Stop() {
+  void stop() {
     std::lock_guard lock(mu_);
     stop_ = true;
     cv_.notify_all();
   }
 
-  void Loop() {
+  void loop() {
     std::unique_lock lock(mu_);
     for (;;) {
       cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
       if (queue_.empty()) return;  // stopping
       auto job = std::move(queue_.front());
       queue_.pop_front();
-      busy_ = true;
+      ++busy_;
       lock.unlock();
       job();
+      job = nullptr;
       lock.lock();
-      busy_ = false;
+      --busy_;
       idle_cv_.notify_all();
     }
   }
@@ -165,6 +243,7 @@ class KnobQueueProcessor final : public SerdeProcessor {
   Fp8Serializer ser_;
   Fp8Deserializer deser_;
   std::atomic<TaskId> next_id_{0};
+  std::atomic<std::size_t> cursor_{0};
   EventNotifier ser_fd_;
   EventNotifier deser_fd_;
   std::unique_ptr<EventNotifier> leaked_;  // closed only by the destructor
@@ -172,61 +251,322 @@ class KnobQueueProcessor final : public SerdeProcessor {
   std::mutex results_mu_;
   std::map<TaskId, bool> ser_done_;
   std::map<TaskId, bool> deser_done_;
+  std::set<TaskId> failed_;
+  bool sticky_ = false;
+  std::uint64_t tasks_ = 0;
+  std::vector<std::unique_ptr<EventNotifier>> periodic_fds_;
+  std::vector<MemoryObjPtr> history_;
 
   std::mutex mu_;
   std::condition_variable cv_;
   std::condition_variable idle_cv_;
   std::deque<std::function<void()>> queue_;
-  bool busy_ = false;
+  int busy_ = 0;
   bool closed_ = false;
   bool stop_ = false;
-  std::thread worker_;
+  std::vector<std::thread> workers_;
 };
 
-ProcessorUnderTest MakeQueue(std::string name, ProcessorKnobs k) {
+ProcessorUnderTest make_queue(ProcessorKnobs k) {
   ProcessorUnderTest p;
-  p.name = std::move(name);
+  p.name = "queue_processor";
   p.make = [k]() -> SerdeProcessorPtr { return std::make_unique<KnobQueueProcessor>(k); };
   p.input_dtypes = {DType::kFloat32, DType::kBFloat16};
   return p;
 }
 
-Mutant ProcessorMutant(std::string name, std::string property, ProcessorKnobs k) {
-  Mutant m;
-  m.name = name;
-  m.kind = ImplementationKind::kProcessor;
-  m.property = std::move(property);
-  m.processor = MakeQueue(std::move(name), k);
-  return m;
+Impl queue_impl(ProcessorKnobs k) {
+  Impl i;
+  i.processor = make_queue(k);
+  return i;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Witness scenarios.
+
+const MemoryLayoutDesc kLayout = MemoryLayoutDesc::single({4, 4}, DType::kFloat32);
+
+MemoryObjPtr input(std::uint64_t seed) {
+  MemoryObjPtr o = MemoryObj::allocate(kLayout);
+  for (std::size_t i = 0; i < 16; ++i) {
+    const float v = static_cast<float>((seed + i) % 7) * 0.5f - 1.0f;
+    std::memcpy(o->data() + 4 * i, &v, 4);
+  }
+  return o;
+}
+
+MemoryObjPtr temp(std::size_t bytes = 24) {
+  return MemoryObj::allocate(
+      MemoryLayoutDesc::single({static_cast<std::int64_t>(bytes)}, DType::kUInt8));
+}
+
+std::optional<bool> wait_result(SerdeProcessor& p, bool serialize, TaskId id) {
+  auto deadline = std::chrono::steady_clock::now() + 5s;
+  while (std::chrono::steady_clock::now() < deadline) {
+    auto r = serialize ? p.query_serialize_result(id) : p.query_deserialize_result(id);
+    if (r) return r;
+    std::this_thread::sleep_for(200us);
+  }
+  return std::nullopt;
+}
+
+// Runs one task and returns its result (nullopt: it never completed).
+std::optional<bool> run_task(SerdeProcessor& p, bool serialize, std::vector<MemoryObjPtr> srcs,
+                             std::vector<MemoryObjPtr> dsts) {
+  TaskId id = serialize ? p.submit_serialize(std::move(srcs), std::move(dsts))
+                        : p.submit_deserialize(std::move(srcs), std::move(dsts));
+  return wait_result(p, serialize, id);
+}
+
+using ProcessorWitness = std::function<std::string(SerdeProcessor&)>;
+
+std::function<std::string(const Impl&)> with_processor(ProcessorWitness w) {
+  return [w](const Impl& i) {
+    SerdeProcessorPtr p = i.processor.make();
+    std::string r = w(*p);
+    p->close();
+    return r;
+  };
+}
+
+void add(std::vector<Mutant>& out, std::string name, BugClass c, std::string property,
+         std::string bug, ProcessorKnobs k, std::function<std::string(const Impl&)> witness) {
+  ProcessorKnobs base;
+  base.workers = k.workers;
+  out.push_back(mutant(std::move(name), ImplementationKind::kProcessor, c, std::move(property),
+                       std::move(bug), queue_impl(k), queue_impl(base), std::move(witness)));
 }
 
 }  // namespace
 
-ProcessorUnderTest QueueProcessor() { return MakeQueue("queue_processor", {}); }
+ProcessorUnderTest QueueProcessor() { return make_queue({}); }
 
 void AddProcessorMutants(std::vector<Mutant>& out) {
-  out.push_back(
-      ProcessorMutant("one_fd_for_both_directions", "DistinctEventFds", {.same_fd = true}));
-  out.push_back(
-      ProcessorMutant("missing_notify", "OneNotifyPerTask", {.skip_every_second_notify = true}));
-  out.push_back(ProcessorMutant("query_answers_twice", "OneShotQueries", {.answer_twice = true}));
-  out.push_back(
-      ProcessorMutant("unknown_id_throws", "UnknownIdsGiveNone", {.throw_on_unknown = true}));
-  out.push_back(ProcessorMutant("failure_not_signalled", "FailureReportedAsFalse",
-                                {.no_notify_on_failure = true}));
-  out.push_back(ProcessorMutant("racy_task_ids", "ConcurrentSubmitters", {.racy_ids = true}));
-  out.push_back(ProcessorMutant("processor_close_leaks_fd", "CloseReleasesResources",
-                                {.leak_fd_on_close = true}));
-  out.push_back(ProcessorMutant("processor_close_leaks_thread", "CloseReleasesResources",
-                                {.leak_thread_on_close = true}));
-  out.push_back(ProcessorMutant("close_drops_queued_work", "CloseCompletesQueuedWork",
-                                {.drop_queued_on_close = true}));
-  out.push_back(ProcessorMutant("submit_after_close_accepted", "UseAfterClose",
-                                {.submit_after_close_ok = true}));
-  out.push_back(ProcessorMutant("mismatched_batch_accepted", "MismatchedBatchRejected",
-                                {.accept_mismatched = true}));
-  out.push_back(
-      ProcessorMutant("estimate_too_small", "SerializeThenDeserialize", {.zero_estimate = true}));
+  add(out, "one_fd_for_both_directions", BugClass::kFailureOrder, "DistinctEventFds",
+      "one eventfd for both directions", {.same_fd = true}, with_processor([](SerdeProcessor& p) {
+        return p.get_serialize_event_fd() == p.get_deserialize_event_fd()
+                   ? std::string("both directions share fd ") +
+                         std::to_string(p.get_serialize_event_fd())
+                   : std::string();
+      }));
+  add(out, "missing_notify", BugClass::kFailureOrder, "OneNotifyPerTask",
+      "every second task is never signalled", {.skip_every_second_notify = true},
+      with_processor([](SerdeProcessor& p) -> std::string {
+        for (int i = 0; i < 2; ++i) run_task(p, true, {input(1)}, {temp()});
+        std::this_thread::sleep_for(50ms);
+        std::uint64_t n = consume_fd(p.get_serialize_event_fd());
+        return n == 2 ? "" : "2 tasks gave " + std::to_string(n) + " notifies";
+      }));
+  add(out, "query_answers_twice", BugClass::kFailureOrder, "OneShotQueries",
+      "a query does not take the result", {.answer_twice = true},
+      with_processor([](SerdeProcessor& p) -> std::string {
+        TaskId id = p.submit_serialize({input(1)}, {temp()});
+        wait_result(p, true, id);
+        return p.query_serialize_result(id) ? "a result was handed out twice" : "";
+      }));
+  add(out, "unknown_id_throws", BugClass::kFailureOrder, "UnknownIdsGiveNone",
+      "a query of an id never issued throws", {.throw_on_unknown = true},
+      with_processor([](SerdeProcessor& p) -> std::string {
+        try {
+          p.query_serialize_result(12345);
+        } catch (const std::exception& e) {
+          return std::string("threw: ") + e.what();
+        }
+        return {};
+      }));
+  add(out, "failure_not_signalled", BugClass::kFailureOrder, "FailureReportedAsFalse",
+      "a failed task is never signalled", {.no_notify_on_failure = true},
+      with_processor([](SerdeProcessor& p) -> std::string {
+        run_task(p, true, {input(1)}, {temp(0)});
+        std::this_thread::sleep_for(50ms);
+        return consume_fd(p.get_serialize_event_fd()) == 1 ? "" : "the failed task gave no notify";
+      }));
+  add(out, "racy_task_ids", BugClass::kConcurrency, "ConcurrentSubmitters",
+      "ids from a read-then-write counter", {.racy_ids = true},
+      with_processor([](SerdeProcessor& p) -> std::string {
+        std::vector<TaskId> ids(4);
+        std::latch start(4);
+        std::vector<std::thread> pool;
+        for (int t = 0; t < 4; ++t) {
+          pool.emplace_back([&, t] {
+            start.arrive_and_wait();
+            ids[static_cast<std::size_t>(t)] = p.submit_serialize({input(1)}, {temp()});
+          });
+        }
+        for (auto& th : pool) th.join();
+        return std::set<TaskId>(ids.begin(), ids.end()).size() == 4 ? ""
+                                                                    : "4 submits got repeated ids";
+      }));
+  auto close_leak = [](const Impl& i) -> std::string {
+    ResourceSnapshot before = ResourceSnapshot::Take();
+    {
+      SerdeProcessorPtr p = i.processor.make();
+      run_task(*p, true, {input(1)}, {temp()});
+      p->close();
+      std::string leak = WaitForResources(before, 1s);
+      if (!leak.empty()) return "after close(): " + leak;
+    }
+    return {};
+  };
+  add(out, "processor_close_leaks_fd", BugClass::kState, "CloseReleasesResources",
+      "close() leaves an eventfd open", {.leak_fd_on_close = true}, close_leak);
+  add(out, "processor_close_leaks_thread", BugClass::kState, "CloseReleasesResources",
+      "close() does not join the worker", {.leak_thread_on_close = true}, close_leak);
+  add(out, "close_drops_queued_work", BugClass::kFailureOrder, "CloseCompletesQueuedWork",
+      "close() drops what is still queued", {.drop_queued_on_close = true},
+      with_processor([](SerdeProcessor& p) -> std::string {
+        const MemoryLayoutDesc big = MemoryLayoutDesc::single({1024, 1024}, DType::kFloat32);
+        MemoryObjPtr src = MemoryObj::allocate(big);
+        std::vector<TaskId> ids;
+        for (int i = 0; i < 8; ++i) {
+          ids.push_back(p.submit_serialize({src}, {temp(p.estimate_serialized_size(big))}));
+        }
+        p.close();
+        for (TaskId id : ids) {
+          if (!p.query_serialize_result(id)) return "a task queued before close() has no result";
+        }
+        return {};
+      }));
+  add(out, "submit_after_close_accepted", BugClass::kFailureOrder, "UseAfterClose",
+      "a submit after close() is accepted", {.submit_after_close_ok = true},
+      with_processor([](SerdeProcessor& p) -> std::string {
+        p.close();
+        try {
+          p.submit_serialize({input(1)}, {temp()});
+        } catch (const std::logic_error&) {
+          return {};
+        }
+        return "a submit after close() was accepted";
+      }));
+  add(out, "mismatched_batch_accepted", BugClass::kFailureOrder, "MismatchedBatchRejected",
+      "lists of different lengths are accepted", {.accept_mismatched = true},
+      with_processor([](SerdeProcessor& p) -> std::string {
+        try {
+          p.submit_serialize({input(1), input(2)}, {temp()});
+        } catch (const std::invalid_argument&) {
+          return {};
+        }
+        return "2 sources and 1 destination were accepted";
+      }));
+  add(out, "estimate_too_small", BugClass::kSizes, "SerializeThenDeserialize",
+      "estimates 0 bytes for everything", {.zero_estimate = true},
+      with_processor([](SerdeProcessor& p) -> std::string {
+        auto r = run_task(p, true, {input(1)}, {temp(p.estimate_serialized_size(kLayout))});
+        return r.value_or(false) ? "" : "a serialize into an estimate-sized temp failed";
+      }));
+
+  // Realistic bugs.
+  add(out, "decodes_every_pair_into_the_first", BugClass::kData, "SerializeThenDeserialize",
+      "a deserialize batch decodes every pair into dsts[0] (and reports success)",
+      {.decode_all_into_first = true}, with_processor([](SerdeProcessor& p) -> std::string {
+        MemoryObjPtr a = input(1), b = input(2), ta = temp(), tb = temp();
+        run_task(p, true, {a, b}, {ta, tb});
+        MemoryObjPtr oa = MemoryObj::allocate(kLayout), ob = MemoryObj::allocate(kLayout);
+        run_task(p, false, {ta, tb}, {oa, ob});
+        return std::memcmp(ob->data(), b->data(), 64) == 0 ? "" : "pair 1 was not decoded";
+      }));
+  add(out, "reports_the_last_pair", BugClass::kFailureOrder, "FailureReportedAsFalse",
+      "a task reports how its last pair went, so a failing pair before a good one is lost",
+      {.result_of_last_pair = true}, with_processor([](SerdeProcessor& p) -> std::string {
+        auto r = run_task(p, true, {input(1), input(2)}, {temp(0), temp()});
+        return r.value_or(true) ? "a task whose first pair failed completed true" : "";
+      }));
+  add(out, "failures_answered_twice", BugClass::kFailureOrder, "OneShotQueries",
+      "failed results stay in the completion map", {.failures_answered_twice = true},
+      with_processor([](SerdeProcessor& p) -> std::string {
+        TaskId id = p.submit_serialize({input(1)}, {temp(0)});
+        wait_result(p, true, id);
+        return p.query_serialize_result(id) ? "a failed result was handed out twice" : "";
+      }));
+  add(out, "close_clears_results", BugClass::kFailureOrder, "CloseCompletesQueuedWork",
+      "close() clears results that completed and were not taken yet",
+      {.close_clears_results = true}, with_processor([](SerdeProcessor& p) -> std::string {
+        TaskId id = p.submit_serialize({input(1)}, {temp()});
+        wait_readable(p.get_serialize_event_fd(), 5s);
+        p.close();
+        return p.query_serialize_result(id) ? "" : "a completed result is gone after close()";
+      }));
+  add(out, "fd_leak_every_64_tasks", BugClass::kState, "ResourcesBoundedOverManyTasks",
+      "opens an eventfd every 64 tasks and closes them only in close()",
+      {.fd_leak_every_64_tasks = true}, with_processor([](SerdeProcessor& p) -> std::string {
+        run_task(p, true, {input(1)}, {temp()});
+        const std::size_t before = CountOpenFds();
+        for (int i = 0; i < 200; ++i) run_task(p, true, {input(1)}, {temp()});
+        return CountOpenFds() > before
+                   ? "200 tasks opened " + std::to_string(CountOpenFds() - before) + " fds"
+                   : "";
+      }));
+  add(out, "keeps_task_buffers", BugClass::kState, "ResourcesBoundedOverManyTasks",
+      "keeps every task's buffers until close()", {.keeps_task_buffers = true},
+      with_processor([](SerdeProcessor& p) -> std::string {
+        MemoryObjPtr src = input(1);
+        run_task(p, true, {src}, {temp()});
+        std::this_thread::sleep_for(20ms);
+        return src.use_count() > 1 ? "a finished task's source is still referenced" : "";
+      }));
+  add(out, "sticky_failure_flag", BugClass::kState, "StatefulModel",
+      "an error flag set by a failed task also fails the next task", {.sticky_failure = true},
+      with_processor([](SerdeProcessor& p) -> std::string {
+        run_task(p, true, {input(1)}, {temp(0)});
+        return run_task(p, true, {input(1)}, {temp()}).value_or(false)
+                   ? ""
+                   : "a valid task after a failed one completed false";
+      }));
+  add(out, "shared_pair_cursor", BugClass::kConcurrency, "ConcurrentSubmitters",
+      "two workers, and the running task's pair index is a member both share",
+      {.workers = 2, .shared_pair_cursor = true},
+      with_processor([](SerdeProcessor& p) -> std::string {
+        for (int round = 0; round < 50; ++round) {
+          std::vector<MemoryObjPtr> srcs, temps;
+          for (int i = 0; i < 6; ++i) {
+            srcs.push_back(input(static_cast<std::uint64_t>(i)));
+            temps.push_back(temp());
+          }
+          TaskId a = p.submit_serialize(srcs, temps);
+          std::vector<MemoryObjPtr> temps2;
+          for (int i = 0; i < 6; ++i) temps2.push_back(temp());
+          TaskId b = p.submit_serialize(srcs, temps2);
+          wait_result(p, true, a);
+          wait_result(p, true, b);
+          for (int i = 0; i < 6; ++i) {
+            if (std::memcmp(temps[static_cast<std::size_t>(i)]->data(),
+                            temps2[static_cast<std::size_t>(i)]->data(), 16) != 0) {
+              return "two tasks running at once serialized the same inputs differently";
+            }
+          }
+        }
+        return {};
+      }));
+  add(out, "serialized_temps_not_narrowed", BugClass::kSizes, "SerializeThenDeserialize",
+      "a serialized temp keeps its capacity as size(), so the inner stores the estimate",
+      {.no_narrowing = true}, with_processor([](SerdeProcessor& p) -> std::string {
+        MemoryObjPtr t = temp(100);
+        run_task(p, true, {input(1)}, {t});
+        return t->size() == 16 ? ""
+                               : "16 bytes serialized into a 100-byte temp, size() " +
+                                     std::to_string(t->size());
+      }));
+  add(out, "at_most_16_pairs", BugClass::kSizes, "SerializeThenDeserialize",
+      "a fixed array of 16 pairs per task: the rest are skipped, the task still succeeds",
+      {.at_most_16_pairs = true}, with_processor([](SerdeProcessor& p) -> std::string {
+        std::vector<MemoryObjPtr> srcs, temps;
+        for (int i = 0; i < 20; ++i) {
+          srcs.push_back(input(1));
+          temps.push_back(temp());
+        }
+        run_task(p, true, srcs, temps);
+        return temps[19]->size() == 16 ? "" : "pair 19 of 20 was not serialized";
+      }));
+  add(out, "flaky_every_97th_task", BugClass::kLuck, "ResourcesBoundedOverManyTasks",
+      "one task in 97 (counted across the process) completes false on valid input",
+      {.flaky_every_97th_task = true}, with_processor([](SerdeProcessor& p) -> std::string {
+        for (int i = 0; i < 100; ++i) {
+          if (!run_task(p, true, {input(1)}, {temp()}).value_or(false)) {
+            return "task " + std::to_string(i) + " of 100 valid ones completed false";
+          }
+        }
+        return {};
+      }));
 }
 
 }  // namespace lmcache::conformance::selftest

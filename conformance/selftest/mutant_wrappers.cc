@@ -1,20 +1,30 @@
-// Wrapper mutants: SerdeL2AdapterWrapper composed or decorated so that one rule breaks.
+// Wrapper mutants built on SerdeL2AdapterWrapper: decorators of the wrapper, of the serde it is
+// given or of its inner adapter, each adding one bug to what the wrapper does.
 #include <atomic>
+#include <cstring>
 #include <map>
 #include <mutex>
 #include <stdexcept>
+#include <thread>
 
+#include "lmcache/conformance/process_stats.h"
 #include "lmcache/core/event_notifier.h"
 #include "lmcache/l2/forwarding_adapter.h"
+#include "lmcache/l2/mock_adapter.h"
+#include "lmcache/serde/async_serde_processor.h"
 #include "lmcache/serde/forwarding_serde_processor.h"
+#include "lmcache/serde/fp8_serde.h"
 #include "lmcache/serde/serde_utils.h"
 #include "lmcache/wrapper/serde_l2_adapter_wrapper.h"
+#include "mutant_wrapper_support.h"
 #include "mutants.h"
 #include "mutants_internal.h"
 
 namespace lmcache::conformance::selftest {
 
 namespace {
+
+using namespace std::chrono_literals;
 
 struct WrapperKnobs {
   bool accepts_heterogeneous = false;  // a rejected batch becomes an empty one
@@ -25,6 +35,17 @@ struct WrapperKnobs {
   bool leaks_temps = false;            // one L1 temp per store, never released
   bool close_drops_in_flight = false;  // no completion for tasks failed by close()
   bool empty_batch_never_completes = false;
+  // Realistic bugs.
+  bool reports_serialized_bytes = false;  // store bytes = what it serialized, not the inner's
+  bool usage_from_own_accounting = false;
+  bool listeners_kept_by_wrapper = false;  // fired by the wrapper with the objects' sizes
+  bool unlock_not_forwarded = false;
+  bool no_global_eviction = false;
+  bool close_leaves_serde_open = false;
+  bool temp_size_cached = false;         // the temp size of the first layout, for every layout
+  bool resizes_inner_bitmap = false;     // an inner bitmap of the wrong size is cut or padded
+  bool drops_results_at_close = false;   // results completed before close() are discarded
+  bool keeps_load_destinations = false;  // every load's destinations kept until close()
 };
 
 // A serde processor whose failed deserializations report success.
@@ -37,14 +58,65 @@ class LyingDeserializeProcessor final : public ForwardingSerdeProcessor {
   }
 };
 
+// A serde processor whose close() does nothing (the wrapper "forgets" to close its serde).
+class UnclosedProcessor final : public ForwardingSerdeProcessor {
+ public:
+  using ForwardingSerdeProcessor::ForwardingSerdeProcessor;
+  void close() override {}
+};
+
+// The temp size of the first layout asked about, for every layout.
+class FirstEstimateProcessor final : public ForwardingSerdeProcessor {
+ public:
+  using ForwardingSerdeProcessor::ForwardingSerdeProcessor;
+  std::size_t estimate_serialized_size(const MemoryLayoutDesc& layout) const override {
+    std::lock_guard lock(mu_);
+    if (!first_) first_ = ForwardingSerdeProcessor::estimate_serialized_size(layout);
+    return *first_;
+  }
+
+ private:
+  mutable std::mutex mu_;
+  mutable std::optional<std::size_t> first_;
+};
+
+// An inner adapter whose load bitmaps are cut or padded to the batch size.
+class BitmapFixingInner final : public ForwardingL2Adapter {
+ public:
+  using ForwardingL2Adapter::ForwardingL2Adapter;
+  TaskId submit_load_task(const std::vector<ObjectKey>& keys,
+                          const std::vector<MemoryObjPtr>& objects) override {
+    TaskId id = ForwardingL2Adapter::submit_load_task(keys, objects);
+    std::lock_guard lock(mu_);
+    sizes_[id] = keys.size();
+    return id;
+  }
+  std::optional<Bitmap> query_load_result(TaskId id) override {
+    std::optional<Bitmap> bits = ForwardingL2Adapter::query_load_result(id);
+    if (!bits) return bits;
+    std::lock_guard lock(mu_);
+    Bitmap fixed(sizes_[id]);
+    for (std::size_t i = 0; i < fixed.size(); ++i) {
+      if (bits->test(i)) fixed.set(i);
+    }
+    sizes_.erase(id);
+    return fixed;
+  }
+
+ private:
+  std::mutex mu_;
+  std::map<TaskId, std::size_t> sizes_;
+};
+
 class KnobWrapper final : public ForwardingL2Adapter {
  public:
   KnobWrapper(L2AdapterPtr wrapper, std::shared_ptr<L1Manager> l1, WrapperKnobs k)
-      : ForwardingL2Adapter(std::move(wrapper)), l1_(std::move(l1)), k_(k) {}
+      : ForwardingL2Adapter(std::move(wrapper)), l1_(std::move(l1)), k_(k) {
+    if (k_.own_lookup_fd) own_lookup_ = std::make_unique<EventNotifier>();
+  }
 
   int get_lookup_and_lock_event_fd() const override {
-    return k_.own_lookup_fd ? own_lookup_.fd()
-                            : ForwardingL2Adapter::get_lookup_and_lock_event_fd();
+    return own_lookup_ ? own_lookup_->fd() : ForwardingL2Adapter::get_lookup_and_lock_event_fd();
   }
 
   TaskId submit_store_task(const std::vector<ObjectKey>& keys,
@@ -54,20 +126,45 @@ class KnobWrapper final : public ForwardingL2Adapter {
       l1_->reserve_write({make_temp_key(keys[0])}, {true},
                          MemoryLayoutDesc::single({8}, DType::kUInt8), ReserveMode::kNew);
     }
+    TaskId id;
     try {
-      return ForwardingL2Adapter::submit_store_task(keys, objects);
+      id = ForwardingL2Adapter::submit_store_task(keys, objects);
     } catch (const std::invalid_argument&) {
       if (!k_.accepts_heterogeneous) throw;
       return ForwardingL2Adapter::submit_store_task({}, {});
     }
+    std::lock_guard lock(mu_);
+    Store& s = stores_[id];
+    s.keys = keys;
+    for (auto& o : objects) {
+      s.serialized += o->layout().total_elements();  // the kit's fp8 serde: a byte per element
+      s.original += o->layout().total_bytes();
+    }
+    return id;
   }
 
   std::map<TaskId, L2StoreResult> pop_completed_store_tasks() override {
     auto done = ForwardingL2Adapter::pop_completed_store_tasks();
     if (k_.close_drops_in_flight && closed_) return {};
-    if (k_.failed_store_succeeds) {
+    std::vector<std::pair<std::vector<ObjectKey>, std::vector<std::uint64_t>>> fire;
+    {
+      std::lock_guard lock(mu_);
       for (auto& [id, r] : done) {
-        if (!r.is_successful()) r = L2StoreResult::success(1);
+        Store s = stores_[id];
+        stores_.erase(id);
+        if (k_.failed_store_succeeds && !r.is_successful()) r = L2StoreResult::success(1);
+        if (!r.is_successful()) continue;
+        if (k_.reports_serialized_bytes) r = L2StoreResult::success(s.serialized);
+        own_usage_ += s.original;
+        if (!s.keys.empty()) {
+          fire.emplace_back(s.keys,
+                            std::vector<std::uint64_t>(s.keys.size(), s.original / s.keys.size()));
+        }
+      }
+    }
+    if (k_.listeners_kept_by_wrapper) {
+      for (auto& [keys, sizes] : fire) {
+        for (auto& l : listeners_) l->on_l2_keys_stored(keys, sizes);
       }
     }
     return done;
@@ -76,12 +173,17 @@ class KnobWrapper final : public ForwardingL2Adapter {
   TaskId submit_load_task(const std::vector<ObjectKey>& keys,
                           const std::vector<MemoryObjPtr>& objects) override {
     if (k_.empty_batch_never_completes && keys.empty()) return fake_ids_++;
+    TaskId id;
     try {
-      return ForwardingL2Adapter::submit_load_task(keys, objects);
+      id = ForwardingL2Adapter::submit_load_task(keys, objects);
     } catch (const std::invalid_argument&) {
       if (!k_.accepts_heterogeneous) throw;
       return ForwardingL2Adapter::submit_load_task({}, {});
     }
+    std::lock_guard lock(mu_);
+    loads_.push_back(id);
+    if (k_.keeps_load_destinations) kept_.insert(kept_.end(), objects.begin(), objects.end());
+    return id;
   }
 
   std::optional<Bitmap> query_load_result(TaskId id) override {
@@ -93,48 +195,110 @@ class KnobWrapper final : public ForwardingL2Adapter {
     return bits;
   }
 
+  void submit_unlock(const std::vector<ObjectKey>& keys) override {
+    if (!k_.unlock_not_forwarded) ForwardingL2Adapter::submit_unlock(keys);
+  }
+
+  AdapterUsage get_usage() const override {
+    AdapterUsage u = ForwardingL2Adapter::get_usage();
+    if (k_.usage_from_own_accounting) {
+      std::lock_guard lock(mu_);
+      u.total_bytes_used = own_usage_;
+    }
+    return u;
+  }
+
+  bool supports_global_eviction() const override {
+    return k_.no_global_eviction ? false : ForwardingL2Adapter::supports_global_eviction();
+  }
+
+  void register_listener(std::shared_ptr<L2AdapterListener> listener) override {
+    if (k_.listeners_kept_by_wrapper) {
+      listeners_.push_back(std::move(listener));
+      return;
+    }
+    ForwardingL2Adapter::register_listener(std::move(listener));
+  }
+
   void close() override {
+    if (k_.drops_results_at_close && !closed_) {
+      // "Nobody will ask any more": what completed is thrown away before closing.
+      ForwardingL2Adapter::pop_completed_store_tasks();
+      std::vector<TaskId> loads;
+      {
+        std::lock_guard lock(mu_);
+        loads.swap(loads_);
+      }
+      for (TaskId id : loads) ForwardingL2Adapter::query_load_result(id);
+    }
     ForwardingL2Adapter::close();
+    if (own_lookup_) own_lookup_->close();
     closed_ = true;
+    std::lock_guard lock(mu_);
+    kept_.clear();
   }
 
  private:
+  struct Store {
+    std::vector<ObjectKey> keys;
+    std::uint64_t serialized = 0;
+    std::uint64_t original = 0;
+  };
+
   std::shared_ptr<L1Manager> l1_;
   const WrapperKnobs k_;
-  EventNotifier own_lookup_;
+  std::unique_ptr<EventNotifier> own_lookup_;
   std::atomic<TaskId> fake_ids_{TaskId{1} << 40};
   std::atomic<bool> closed_{false};
+  mutable std::mutex mu_;
+  std::map<TaskId, Store> stores_;
+  std::vector<TaskId> loads_;
+  std::vector<MemoryObjPtr> kept_;
+  std::uint64_t own_usage_ = 0;
+  std::vector<std::shared_ptr<L2AdapterListener>> listeners_;  // registered before any task
 };
 
-WrapperUnderTest MakeKnobWrapper(std::string name, WrapperKnobs k) {
+WrapperUnderTest make_knob_wrapper(WrapperKnobs k) {
   WrapperUnderTest w;
-  w.name = std::move(name);
+  w.name = "decorated_wrapper";
   w.make = [k](L2AdapterPtr inner, SerdeProcessorPtr serde,
                std::shared_ptr<L1Manager> l1) -> L2AdapterPtr {
     if (k.ignores_deserialize_failure) {
       serde = std::make_unique<LyingDeserializeProcessor>(std::move(serde));
     }
+    if (k.close_leaves_serde_open) serde = std::make_unique<UnclosedProcessor>(std::move(serde));
+    if (k.temp_size_cached) serde = std::make_unique<FirstEstimateProcessor>(std::move(serde));
+    if (k.resizes_inner_bitmap) inner = std::make_unique<BitmapFixingInner>(std::move(inner));
     auto wrapper = std::make_unique<SerdeL2AdapterWrapper>(std::move(inner), std::move(serde), l1);
     return std::make_unique<KnobWrapper>(std::move(wrapper), l1, k);
   };
   return w;
 }
 
-Mutant WrapperMutant(std::string name, std::string property, WrapperUnderTest w) {
-  Mutant m;
-  m.name = name;
-  m.kind = ImplementationKind::kWrapper;
-  m.property = std::move(property);
-  w.name = std::move(name);
-  m.wrapper = std::move(w);
-  return m;
+Impl wrapper_impl(WrapperUnderTest w) {
+  Impl i;
+  i.wrapper = std::move(w);
+  return i;
+}
+
+void add(std::vector<Mutant>& out, std::string name, BugClass c, std::string property,
+         std::string bug, WrapperKnobs k, std::function<std::string(const Impl&)> witness) {
+  out.push_back(mutant(std::move(name), ImplementationKind::kWrapper, c, std::move(property),
+                       std::move(bug), wrapper_impl(make_knob_wrapper(k)),
+                       wrapper_impl(make_knob_wrapper({})), std::move(witness)));
 }
 
 }  // namespace
 
+WrapperUnderTest DecoratedWrapper() { return make_knob_wrapper({}); }
+
 void AddWrapperMutants(std::vector<Mutant>& out) {
-  out.push_back(WrapperMutant("empty_batch_never_completes", "EmptyBatchCompletes",
-                              MakeKnobWrapper("", {.empty_batch_never_completes = true})));
+  add(out, "empty_batch_never_completes", BugClass::kFailureOrder, "EmptyBatchCompletes",
+      "an empty batch gets an id and never completes", {.empty_batch_never_completes = true},
+      with_wrapper([](WitnessStack& s) -> std::string {
+        TaskId id = s.w->submit_store_task({}, {});
+        return wait_store(*s.w, id) ? "" : "an empty store never completed";
+      }));
   {
     // Not a wrapper at all: the inner adapter stores the raw objects.
     WrapperUnderTest w;
@@ -143,31 +307,187 @@ void AddWrapperMutants(std::vector<Mutant>& out) {
       serde->close();
       return inner;
     };
-    out.push_back(WrapperMutant("skips_the_serde", "StoreLoadRoundTrip", w));
+    out.push_back(mutant(
+        "skips_the_serde", ImplementationKind::kWrapper, BugClass::kData, "StoreLoadRoundTrip",
+        "hands the raw objects to the inner adapter", wrapper_impl(w),
+        wrapper_impl(make_knob_wrapper({})), with_wrapper([](WitnessStack& s) -> std::string {
+          auto objs = witness_objects(2, 1);
+          auto r = wait_store(*s.w, s.w->submit_store_task(witness_keys(2), objs));
+          return r && r->bytes_transferred() == 2 * kWitnessElements
+                     ? ""
+                     : "2 objects stored " + std::to_string(r ? r->bytes_transferred() : 0) +
+                           " bytes, not one per element";
+        })));
   }
-  out.push_back(WrapperMutant("own_lookup_fd", "LookupFdIsInners",
-                              MakeKnobWrapper("", {.own_lookup_fd = true})));
-  out.push_back(WrapperMutant("accepts_heterogeneous_batch", "HomogeneityEnforced",
-                              MakeKnobWrapper("", {.accepts_heterogeneous = true})));
-  out.push_back(WrapperMutant("failed_store_succeeds", "AllOrNothingStore",
-                              MakeKnobWrapper("", {.failed_store_succeeds = true})));
-  out.push_back(WrapperMutant("ignores_deserialize_failure", "AllOrNothingLoad",
-                              MakeKnobWrapper("", {.ignores_deserialize_failure = true})));
-  out.push_back(WrapperMutant("partial_load_reported_full", "PartialLoadKeepsBitmap",
-                              MakeKnobWrapper("", {.partial_becomes_full = true})));
-  out.push_back(
-      WrapperMutant("leaks_temps", "TempsReleased", MakeKnobWrapper("", {.leaks_temps = true})));
-  out.push_back(WrapperMutant("close_drops_in_flight_tasks", "CloseFailsInFlightTasks",
-                              MakeKnobWrapper("", {.close_drops_in_flight = true})));
-}
+  add(out, "own_lookup_fd", BugClass::kWrapperSurface, "LookupFdIsInners",
+      "a lookup fd of its own instead of the inner's", {.own_lookup_fd = true},
+      with_wrapper([](WitnessStack& s) -> std::string {
+        return s.w->get_lookup_and_lock_event_fd() == s.mock->get_lookup_and_lock_event_fd()
+                   ? ""
+                   : "the lookup fd is not the inner's";
+      }));
+  add(out, "accepts_heterogeneous_batch", BugClass::kFailureOrder, "HomogeneityEnforced",
+      "a batch of mixed layouts is turned into an empty one", {.accepts_heterogeneous = true},
+      with_wrapper([](WitnessStack& s) -> std::string {
+        auto objs = witness_objects(2, 1);
+        objs[1] = MemoryObj::allocate(MemoryLayoutDesc::single({3}, DType::kFloat32));
+        try {
+          s.w->submit_store_task(witness_keys(2), objs);
+        } catch (const std::invalid_argument&) {
+          return {};
+        }
+        return "a batch of two layouts was accepted";
+      }));
+  add(out, "failed_store_succeeds", BugClass::kFailureOrder, "AllOrNothingStore",
+      "a failed store is reported as a success", {.failed_store_succeeds = true},
+      with_wrapper([](WitnessStack& s) -> std::string {
+        s.fill_l1();
+        auto r = wait_store(*s.w, s.w->submit_store_task(witness_keys(2), witness_objects(2, 1)));
+        return r && !r->is_successful() ? "" : "a store with a full L1 succeeded";
+      }));
+  add(out, "ignores_deserialize_failure", BugClass::kFailureOrder, "AllOrNothingLoad",
+      "a failed deserialize is taken for a success", {.ignores_deserialize_failure = true},
+      with_wrapper([](WitnessStack& s) -> std::string {
+        auto keys = witness_keys(2);
+        wait_store(*s.w, s.w->submit_store_task(keys, witness_objects(2, 1)));
+        // Destinations of another layout: the deserializer must reject them.
+        const MemoryLayoutDesc larger =
+            MemoryLayoutDesc::single({2 * kWitnessElements}, DType::kFloat32);
+        std::vector<MemoryObjPtr> dsts = {MemoryObj::allocate(larger), MemoryObj::allocate(larger)};
+        auto bits = wait_load(*s.w, s.w->submit_load_task(keys, dsts));
+        return bits && bits->none() ? ""
+                                    : "a load whose deserialize failed reported " +
+                                          (bits ? bits->to_string() : std::string("nothing"));
+      }));
+  add(out, "partial_load_reported_full", BugClass::kData, "PartialLoadKeepsBitmap",
+      "any loaded key makes every key reported loaded", {.partial_becomes_full = true},
+      with_wrapper([](WitnessStack& s) -> std::string {
+        auto keys = witness_keys(2);
+        wait_store(*s.w, s.w->submit_store_task({keys[0]}, witness_objects(1, 1)));
+        auto bits = wait_load(*s.w, s.w->submit_load_task(keys, witness_objects(2, 0)));
+        return bits && *bits == Bitmap(2, 1)
+                   ? ""
+                   : "1 stored key of 2 loaded as " + (bits ? bits->to_string() : std::string("?"));
+      }));
+  add(out, "leaks_temps", BugClass::kState, "TempsReleased",
+      "one L1 temp per store, never released", {.leaks_temps = true},
+      with_wrapper([](WitnessStack& s) -> std::string {
+        wait_store(*s.w, s.w->submit_store_task(witness_keys(2), witness_objects(2, 1)));
+        std::this_thread::sleep_for(20ms);
+        return s.l1->get_memory_usage().used_bytes == 0 ? "" : "L1 holds bytes after a store";
+      }));
+  add(out, "close_drops_in_flight_tasks", BugClass::kFailureOrder, "CloseFailsInFlightTasks",
+      "tasks failed by close() never come out", {.close_drops_in_flight = true},
+      with_wrapper([](WitnessStack& s) -> std::string {
+        TaskId id = s.w->submit_store_task(witness_keys(2), witness_objects(2, 1));
+        s.w->close();
+        auto done = s.w->pop_completed_store_tasks();
+        return done.count(id) ? "" : "a store in flight at close() never completed";
+      }));
 
-std::vector<Mutant> AllMutants() {
-  std::vector<Mutant> all;
-  AddSerdeMutants(all);
-  AddProcessorMutants(all);
-  AddAdapterMutants(all);
-  AddWrapperMutants(all);
-  return all;
+  // Realistic bugs.
+  add(out, "reports_serialized_bytes", BugClass::kData, "StoreBytesAreInners",
+      "reports the bytes it serialized, not what the inner stored (keys it already held count)",
+      {.reports_serialized_bytes = true}, with_wrapper([](WitnessStack& s) -> std::string {
+        auto keys = witness_keys(2);
+        auto objs = witness_objects(2, 1);
+        wait_store(*s.w, s.w->submit_store_task(keys, objs));
+        auto r = wait_store(*s.w, s.w->submit_store_task(keys, objs));
+        return r && r->bytes_transferred() == 0
+                   ? ""
+                   : "re-storing 2 keys the inner holds reported " +
+                         std::to_string(r ? r->bytes_transferred() : 0) + " bytes";
+      }));
+  add(out, "usage_from_own_accounting", BugClass::kWrapperSurface, "PassThroughMatchesInner",
+      "get_usage() counts the original objects' bytes instead of asking the inner",
+      {.usage_from_own_accounting = true}, with_wrapper([](WitnessStack& s) -> std::string {
+        wait_store(*s.w, s.w->submit_store_task(witness_keys(2), witness_objects(2, 1)));
+        return s.w->get_usage().total_bytes_used == s.mock->get_usage().total_bytes_used
+                   ? ""
+                   : "usage " + std::to_string(s.w->get_usage().total_bytes_used) +
+                         ", the inner holds " +
+                         std::to_string(s.mock->get_usage().total_bytes_used);
+      }));
+  add(out, "listeners_kept_by_wrapper", BugClass::kWrapperSurface, "PassThroughMatchesInner",
+      "keeps listeners itself and reports the original objects' sizes",
+      {.listeners_kept_by_wrapper = true}, with_wrapper([](WitnessStack& s) -> std::string {
+        auto l = std::make_shared<SizeListener>();
+        s.w->register_listener(l);
+        wait_store(*s.w, s.w->submit_store_task(witness_keys(1), witness_objects(1, 1)));
+        return l->last_size == kWitnessElements
+                   ? ""
+                   : "a listener saw a stored size of " + std::to_string(l->last_size.load()) +
+                         " for " + std::to_string(kWitnessElements) + " stored bytes";
+      }));
+  add(out, "unlock_not_forwarded", BugClass::kWrapperSurface, "PassThroughMatchesInner",
+      "submit_unlock() is not passed to the inner adapter", {.unlock_not_forwarded = true},
+      with_wrapper([](WitnessStack& s) -> std::string {
+        auto keys = witness_keys(1);
+        wait_store(*s.w, s.w->submit_store_task(keys, witness_objects(1, 1)));
+        wait_lookup(*s.w, s.w->submit_lookup_and_lock_task(keys));
+        s.w->submit_unlock(keys);
+        std::this_thread::sleep_for(20ms);
+        return s.mock->locked_key_count() == 0 ? "" : "an unlocked key is still locked";
+      }));
+  add(out, "no_global_eviction", BugClass::kWrapperSurface, "PassThroughMatchesInner",
+      "supports_global_eviction() answers false whatever the inner says",
+      {.no_global_eviction = true}, with_wrapper([](WitnessStack& s) -> std::string {
+        return s.w->supports_global_eviction() == s.mock->supports_global_eviction()
+                   ? ""
+                   : "eviction support differs from the inner's";
+      }));
+  add(out, "close_leaves_serde_open", BugClass::kWrapperSurface, "CloseReleasesResources",
+      "close() closes the inner adapter but not the serde processor",
+      {.close_leaves_serde_open = true}, [](const Impl& i) -> std::string {
+        ResourceSnapshot before = ResourceSnapshot::Take();
+        WitnessStack s(i.wrapper);
+        wait_store(*s.w, s.w->submit_store_task(witness_keys(1), witness_objects(1, 1)));
+        s.w->close();
+        std::string leak = WaitForResources(before, 1s);
+        return leak.empty() ? "" : "after close(): " + leak;
+      });
+  add(out, "temp_size_cached_from_first_layout", BugClass::kState, "StatefulModel",
+      "sizes every temp from the first layout it was given", {.temp_size_cached = true},
+      with_wrapper([](WitnessStack& s) -> std::string {
+        wait_store(*s.w, s.w->submit_store_task(witness_keys(1), witness_objects(1, 1)));
+        const MemoryLayoutDesc big =
+            MemoryLayoutDesc::single({4 * kWitnessElements}, DType::kFloat16);
+        auto r = wait_store(*s.w,
+                            s.w->submit_store_task(witness_keys(1, 9), {MemoryObj::allocate(big)}));
+        return r && r->is_successful() ? "" : "a store of a larger layout after a small one failed";
+      }));
+  add(out, "resizes_inner_bitmap", BugClass::kWrapperSurface, "AllOrNothingLoad",
+      "cuts or pads an inner bitmap of the wrong size to the batch instead of failing the load",
+      {.resizes_inner_bitmap = true}, [](const Impl& i) -> std::string {
+        // The scenario needs an inner that answers with a bitmap one bit too long.
+        WitnessStack s(i.wrapper, /*long_bitmaps=*/true);
+        auto keys = witness_keys(2);
+        wait_store(*s.w, s.w->submit_store_task(keys, witness_objects(2, 1)));
+        auto bits = wait_load(*s.w, s.w->submit_load_task(keys, witness_objects(2, 0)));
+        return bits && bits->none() ? ""
+                                    : "an inner bitmap of 3 bits for 2 keys gave " +
+                                          (bits ? bits->to_string() : std::string("?"));
+      });
+  add(out, "keeps_load_destinations", BugClass::kState, "ResourcesBoundedOverManyTasks",
+      "keeps every load's destination objects until close()", {.keeps_load_destinations = true},
+      with_wrapper([](WitnessStack& s) -> std::string {
+        auto keys = witness_keys(1);
+        wait_store(*s.w, s.w->submit_store_task(keys, witness_objects(1, 1)));
+        auto dsts = witness_objects(1, 0);
+        wait_load(*s.w, s.w->submit_load_task(keys, dsts));
+        std::this_thread::sleep_for(20ms);
+        return dsts[0].use_count() > 1 ? "a loaded destination is still referenced" : "";
+      }));
+  add(out, "drops_results_at_close", BugClass::kFailureOrder, "CloseFailsInFlightTasks",
+      "close() throws away results that completed and were not taken",
+      {.drops_results_at_close = true}, with_wrapper([](WitnessStack& s) -> std::string {
+        TaskId id = s.w->submit_store_task(witness_keys(1), witness_objects(1, 1));
+        wait_readable(s.w->get_store_event_fd(), 5s);
+        s.w->close();
+        return s.w->pop_completed_store_tasks().count(id)
+                   ? ""
+                   : "a completed store is gone after close()";
+      }));
 }
 
 }  // namespace lmcache::conformance::selftest

@@ -1,6 +1,28 @@
 #include "mutants.h"
 
+#include "mutants_internal.h"
+
 namespace lmcache::conformance::selftest {
+
+std::string bug_class_name(BugClass c) {
+  switch (c) {
+    case BugClass::kSizes:
+      return "1 sizes";
+    case BugClass::kConcurrency:
+      return "2 concurrency";
+    case BugClass::kState:
+      return "3 state";
+    case BugClass::kData:
+      return "4 data";
+    case BugClass::kFailureOrder:
+      return "5 failure orderings";
+    case BugClass::kWrapperSurface:
+      return "6 wrapper surface";
+    case BugClass::kLuck:
+      return "7 luck";
+  }
+  return "?";
+}
 
 void RegisterMutant(const Mutant& m, Registry& registry) {
   switch (m.kind) {
@@ -17,6 +39,16 @@ void RegisterMutant(const Mutant& m, Registry& registry) {
       registry.add_wrapper(m.wrapper);
       break;
   }
+}
+
+std::vector<Mutant> AllMutants() {
+  std::vector<Mutant> all;
+  AddSerdeMutants(all);
+  AddProcessorMutants(all);
+  AddAdapterMutants(all);
+  AddWrapperMutants(all);
+  AddSequentialWrapperMutants(all);
+  return all;
 }
 
 }  // namespace lmcache::conformance::selftest

@@ -1,23 +1,28 @@
 // File: conformance/selftest/mutants.h
 //
-// Deliberately broken implementations, at least one per conformance property, each known to
-// break exactly one rule (the property it must be caught under), and their conformant bases
-// (which must pass everything, so that a mutant is caught for its bug and not for its base):
-//
-//   serdes      a lossless copy serde with switches (nondeterministic output, an under-estimate,
-//               a data-dependent estimate, a write past the returned count, an overrun of a
-//               short buffer, ...);
-//   processors  a small thread-and-queue SerdeProcessor over fp8 with switches (one fd for both
-//               directions, a missing notify, a query that answers twice, a close that leaks an
-//               fd or a thread, ...);
-//   adapters    decorators of the mock adapter (a load that ignores its bitmap, a lookup that
-//               does not lock, results that are not one-shot, usage that does not match, ...);
-//   wrappers    decorators and compositions of SerdeL2AdapterWrapper (not all-or-nothing,
-//               accepting heterogeneous batches, dropping in-flight tasks at close, ...).
+// The mutation suite: single-bug implementations of the four kinds, written the way a vendor
+// really gets things wrong (a serde sized from the physical buffer, scratch shared between
+// threads, an estimate cached under the wrong key, ids that race under concurrent submitters,
+// a lock leaked on a key twice in a batch, an fd leaked every 64 tasks, a wrapper that forgets
+// its temps when the first pair fails, ...), plus one deliberately broken implementation per
+// property. Each mutant
+//   - belongs to one of the bug classes below (the ways a kit can look in too few places);
+//   - names the property that must catch it at `standard` depth, on any seed;
+//   - carries a witness: a small deterministic scenario, written against the interfaces
+//     directly and independent of the kit's properties, that shows the bug on the mutant and
+//     shows nothing on its conformant base;
+//   - has a conformant base (same family, no bug), which must pass every property.
+// The families:
+//   serdes      a lossless copy serde with switches;
+//   processors  a thread-and-queue SerdeProcessor over fp8 with switches (1 or 2 workers);
+//   adapters    decorators of the mock adapter;
+//   wrappers    decorators and compositions of SerdeL2AdapterWrapper, and a second,
+//               independent wrapper (one worker thread, one task at a time) with switches.
 #pragma once
 
 #include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "lmcache/conformance/descriptors.h"
@@ -26,20 +31,48 @@
 
 namespace lmcache::conformance::selftest {
 
-// Mutant
-//
-// One broken implementation and where it must be caught: running `property` of its kind's suite
-// must end with `expected` (Fail, or QualityWarning for a serde that is only worse than its
-// declared soft bound).
-struct Mutant {
-  std::string name;  // also its implementation name
-  ImplementationKind kind;
-  std::string property;
-  Status expected = Status::kFail;
-  SerdeUnderTest serde;  // the descriptor of its kind is filled; the others are empty
+// The bug classes of the mutation suite (conformance/README.md, "Mutation suite").
+enum class BugClass {
+  kSizes = 1,       // inputs too small and too tidy: large groups, bitmaps past a byte, narrowed
+                    // objects, slack, keys differing in one field
+  kConcurrency,     // concurrent submitters, threads sharing an instance
+  kState,           // state kept across calls on one instance, leaks every N tasks
+  kData,            // outcomes not compared with the data they stand for
+  kFailureOrder,    // failure positions, one-shot failures, close, two tasks on one key
+  kWrapperSurface,  // the wrapper's pass-through surface, its inner's failures, its close
+  kLuck,            // bugs a fixed seed or a lost message would hide
+};
+
+// "1 sizes", "2 concurrency", ...
+std::string bug_class_name(BugClass c);
+
+// The descriptors of one implementation; the field of its kind is filled.
+struct Impl {
+  SerdeUnderTest serde;
   ProcessorUnderTest processor;
   AdapterUnderTest adapter;
   WrapperUnderTest wrapper;
+};
+
+// Mutant
+//
+// One broken implementation (the Impl fields it inherits) and where it must be caught:
+// running `property` of `suite`'s catalogue must end with `expected` (Fail, or QualityWarning
+// for a serde only worse than its declared soft bound). `suite` is `kind`, except for wrappers
+// caught by the adapter suite run over them (adapter_of_wrapper).
+struct Mutant : Impl {
+  std::string name;  // also its implementation name
+  ImplementationKind kind = ImplementationKind::kSerde;
+  ImplementationKind suite = ImplementationKind::kSerde;
+  std::string property;
+  Status expected = Status::kFail;
+  BugClass bug_class = BugClass::kData;
+  // What the implementation gets wrong, in one sentence.
+  std::string bug;
+  // The conformant implementation it was derived from (same kind).
+  Impl base;
+  // The witness scenario: "" when the implementation behaves, else what went wrong.
+  std::function<std::string(const Impl&)> witness;
 };
 
 // AllMutants()
@@ -47,10 +80,12 @@ struct Mutant {
 // Every mutant, serdes first.
 std::vector<Mutant> AllMutants();
 
-// The conformant bases of the mutants.
+// The conformant bases of the mutant families.
 SerdeUnderTest CopySerde();
 ProcessorUnderTest QueueProcessor();
 AdapterUnderTest DecoratedMockAdapter();
+WrapperUnderTest DecoratedWrapper();
+WrapperUnderTest SequentialWrapper();
 
 // RegisterMutant()
 //

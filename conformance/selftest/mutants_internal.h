@@ -1,8 +1,12 @@
 // File: conformance/selftest/mutants_internal.h
 //
-// Each mutant family appends its mutants; AllMutants() concatenates them.
+// Each mutant family appends its mutants; AllMutants() concatenates them. mutant() builds one
+// entry of a family.
 #pragma once
 
+#include <functional>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "mutants.h"
@@ -13,5 +17,27 @@ void AddSerdeMutants(std::vector<Mutant>& out);
 void AddProcessorMutants(std::vector<Mutant>& out);
 void AddAdapterMutants(std::vector<Mutant>& out);
 void AddWrapperMutants(std::vector<Mutant>& out);
+void AddSequentialWrapperMutants(std::vector<Mutant>& out);
+
+// A mutant of `kind` caught by `property` of the same kind's suite. `impl` and `base` have
+// the field of `kind` filled; the mutant's implementation is renamed `name`.
+inline Mutant mutant(std::string name, ImplementationKind kind, BugClass bug_class,
+                     std::string property, std::string bug, Impl impl, Impl base,
+                     std::function<std::string(const Impl&)> witness,
+                     Status expected = Status::kFail) {
+  Mutant m;
+  static_cast<Impl&>(m) = std::move(impl);
+  m.serde.name = m.processor.name = m.adapter.name = m.wrapper.name = name;
+  m.name = std::move(name);
+  m.kind = kind;
+  m.suite = kind;
+  m.property = std::move(property);
+  m.expected = expected;
+  m.bug_class = bug_class;
+  m.bug = std::move(bug);
+  m.base = std::move(base);
+  m.witness = std::move(witness);
+  return m;
+}
 
 }  // namespace lmcache::conformance::selftest

@@ -4,6 +4,7 @@
 #include <sys/wait.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -106,7 +107,8 @@ TEST(Runner, BrokenPluginFailsNamingTheProperty) {
       RunConform(std::string("--plugin ") + LMCONF_BROKEN_PLUGIN +
                  " --filter 'copy_serde.*:under_estimate.EstimateIsUpperBound:"
                  "missing_notify.OneNotifyPerTask:load_ignores_bitmap.PartialLoadBitmap:"
-                 "failed_store_succeeds.AllOrNothingStore:above_soft_error_bound.RoundTrip'");
+                 "failed_store_succeeds.AllOrNothingStore:above_soft_error_bound.RoundTrip:"
+                 "one_fd_for_both_directions.DistinctEventFds'");
   EXPECT_EQ(r.exit_code, 1) << r.output;
   ASSERT_TRUE(r.json_written) << r.output;
   EXPECT_EQ(StatusOf(r, "under_estimate", "EstimateIsUpperBound"), "Fail");
@@ -126,6 +128,24 @@ TEST(Runner, BrokenPluginFailsNamingTheProperty) {
   EXPECT_NE(f["reproduce"].get<std::string>().find("under_estimate.EstimateIsUpperBound"),
             std::string::npos);
   EXPECT_NE(r.junit.find("<failure"), std::string::npos);
+  // Every Fail names the property, the rule, the seed and a minimal counterexample, in all
+  // three reports.
+  EXPECT_NE(f["rule"].get<std::string>().find("is not an upper bound"), std::string::npos) << f;
+  EXPECT_NE(f["counterexample"].get<std::string>().find("SerdeCase"), std::string::npos) << f;
+  // A scenario property (no generated input) still names the run's seed.
+  nlohmann::json scenario = Result(r, "one_fd_for_both_directions", "DistinctEventFds");
+  EXPECT_EQ(scenario["status"], "Fail") << scenario;
+  EXPECT_FALSE(scenario["rc_seed"].is_null()) << scenario;
+  EXPECT_NE(scenario["counterexample"].get<std::string>().find("fixed scenario"), std::string::npos)
+      << scenario;
+  EXPECT_NE(r.output.find("rule: estimate_serialized_size()"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("      seed: "), std::string::npos) << r.output;
+  EXPECT_NE(r.junit.find("property: under_estimate.SerdeConformance.EstimateIsUpperBound"),
+            std::string::npos)
+      << r.junit;
+  EXPECT_NE(r.junit.find("seed: "), std::string::npos) << r.junit;
+  const char* depth = std::getenv("LMCACHE_CONFORMANCE_DEPTH");
+  EXPECT_EQ(r.json["depth"], depth != nullptr && *depth != '\0' ? depth : "standard");
 }
 
 TEST(Runner, QualityWarningAloneIsNotAFailure) {
@@ -167,13 +187,18 @@ TEST(Runner, UnloadablePluginIsAUsageError) {
       << r.output;
   RunResult none = RunConform("");
   EXPECT_EQ(none.exit_code, 2) << none.output;
+  RunResult deep = RunConform("--reference --depth deep");
+  EXPECT_EQ(deep.exit_code, 2) << deep.output;
+  EXPECT_NE(deep.output.find("'deep'"), std::string::npos) << deep.output;
 }
 
 TEST(Runner, ListShowsImplementationsAndProperties) {
   RunResult r = RunConform(std::string("--list --reference --plugin ") + LMCONF_EXAMPLE_PLUGIN);
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("serde fp8_e4m3fn"), std::string::npos) << r.output;
-  EXPECT_NE(r.output.find("adapter wrapper_mock_fp8"), std::string::npos);
+  // The wrapper is listed as an adapter too (the adapter suite runs over wrappers).
+  EXPECT_NE(r.output.find("adapter serde_l2_adapter_wrapper"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("wrapper serde_l2_adapter_wrapper"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("BridgeEquivalence"), std::string::npos);
 }
 

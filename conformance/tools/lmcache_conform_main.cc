@@ -15,6 +15,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <random>
 #include <sstream>
 #include <string>
@@ -25,6 +26,7 @@
 #include <nlohmann/json.hpp>
 
 #include "child.h"
+#include "lmcache/conformance/depth.h"
 #include "lmcache/conformance/plugin_abi.h"
 #include "lmcache/conformance/properties.h"
 #include "plugin_loader.h"
@@ -45,10 +47,11 @@ struct Options {
   std::string junit_path;
   std::string rc_params;
   bool rc_params_given = false;
-  double timeout_s = 300;
+  double timeout_s = 0;  // 0: by depth (300 s, 1800 s for exhaustive)
   int jobs = 0;
   std::string keep_logs;
   bool quiet = false;
+  std::string depth;  // resolved in Main(): --depth, else $LMCACHE_CONFORMANCE_DEPTH, else standard
 };
 
 struct Impl {
@@ -138,9 +141,10 @@ std::string Tail(const std::string& path, std::size_t lines) {
   return out;
 }
 
-// fork + exec of this binary with `args`, stdout and stderr to `log`, RC_PARAMS in the env.
+// fork + exec of this binary with `args`, stdout and stderr to `log`, RC_PARAMS and the depth
+// in the env.
 pid_t Spawn(const std::string& exe, const std::vector<std::string>& args, const std::string& log,
-            const std::string& rc_params) {
+            const std::string& rc_params, const std::string& depth) {
   // Everything the child needs is built before fork(): only async-signal-safe calls after it.
   std::vector<std::string> argv_s = {exe};
   argv_s.insert(argv_s.end(), args.begin(), args.end());
@@ -149,9 +153,13 @@ pid_t Spawn(const std::string& exe, const std::vector<std::string>& args, const 
   argv.push_back(nullptr);
   std::vector<std::string> env_s;
   for (char** e = environ; *e != nullptr; ++e) {
-    if (std::strncmp(*e, "RC_PARAMS=", 10) != 0) env_s.emplace_back(*e);
+    if (std::strncmp(*e, "RC_PARAMS=", 10) != 0 &&
+        std::strncmp(*e, "LMCACHE_CONFORMANCE_DEPTH=", 26) != 0) {
+      env_s.emplace_back(*e);
+    }
   }
   env_s.push_back("RC_PARAMS=" + rc_params);
+  if (!depth.empty()) env_s.push_back("LMCACHE_CONFORMANCE_DEPTH=" + depth);
   std::vector<char*> envp;
   for (auto& e : env_s) envp.push_back(e.data());
   envp.push_back(nullptr);
@@ -200,7 +208,7 @@ std::string ListSource(const std::string& exe, const std::string& source, const 
                        std::size_t index, std::vector<Impl>* impls) {
   std::string out = (dir / ("list_" + std::to_string(index) + ".json")).string();
   std::string log = (dir / ("list_" + std::to_string(index) + ".log")).string();
-  pid_t pid = Spawn(exe, {"--child", "list", "--source", source, "--out", out}, log, "");
+  pid_t pid = Spawn(exe, {"--child", "list", "--source", source, "--out", out}, log, "", "");
   if (pid < 0) return "cannot fork to load " + source;
   int status = 0;
   bool timed_out = false;
@@ -226,6 +234,22 @@ std::string ListSource(const std::string& exe, const std::string& source, const 
     return "unreadable implementation list from " + source + ": " + e.what();
   }
   return {};
+}
+
+// The seed of a run's RC_PARAMS ("... seed=N ..."), if any.
+std::optional<std::uint64_t> SeedOf(const std::string& rc_params) {
+  std::istringstream in(rc_params);
+  std::string token;
+  while (in >> token) {
+    if (token.rfind("seed=", 0) == 0) {
+      try {
+        return std::stoull(token.substr(5));
+      } catch (const std::exception&) {
+        return std::nullopt;
+      }
+    }
+  }
+  return std::nullopt;
 }
 
 PropertyResult Collect(const Job& job, const Impl& impl, double timeout_s) {
@@ -337,17 +361,32 @@ int Main(int argc, char** argv) {
   auto* rc = app.add_option("--rc-params", o.rc_params,
                             "RapidCheck configuration for every property (RC_PARAMS syntax, e.g. "
                             "'seed=42 max_success=200'); default: $RC_PARAMS plus a random seed");
-  app.add_option("--timeout", o.timeout_s, "Seconds a property may run before it counts as a hang")
+  app.add_option("--timeout", o.timeout_s,
+                 "Seconds a property may run before it counts as a hang (default 300; 1800 at "
+                 "--depth exhaustive)")
       ->check(CLI::PositiveNumber);
   app.add_option("--jobs,-j", o.jobs, "Properties run in parallel (default: min(4, cores))");
   app.add_option("--keep-logs", o.keep_logs, "Keep every child's log and gtest report here");
   app.add_flag("--quiet,-q", o.quiet, "Only print the matrix");
+  app.add_option("--depth", o.depth,
+                 "quick, standard or exhaustive: how many cases and how large the inputs "
+                 "(default: $LMCACHE_CONFORMANCE_DEPTH, else standard)");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : 2;
   }
   o.rc_params_given = rc->count() > 0;
+  if (o.depth.empty()) {
+    const char* env = std::getenv("LMCACHE_CONFORMANCE_DEPTH");
+    o.depth = env != nullptr && *env != '\0' ? env : "standard";
+  }
+  if (!parse_depth(o.depth)) {
+    std::cerr << "lmcache-conform: --depth must be quick, standard or exhaustive, got '" << o.depth
+              << "'\n";
+    return 2;
+  }
+  if (o.timeout_s <= 0) o.timeout_s = *parse_depth(o.depth) == Depth::kExhaustive ? 1800 : 300;
   if (!o.reference && o.plugins.empty()) {
     std::cerr << "lmcache-conform: give --reference and/or --plugin FILE\n" << app.help();
     return 2;
@@ -382,6 +421,7 @@ int Main(int argc, char** argv) {
 
   RunReport report;
   report.rc_params = o.rc_params;
+  report.depth = o.depth;
   auto run_start = Clock::now();
   std::vector<std::string> sources;
   if (o.reference) sources.push_back(kReferenceSource);
@@ -442,7 +482,7 @@ int Main(int argc, char** argv) {
           Spawn(exe,
                 {"--child", "run", "--source", im.source, "--kind", std::string(KindName(im.kind)),
                  "--impl", im.name, "--property", j.property, "--out", j.out_json},
-                j.log, o.rc_params);
+                j.log, o.rc_params, o.depth);
       running.push_back(next++);
     }
     for (auto it = running.begin(); it != running.end();) {
@@ -464,9 +504,11 @@ int Main(int argc, char** argv) {
       j.duration_s = std::chrono::duration<double>(Clock::now() - j.start).count();
       const Impl& im = impls[j.impl_index];
       PropertyResult pr = Collect(j, im, o.timeout_s);
+      // A scenario property draws nothing random; it still ran under the run's seed.
+      if (!pr.rc_seed) pr.rc_seed = SeedOf(o.rc_params);
       std::string src =
           im.source == kReferenceSource ? "--reference" : "--plugin " + ShellQuote(im.source);
-      pr.reproduce = "lmcache-conform " + src + " --filter " +
+      pr.reproduce = "lmcache-conform " + src + " --depth " + o.depth + " --filter " +
                      ShellQuote(im.name + "." + j.property) + " --rc-params " +
                      ShellQuote(pr.rc_params.empty() ? o.rc_params : pr.rc_params);
       ++finished;

@@ -65,7 +65,30 @@ std::string FirstLine(const std::string& s) {
   return nl == std::string::npos ? s : s.substr(0, nl);
 }
 
+constexpr std::string_view kCounterexample = "counterexample (after";
+
+// `label` then `text`, its further lines indented under the label's margin plus two.
+std::string Hang(const std::string& label, const std::string& text, std::size_t max_lines) {
+  const std::size_t margin = label.find_first_not_of(' ');
+  std::string indented = Indent(text, std::string(margin + 2, ' '), max_lines);
+  if (indented.size() < margin + 2) return label + "\n";
+  return label + indented.substr(margin + 2);
+}
+
 }  // namespace
+
+std::string rule_of(const std::string& message) {
+  const auto at = message.find(kCounterexample);
+  std::string rule = at == std::string::npos ? message : message.substr(0, at);
+  while (!rule.empty() && (rule.back() == '\n' || rule.back() == ' ')) rule.pop_back();
+  return rule;
+}
+
+std::string counterexample_of(const std::string& message) {
+  const auto at = message.find(kCounterexample);
+  if (at == std::string::npos) return "none: a fixed scenario, no generated input";
+  return message.substr(at);
+}
 
 std::map<Status, std::size_t> RunReport::Summary() const {
   std::map<Status, std::size_t> counts = {{Status::kPass, 0},
@@ -86,7 +109,7 @@ int RunReport::ExitCode() const {
 void PrintMatrix(const RunReport& report, std::ostream& os) {
   os << "lmcache-conform " << LMCACHE_CONFORMANCE_PROJECT_VERSION << " (plugin ABI v"
      << LMCACHE_CONFORMANCE_ABI_VERSION << ", mustpass " << LMCACHE_CONFORMANCE_MUSTPASS_VERSION
-     << ")  RC_PARAMS=\"" << report.rc_params << "\"\n";
+     << ")  depth " << report.depth << "  RC_PARAMS=\"" << report.rc_params << "\"\n";
   for (auto kind : {ImplementationKind::kSerde, ImplementationKind::kProcessor,
                     ImplementationKind::kAdapter, ImplementationKind::kWrapper}) {
     std::vector<const ImplementationReport*> impls;
@@ -136,8 +159,9 @@ void PrintMatrix(const RunReport& report, std::ostream& os) {
       header = true;
       os << "  FAIL " << impl.name << " (" << KindName(impl.kind) << ") " << r.suite << "."
          << r.property << "\n"
-         << Indent(r.message, "      ", 20);
-      if (r.rc_seed) os << "      RapidCheck seed: " << *r.rc_seed << "\n";
+         << Hang("      rule: ", rule_of(r.message), 12)
+         << Hang("      ", counterexample_of(r.message), 20);
+      if (r.rc_seed) os << "      seed: " << *r.rc_seed << "\n";
       if (!r.rc_params.empty()) os << "      RC_PARAMS=\"" << r.rc_params << "\"\n";
       os << "      reproduce: " << r.reproduce << "\n";
     }
@@ -168,6 +192,7 @@ std::string WriteJsonReport(const RunReport& report, const std::string& path) {
   j["plugin_abi_version"] = LMCACHE_CONFORMANCE_ABI_VERSION;
   j["mustpass_version"] = LMCACHE_CONFORMANCE_MUSTPASS_VERSION;
   j["rc_params"] = report.rc_params;
+  j["depth"] = report.depth;
   j["duration_s"] = report.duration_s;
   j["implementations"] = nlohmann::json::array();
   for (const auto& impl : report.implementations) {
@@ -182,6 +207,10 @@ std::string WriteJsonReport(const RunReport& report, const std::string& path) {
       jr["property"] = r.property;
       jr["status"] = std::string(StatusName(r.status));
       jr["message"] = r.message;
+      if (r.status == Status::kFail) {
+        jr["rule"] = rule_of(r.message);
+        jr["counterexample"] = counterexample_of(r.message);
+      }
       jr["duration_s"] = r.duration_s;
       jr["rc_seed"] = r.rc_seed ? nlohmann::json(*r.rc_seed) : nlohmann::json(nullptr);
       jr["rc_params"] = r.rc_params;
@@ -227,14 +256,18 @@ std::string WriteJUnitReport(const RunReport& report, const std::string& path) {
       << "      <property name=\"kind\" value=\"" << KindName(impl.kind) << "\"/>\n"
       << "      <property name=\"source\" value=\"" << XmlEscape(impl.source) << "\"/>\n"
       << "      <property name=\"rc_params\" value=\"" << XmlEscape(report.rc_params) << "\"/>\n"
+      << "      <property name=\"depth\" value=\"" << XmlEscape(report.depth) << "\"/>\n"
       << "    </properties>\n";
     for (const auto& r : impl.results) {
       x << "    <testcase classname=\"" << XmlEscape(impl.name + "." + r.suite) << "\" name=\""
         << XmlEscape(r.property) << "\" time=\"" << r.duration_s << "\">\n";
       switch (r.status) {
         case Status::kFail:
-          x << "      <failure message=\"" << XmlEscape(FirstLine(r.message)) << "\" type=\"Fail\">"
-            << XmlEscape(r.message +
+          x << "      <failure message=\"" << XmlEscape(FirstLine(rule_of(r.message)))
+            << "\" type=\"Fail\">"
+            << XmlEscape("property: " + impl.name + "." + r.suite + "." + r.property +
+                         "\nrule: " + rule_of(r.message) + "\n" + counterexample_of(r.message) +
+                         (r.rc_seed ? "\nseed: " + std::to_string(*r.rc_seed) : "") +
                          (r.rc_params.empty() ? "" : "\nRC_PARAMS=\"" + r.rc_params + "\"") +
                          "\nreproduce: " + r.reproduce)
             << "</failure>\n";

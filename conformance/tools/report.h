@@ -29,6 +29,14 @@ struct PropertyResult {
   std::string reproduce;  // a command line that re-runs just this property
 };
 
+// rule_of() / counterexample_of()
+//
+// A result message is the broken rule (one or more lines), then, for a generated case,
+// "counterexample (after N passing cases):" and the generated values. The rule, or the
+// counterexample (a note when the property ran a fixed scenario).
+std::string rule_of(const std::string& message);
+std::string counterexample_of(const std::string& message);
+
 struct ImplementationReport {
   std::string name;
   ImplementationKind kind = ImplementationKind::kSerde;
@@ -38,6 +46,7 @@ struct ImplementationReport {
 
 struct RunReport {
   std::string rc_params;  // what every child ran with
+  std::string depth;      // quick, standard or exhaustive
   std::vector<ImplementationReport> implementations;
   std::vector<std::string> errors;  // sources that could not be loaded
   double duration_s = 0.0;

@@ -1,6 +1,8 @@
 #include "lmcache/conformance/doubles.h"
 
+#include <algorithm>
 #include <stdexcept>
+#include <utility>
 
 #include "lmcache/serde/async_serde_processor.h"
 
@@ -15,8 +17,10 @@ std::size_t ScriptedSerializer::serialize(const MemoryObj& src, MemoryObj& dst) 
 }
 
 void ScriptedDeserializer::deserialize(const MemoryObj& src, MemoryObj& dst) {
-  faults_->deserialize_calls.fetch_add(1);
-  if (faults_->deserialize_fail_always) throw std::runtime_error("injected deserialize failure");
+  long n = faults_->deserialize_calls.fetch_add(1);
+  if (faults_->deserialize_fail_always || n == faults_->deserialize_fail_at) {
+    throw std::runtime_error("injected deserialize failure (call " + std::to_string(n) + ")");
+  }
   inner_.deserialize(src, dst);
 }
 
@@ -42,6 +46,43 @@ TaskId ScriptedProcessor::submit_deserialize(std::vector<MemoryObjPtr> srcs,
   return ForwardingSerdeProcessor::submit_deserialize(std::move(srcs), std::move(dsts));
 }
 
+std::optional<bool> ScriptedProcessor::query_serialize_result(TaskId id) {
+  if (faults_->throw_on_query) throw std::runtime_error("injected query_serialize_result failure");
+  return ForwardingSerdeProcessor::query_serialize_result(id);
+}
+
+std::optional<bool> ScriptedProcessor::query_deserialize_result(TaskId id) {
+  if (faults_->throw_on_query) {
+    throw std::runtime_error("injected query_deserialize_result failure");
+  }
+  return ForwardingSerdeProcessor::query_deserialize_result(id);
+}
+
+void ScriptedProcessor::close() {
+  faults_->closed = true;
+  ForwardingSerdeProcessor::close();
+}
+
+void AdapterFaults::set_usage_override(std::optional<AdapterUsage> usage) {
+  std::lock_guard lock(mu_);
+  usage_override_ = std::move(usage);
+}
+
+std::optional<AdapterUsage> AdapterFaults::usage_override() const {
+  std::lock_guard lock(mu_);
+  return usage_override_;
+}
+
+AdapterFaults::Records AdapterFaults::records() const {
+  std::lock_guard lock(mu_);
+  return records_;
+}
+
+void AdapterFaults::clear_records() {
+  std::lock_guard lock(mu_);
+  records_ = {};
+}
+
 void AdapterFaults::SetDroppedLoadIndices(std::set<std::size_t> indices) {
   std::lock_guard lock(mu_);
   drop_load_indices_ = std::move(indices);
@@ -62,16 +103,73 @@ TaskId ScriptedAdapter::submit_store_task(const std::vector<ObjectKey>& keys,
                                           const std::vector<MemoryObjPtr>& objects) {
   if (faults_->throw_on_submit_store)
     throw std::runtime_error("injected inner submit_store failure");
-  return inner_->submit_store_task(keys, objects);
+  // Under the lock, so that a pop cannot see the result before the record exists.
+  std::lock_guard lock(faults_->mu_);
+  TaskId id = inner_->submit_store_task(keys, objects);
+  faults_->records_.stores[id].keys = keys;
+  return id;
 }
 
 std::map<TaskId, L2StoreResult> ScriptedAdapter::pop_completed_store_tasks() {
   std::lock_guard lock(mu_);
   for (auto& [id, r] : inner_->pop_completed_store_tasks()) {
-    held_.emplace(id, faults_->fail_stores ? L2StoreResult::failure() : r);
+    L2StoreResult result = faults_->fail_stores ? L2StoreResult::failure() : r;
+    held_.emplace(id, result);
+    std::lock_guard records(faults_->mu_);
+    faults_->records_.stores[id].result = result;
   }
   if (faults_->hold_results) return {};
   return std::exchange(held_, {});
+}
+
+void ScriptedAdapter::submit_unlock(const std::vector<ObjectKey>& keys) {
+  {
+    std::lock_guard lock(faults_->mu_);
+    faults_->records_.unlocks.push_back(keys);
+  }
+  inner_->submit_unlock(keys);
+}
+
+void ScriptedAdapter::delete_keys(const std::vector<ObjectKey>& keys) {
+  {
+    std::lock_guard lock(faults_->mu_);
+    faults_->records_.deletes.push_back(keys);
+  }
+  inner_->delete_keys(keys);
+}
+
+AdapterUsage ScriptedAdapter::get_usage() const {
+  if (std::optional<AdapterUsage> u = faults_->usage_override()) return *u;
+  return inner_->get_usage();
+}
+
+bool ScriptedAdapter::supports_global_eviction() const {
+  const int o = faults_->eviction_override.load();
+  return o < 0 ? inner_->supports_global_eviction() : o == 1;
+}
+
+void ScriptedAdapter::register_listener(std::shared_ptr<L2AdapterListener> listener) {
+  {
+    std::lock_guard lock(faults_->mu_);
+    ++faults_->records_.listeners_registered;
+  }
+  inner_->register_listener(std::move(listener));
+}
+
+Json ScriptedAdapter::report_status() const {
+  Json status = inner_->report_status();
+  if (long marker = faults_->status_marker.load(); marker >= 0 && status.is_object()) {
+    status["scripted_inner_marker"] = marker;
+  }
+  return status;
+}
+
+void ScriptedAdapter::close() {
+  {
+    std::lock_guard lock(faults_->mu_);
+    faults_->records_.closed = true;
+  }
+  inner_->close();
 }
 
 TaskId ScriptedAdapter::submit_load_task(const std::vector<ObjectKey>& keys,
@@ -82,9 +180,19 @@ TaskId ScriptedAdapter::submit_load_task(const std::vector<ObjectKey>& keys,
 
 std::optional<Bitmap> ScriptedAdapter::query_load_result(TaskId id) {
   if (faults_->hold_results) return std::nullopt;
+  if (faults_->throw_on_query_load) throw std::runtime_error("injected inner query_load failure");
   std::optional<Bitmap> bits = inner_->query_load_result(id);
-  if (bits) {
-    for (std::size_t i : faults_->DroppedLoadIndices()) bits->clear(i);
+  if (!bits) return bits;
+  for (std::size_t i : faults_->DroppedLoadIndices()) bits->clear(i);
+  if (const int delta = faults_->load_bitmap_size_delta.load(); delta != 0) {
+    const std::size_t n =
+        delta > 0 ? bits->size() + static_cast<std::size_t>(delta)
+                  : bits->size() - std::min(bits->size(), static_cast<std::size_t>(-delta));
+    Bitmap resized(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      if (i >= bits->size() || bits->test(i)) resized.set(i);
+    }
+    bits = resized;
   }
   return bits;
 }

@@ -2,10 +2,14 @@
 //
 // Failure-injecting collaborators for the wrapper suite: an fp8 serializer / deserializer pair
 // and a serde processor whose calls can be made to fail, and an inner adapter (over any real
-// adapter, the mock by default) whose submits can throw, whose stores can fail, whose loads can
-// drop chosen indices and whose results can be held back. The switches live in shared
-// SerdeFaults / AdapterFaults objects, so a test keeps control of them after handing the
-// doubles over to the wrapper (which owns them and may even destroy them).
+// adapter, the mock by default) that can produce every failure the wrapper contract lists:
+// submits that throw, failed stores, loads that drop chosen indices, load bitmaps of the wrong
+// size, result queries that throw, results held back. It also records what the wrapper passes
+// through (unlocks, deletes, listener registrations, close) and what the inner reported for
+// each store, and can answer usage / eviction support / status with values of its own, so a
+// test sees whether the wrapper passes them through. The switches and records live in shared
+// SerdeFaults / AdapterFaults objects, so a test keeps them after handing the doubles over to
+// the wrapper (which owns them and may even destroy them).
 //
 // Thread safety: every switch is atomic or mutex-guarded; the doubles are called from the
 // wrapper's threads.
@@ -19,6 +23,7 @@
 #include <set>
 #include <vector>
 
+#include "lmcache/core/object_key.h"
 #include "lmcache/l2/l2_adapter.h"
 #include "lmcache/serde/forwarding_serde_processor.h"
 #include "lmcache/serde/fp8_serde.h"
@@ -35,12 +40,21 @@ struct SerdeFaults {
   std::atomic<long> serialize_fail_at{-1};
   std::atomic<bool> serialize_fail_always{false};
   std::atomic<long> deserialize_calls{0};
+  std::atomic<long> deserialize_fail_at{-1};
   std::atomic<bool> deserialize_fail_always{false};
   std::atomic<bool> throw_on_submit_serialize{false};
   std::atomic<bool> throw_on_submit_deserialize{false};
+  // query_serialize_result / query_deserialize_result throw std::runtime_error.
+  std::atomic<bool> throw_on_query{false};
+  // Set by the processor's close().
+  std::atomic<bool> closed{false};
 
   // Makes the `i`-th serialize call from now on (0 = the next one) throw.
   void FailSerializeCallFromNow(long i) { serialize_fail_at = serialize_calls.load() + i; }
+  // Makes the `i`-th deserialize call from now on (0 = the next one) throw.
+  void fail_deserialize_call_from_now(long i) {
+    deserialize_fail_at = deserialize_calls.load() + i;
+  }
 };
 
 // ScriptedSerializer / ScriptedDeserializer
@@ -78,6 +92,9 @@ class ScriptedProcessor final : public ForwardingSerdeProcessor {
   TaskId submit_serialize(std::vector<MemoryObjPtr> srcs, std::vector<MemoryObjPtr> dsts) override;
   TaskId submit_deserialize(std::vector<MemoryObjPtr> srcs,
                             std::vector<MemoryObjPtr> dsts) override;
+  std::optional<bool> query_serialize_result(TaskId id) override;
+  std::optional<bool> query_deserialize_result(TaskId id) override;
+  void close() override;
 
  private:
   std::shared_ptr<SerdeFaults> faults_;
@@ -87,19 +104,53 @@ class ScriptedProcessor final : public ForwardingSerdeProcessor {
 //
 // throw_on_submit_*: the submit throws std::runtime_error. fail_stores: every popped store
 // result becomes a failure. drop_load_indices: those bits are cleared from load results.
-// hold_results: pops return nothing and load queries none until released (results are kept).
+// load_bitmap_size_delta: load results come back that many bits longer (> 0, the extra bits
+// set) or shorter (< 0). throw_on_query_load: query_load_result throws. hold_results: pops
+// return nothing and load queries none until released (results are kept).
+// usage / eviction / status overrides: what get_usage(), supports_global_eviction() and
+// report_status() answer instead of the inner's (status: the inner's plus a marker field).
+// The records say what reached the scripted adapter.
 struct AdapterFaults {
   std::atomic<bool> throw_on_submit_store{false};
   std::atomic<bool> fail_stores{false};
   std::atomic<bool> throw_on_submit_load{false};
+  std::atomic<bool> throw_on_query_load{false};
+  std::atomic<int> load_bitmap_size_delta{0};
   std::atomic<bool> hold_results{false};
+  // -1: the inner's answer; 0 / 1: false / true.
+  std::atomic<int> eviction_override{-1};
+  // When set, report_status() adds {"scripted_inner_marker": value} to the inner's status.
+  std::atomic<long> status_marker{-1};
 
   void SetDroppedLoadIndices(std::set<std::size_t> indices);
   std::set<std::size_t> DroppedLoadIndices() const;
 
+  void set_usage_override(std::optional<AdapterUsage> usage);
+  std::optional<AdapterUsage> usage_override() const;
+
+  // What the wrapper passed through, in order.
+  struct Records {
+    std::vector<std::vector<ObjectKey>> unlocks;
+    std::vector<std::vector<ObjectKey>> deletes;
+    std::size_t listeners_registered = 0;
+    bool closed = false;
+    // Per inner store task: the keys submitted and the result the inner reported (set when
+    // the scripted adapter popped it).
+    struct Store {
+      std::vector<ObjectKey> keys;
+      std::optional<L2StoreResult> result;
+    };
+    std::map<TaskId, Store> stores;
+  };
+  Records records() const;
+  void clear_records();
+
  private:
+  friend class ScriptedAdapter;
   mutable std::mutex mu_;
   std::set<std::size_t> drop_load_indices_;
+  std::optional<AdapterUsage> usage_override_;
+  Records records_;
 };
 
 // ScriptedAdapter
@@ -124,18 +175,16 @@ class ScriptedAdapter final : public L2AdapterInterface {
   std::optional<Bitmap> query_lookup_and_lock_result(TaskId id) override {
     return inner_->query_lookup_and_lock_result(id);
   }
-  void submit_unlock(const std::vector<ObjectKey>& keys) override { inner_->submit_unlock(keys); }
+  void submit_unlock(const std::vector<ObjectKey>& keys) override;
   TaskId submit_load_task(const std::vector<ObjectKey>& keys,
                           const std::vector<MemoryObjPtr>& objects) override;
   std::optional<Bitmap> query_load_result(TaskId id) override;
-  void delete_keys(const std::vector<ObjectKey>& keys) override { inner_->delete_keys(keys); }
-  AdapterUsage get_usage() const override { return inner_->get_usage(); }
-  bool supports_global_eviction() const override { return inner_->supports_global_eviction(); }
-  void register_listener(std::shared_ptr<L2AdapterListener> listener) override {
-    inner_->register_listener(std::move(listener));
-  }
-  Json report_status() const override { return inner_->report_status(); }
-  void close() override { inner_->close(); }
+  void delete_keys(const std::vector<ObjectKey>& keys) override;
+  AdapterUsage get_usage() const override;
+  bool supports_global_eviction() const override;
+  void register_listener(std::shared_ptr<L2AdapterListener> listener) override;
+  Json report_status() const override;
+  void close() override;
 
  private:
   std::shared_ptr<L2AdapterInterface> inner_;

@@ -1,22 +1,28 @@
 #include "lmcache/conformance/generators.h"
 
 #include <algorithm>
+#include <bit>
+#include <cstring>
+#include <limits>
 #include <stdexcept>
+#include <string>
+
+#include "lmcache/conformance/depth.h"
 
 namespace lmcache::conformance {
 
 rc::Gen<Shape> GenShape(std::size_t max_elements) {
   return rc::gen::exec([max_elements] {
-    const int rank = *rc::gen::inRange(0, 4);
+    const int rank = *uniform_in_range(0, 4);
     Shape shape;
     for (int d = 0; d < rank; ++d) {
       // Zero, one and odd extents are where packing and indexing bugs live.
       std::int64_t dim = *rc::gen::weightedOneOf<std::int64_t>({
           {1, rc::gen::just<std::int64_t>(0)},
           {3, rc::gen::just<std::int64_t>(1)},
-          {4, rc::gen::map(rc::gen::inRange<std::int64_t>(1, 9),
+          {4, rc::gen::map(uniform_in_range<std::int64_t>(1, 9),
                            [](std::int64_t k) { return 2 * k + 1; })},
-          {2, rc::gen::inRange<std::int64_t>(2, 17)},
+          {2, uniform_in_range<std::int64_t>(2, 17)},
       });
       shape.push_back(dim);
     }
@@ -37,7 +43,7 @@ rc::Gen<Shape> GenShape(std::size_t max_elements) {
 rc::Gen<MemoryLayoutDesc> GenLayout(std::vector<DType> dtypes, LayoutLimits limits) {
   if (dtypes.empty()) throw std::invalid_argument("GenLayout: no dtypes to draw from");
   return rc::gen::exec([dtypes, limits] {
-    const int groups = *rc::gen::inRange(limits.min_groups, limits.max_groups + 1);
+    const int groups = *uniform_in_range(limits.min_groups, limits.max_groups + 1);
     std::vector<Shape> shapes;
     std::vector<DType> types;
     for (int g = 0; g < groups; ++g) {
@@ -48,15 +54,272 @@ rc::Gen<MemoryLayoutDesc> GenLayout(std::vector<DType> dtypes, LayoutLimits limi
   });
 }
 
+namespace {
+
+// Byte sizes where memory behaviour changes: a page, L1d (32 / 48 KiB), L2 (256 KiB - 2 MiB),
+// an L3 slice (8 MiB).
+constexpr std::size_t kCacheBytes[] = {4096,   32768,    49152,    262144,
+                                       524288, 1u << 20, 2u << 20, 8u << 20};
+// Vector widths in elements: 128- to 2048-bit registers over 8- to 32-bit lanes, and the block
+// sizes chunked loops use.
+constexpr std::size_t kLaneCounts[] = {4, 8, 16, 32, 64, 128, 256};
+
+std::size_t clamp_count(std::size_t n, std::size_t max_elements) {
+  return std::min(n, max_elements);
+}
+
+}  // namespace
+
+rc::Gen<std::uint64_t> gen_seed() {
+  return rc::gen::resize(rc::kNominalSize, rc::gen::arbitrary<std::uint64_t>());
+}
+
+SizeLimits size_limits() {
+  const DepthProfile& p = current_profile();
+  SizeLimits l;
+  l.min_groups = 1;
+  l.max_groups = 6;
+  l.max_group_elements = p.max_group_elements;
+  l.max_total_elements = 2 * p.max_group_elements;
+  return l;
+}
+
+rc::Gen<std::size_t> gen_element_count(std::size_t max_elements) {
+  return rc::gen::exec([max_elements]() -> std::size_t {
+    const int top_bit = std::max(1, static_cast<int>(std::bit_width(max_elements)) - 1);
+    const int kind =
+        *rc::gen::weightedElement<int>({{20, 0}, {22, 1}, {18, 2}, {10, 3}, {20, 4}, {6, 5}});
+    std::size_t n = 0;
+    switch (kind) {
+      case 0:  // tiny, zero included
+        n = *uniform_in_range<std::size_t>(0, 18);
+        break;
+      case 1: {  // around a multiple of a vector width
+        std::size_t w = *rc::gen::elementOf(
+            std::vector<std::size_t>(std::begin(kLaneCounts), std::end(kLaneCounts)));
+        std::size_t k = *uniform_in_range<std::size_t>(1, 9);
+        int d = *uniform_in_range(-1, 2);
+        n = static_cast<std::size_t>(static_cast<long long>(w * k) + d);
+        break;
+      }
+      case 2: {  // 2^k - 1, 2^k, 2^k + 1
+        int k = *uniform_in_range(2, top_bit + 1);
+        int d = *uniform_in_range(-1, 2);
+        n = static_cast<std::size_t>(static_cast<long long>(std::size_t{1} << k) + d);
+        break;
+      }
+      case 3: {  // a cache size in bytes, for 1-, 2- and 4-byte elements
+        std::size_t bytes = *rc::gen::elementOf(
+            std::vector<std::size_t>(std::begin(kCacheBytes), std::end(kCacheBytes)));
+        std::size_t per = *rc::gen::elementOf(std::vector<std::size_t>{1, 2, 4});
+        int d = *uniform_in_range(-1, 2);
+        n = static_cast<std::size_t>(static_cast<long long>(bytes / per) + d);
+        break;
+      }
+      case 4: {  // anything up to a few thousand, log-uniform
+        int k = *uniform_in_range(0, std::min(top_bit, 12) + 1);
+        n = *uniform_in_range<std::size_t>(std::size_t{1} << k, (std::size_t{2} << k) + 1);
+        break;
+      }
+      default: {  // anything up to the maximum, log-uniform
+        int k = *uniform_in_range(0, top_bit + 1);
+        n = *uniform_in_range<std::size_t>(std::size_t{1} << k, (std::size_t{2} << k) + 1);
+        break;
+      }
+    }
+    return clamp_count(n, max_elements);
+  });
+}
+
+rc::Gen<Shape> gen_shape_of(std::size_t elements) {
+  return rc::gen::exec([elements]() -> Shape {
+    const auto n = static_cast<std::int64_t>(elements);
+    if (n == 1) {
+      return *rc::gen::elementOf(std::vector<Shape>{{}, {1}, {1, 1}});
+    }
+    const int rank = *uniform_in_range(1, 4);
+    if (n == 0) {
+      std::int64_t other = *uniform_in_range<std::int64_t>(1, 6);
+      if (rank == 1) return {0};
+      if (rank == 2) return *rc::gen::elementOf(std::vector<Shape>{{0, other}, {other, 0}});
+      return {other, 0, 3};
+    }
+    if (rank == 1) return {n};
+    // Split off a small factor that divides n (head dims, a layer count).
+    auto factor = [](std::int64_t m) -> std::int64_t {
+      for (std::int64_t f : {2, 3, 4, 8, 16, 5, 7}) {
+        if (m % f == 0 && m / f > 1) return f;
+      }
+      return 1;
+    };
+    const std::int64_t a = factor(n);
+    if (rank == 2 || a == 1) return {a, n / a};
+    const std::int64_t b = factor(n / a);
+    return {a, b, n / a / b};
+  });
+}
+
+rc::Gen<MemoryLayoutDesc> gen_layout(std::vector<DType> dtypes, SizeLimits limits) {
+  if (dtypes.empty()) throw std::invalid_argument("gen_layout: no dtypes to draw from");
+  return rc::gen::exec([dtypes = std::move(dtypes), limits] {
+    const int groups = *uniform_in_range(limits.min_groups, limits.max_groups + 1);
+    std::vector<Shape> shapes;
+    std::vector<DType> types;
+    std::size_t room = limits.max_total_elements;
+    for (int g = 0; g < groups; ++g) {
+      std::size_t n = *gen_element_count(std::min(limits.max_group_elements, room));
+      if (n == 0 && !limits.allow_empty_groups) n = 1;
+      room -= std::min(room, n);
+      shapes.push_back(*gen_shape_of(n));
+      types.push_back(*rc::gen::elementOf(dtypes));
+    }
+    return MemoryLayoutDesc(std::move(shapes), std::move(types));
+  });
+}
+
+rc::Gen<std::size_t> gen_batch_size(std::size_t max_batch) {
+  if (max_batch == 0) throw std::invalid_argument("gen_batch_size: max_batch is 0");
+  return rc::gen::exec([max_batch]() -> std::size_t {
+    std::vector<std::size_t> edges = {7, 8, 9, 15, 16, 17, 63, 64, 65};
+    std::erase_if(edges, [&](std::size_t e) { return e > max_batch; });
+    const int kind = *rc::gen::weightedElement<int>({{3, 0}, {5, 1}, {4, 2}, {3, 3}});
+    if (kind == 0 || max_batch == 1) return 1;
+    if (kind == 1)
+      return *uniform_in_range<std::size_t>(1, std::min<std::size_t>(max_batch, 6) + 1);
+    if (kind == 2 && !edges.empty()) return *rc::gen::elementOf(edges);
+    return *uniform_in_range<std::size_t>(1, max_batch + 1);
+  });
+}
+
+namespace {
+
+std::string hash_bytes(std::uint64_t seed, std::size_t length) {
+  std::string h(length, '\0');
+  std::uint64_t x = seed * 0x9E3779B97F4A7C15ull + 1;
+  for (std::size_t i = 0; i < length; ++i) {
+    x ^= x >> 29;
+    x *= 0xBF58476D1CE4E5B9ull;
+    h[i] = static_cast<char>(x >> 56);
+  }
+  return h;
+}
+
+const std::vector<std::string>& model_names() {
+  static const std::vector<std::string> names = {"m",
+                                                 "conformance-model",
+                                                 "meta-llama/Llama-3.1-8B-Instruct",
+                                                 "model with spaces",
+                                                 "mod\xc3\xa8le-\xe6\xa8\xa1\xe5\x9e\x8b",
+                                                 std::string(200, 'n')};
+  return names;
+}
+
+const std::vector<std::int64_t>& kv_ranks() {
+  static const std::vector<std::int64_t> ranks = {0,
+                                                  1,
+                                                  -1,
+                                                  compute_kv_rank(8, 3, 4, 1),
+                                                  std::numeric_limits<std::int64_t>::max(),
+                                                  std::numeric_limits<std::int64_t>::min()};
+  return ranks;
+}
+
+const std::vector<std::int64_t>& group_ids() {
+  static const std::vector<std::int64_t> ids = {0, 1, 7, std::int64_t{1} << 31,
+                                                std::numeric_limits<std::int64_t>::max()};
+  return ids;
+}
+
+const std::vector<std::string>& cache_salts() {
+  static const std::vector<std::string> salts = {"", "salt_a", "salt b", "s\xc3\xa4lt",
+                                                 std::string(ObjectKey::kMaxCacheSaltBytes, 'z')};
+  return salts;
+}
+
+}  // namespace
+
+rc::Gen<ObjectKey> gen_object_key() {
+  return rc::gen::exec([] {
+    std::size_t length = *rc::gen::elementOf(std::vector<std::size_t>{1, 4, 8, 16, 32, 64});
+    std::string hash = hash_bytes(*gen_seed(), length);
+    if (*uniform_in_range(0, 4) == 0) hash[0] = '\0';  // a zero byte inside the hash
+    return ObjectKey(std::move(hash), *rc::gen::elementOf(model_names()),
+                     *rc::gen::elementOf(kv_ranks()), *rc::gen::elementOf(group_ids()),
+                     *rc::gen::elementOf(cache_salts()));
+  });
+}
+
+std::vector<ObjectKey> key_family(std::uint64_t seed, std::size_t n) {
+  std::vector<ObjectKey> keys;
+  keys.reserve(n);
+  // Field values indexed by how many times a field has been varied, so every key is new.
+  for (std::size_t i = 0; i < n; ++i) {
+    if (i == 0) {
+      keys.emplace_back(hash_bytes(seed, 16), "conformance-model", 0, 0, "");
+      continue;
+    }
+    const ObjectKey& from = keys[(i - 1) / 2];  // a tree: each key has a parent one field away
+    const std::size_t round = i / 6 + 1;
+    std::string hash = from.chunk_hash();
+    std::string model = from.model_name();
+    std::int64_t rank = from.kv_rank();
+    std::int64_t group = from.object_group_id();
+    std::string salt = from.cache_salt();
+    switch (i % 6) {
+      case 0:  // same length, last byte changed
+        hash.back() = static_cast<char>(hash.back() ^ static_cast<char>(round));
+        break;
+      case 1:  // a prefix or an extension of the parent's hash
+        hash = round % 2 ? hash.substr(0, hash.size() - 1 - (round % 4))
+                         : hash + std::string(round % 5 + 1, '\0');
+        if (hash.empty()) hash = std::string(1, static_cast<char>(round));
+        break;
+      case 2:
+        model += "-" + std::to_string(round);
+        break;
+      case 3:
+        rank = rank == 0 ? -static_cast<std::int64_t>(round) : rank + 1000 * round;
+        break;
+      case 4:
+        group += static_cast<std::int64_t>(round);
+        break;
+      default:
+        salt = (salt.size() + 8 > ObjectKey::kMaxCacheSaltBytes ? std::string() : salt) + "s" +
+               std::to_string(round);
+        break;
+    }
+    ObjectKey key(std::move(hash), std::move(model), rank, group, std::move(salt));
+    if (std::find(keys.begin(), keys.end(), key) != keys.end()) {
+      key = ObjectKey(hash_bytes(seed + i, 16), "conformance-model", 0, 0, "");  // never a copy
+    }
+    keys.push_back(std::move(key));
+  }
+  return keys;
+}
+
 std::ostream& operator<<(std::ostream& os, const SerdeCase& c) {
-  return os << "layout " << c.layout.to_string() << ", data seed " << c.data_seed;
+  os << "layout " << c.layout.to_string() << ", data seed " << c.data_seed;
+  if (c.slack > 0) os << ", " << c.slack << " junk bytes past the layout";
+  return os;
 }
 
 rc::Gen<SerdeCase> GenSerdeCase(std::vector<DType> dtypes, LayoutLimits limits) {
   return rc::gen::exec([dtypes = std::move(dtypes), limits] {
     SerdeCase c;
     c.layout = *GenLayout(dtypes, limits);
-    c.data_seed = *rc::gen::arbitrary<std::uint64_t>();
+    c.data_seed = *gen_seed();
+    return c;
+  });
+}
+
+rc::Gen<SerdeCase> gen_serde_case(std::vector<DType> dtypes, SizeLimits limits) {
+  return rc::gen::exec([dtypes = std::move(dtypes), limits] {
+    SerdeCase c;
+    c.layout = *gen_layout(dtypes, limits);
+    c.data_seed = *gen_seed();
+    c.slack = *rc::gen::weightedOneOf<std::size_t>({{2, rc::gen::just<std::size_t>(0)},
+                                                    {2, uniform_in_range<std::size_t>(1, 64)},
+                                                    {1, rc::gen::just<std::size_t>(4096)}});
     return c;
   });
 }
@@ -66,8 +329,12 @@ ValueSpec ValueSpecFor(const SerdeUnderTest& serde) {
 }
 
 MemoryObjPtr MakeSource(const SerdeCase& c, const ValueSpec& spec) {
-  MemoryObjPtr obj = MakeObject(c.layout);
+  const std::size_t bytes = c.layout.total_bytes();
+  MemoryObjPtr obj = MakeObject(c.layout, bytes + c.slack);
   FillValues(*obj, spec, c.data_seed);
+  if (obj->physical_size() > bytes) {
+    FillBytes(obj->physical_bytes().subspan(bytes), c.data_seed ^ 0x5A5A5A5Aull);
+  }
   return obj;
 }
 

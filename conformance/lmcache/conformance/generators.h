@@ -1,10 +1,26 @@
 // File: lmcache/conformance/generators.h
 //
-// RapidCheck generators for the conformance properties: layouts of 1-4 groups whose shapes mix
-// zero-element, one-element and odd dimensions (0-d scalars included), over the dtypes an
-// implementation declares; and serde cases that pair such a layout with a data seed. Values are
-// filled from the seed (buffers.h FillValues) rather than generated element by element: a case
-// stays cheap to generate and print, and shrinking still minimises the layout.
+// RapidCheck generators for the conformance properties. The input space they cover:
+//   - element counts of a group from 0 to millions (the depth's max_group_elements), with most
+//     weight on boundaries: tiny counts, SIMD widths (k*w - 1, k*w, k*w + 1 for w = 4..256),
+//     2^k - 1, 2^k, 2^k + 1, and byte sizes around a page and the L1 / L2 / L3 cache sizes;
+//   - shapes of rank 0-3 for each count (zero-element groups keep a zero dimension);
+//   - layouts of several groups mixing the declared dtypes;
+//   - batch sizes from 1 to past 64, weighted on 1 and on the bitmap byte boundaries 8k +- 1;
+//   - object keys with every field varied (hash bytes and length, model name, kv_rank,
+//     object_group_id, cache_salt up to its 128-byte limit) and key families whose members
+//     differ in exactly one field;
+//   - serde cases: a layout, a data seed and slack (junk bytes past the layout in the source).
+// Values are filled from a seed (buffers.h FillValues) rather than generated element by
+// element: a case stays cheap to generate and print, and shrinking still minimises the layout.
+//
+// GenShape / GenLayout (small, tidy shapes) are kept for callers that want only those.
+//
+// Choices are uniform from the first case on: RapidCheck scales rc::gen::inRange and
+// rc::gen::arbitrary with the case's size (size 0 draws the minimum), which would leave the
+// first cases of a property, and every command of a short state machine, with the smallest
+// values only. The kit draws through uniform_in_range() and gen_seed() instead; how often large
+// values come is decided by the generators' weights, not by the case index.
 #pragma once
 
 #include <cstddef>
@@ -16,6 +32,7 @@
 
 #include "lmcache/conformance/buffers.h"
 #include "lmcache/conformance/descriptors.h"
+#include "lmcache/core/object_key.h"
 
 namespace lmcache::conformance {
 
@@ -40,16 +57,96 @@ rc::Gen<Shape> GenShape(std::size_t max_elements);
 // (which must not be empty).
 rc::Gen<MemoryLayoutDesc> GenLayout(std::vector<DType> dtypes, LayoutLimits limits = {});
 
+// uniform_in_range()
+//
+// rc::gen::inRange(min, max) at RapidCheck's nominal size: any value of [min, max) in every
+// case. Shrinking still goes towards `min`.
+template <class T>
+rc::Gen<T> uniform_in_range(T min, T max) {
+  return rc::gen::resize(rc::kNominalSize, rc::gen::inRange<T>(min, max));
+}
+
+// gen_seed()
+//
+// A 64-bit seed with every bit random in every case.
+rc::Gen<std::uint64_t> gen_seed();
+
+// SizeLimits
+//
+// Bounds of the boundary-emphasis layouts (gen_layout). size_limits() gives the depth's.
+struct SizeLimits {
+  int min_groups = 1;
+  int max_groups = 4;
+  std::size_t max_group_elements = 1u << 14;
+  // The whole layout; later groups shrink to fit.
+  std::size_t max_total_elements = 1u << 22;
+  // Whether a group may have zero elements.
+  bool allow_empty_groups = true;
+};
+
+// size_limits()
+//
+// The current depth's limits (depth.h): groups up to max_group_elements, 1-6 groups.
+SizeLimits size_limits();
+
+// gen_element_count()
+//
+// 0..max_elements with most weight on the boundaries listed at the top of this file.
+rc::Gen<std::size_t> gen_element_count(std::size_t max_elements);
+
+// gen_shape_of()
+//
+// A shape of rank 0-3 with exactly `elements` elements (rank >= 1 when `elements` != 1; a zero
+// count keeps one zero dimension).
+rc::Gen<Shape> gen_shape_of(std::size_t elements);
+
+// gen_layout()
+//
+// A layout within `limits` whose group dtypes are drawn from `dtypes` (not empty).
+rc::Gen<MemoryLayoutDesc> gen_layout(std::vector<DType> dtypes, SizeLimits limits);
+
+// gen_batch_size()
+//
+// 1..max_batch, weighted on 1, small batches and 8k-1, 8k, 8k+1 (bitmap byte boundaries),
+// 63, 64, 65 where they fit.
+rc::Gen<std::size_t> gen_batch_size(std::size_t max_batch);
+
+// gen_object_key()
+//
+// A valid ObjectKey with every field drawn from a pool of edge values: hash lengths 1-64 with
+// zero and high bytes, model names with '/', spaces and UTF-8, kv_rank 0, -1 and extremes,
+// large object_group_ids, cache salts up to ObjectKey::kMaxCacheSaltBytes.
+rc::Gen<ObjectKey> gen_object_key();
+
+// key_family()
+//
+// `n` distinct valid keys built from `seed`: key 0 is a base key and each next key differs from
+// an earlier one in exactly one field (cycling through chunk_hash content, chunk_hash length,
+// model_name, kv_rank, object_group_id, cache_salt), so an implementation that ignores a field
+// confuses two keys of the family.
+std::vector<ObjectKey> key_family(std::uint64_t seed, std::size_t n);
+
 // SerdeCase
 //
-// One generated serde input: a layout and the seed its values are filled from.
+// One generated serde input: a layout, the seed its values are filled from, and `slack` bytes
+// of junk that the source buffer holds past its layout (physical_size() > layout bytes, as an
+// object carved from a larger allocation has).
 struct SerdeCase {
   MemoryLayoutDesc layout;
   std::uint64_t data_seed = 0;
+  std::size_t slack = 0;
 };
 std::ostream& operator<<(std::ostream& os, const SerdeCase& c);
 
+// GenSerdeCase()
+//
+// A case whose layout comes from GenLayout(dtypes, limits) (small shapes), no slack.
 rc::Gen<SerdeCase> GenSerdeCase(std::vector<DType> dtypes, LayoutLimits limits = {});
+
+// gen_serde_case()
+//
+// A case whose layout comes from gen_layout(dtypes, limits), with slack 0, 1-63 or a page.
+rc::Gen<SerdeCase> gen_serde_case(std::vector<DType> dtypes, SizeLimits limits);
 
 // ValueSpecFor()
 //
@@ -58,7 +155,8 @@ ValueSpec ValueSpecFor(const SerdeUnderTest& serde);
 
 // MakeSource()
 //
-// A fresh object of `c.layout` filled from `c.data_seed` within `spec`.
+// A fresh object of `c.layout` filled from `c.data_seed` within `spec`, with `c.slack` junk
+// bytes past the layout.
 MemoryObjPtr MakeSource(const SerdeCase& c, const ValueSpec& spec);
 
 }  // namespace lmcache::conformance

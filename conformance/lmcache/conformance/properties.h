@@ -1,9 +1,10 @@
 // File: lmcache/conformance/properties.h
 //
 // The property catalogue: every conformance property by suite, with a one-line statement of
-// what it checks. The names are stable identifiers (they are gtest test names, matrix columns,
-// report keys and the entries of conformance/mustpass.txt); renaming one is a breaking change of
-// the mustpass list and bumps LMCACHE_CONFORMANCE_MUSTPASS_VERSION.
+// what it checks, in the order of internal/property_list.h (the one table every name comes
+// from). The names are stable identifiers (they are gtest test names, matrix columns, report
+// keys and the entries of conformance/mustpass.txt); renaming one is a breaking change of the
+// mustpass list and bumps LMCACHE_CONFORMANCE_MUSTPASS_VERSION.
 #pragma once
 
 #include <span>

@@ -1,11 +1,17 @@
 #include "lmcache/conformance/rapidcheck_driver.h"
 
+#include <algorithm>
+#include <cmath>
 #include <cstdlib>
+#include <memory>
+#include <mutex>
 #include <random>
 #include <sstream>
 
 #include <rapidcheck/detail/Configuration.h>
 #include <rapidcheck/detail/TestListener.h>
+
+#include "lmcache/conformance/depth.h"
 
 namespace lmcache::conformance {
 
@@ -20,6 +26,43 @@ class SilentListener final : public rc::detail::TestListener {
   void onTestFinished(const rc::detail::TestMetadata&, const rc::detail::TestResult&) override {}
 };
 
+// What the failing evaluations said. RapidCheck describes a failure by evaluating its minimal
+// case once more; when that evaluation passes (timing), its description is a success text and
+// the broken rule would be lost, so the messages of the failing evaluations are kept here.
+class FailureRecorder {
+ public:
+  void Record(const rc::detail::CaseResult& r) {
+    std::lock_guard lock(mu_);
+    last_failed_ = r.type == rc::detail::CaseResult::Type::Failure;
+    if (!last_failed_) return;
+    if (first_.empty()) first_ = r.description;
+    last_ = r.description;
+  }
+
+  // The rule to report for a failure RapidCheck describes as `described`.
+  std::string Rule(const std::string& described) const {
+    std::lock_guard lock(mu_);
+    // RapidCheck's text for a case that passed (rapidcheck/detail/Property.hpp).
+    const bool replay_passed =
+        !last_failed_ || described.empty() || described == "no exceptions thrown";
+    if (!replay_passed) return described;
+    const std::string& kept = last_.empty() ? first_ : last_;
+    if (kept.empty()) return described;
+    std::string rule = kept;
+    rule +=
+        "\n(the minimal case passed when it was replayed: the failure depends on timing or "
+        "on state outside the case";
+    if (first_ != kept) rule += "; the first failing case said: " + first_;
+    return rule + ")";
+  }
+
+ private:
+  mutable std::mutex mu_;
+  bool last_failed_ = false;
+  std::string first_;
+  std::string last_;
+};
+
 std::uint64_t RandomSeed() {
   std::random_device rd;
   return (static_cast<std::uint64_t>(rd()) << 32) ^ rd();
@@ -31,7 +74,15 @@ Verdict CheckRcProperty(std::string_view id, const RcOptions& options,
                         const rc::detail::Property& property) {
   using namespace rc::detail;
   Configuration defaults;
-  defaults.testParams.maxSuccess = options.max_success;
+  int cases = options.max_success;
+  if (options.scale_with_depth) {
+    try {
+      cases = std::max(1, static_cast<int>(std::lround(cases * current_profile().case_factor)));
+    } catch (const std::invalid_argument& e) {
+      return Verdict::Fail(e.what());
+    }
+  }
+  defaults.testParams.maxSuccess = cases;
   defaults.testParams.maxSize = options.max_size;
   defaults.testParams.disableShrinking = !options.shrink;
   defaults.testParams.seed = RandomSeed();
@@ -48,8 +99,14 @@ Verdict CheckRcProperty(std::string_view id, const RcOptions& options,
   metadata.id = std::string(id);
   metadata.description = metadata.id;
   SilentListener listener;
+  // Every evaluation of a case passes through here, the replays of the shrunk case included.
+  auto seen = std::make_shared<FailureRecorder>();
+  const Property recorded = rc::gen::map(property, [seen](CaseDescription d) {
+    seen->Record(d.result);
+    return d;
+  });
   TestResult result =
-      checkProperty(property, metadata, config.testParams, listener, config.reproduce);
+      checkProperty(recorded, metadata, config.testParams, listener, config.reproduce);
 
   Verdict verdict;
   verdict.rc_seed = config.testParams.seed;
@@ -67,7 +124,7 @@ Verdict CheckRcProperty(std::string_view id, const RcOptions& options,
     // What broke first (the line a matrix or a JUnit <failure message> shows), then the
     // minimal counterexample.
     std::ostringstream message;
-    message << failure.description << "\n"
+    message << seen->Rule(failure.description) << "\n"
             << "counterexample (after " << failure.numSuccess << " passing case"
             << (failure.numSuccess == 1 ? "" : "s") << "):";
     for (const auto& [type, value] : failure.counterExample) {

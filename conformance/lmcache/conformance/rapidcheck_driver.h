@@ -3,12 +3,17 @@
 // Runs a RapidCheck property and turns the outcome into a Verdict, so that properties can be
 // called on their own (self-tests, Verify helpers) as well as from the gtest suites.
 //
-// Configuration is layered: each property has kit defaults (RcOptions: a modest max_success so
-// that CI on two slow cores stays fast), and every key of the RC_PARAMS environment variable
-// overrides them (seed, max_success, max_size, noshrink, reproduce, verbose_progress, ...). With
+// Configuration is layered: each property has kit defaults (RcOptions), scaled by the run's depth
+// (depth.h: quick runs a third of the cases, exhaustive four times as many), and every key of
+// the RC_PARAMS environment variable overrides them (seed, max_success, max_size, noshrink,
+// reproduce, verbose_progress, ...). With
 // no seed in RC_PARAMS a random one is drawn; the Verdict records the seed, and a failure carries
 // the RC_PARAMS string (seed, sizes and a `reproduce=` token) that replays the minimal failing
-// case of exactly that property:
+// case of exactly that property.
+//
+// The reason is kept. RapidCheck re-runs the minimal case to describe it; when that replay
+// passes (a failure that depends on timing or on state outside the case), the verdict still
+// carries the message of the failing run, with a note saying the replay passed. Replay:
 //
 //   RC_PARAMS="seed=42 max_success=40 reproduce=..." ./my_conformance_test
 //          --gtest_filter='*SerdeConformance.RoundTrip/my_serde'
@@ -33,14 +38,17 @@ struct RcOptions {
   int max_success = 40;
   int max_size = 100;
   bool shrink = true;
+  // Multiply max_success by the depth's case_factor (depth.h); off for properties whose case
+  // count is part of their design (one scenario run once).
+  bool scale_with_depth = true;
 };
 
 // CheckRcProperty()
 //
 // Runs `property` (rc::detail::toProperty of a testable) under the layered configuration. `id`
 // identifies the property in `reproduce=` tokens; use "<Suite>.<Property>/<implementation>".
-// Pass on success; Fail with RapidCheck's report (counterexample, description) otherwise,
-// including when the generator gives up or RC_PARAMS cannot be parsed.
+// Pass on success; Fail with the first broken rule, then the minimal counterexample, otherwise,
+// including when the generator gives up, RC_PARAMS cannot be parsed or the depth is invalid.
 Verdict CheckRcProperty(std::string_view id, const RcOptions& options,
                         const rc::detail::Property& property);
 

@@ -1,5 +1,7 @@
 #include "lmcache/conformance/reference_impls.h"
 
+#include "lmcache/conformance/wrapper_as_adapter.h"
+
 #include <cmath>
 #include <memory>
 #include <string>
@@ -17,7 +19,6 @@ namespace {
 constexpr std::uint64_t kMockCapacityBytes = 1ull << 30;
 // 1 TiB/s: a few KiB move in nanoseconds, so the simulated bandwidth never slows the suites.
 constexpr std::uint64_t kMockBandwidth = 1ull << 40;
-constexpr std::size_t kWrapperL1Bytes = 64u << 20;
 
 std::string FormatSuffix(Fp8Format format) {
   return format == Fp8Format::kE4M3FN ? "e4m3fn" : "e5m2";
@@ -74,30 +75,8 @@ AdapterUnderTest ReferenceMockAdapter() {
 }
 
 AdapterUnderTest ReferenceWrappedMockAdapter() {
-  AdapterUnderTest a;
+  AdapterUnderTest a = adapter_of_wrapper(ReferenceSerdeWrapper());
   a.name = "wrapper_mock_fp8";
-  a.make = []() -> L2AdapterPtr {
-    auto serde = std::make_unique<AsyncSerdeProcessor>(std::make_shared<Fp8Serializer>(),
-                                                       std::make_shared<Fp8Deserializer>());
-    return std::make_unique<SerdeL2AdapterWrapper>(MakeMock(), std::move(serde),
-                                                   std::make_shared<L1Manager>(kWrapperL1Bytes));
-  };
-  // Lookup locks happen in the inner mock, whose status the wrapper passes through.
-  a.capabilities.reports_lock_count = true;
-  a.object_dtypes = {DType::kFloat32, DType::kFloat16, DType::kBFloat16};
-  // The inner mock holds one fp8 code per element.
-  a.stored_bytes = [](const MemoryLayoutDesc& layout) -> std::uint64_t {
-    return layout.total_elements();
-  };
-  a.expected_load = [](const MemoryObj& stored, MemoryObj& expected) {
-    Fp8Serializer ser;
-    Fp8Deserializer deser;
-    auto bytes = MemoryObj::allocate(MemoryLayoutDesc::single(
-        {static_cast<std::int64_t>(ser.estimate_serialized_size(stored.layout()))}, DType::kUInt8));
-    std::size_t n = ser.serialize(stored, *bytes);
-    bytes->set_used_size(n);
-    deser.deserialize(*bytes, expected);
-  };
   return a;
 }
 
@@ -118,7 +97,8 @@ void RegisterReferenceImplementations(Registry& registry) {
   registry.add_processor(ReferenceAsyncFp8Processor(Fp8Format::kE4M3FN, 1));
   registry.add_processor(ReferenceAsyncFp8Processor(Fp8Format::kE5M2, 3));
   registry.add_adapter(ReferenceMockAdapter());
-  registry.add_adapter(ReferenceWrappedMockAdapter());
+  // Also registers the wrapper as an adapter (adapter_of_wrapper), the same stack as
+  // ReferenceWrappedMockAdapter().
   registry.add_wrapper(ReferenceSerdeWrapper());
 }
 

@@ -33,8 +33,9 @@ AdapterUnderTest ReferenceMockAdapter();
 
 // ReferenceWrappedMockAdapter()
 //
-// "wrapper_mock_fp8": SerdeL2AdapterWrapper(mock, AsyncSerdeProcessor(fp8 e4m3fn), L1). It
-// stores one byte per element and loads back the fp8 round trip of what was stored.
+// "wrapper_mock_fp8": SerdeL2AdapterWrapper(mock, AsyncSerdeProcessor(fp8 e4m3fn), L1), i.e.
+// adapter_of_wrapper(ReferenceSerdeWrapper()) under another name. It stores one byte per
+// element and loads back the fp8 round trip of what was stored.
 AdapterUnderTest ReferenceWrappedMockAdapter();
 
 // ReferenceSerdeWrapper()
@@ -44,7 +45,9 @@ WrapperUnderTest ReferenceSerdeWrapper();
 
 // RegisterReferenceImplementations()
 //
-// Adds every reference implementation above to `registry`.
+// Adds the reference implementations above to `registry`: both fp8 serdes, both processors, the
+// mock adapter and the wrapper (which the registry also adds as an adapter under its own name,
+// the stack ReferenceWrappedMockAdapter() describes).
 void RegisterReferenceImplementations(Registry& registry);
 
 }  // namespace lmcache::conformance

@@ -1,5 +1,7 @@
 #include "lmcache/conformance/registry.h"
 
+#include "lmcache/conformance/wrapper_as_adapter.h"
+
 #include <algorithm>
 #include <stdexcept>
 #include <string>
@@ -88,7 +90,14 @@ void Registry::add_adapter(AdapterUnderTest adapter) {
 
 void Registry::add_wrapper(WrapperUnderTest wrapper) {
   bool ok = static_cast<bool>(wrapper.make);
+  if (ok && Has(adapters_, wrapper.name)) {
+    throw std::invalid_argument("conformance registry: wrapper '" + wrapper.name +
+                                "' is also run as an adapter under its own name, and an adapter '" +
+                                wrapper.name + "' is already registered: rename one of them");
+  }
+  AdapterUnderTest as_adapter = ok ? adapter_of_wrapper(wrapper) : AdapterUnderTest{};
   CheckAndAppend(wrappers_, std::move(wrapper), "wrapper", ok);
+  adapters_.push_back(std::move(as_adapter));
 }
 
 std::size_t Registry::size() const {

@@ -31,7 +31,9 @@ class Registry {
   //
   // Appends a descriptor. Throws std::invalid_argument when the name is not valid
   // (IsValidImplementationName), when a factory is empty, or when the name is already taken by
-  // an implementation of the same kind (the message names it).
+  // an implementation of the same kind (the message names it). add_wrapper() also appends
+  // adapter_of_wrapper(wrapper) to the adapters (wrapper_as_adapter.h), so the adapter suite
+  // runs over every wrapper; it throws when an adapter of the wrapper's name exists.
   void add_serde(SerdeUnderTest serde);
   void add_processor(ProcessorUnderTest processor);
   void add_adapter(AdapterUnderTest adapter);

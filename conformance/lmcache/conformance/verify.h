@@ -14,8 +14,11 @@
 // write outside a buffer is reported, never silently absorbed.
 //
 // Failure modes and the helper that catches each (cf. abseil's documented Bad1..Bad4 types):
-//   - output differs between two calls or two instances        VerifySerializeDeterministic
-//   - output differs when one instance serves several threads  VerifySerializeThreadSafe
+//   - output differs between two calls or two instances, or    VerifySerializeDeterministic
+//     depends on junk past the source's layout
+//   - output differs when one instance serves several threads  VerifySerializeThreadSafe,
+//     (shared scratch state)                                   verify_concurrent_serialize
+//   - a round trip differs when instances serve several threads verify_concurrent_round_trips
 //   - serialize() returns more than the estimate               VerifyEstimateIsUpperBound
 //   - the estimate changes after serializing other data        VerifyEstimateDependsOnLayoutOnly
 //   - a round trip changes data beyond the declared bound      VerifySerdeRoundTrip
@@ -29,6 +32,7 @@
 #pragma once
 
 #include <cstddef>
+#include <span>
 #include <string>
 
 #include <gtest/gtest.h>
@@ -83,7 +87,9 @@ struct QualityReport {
 ::testing::AssertionResult VerifyDeserializeWritesOnlyDestination(const SerdeUnderTest& serde,
                                                                   const MemoryObj& src);
 
-// The source handed to deserialize() is `shortfall` bytes shorter than what serialize() wrote.
+// The source handed to deserialize() is `shortfall` bytes shorter than what serialize() wrote:
+// once as a buffer of exactly that size, once narrowed (size() short) in a buffer that still
+// holds every serialized byte.
 ::testing::AssertionResult VerifyShortSourceRejected(const SerdeUnderTest& serde,
                                                      const MemoryObj& src, std::size_t shortfall);
 
@@ -97,6 +103,25 @@ struct QualityReport {
 // Requires a group_size() == 1 multi serde (the bridge).
 ::testing::AssertionResult VerifyBridgeEquivalence(const SerdeUnderTest& serde,
                                                    const MemoryObj& src);
+
+// verify_concurrent_serialize()
+//
+// One serializer is shared by one thread per input; the threads serialize their own input at
+// the same time, `rounds` times each, and every output must be what a fresh instance gives for
+// that input on one thread. Inputs of different layouts find shared scratch state.
+::testing::AssertionResult verify_concurrent_serialize(const SerdeUnderTest& serde,
+                                                       std::span<const MemoryObjPtr> inputs,
+                                                       int rounds = 2);
+
+// verify_concurrent_round_trips()
+//
+// One serializer and one deserializer are shared by one thread per input; each thread
+// serializes its input and deserializes the result, `rounds` times, at the same time as the
+// others. Every serialized buffer and every decoded object must equal, byte for byte, what
+// fresh instances give on one thread.
+::testing::AssertionResult verify_concurrent_round_trips(const SerdeUnderTest& serde,
+                                                         std::span<const MemoryObjPtr> inputs,
+                                                         int rounds = 2);
 
 // MakeMultiSerializer() / MakeMultiDeserializer()
 //

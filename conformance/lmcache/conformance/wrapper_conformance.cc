@@ -1,5 +1,6 @@
 #include "lmcache/conformance/wrapper_conformance.h"
 
+#include <algorithm>
 #include <cstring>
 #include <map>
 #include <set>
@@ -9,58 +10,59 @@
 #include <vector>
 
 #include "lmcache/conformance/buffers.h"
+#include "lmcache/conformance/depth.h"
 #include "lmcache/conformance/doubles.h"
 #include "lmcache/conformance/generators.h"
 #include "lmcache/conformance/internal/report.h"
 #include "lmcache/conformance/internal/waits.h"
+#include "lmcache/conformance/internal/wrapper_properties.h"
 #include "lmcache/conformance/rapidcheck_driver.h"
 #include "lmcache/core/event_notifier.h"
 #include "lmcache/l2/mock_adapter.h"
 
 namespace lmcache::conformance {
 
+namespace internal::wrapper_properties {
+
+// ---------------------------------------------------------------------------------------------
+// The rig (internal/wrapper_properties.h).
+
 namespace {
 
-using internal::CollectNotifies;
-using internal::PollUntil;
-using internal::ResultTimeout;
-
-constexpr std::size_t kL1Bytes = 16u << 20;
 const std::vector<DType> kKvDtypes = {DType::kFloat32, DType::kFloat16, DType::kBFloat16};
+// Elements of one batch at most: objects and temps of the largest batch stay a few MiB.
+constexpr std::size_t kBatchElements = std::size_t{1} << 20;
 
-// One wrapper under test with the kit's collaborators around it.
-struct Rig {
-  std::shared_ptr<L1Manager> l1;
-  std::shared_ptr<SerdeFaults> serde = std::make_shared<SerdeFaults>();
-  std::shared_ptr<AdapterFaults> inner = std::make_shared<AdapterFaults>();
-  std::shared_ptr<MockL2Adapter> mock;
-  int inner_lookup_fd = -1;
-  std::vector<ObjectKey> ballast;
-  L2AdapterPtr wrapper;
+}  // namespace
 
-  ~Rig() {
-    try {
-      if (wrapper) wrapper->close();
-    } catch (...) {
-    }
+Rig::~Rig() {
+  try {
+    if (wrapper) wrapper->close();
+  } catch (...) {
   }
+}
 
-  std::size_t l1_used() const { return l1->get_memory_usage().used_bytes; }
+std::size_t Rig::l1_used() const { return l1->get_memory_usage().used_bytes; }
 
-  // Takes every free byte of L1, so that any temp reservation runs out of memory.
-  void ExhaustL1() {
-    L1Usage u = l1->get_memory_usage();
-    std::size_t take = u.capacity_bytes - u.used_bytes;
-    ObjectKey key("ballast" + std::to_string(ballast.size()), "conformance-ballast", 0);
-    auto r = l1->reserve_write({key}, {false}, ByteLayout(take));
-    Require(r[0].error == L1Error::kSuccess, "could not fill L1 to simulate a full cache");
-    ballast.push_back(key);
-  }
-};
+void Rig::exhaust_l1() {
+  L1Usage u = l1->get_memory_usage();
+  std::size_t take = u.capacity_bytes - u.used_bytes;
+  ObjectKey key("ballast" + std::to_string(ballast.size()), "conformance-ballast", 0);
+  auto r = l1->reserve_write({key}, {false}, ByteLayout(take));
+  Require(r[0].error == L1Error::kSuccess, "could not fill L1 to simulate a full cache");
+  ballast.push_back(key);
+}
 
-std::unique_ptr<Rig> MakeRig(const WrapperUnderTest& wut, const WrapperRigOptions& options) {
+void Rig::refill_l1() {
+  if (ballast.empty()) return;
+  l1->finish_write(ballast);
+  l1->delete_keys(ballast);
+  ballast.clear();
+}
+
+std::unique_ptr<Rig> make_rig(const WrapperUnderTest& wut, const WrapperRigOptions& options) {
   auto rig = std::make_unique<Rig>();
-  rig->l1 = std::make_shared<L1Manager>(kL1Bytes);
+  rig->l1 = std::make_shared<L1Manager>(kRigL1Bytes);
   rig->mock = std::make_shared<MockL2Adapter>(MockL2AdapterOptions{1ull << 30, 1ull << 40});
   std::shared_ptr<L2AdapterInterface> below_script = rig->mock;
   if (options.decorate_inner) {
@@ -79,19 +81,17 @@ std::unique_ptr<Rig> MakeRig(const WrapperUnderTest& wut, const WrapperRigOption
   return rig;
 }
 
-std::vector<ObjectKey> MakeKeys(std::size_t n, std::uint64_t seed) {
-  std::vector<ObjectKey> keys;
-  for (std::size_t i = 0; i < n; ++i) {
-    keys.emplace_back(int_hash_to_bytes(static_cast<std::uint32_t>(seed)) +
-                          int_hash_to_bytes(static_cast<std::uint32_t>(i)),
-                      "conformance-model", static_cast<std::int64_t>(i % 2), 0,
-                      i % 2 ? "salt_a" : "");
-  }
-  return keys;
+std::string rc_id(std::string_view property, const WrapperUnderTest& wut,
+                  const WrapperRigOptions& rig) {
+  std::string id = "WrapperConformance." + std::string(property) + "/" + wut.name;
+  if (!rig.name.empty()) id += "@" + rig.name;
+  return id;
 }
 
-std::vector<MemoryObjPtr> MakeObjects(const MemoryLayoutDesc& layout, std::size_t n,
-                                      std::uint64_t seed) {
+std::vector<ObjectKey> make_keys(std::size_t n, std::uint64_t seed) { return key_family(seed, n); }
+
+std::vector<MemoryObjPtr> make_objects(const MemoryLayoutDesc& layout, std::size_t n,
+                                       std::uint64_t seed) {
   std::vector<MemoryObjPtr> objs;
   for (std::size_t i = 0; i < n; ++i) {
     MemoryObjPtr o = MakeObject(layout);
@@ -101,8 +101,7 @@ std::vector<MemoryObjPtr> MakeObjects(const MemoryLayoutDesc& layout, std::size_
   return objs;
 }
 
-// What the kit's fp8 serde gives back for `src`.
-MemoryObjPtr Fp8RoundTrip(const MemoryObj& src) {
+MemoryObjPtr fp8_round_trip(const MemoryObj& src) {
   Fp8Serializer ser;
   Fp8Deserializer deser;
   MemoryObjPtr bytes = MakeObject(ByteLayout(ser.estimate_serialized_size(src.layout())));
@@ -112,14 +111,26 @@ MemoryObjPtr Fp8RoundTrip(const MemoryObj& src) {
   return out;
 }
 
-MemoryLayoutDesc GenKvLayout() {
-  MemoryLayoutDesc layout = *GenLayout(kKvDtypes, {1, 2, 64});
+std::uint64_t serialized_size(const MemoryLayoutDesc& layout) { return layout.total_elements(); }
+
+MemoryLayoutDesc gen_kv_layout(std::size_t max_elements) {
+  SizeLimits limits = size_limits();
+  limits.max_groups = 2;
+  limits.max_group_elements = std::min(limits.max_group_elements, max_elements);
+  limits.max_total_elements = limits.max_group_elements;
+  MemoryLayoutDesc layout = *gen_layout(kKvDtypes, limits);
   if (layout.total_elements() == 0) layout = MemoryLayoutDesc::single({3}, layout.dtypes()[0]);
   return layout;
 }
 
-// Waits for the store result of `id` and checks it is handed out and signalled exactly once.
-L2StoreResult WaitStoreOnce(L2AdapterInterface& w, TaskId id, const std::string& what) {
+std::size_t gen_kv_batch(const MemoryLayoutDesc& layout, std::size_t min_batch) {
+  const std::size_t each = std::max<std::size_t>(1, layout.total_elements());
+  const std::size_t most =
+      std::clamp<std::size_t>(kBatchElements / each, min_batch, current_profile().max_batch);
+  return std::max(min_batch, *gen_batch_size(most));
+}
+
+L2StoreResult wait_store_once(L2AdapterInterface& w, TaskId id, const std::string& what) {
   std::optional<L2StoreResult> mine;
   auto deadline = std::chrono::steady_clock::now() + ResultTimeout();
   while (!mine) {
@@ -141,7 +152,7 @@ L2StoreResult WaitStoreOnce(L2AdapterInterface& w, TaskId id, const std::string&
   return *mine;
 }
 
-Bitmap WaitLoadOnce(L2AdapterInterface& w, TaskId id, const std::string& what) {
+Bitmap wait_load_once(L2AdapterInterface& w, TaskId id, const std::string& what) {
   std::optional<Bitmap> bits = PollUntil([&] { return w.query_load_result(id); }, ResultTimeout());
   Require(bits.has_value(), what + ": load task " + std::to_string(id) + " never completed");
   std::uint64_t n = CollectNotifies(w.get_load_event_fd(), 1);
@@ -151,87 +162,120 @@ Bitmap WaitLoadOnce(L2AdapterInterface& w, TaskId id, const std::string& what) {
   return *bits;
 }
 
-void RequireL1Back(const Rig& rig, std::size_t baseline, const std::string& after) {
+// The result of one task, without the exactly-once checks (other properties make them) and
+// their settle time: hundreds of tasks must not wait out hundreds of settles.
+L2StoreResult wait_store_quietly(L2AdapterInterface& w, TaskId id, const std::string& what) {
+  std::map<TaskId, L2StoreResult> got;
+  auto r = PollUntil(
+      [&]() -> std::optional<L2StoreResult> {
+        for (auto& kv : w.pop_completed_store_tasks()) got.insert(kv);
+        return got.count(id) ? std::optional<L2StoreResult>(got.at(id)) : std::nullopt;
+      },
+      ResultTimeout());
+  Require(r.has_value(), what + ": store task " + std::to_string(id) + " never completed");
+  consume_fd(w.get_store_event_fd());
+  return *r;
+}
+
+Bitmap wait_load_quietly(L2AdapterInterface& w, TaskId id, const std::string& what) {
+  auto bits = PollUntil([&] { return w.query_load_result(id); }, ResultTimeout());
+  Require(bits.has_value(), what + ": load task " + std::to_string(id) + " never completed");
+  consume_fd(w.get_load_event_fd());
+  return *bits;
+}
+
+void require_l1_back(const Rig& rig, std::size_t baseline, const std::string& after) {
   auto back = PollUntil(
       [&]() -> std::optional<bool> {
         return rig.l1_used() == baseline ? std::optional<bool>(true) : std::nullopt;
       },
-      internal::SettleTimeout());
+      SettleTimeout());
   Require(back.has_value(), "after " + after + ", L1 holds " + std::to_string(rig.l1_used()) +
                                 " bytes instead of the " + std::to_string(baseline) +
                                 " before the submit: temps were not released");
 }
 
-// A submit that must not throw: any failure but a bad batch completes the task instead.
-template <class Fn>
-TaskId SubmitNoThrow(Fn&& fn, const std::string& what) {
-  try {
-    return fn();
-  } catch (const std::exception& e) {
-    FailCase(what + ": submit threw (" + e.what() + ") instead of completing the task as failed");
+void require_loaded(const std::vector<MemoryObjPtr>& objs, const std::vector<MemoryObjPtr>& dsts,
+                    const std::vector<std::vector<std::byte>>& before, const Bitmap& bits,
+                    const std::string& what) {
+  for (std::size_t i = 0; i < dsts.size(); ++i) {
+    const std::size_t n = dsts[i]->layout().total_bytes();
+    if (bits.test(i)) {
+      MemoryObjPtr want = fp8_round_trip(*objs[i]);
+      Require(n == 0 || std::memcmp(want->data(), dsts[i]->data(), n) == 0,
+              what + ": object " + std::to_string(i) + " of " + std::to_string(dsts.size()) +
+                  " did not come back as the serde's round trip of what was stored");
+    } else {
+      Require(
+          std::memcmp(before[i].data(), dsts[i]->physical_bytes().data(), before[i].size()) == 0,
+          what + ": the destination of unloaded key " + std::to_string(i) +
+              " was written (only set bits may be deserialized)");
+    }
   }
 }
 
-std::string Id(std::string_view property, const WrapperUnderTest& wut,
-               const WrapperRigOptions& rig_options) {
-  std::string id = "WrapperConformance." + std::string(property) + "/" + wut.name;
-  if (!rig_options.name.empty()) id += "@" + rig_options.name;
-  return id;
+std::vector<MemoryObjPtr> stale_destinations(const MemoryLayoutDesc& layout, std::size_t n,
+                                             std::vector<std::vector<std::byte>>* before) {
+  std::vector<MemoryObjPtr> dsts;
+  for (std::size_t i = 0; i < n; ++i) {
+    MemoryObjPtr d = MakeObject(layout);
+    FillBytes(d->physical_bytes(), 500 + i);
+    before->emplace_back(d->physical_bytes().begin(), d->physical_bytes().end());
+    dsts.push_back(d);
+  }
+  return dsts;
 }
 
-constexpr RcOptions kWrapperRc{.max_success = 8, .max_size = 100, .shrink = false};
+// ---------------------------------------------------------------------------------------------
+// Properties: empty batches, round trips, lookups, homogeneity, partial loads, temps.
 
 Verdict EmptyBatchCompletes(const WrapperUnderTest& wut, const WrapperRigOptions& rig_options) {
   return RunRcProperty(
-      Id("EmptyBatchCompletes", wut, rig_options), {.max_success = 1, .shrink = false}, [&] {
-        auto rig = MakeRig(wut, rig_options);
+      rc_id("EmptyBatchCompletes", wut, rig_options),
+      {.max_success = 1, .shrink = false, .scale_with_depth = false}, [&] {
+        auto rig = make_rig(wut, rig_options);
         L2AdapterInterface& w = *rig->wrapper;
-        TaskId s = SubmitNoThrow([&] { return w.submit_store_task({}, {}); }, "empty store");
-        L2StoreResult r = WaitStoreOnce(w, s, "empty store");
+        TaskId s = submit_no_throw([&] { return w.submit_store_task({}, {}); }, "empty store");
+        L2StoreResult r = wait_store_once(w, s, "empty store");
         Require(r.is_successful() && r.bytes_transferred() == 0,
                 "an empty store completed as " + r.to_string() + " instead of success(0 bytes)");
-        TaskId l = SubmitNoThrow([&] { return w.submit_load_task({}, {}); }, "empty load");
-        Bitmap bits = WaitLoadOnce(w, l, "empty load");
+        TaskId l = submit_no_throw([&] { return w.submit_load_task({}, {}); }, "empty load");
+        Bitmap bits = wait_load_once(w, l, "empty load");
         Require(bits.size() == 0,
                 "an empty load returned a bitmap of " + std::to_string(bits.size()) + " bits");
       });
 }
 
 Verdict StoreLoadRoundTrip(const WrapperUnderTest& wut, const WrapperRigOptions& rig_options) {
-  return RunRcProperty(Id("StoreLoadRoundTrip", wut, rig_options), kWrapperRc, [&] {
-    MemoryLayoutDesc layout = GenKvLayout();
-    std::size_t n = *rc::gen::inRange<std::size_t>(1, 5);
-    std::uint64_t seed = *rc::gen::arbitrary<std::uint64_t>();
-    auto rig = MakeRig(wut, rig_options);
+  return RunRcProperty(rc_id("StoreLoadRoundTrip", wut, rig_options), kWrapperRc, [&] {
+    MemoryLayoutDesc layout = gen_kv_layout(current_profile().max_group_elements);
+    const std::size_t n = gen_kv_batch(layout);
+    std::uint64_t seed = *gen_seed();
+    auto rig = make_rig(wut, rig_options);
     L2AdapterInterface& w = *rig->wrapper;
-    auto keys = MakeKeys(n, seed);
-    auto objs = MakeObjects(layout, n, seed);
-    TaskId s = SubmitNoThrow([&] { return w.submit_store_task(keys, objs); }, "store");
-    L2StoreResult r = WaitStoreOnce(w, s, "store");
-    Require(r.is_successful(),
-            "a store of " + std::to_string(n) + " objects " + layout.to_string() + " failed");
-    const std::uint64_t serialized = n * layout.total_elements();  // fp8: one byte per element
+    auto keys = make_keys(n, seed);
+    auto objs = make_objects(layout, n, seed);
+    const std::string what = "a store of " + std::to_string(n) + " objects " + layout.to_string();
+    TaskId s = submit_no_throw([&] { return w.submit_store_task(keys, objs); }, "store");
+    L2StoreResult r = wait_store_once(w, s, what);
+    Require(r.is_successful(), what + " failed");
+    const std::uint64_t serialized = n * serialized_size(layout);
     Require(r.bytes_transferred() == serialized,
-            "a store reported " + std::to_string(r.bytes_transferred()) +
+            what + " reported " + std::to_string(r.bytes_transferred()) +
                 " bytes; the inner adapter stored the serialized " + std::to_string(serialized) +
                 " (the wrapper must report the inner's bytes)");
-    std::vector<MemoryObjPtr> dsts;
-    for (std::size_t i = 0; i < n; ++i) dsts.push_back(MakeObject(layout));
-    TaskId l = SubmitNoThrow([&] { return w.submit_load_task(keys, dsts); }, "load");
-    Bitmap bits = WaitLoadOnce(w, l, "load");
+    std::vector<std::vector<std::byte>> before;
+    std::vector<MemoryObjPtr> dsts = stale_destinations(layout, n, &before);
+    TaskId l = submit_no_throw([&] { return w.submit_load_task(keys, dsts); }, "load");
+    Bitmap bits = wait_load_once(w, l, "load");
     Require(bits == Bitmap(n, n),
             "a load of " + std::to_string(n) + " stored keys returned " + bits.to_string());
-    for (std::size_t i = 0; i < n; ++i) {
-      MemoryObjPtr want = Fp8RoundTrip(*objs[i]);
-      Require(std::memcmp(want->data(), dsts[i]->data(), layout.total_bytes()) == 0,
-              "object " + std::to_string(i) +
-                  " did not come back as the serde's round trip of what was stored");
-    }
+    require_loaded(objs, dsts, before, bits, "a load of " + std::to_string(n) + " stored keys");
   });
 }
 
 Verdict LookupFdIsInners(const WrapperUnderTest& wut, const WrapperRigOptions& rig_options) {
-  auto rig = MakeRig(wut, rig_options);
+  auto rig = make_rig(wut, rig_options);
   L2AdapterInterface& w = *rig->wrapper;
   if (w.get_lookup_and_lock_event_fd() != rig->inner_lookup_fd) {
     return Verdict::Fail("the wrapper's lookup fd " +
@@ -240,29 +284,29 @@ Verdict LookupFdIsInners(const WrapperUnderTest& wut, const WrapperRigOptions& r
                          " (lookups pass straight through)");
   }
   MemoryLayoutDesc layout = MemoryLayoutDesc::single({4, 3}, DType::kFloat32);
-  auto keys = MakeKeys(3, 5);
-  auto objs = MakeObjects(layout, 2, 5);
-  Verdict v = RunRcProperty(
-      Id("LookupFdIsInners", wut, rig_options), {.max_success = 1, .shrink = false}, [&] {
-        TaskId s = w.submit_store_task({keys[0], keys[1]}, objs);
-        Require(WaitStoreOnce(w, s, "store").is_successful(), "store failed");
-        TaskId l = w.submit_lookup_and_lock_task(keys);
-        auto bits = PollUntil([&] { return w.query_lookup_and_lock_result(l); }, ResultTimeout());
-        Require(bits.has_value(), "lookup never completed");
-        Require(*bits == Bitmap(3, 2),
-                "lookup of 2 stored keys and 1 absent gave " + bits->to_string());
-        Require(CollectNotifies(rig->inner_lookup_fd, 1) == 1,
-                "the lookup did not notify the (inner's) lookup fd exactly once");
-      });
-  return v;
+  auto keys = make_keys(3, 5);
+  auto objs = make_objects(layout, 2, 5);
+  return RunRcProperty(rc_id("LookupFdIsInners", wut, rig_options),
+                       {.max_success = 1, .shrink = false, .scale_with_depth = false}, [&] {
+                         TaskId s = w.submit_store_task({keys[0], keys[1]}, objs);
+                         Require(wait_store_once(w, s, "store").is_successful(), "store failed");
+                         TaskId l = w.submit_lookup_and_lock_task(keys);
+                         auto bits = PollUntil([&] { return w.query_lookup_and_lock_result(l); },
+                                               ResultTimeout());
+                         Require(bits.has_value(), "lookup never completed");
+                         Require(*bits == Bitmap(3, 2),
+                                 "lookup of 2 stored keys and 1 absent gave " + bits->to_string());
+                         Require(CollectNotifies(rig->inner_lookup_fd, 1) == 1,
+                                 "the lookup did not notify the (inner's) lookup fd exactly once");
+                       });
 }
 
 Verdict HomogeneityEnforced(const WrapperUnderTest& wut, const WrapperRigOptions& rig_options) {
-  return RunRcProperty(Id("HomogeneityEnforced", wut, rig_options), kWrapperRc, [&] {
-    MemoryLayoutDesc a = GenKvLayout();
+  return RunRcProperty(rc_id("HomogeneityEnforced", wut, rig_options), kWrapperRc, [&] {
+    MemoryLayoutDesc a = gen_kv_layout(1u << 12);
     std::vector<Shape> shapes = a.shapes();
     std::vector<DType> dtypes = a.dtypes();
-    switch (*rc::gen::inRange(0, 3)) {
+    switch (*uniform_in_range(0, 3)) {
       case 0:  // another dtype in group 0
         dtypes[0] = dtypes[0] == DType::kFloat32 ? DType::kBFloat16 : DType::kFloat32;
         break;
@@ -275,13 +319,13 @@ Verdict HomogeneityEnforced(const WrapperUnderTest& wut, const WrapperRigOptions
         break;
     }
     MemoryLayoutDesc b(shapes, dtypes);
-    std::size_t n = *rc::gen::inRange<std::size_t>(2, 5);
-    std::size_t j = *rc::gen::inRange<std::size_t>(1, n);
-    auto rig = MakeRig(wut, rig_options);
+    std::size_t n = std::max<std::size_t>(2, gen_kv_batch(a, 2));
+    std::size_t j = *uniform_in_range<std::size_t>(1, n);
+    auto rig = make_rig(wut, rig_options);
     L2AdapterInterface& w = *rig->wrapper;
-    auto keys = MakeKeys(n, 9);
-    auto objs = MakeObjects(a, n, 9);
-    objs[j] = MakeObjects(b, 1, 99)[0];
+    auto keys = make_keys(n, 9);
+    auto objs = make_objects(a, n, 9);
+    objs[j] = make_objects(b, 1, 99)[0];
     const std::size_t baseline = rig->l1_used();
     for (bool store : {true, false}) {
       const char* what = store ? "submit_store_task()" : "submit_load_task()";
@@ -312,7 +356,7 @@ Verdict HomogeneityEnforced(const WrapperUnderTest& wut, const WrapperRigOptions
                std::to_string(n - 1) + " objects");
     } catch (const std::invalid_argument&) {
     }
-    std::this_thread::sleep_for(internal::kSettle);
+    std::this_thread::sleep_for(kSettle);
     Require(w.pop_completed_store_tasks().empty(), "a rejected store still completed");
     Require(consume_fd(w.get_store_event_fd()) == 0 && consume_fd(w.get_load_event_fd()) == 0,
             "a rejected submit still signalled");
@@ -321,140 +365,20 @@ Verdict HomogeneityEnforced(const WrapperUnderTest& wut, const WrapperRigOptions
   });
 }
 
-enum class StoreFault { kTempAllocation, kSubmitSerialize, kSerialize, kInnerSubmit, kInnerStore };
-enum class LoadFault { kTempAllocation, kInnerSubmit, kSubmitDeserialize, kDeserialize };
-
-const char* Name(StoreFault f) {
-  switch (f) {
-    case StoreFault::kTempAllocation:
-      return "temp allocation (L1 full)";
-    case StoreFault::kSubmitSerialize:
-      return "submit_serialize throws";
-    case StoreFault::kSerialize:
-      return "serialize throws on one pair";
-    case StoreFault::kInnerSubmit:
-      return "inner submit_store_task throws";
-    case StoreFault::kInnerStore:
-      return "inner store fails";
-  }
-  return "?";
-}
-
-const char* Name(LoadFault f) {
-  switch (f) {
-    case LoadFault::kTempAllocation:
-      return "temp allocation (L1 full)";
-    case LoadFault::kInnerSubmit:
-      return "inner submit_load_task throws";
-    case LoadFault::kSubmitDeserialize:
-      return "submit_deserialize throws";
-    case LoadFault::kDeserialize:
-      return "deserialize throws";
-  }
-  return "?";
-}
-
-Verdict AllOrNothingStore(const WrapperUnderTest& wut, const WrapperRigOptions& rig_options) {
-  return RunRcProperty(Id("AllOrNothingStore", wut, rig_options), kWrapperRc, [&] {
-    MemoryLayoutDesc layout = GenKvLayout();
-    std::size_t n = *rc::gen::inRange<std::size_t>(1, 5);
-    long failing_pair = *rc::gen::inRange<long>(0, static_cast<long>(n));
-    for (StoreFault f :
-         {StoreFault::kTempAllocation, StoreFault::kSubmitSerialize, StoreFault::kSerialize,
-          StoreFault::kInnerSubmit, StoreFault::kInnerStore}) {
-      const std::string what = std::string("store with ") + Name(f) + " (" + std::to_string(n) +
-                               " objects " + layout.to_string() + ")";
-      auto rig = MakeRig(wut, rig_options);
-      L2AdapterInterface& w = *rig->wrapper;
-      auto keys = MakeKeys(n, 21);
-      auto objs = MakeObjects(layout, n, 21);
-      switch (f) {
-        case StoreFault::kTempAllocation:
-          rig->ExhaustL1();
-          break;
-        case StoreFault::kSubmitSerialize:
-          rig->serde->throw_on_submit_serialize = true;
-          break;
-        case StoreFault::kSerialize:
-          rig->serde->FailSerializeCallFromNow(failing_pair);
-          break;
-        case StoreFault::kInnerSubmit:
-          rig->inner->throw_on_submit_store = true;
-          break;
-        case StoreFault::kInnerStore:
-          rig->inner->fail_stores = true;
-          break;
-      }
-      const std::size_t baseline = rig->l1_used();
-      TaskId id = SubmitNoThrow([&] { return w.submit_store_task(keys, objs); }, what);
-      L2StoreResult r = WaitStoreOnce(w, id, what);
-      Require(!r.is_successful() && r.bytes_transferred() == 0,
-              what + " completed as " + r.to_string() + " instead of failure (all or nothing)");
-      RequireL1Back(*rig, baseline, what);
-      if (f != StoreFault::kInnerStore) {
-        for (std::size_t i = 0; i < n; ++i) {
-          Require(!rig->mock->has_key(keys[i]),
-                  what + " still stored key " + std::to_string(i) + " in the inner adapter");
-        }
-      }
-    }
-  });
-}
-
-Verdict AllOrNothingLoad(const WrapperUnderTest& wut, const WrapperRigOptions& rig_options) {
-  return RunRcProperty(Id("AllOrNothingLoad", wut, rig_options), kWrapperRc, [&] {
-    MemoryLayoutDesc layout = GenKvLayout();
-    std::size_t n = *rc::gen::inRange<std::size_t>(1, 5);
-    for (LoadFault f : {LoadFault::kTempAllocation, LoadFault::kInnerSubmit,
-                        LoadFault::kSubmitDeserialize, LoadFault::kDeserialize}) {
-      const std::string what = std::string("load with ") + Name(f) + " (" + std::to_string(n) +
-                               " objects " + layout.to_string() + ")";
-      auto rig = MakeRig(wut, rig_options);
-      L2AdapterInterface& w = *rig->wrapper;
-      auto keys = MakeKeys(n, 31);
-      auto objs = MakeObjects(layout, n, 31);
-      TaskId s = SubmitNoThrow([&] { return w.submit_store_task(keys, objs); }, "store");
-      Require(WaitStoreOnce(w, s, "store").is_successful(), "storing the keys to load failed");
-      switch (f) {
-        case LoadFault::kTempAllocation:
-          rig->ExhaustL1();
-          break;
-        case LoadFault::kInnerSubmit:
-          rig->inner->throw_on_submit_load = true;
-          break;
-        case LoadFault::kSubmitDeserialize:
-          rig->serde->throw_on_submit_deserialize = true;
-          break;
-        case LoadFault::kDeserialize:
-          rig->serde->deserialize_fail_always = true;
-          break;
-      }
-      const std::size_t baseline = rig->l1_used();
-      std::vector<MemoryObjPtr> dsts;
-      for (std::size_t i = 0; i < n; ++i) dsts.push_back(MakeObject(layout));
-      TaskId l = SubmitNoThrow([&] { return w.submit_load_task(keys, dsts); }, what);
-      Bitmap bits = WaitLoadOnce(w, l, what);
-      Require(bits == Bitmap(n), what + " returned bitmap " + bits.to_string() +
-                                     " instead of all zeros (all or nothing)");
-      RequireL1Back(*rig, baseline, what);
-    }
-  });
-}
-
 Verdict PartialLoadKeepsBitmap(const WrapperUnderTest& wut, const WrapperRigOptions& rig_options) {
-  return RunRcProperty(Id("PartialLoadKeepsBitmap", wut, rig_options), kWrapperRc, [&] {
-    MemoryLayoutDesc layout = GenKvLayout();
-    std::size_t n = *rc::gen::inRange<std::size_t>(2, 7);
-    auto stored = *rc::gen::container<std::vector<bool>>(n, rc::gen::arbitrary<bool>());
-    auto dropped = *rc::gen::container<std::vector<bool>>(n, rc::gen::arbitrary<bool>());
+  return RunRcProperty(rc_id("PartialLoadKeepsBitmap", wut, rig_options), kWrapperRc, [&] {
+    MemoryLayoutDesc layout = gen_kv_layout(1u << 16);
+    const std::size_t n = gen_kv_batch(layout, 2);
+    auto stored = *rc::gen::container<std::vector<bool>>(n, rc::gen::element(false, true));
+    auto dropped = *rc::gen::container<std::vector<bool>>(n, rc::gen::element(false, true));
     // Always a partial bitmap: key 0 loads; the last one is absent or dropped.
     stored[0] = true;
     dropped[0] = false;
     if (stored[n - 1] && !dropped[n - 1]) dropped[n - 1] = true;
-    auto rig = MakeRig(wut, rig_options);
+    auto rig = make_rig(wut, rig_options);
     L2AdapterInterface& w = *rig->wrapper;
-    auto keys = MakeKeys(n, 41);
-    auto objs = MakeObjects(layout, n, 41);
+    auto keys = make_keys(n, 41);
+    auto objs = make_objects(layout, n, 41);
     std::vector<ObjectKey> store_keys;
     std::vector<MemoryObjPtr> store_objs;
     std::set<std::size_t> drop;
@@ -465,20 +389,15 @@ Verdict PartialLoadKeepsBitmap(const WrapperUnderTest& wut, const WrapperRigOpti
       }
       if (dropped[i]) drop.insert(i);
     }
-    TaskId s = SubmitNoThrow([&] { return w.submit_store_task(store_keys, store_objs); }, "store");
-    Require(WaitStoreOnce(w, s, "store").is_successful(), "store failed");
+    TaskId s =
+        submit_no_throw([&] { return w.submit_store_task(store_keys, store_objs); }, "store");
+    Require(wait_store_once(w, s, "store").is_successful(), "store failed");
     rig->inner->SetDroppedLoadIndices(drop);
     const std::size_t baseline = rig->l1_used();
-    std::vector<MemoryObjPtr> dsts;
     std::vector<std::vector<std::byte>> before;
-    for (std::size_t i = 0; i < n; ++i) {
-      MemoryObjPtr d = MakeObject(layout);
-      FillBytes(d->physical_bytes(), 500 + i);
-      before.emplace_back(d->physical_bytes().begin(), d->physical_bytes().end());
-      dsts.push_back(d);
-    }
-    TaskId l = SubmitNoThrow([&] { return w.submit_load_task(keys, dsts); }, "partial load");
-    Bitmap bits = WaitLoadOnce(w, l, "partial load");
+    std::vector<MemoryObjPtr> dsts = stale_destinations(layout, n, &before);
+    TaskId l = submit_no_throw([&] { return w.submit_load_task(keys, dsts); }, "partial load");
+    Bitmap bits = wait_load_once(w, l, "partial load");
     Bitmap expected(n);
     for (std::size_t i = 0; i < n; ++i) {
       if (stored[i] && !dropped[i]) expected.set(i);
@@ -486,111 +405,47 @@ Verdict PartialLoadKeepsBitmap(const WrapperUnderTest& wut, const WrapperRigOpti
     Require(bits == expected, "the inner adapter loaded " + expected.to_string() +
                                   " but the wrapper reported " + bits.to_string() +
                                   " (a partial inner bitmap must be kept)");
-    for (std::size_t i = 0; i < n; ++i) {
-      if (expected.test(i)) {
-        MemoryObjPtr want = Fp8RoundTrip(*objs[i]);
-        Require(std::memcmp(want->data(), dsts[i]->data(), layout.total_bytes()) == 0,
-                "loaded object " + std::to_string(i) + " is not the serde round trip");
-      } else {
-        Require(std::memcmp(before[i].data(), dsts[i]->data(), before[i].size()) == 0,
-                "the destination of unloaded key " + std::to_string(i) +
-                    " was written (only set bits may be deserialized)");
-      }
-    }
-    RequireL1Back(*rig, baseline, "a partial load");
+    require_loaded(objs, dsts, before, bits, "a partial load of " + std::to_string(n) + " keys");
+    require_l1_back(*rig, baseline, "a partial load");
   });
 }
 
 Verdict TempsReleased(const WrapperUnderTest& wut, const WrapperRigOptions& rig_options) {
-  return RunRcProperty(Id("TempsReleased", wut, rig_options), kWrapperRc, [&] {
-    MemoryLayoutDesc layout = GenKvLayout();
-    std::size_t n = *rc::gen::inRange<std::size_t>(1, 5);
-    auto rig = MakeRig(wut, rig_options);
+  return RunRcProperty(rc_id("TempsReleased", wut, rig_options), kWrapperRc, [&] {
+    MemoryLayoutDesc layout = gen_kv_layout(1u << 16);
+    const std::size_t n = gen_kv_batch(layout);
+    const long failing = *uniform_in_range<long>(0, static_cast<long>(n));
+    auto rig = make_rig(wut, rig_options);
     L2AdapterInterface& w = *rig->wrapper;
     const std::size_t baseline = rig->l1_used();
-    auto keys = MakeKeys(n, 51);
-    auto objs = MakeObjects(layout, n, 51);
+    auto keys = make_keys(n, 51);
+    auto objs = make_objects(layout, n, 51);
     TaskId s = w.submit_store_task(keys, objs);
-    Require(WaitStoreOnce(w, s, "store").is_successful(), "store failed");
-    RequireL1Back(*rig, baseline, "a successful store");
+    Require(wait_store_once(w, s, "store").is_successful(), "store failed");
+    require_l1_back(*rig, baseline, "a successful store");
 
-    auto other = MakeKeys(n, 52);
-    rig->serde->FailSerializeCallFromNow(0);
+    auto other = make_keys(n, 52);
+    rig->serde->FailSerializeCallFromNow(failing);
     TaskId f = w.submit_store_task(other, objs);
-    Require(!WaitStoreOnce(w, f, "failing store").is_successful(), "a failing store succeeded");
-    RequireL1Back(*rig, baseline, "a failed store");
+    Require(!wait_store_once(w, f, "failing store").is_successful(), "a failing store succeeded");
+    require_l1_back(*rig, baseline,
+                    "a store whose pair " + std::to_string(failing) + " of " + std::to_string(n) +
+                        " failed to serialize");
 
     std::vector<MemoryObjPtr> dsts;
     for (std::size_t i = 0; i < n; ++i) dsts.push_back(MakeObject(layout));
     TaskId l = w.submit_load_task(keys, dsts);
-    Require(WaitLoadOnce(w, l, "load") == Bitmap(n, n), "load of stored keys failed");
-    RequireL1Back(*rig, baseline, "a successful load");
+    Require(wait_load_once(w, l, "load") == Bitmap(n, n), "load of stored keys failed");
+    require_l1_back(*rig, baseline, "a successful load");
 
     rig->serde->deserialize_fail_always = true;
     TaskId lf = w.submit_load_task(keys, dsts);
-    Require(WaitLoadOnce(w, lf, "failing load") == Bitmap(n), "a failing load reported keys");
-    RequireL1Back(*rig, baseline, "a failed load");
+    Require(wait_load_once(w, lf, "failing load") == Bitmap(n), "a failing load reported keys");
+    require_l1_back(*rig, baseline, "a failed load");
   });
 }
 
-Verdict CloseFailsInFlightTasks(const WrapperUnderTest& wut, const WrapperRigOptions& rig_options) {
-  return RunRcProperty(
-      Id("CloseFailsInFlightTasks", wut, rig_options), {.max_success = 3, .shrink = false}, [&] {
-        MemoryLayoutDesc layout = GenKvLayout();
-        std::size_t n = *rc::gen::inRange<std::size_t>(1, 4);
-        auto rig = MakeRig(wut, rig_options);
-        L2AdapterInterface& w = *rig->wrapper;
-        const std::size_t baseline = rig->l1_used();
-        auto keys = MakeKeys(n, 61);
-        auto objs = MakeObjects(layout, n, 61);
-        TaskId s = w.submit_store_task(keys, objs);
-        Require(WaitStoreOnce(w, s, "store").is_successful(), "store failed");
-
-        // Hold the inner adapter's results: the next store and load stay in flight.
-        rig->inner->hold_results = true;
-        auto more = MakeKeys(n, 62);
-        TaskId held_store = w.submit_store_task(more, objs);
-        std::vector<MemoryObjPtr> dsts;
-        for (std::size_t i = 0; i < n; ++i) dsts.push_back(MakeObject(layout));
-        TaskId held_load = w.submit_load_task(keys, dsts);
-        auto reached = PollUntil(
-            [&]() -> std::optional<bool> {
-              return rig->mock->has_key(more.back()) ? std::optional<bool>(true) : std::nullopt;
-            },
-            ResultTimeout());
-        Require(reached.has_value(), "the held store never reached the inner adapter");
-        std::this_thread::sleep_for(std::chrono::milliseconds(20));  // let the load reach it too
-
-        try {
-          w.close();
-          w.close();
-        } catch (const std::exception& e) {
-          FailCase(std::string("close() threw: ") + e.what());
-        }
-        std::map<TaskId, L2StoreResult> popped = w.pop_completed_store_tasks();
-        Require(popped.count(held_store) == 1,
-                "the store in flight at close() never completed (it must complete as failed)");
-        Require(!popped.at(held_store).is_successful(),
-                "the store in flight at close() completed as " + popped.at(held_store).to_string());
-        Require(w.pop_completed_store_tasks().empty(), "a store completed twice after close()");
-        std::optional<Bitmap> bits = w.query_load_result(held_load);
-        Require(bits.has_value(),
-                "the load in flight at close() never completed (it must complete as failed)");
-        Require(*bits == Bitmap(n),
-                "the load in flight at close() completed as " + bits->to_string());
-        Require(!w.query_load_result(held_load), "a load completed twice after close()");
-        Require(rig->l1_used() == baseline,
-                "after close() L1 holds " + std::to_string(rig->l1_used()) +
-                    " bytes of temps (expected " + std::to_string(baseline) + ")");
-        try {
-          w.submit_store_task(keys, objs);
-          FailCase("submit_store_task() after close() did not throw");
-        } catch (const std::logic_error&) {
-        }
-      });
-}
-
-}  // namespace
+}  // namespace internal::wrapper_properties
 
 Verdict RunWrapperProperty(std::string_view property, const WrapperUnderTest& wrapper) {
   return RunWrapperProperty(property, wrapper, WrapperRigOptions{});
@@ -599,17 +454,10 @@ Verdict RunWrapperProperty(std::string_view property, const WrapperUnderTest& wr
 Verdict RunWrapperProperty(std::string_view property, const WrapperUnderTest& wrapper,
                            const WrapperRigOptions& rig) {
   using Fn = Verdict (*)(const WrapperUnderTest&, const WrapperRigOptions&);
+#define LMCACHE_WRAPPER_ENTRY(Name, Checks) {#Name, &internal::wrapper_properties::Name},
   static const std::pair<std::string_view, Fn> kTable[] = {
-      {"EmptyBatchCompletes", &EmptyBatchCompletes},
-      {"StoreLoadRoundTrip", &StoreLoadRoundTrip},
-      {"LookupFdIsInners", &LookupFdIsInners},
-      {"HomogeneityEnforced", &HomogeneityEnforced},
-      {"AllOrNothingStore", &AllOrNothingStore},
-      {"AllOrNothingLoad", &AllOrNothingLoad},
-      {"PartialLoadKeepsBitmap", &PartialLoadKeepsBitmap},
-      {"TempsReleased", &TempsReleased},
-      {"CloseFailsInFlightTasks", &CloseFailsInFlightTasks},
-  };
+      LMCACHE_CONFORMANCE_WRAPPER_PROPERTIES(LMCACHE_WRAPPER_ENTRY)};
+#undef LMCACHE_WRAPPER_ENTRY
   for (const auto& [name, fn] : kTable) {
     if (name == property) {
       try {
@@ -630,14 +478,9 @@ int WrapperConformanceLinkAnchor() { return 0; }
 
 GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(WrapperConformance);
 
-LMCACHE_CONFORMANCE_PROPERTY(WrapperConformance, EmptyBatchCompletes, RunWrapperProperty)
-LMCACHE_CONFORMANCE_PROPERTY(WrapperConformance, StoreLoadRoundTrip, RunWrapperProperty)
-LMCACHE_CONFORMANCE_PROPERTY(WrapperConformance, LookupFdIsInners, RunWrapperProperty)
-LMCACHE_CONFORMANCE_PROPERTY(WrapperConformance, HomogeneityEnforced, RunWrapperProperty)
-LMCACHE_CONFORMANCE_PROPERTY(WrapperConformance, AllOrNothingStore, RunWrapperProperty)
-LMCACHE_CONFORMANCE_PROPERTY(WrapperConformance, AllOrNothingLoad, RunWrapperProperty)
-LMCACHE_CONFORMANCE_PROPERTY(WrapperConformance, PartialLoadKeepsBitmap, RunWrapperProperty)
-LMCACHE_CONFORMANCE_PROPERTY(WrapperConformance, TempsReleased, RunWrapperProperty)
-LMCACHE_CONFORMANCE_PROPERTY(WrapperConformance, CloseFailsInFlightTasks, RunWrapperProperty)
+#define LMCACHE_WRAPPER_TEST(Name, Checks) \
+  LMCACHE_CONFORMANCE_PROPERTY(WrapperConformance, Name, RunWrapperProperty)
+LMCACHE_CONFORMANCE_WRAPPER_PROPERTIES(LMCACHE_WRAPPER_TEST)
+#undef LMCACHE_WRAPPER_TEST
 
 }  // namespace lmcache::conformance

@@ -162,7 +162,7 @@ const std::vector<InnerPlan>& InnerPlans() {
       // Loaded bytes flipped: bitmaps and the temp lifecycle are unchanged, the data is not.
       {"corrupt",
        {{"corrupt_rate", 1.0}, {"corrupt_bits", 3}},
-       AllBut({"StoreLoadRoundTrip", "PartialLoadKeepsBitmap"}),
+       AllBut({"StoreLoadRoundTrip", "PartialLoadKeepsBitmap", "SameKeyInFlight", "StatefulModel"}),
        "TempsReleased"},
       // Every inner store / load hangs (until close): only what must never reach the inner.
       {"hang", {{"hang_rate", 1.0}}, {"EmptyBatchCompletes", "HomogeneityEnforced"}, ""},

@@ -19,6 +19,16 @@ bool all_succeeded(const std::vector<L1Result>& results) {
 
 WrapperStep step_of(int phase) { return static_cast<WrapperStep>(phase); }
 
+// The serde's answer for one task; an exception from the query counts as a failed task.
+template <class Query>
+std::optional<bool> query_or_false(Query&& query) {
+  try {
+    return query();
+  } catch (...) {
+    return false;
+  }
+}
+
 }  // namespace
 
 SerdeL2AdapterWrapper::SerdeL2AdapterWrapper(L2AdapterPtr inner, SerdeProcessorPtr serde,
@@ -226,7 +236,8 @@ void SerdeL2AdapterWrapper::drain_serialize() {
     pending.assign(serialize_to_task_.begin(), serialize_to_task_.end());
   }
   for (auto [serde_id, id] : pending) {
-    std::optional<bool> ok = serde_->query_serialize_result(serde_id);
+    // A query that throws fails its task (all or nothing), like a false result.
+    std::optional<bool> ok = query_or_false([&] { return serde_->query_serialize_result(serde_id); });
     if (!ok) continue;
     Task* task;
     {
@@ -333,7 +344,12 @@ void SerdeL2AdapterWrapper::drain_inner_load() {
     pending.assign(inner_load_to_task_.begin(), inner_load_to_task_.end());
   }
   for (auto [inner_id, id] : pending) {
-    std::optional<Bitmap> loaded = inner_->query_load_result(inner_id);
+    std::optional<Bitmap> loaded;
+    try {
+      loaded = inner_->query_load_result(inner_id);
+    } catch (...) {
+      loaded = Bitmap();  // a malformed answer: the size check below fails the load
+    }
     if (!loaded) continue;
     Task* task;
     {
@@ -375,7 +391,8 @@ void SerdeL2AdapterWrapper::drain_deserialize() {
     pending.assign(deserialize_to_task_.begin(), deserialize_to_task_.end());
   }
   for (auto [serde_id, id] : pending) {
-    std::optional<bool> ok = serde_->query_deserialize_result(serde_id);
+    std::optional<bool> ok =
+        query_or_false([&] { return serde_->query_deserialize_result(serde_id); });
     if (!ok) continue;
     Task* task;
     {

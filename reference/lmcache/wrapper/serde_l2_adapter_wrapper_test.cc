@@ -306,6 +306,27 @@ TEST_F(WrapperFailureConcurrency, DeserializeFails) {
   expect_load_fails_once(s);
 }
 
+// A result query that throws is a failure of that task, not a task left pending forever.
+TEST_F(WrapperFailureConcurrency, SerializeQueryThrows) {
+  Stack s;
+  s.serde->throw_on_query = true;
+  expect_store_fails_once(s);
+}
+
+TEST_F(WrapperFailureConcurrency, InnerLoadQueryThrows) {
+  Stack s;
+  prestore(s, 3);
+  s.inner->throw_on_query_load = true;
+  expect_load_fails_once(s);
+}
+
+TEST_F(WrapperFailureConcurrency, DeserializeQueryThrows) {
+  Stack s;
+  prestore(s, 3);
+  s.serde->throw_on_query = true;
+  expect_load_fails_once(s);
+}
+
 TEST_F(WrapperFailureConcurrency, MissingKeysCompleteWithZerosWithoutDeserializing) {
   Stack s;
   expect_load_fails_once(s);

@@ -94,7 +94,7 @@ class ControlledDeserializer final : public Deserializer {
   Fp8Deserializer inner_;
 };
 
-// A serde processor whose submits can throw.
+// A serde processor whose submits and result queries can throw.
 class FlakySerdeProcessor final : public ForwardingSerdeProcessor {
  public:
   using ForwardingSerdeProcessor::ForwardingSerdeProcessor;
@@ -108,12 +108,21 @@ class FlakySerdeProcessor final : public ForwardingSerdeProcessor {
     }
     return ForwardingSerdeProcessor::submit_deserialize(std::move(s), std::move(d));
   }
+  std::optional<bool> query_serialize_result(TaskId id) override {
+    if (throw_on_query) throw std::runtime_error("injected query_serialize_result failure");
+    return ForwardingSerdeProcessor::query_serialize_result(id);
+  }
+  std::optional<bool> query_deserialize_result(TaskId id) override {
+    if (throw_on_query) throw std::runtime_error("injected query_deserialize_result failure");
+    return ForwardingSerdeProcessor::query_deserialize_result(id);
+  }
   std::atomic<bool> throw_on_submit_serialize{false};
   std::atomic<bool> throw_on_submit_deserialize{false};
+  std::atomic<bool> throw_on_query{false};
 };
 
-// An inner adapter whose submits can throw, whose stores can fail, whose loads can drop
-// chosen indices, and whose load results can be held back.
+// An inner adapter whose submits and load queries can throw, whose stores can fail, whose
+// loads can drop chosen indices, and whose load results can be held back.
 class FlakyAdapter final : public ForwardingL2Adapter {
  public:
   using ForwardingL2Adapter::ForwardingL2Adapter;
@@ -136,6 +145,7 @@ class FlakyAdapter final : public ForwardingL2Adapter {
   }
   std::optional<Bitmap> query_load_result(TaskId id) override {
     if (hold_loads) return std::nullopt;
+    if (throw_on_query_load) throw std::runtime_error("injected inner query_load failure");
     auto bits = ForwardingL2Adapter::query_load_result(id);
     if (bits) {
       for (std::size_t i : drop_load_indices) bits->clear(i);
@@ -148,6 +158,7 @@ class FlakyAdapter final : public ForwardingL2Adapter {
   std::atomic<bool> throw_on_submit_store{false};
   std::atomic<bool> fail_stores{false};
   std::atomic<bool> throw_on_submit_load{false};
+  std::atomic<bool> throw_on_query_load{false};
   std::atomic<bool> hold_loads{false};
   std::set<std::size_t> drop_load_indices;
 };

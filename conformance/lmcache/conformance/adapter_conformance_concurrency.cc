@@ -1,0 +1,338 @@
+// AdapterConformance properties with many tasks: threads submitting at once (callers submit
+// concurrently: the store and prefetch controllers share an adapter), and hundreds of tasks on
+// one adapter, whose fds, threads and references to caller buffers must not grow with them.
+#include <algorithm>
+#include <cstring>
+#include <latch>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "lmcache/conformance/buffers.h"
+#include "lmcache/conformance/depth.h"
+#include "lmcache/conformance/generators.h"
+#include "lmcache/conformance/internal/adapter_properties.h"
+#include "lmcache/conformance/internal/waits.h"
+#include "lmcache/conformance/process_stats.h"
+#include "lmcache/conformance/rapidcheck_driver.h"
+#include "lmcache/core/event_notifier.h"
+
+namespace lmcache::conformance::internal::adapter_properties {
+
+namespace {
+
+constexpr int kThreads = 4;
+
+// The object stored under key k of a run, and what a load of it must give.
+struct Objects {
+  const AdapterUnderTest* aut;
+  MemoryLayoutDesc layout;
+  std::uint64_t seed;
+
+  MemoryObjPtr content(std::size_t k) const {
+    MemoryObjPtr obj = MakeObject(layout);
+    FillBytes(obj->physical_bytes(), seed * 131 + k + 1);
+    return obj;
+  }
+  MemoryObjPtr expected(std::size_t k) const {
+    MemoryObjPtr c = content(k);
+    if (!aut->expected_load) return c;
+    MemoryObjPtr out = MakeObject(layout);
+    aut->expected_load(*c, *out);
+    return out;
+  }
+};
+
+// Runs body(t) on kThreads threads released together; the first exception's text, or "".
+template <class Body>
+std::string on_threads(Body body) {
+  std::vector<std::string> errors(kThreads);
+  std::latch start(kThreads);
+  std::vector<std::thread> pool;
+  for (int t = 0; t < kThreads; ++t) {
+    pool.emplace_back([&, t] {
+      start.arrive_and_wait();
+      try {
+        body(static_cast<std::size_t>(t));
+      } catch (const std::exception& e) {
+        errors[static_cast<std::size_t>(t)] = e.what();
+      }
+    });
+  }
+  for (auto& th : pool) th.join();
+  for (auto& e : errors) {
+    if (!e.empty()) return e;
+  }
+  return {};
+}
+
+}  // namespace
+
+Verdict ConcurrentSubmitters(const AdapterUnderTest& aut) {
+  return RunRcProperty(
+      rc_id("ConcurrentSubmitters", aut), {.max_success = 6, .shrink = false}, [&] {
+        SizeLimits limits = size_limits();
+        limits.max_groups = 2;
+        limits.max_group_elements = std::min<std::size_t>(limits.max_group_elements, 1u << 12);
+        limits.max_total_elements = limits.max_group_elements;
+        limits.allow_empty_groups = false;
+        Objects objects{&aut, *gen_layout(aut.object_dtypes, limits), *gen_seed()};
+        // Each thread owns `per` keys, stored in `stores` tasks; the keys of the family that no
+        // thread stores are the absent ones.
+        const std::size_t per =
+            *gen_batch_size(std::min<std::size_t>(current_profile().max_batch, 24));
+        const std::size_t stores = std::min<std::size_t>(per, 3);
+        std::vector<ObjectKey> keys = key_family(objects.seed, kThreads * per + kThreads);
+        auto key_of = [&](std::size_t t, std::size_t i) { return keys[t * per + i]; };
+        auto absent_key = [&](std::size_t t) { return keys[kThreads * per + t]; };
+        L2AdapterPtr adapter = aut.make();
+        Require(adapter != nullptr, "the adapter factory returned null");
+        Closer closer{adapter.get()};
+        L2AdapterInterface& a = *adapter;
+        const std::string shape = std::to_string(kThreads) + " threads, " + std::to_string(per) +
+                                  " keys each, objects " + objects.layout.to_string();
+
+        // Phase 1: every thread stores its keys in `stores` tasks; two of them also pop results.
+        std::vector<std::vector<TaskId>> store_ids(kThreads);
+        std::mutex popped_mu;
+        std::map<TaskId, L2StoreResult> popped;
+        std::vector<TaskId> popped_twice;
+        std::atomic<bool> submitted_all{false};
+        std::atomic<int> submitters_left{kThreads};
+        std::string error = on_threads([&](std::size_t t) {
+          for (std::size_t s = 0; s < stores; ++s) {
+            std::vector<ObjectKey> ks;
+            std::vector<MemoryObjPtr> objs;
+            for (std::size_t i = s; i < per; i += stores) {
+              ks.push_back(key_of(t, i));
+              objs.push_back(objects.content(t * per + i));
+            }
+            store_ids[t].push_back(a.submit_store_task(ks, objs));
+          }
+          if (--submitters_left == 0) submitted_all = true;
+          if (t >= 2) return;
+          // A popper: until every store is in, pop and keep what comes.
+          auto deadline = std::chrono::steady_clock::now() + ResultTimeout();
+          while (std::chrono::steady_clock::now() < deadline) {
+            std::map<TaskId, L2StoreResult> got = a.pop_completed_store_tasks();
+            {
+              std::lock_guard lock(popped_mu);
+              for (auto& [id, r] : got) {
+                if (!popped.emplace(id, r).second) popped_twice.push_back(id);
+              }
+              if (submitted_all && popped.size() >= kThreads * stores) break;
+            }
+            std::this_thread::yield();  // two poppers as close together as they get
+          }
+        });
+        Require(error.empty(), "a concurrent submit threw: " + error);
+        std::set<TaskId> ids;
+        for (auto& list : store_ids) {
+          for (TaskId id : list) {
+            Require(ids.insert(id).second, "two stores submitted at once got the same id " +
+                                               std::to_string(id) + " (" + shape + ")");
+          }
+        }
+        std::vector<TaskId> all(ids.begin(), ids.end());
+        std::vector<TaskId> missing = pop_stores_until(a, all, &popped);
+        Require(popped_twice.empty(),
+                "store " +
+                    (popped_twice.empty() ? std::string() : std::to_string(popped_twice[0])) +
+                    " was handed out twice to two threads popping at once (" + shape + ")");
+        Require(missing.empty(), std::to_string(missing.size()) + " of " +
+                                     std::to_string(all.size()) +
+                                     " stores submitted at once never came out of "
+                                     "pop_completed_store_tasks() (" +
+                                     shape + ")");
+        for (auto& [id, r] : popped) {
+          Require(ids.count(id), "pop_completed_store_tasks() returned id " + std::to_string(id) +
+                                     ", which no store was given");
+          Require(r.is_successful(), "store " + std::to_string(id) + " of " + shape + " failed");
+        }
+        Require(CollectNotifies(a.get_store_event_fd(), all.size()) == all.size(),
+                std::to_string(all.size()) +
+                    " stores submitted at once did not give one store notify "
+                    "each");
+        if (aut.capabilities.reports_usage) {
+          std::uint64_t want = 0;
+          for (std::size_t t = 0; t < kThreads; ++t) {
+            want += per * stored_size_of(aut, objects.layout, objects.layout.total_bytes());
+          }
+          Require(a.get_usage().total_bytes_used == want,
+                  "after stores submitted at once, get_usage().total_bytes_used = " +
+                      std::to_string(a.get_usage().total_bytes_used) + ", the keys hold " +
+                      std::to_string(want) + " (" + shape + ")");
+        }
+
+        // Phase 2: every thread looks up and loads its keys plus an absent one, at once.
+        struct Issued {
+          TaskId lookup = 0;
+          TaskId load = 0;
+          std::vector<MemoryObjPtr> dsts;
+        };
+        std::vector<Issued> issued(kThreads);
+        error = on_threads([&](std::size_t t) {
+          std::vector<ObjectKey> ks;
+          for (std::size_t i = 0; i < per; ++i) ks.push_back(key_of(t, i));
+          ks.push_back(absent_key(t));
+          for (std::size_t i = 0; i < ks.size(); ++i)
+            issued[t].dsts.push_back(MakeObject(objects.layout));
+          issued[t].lookup = a.submit_lookup_and_lock_task(ks);
+          issued[t].load = a.submit_load_task(ks, issued[t].dsts);
+        });
+        Require(error.empty(), "a concurrent submit threw: " + error);
+        const Bitmap want(per + 1, per);  // every own key, not the absent one
+        std::set<TaskId> lookup_ids, load_ids;
+        for (std::size_t t = 0; t < kThreads; ++t) {
+          Require(lookup_ids.insert(issued[t].lookup).second,
+                  "two lookups submitted at once got the same id");
+          Require(load_ids.insert(issued[t].load).second,
+                  "two loads submitted at once got the same id");
+        }
+        for (std::size_t t = 0; t < kThreads; ++t) {
+          auto bits = PollUntil([&] { return a.query_lookup_and_lock_result(issued[t].lookup); },
+                                ResultTimeout());
+          Require(bits.has_value(), "a lookup submitted with 3 others never completed");
+          Require(*bits == want, "thread " + std::to_string(t) + "'s lookup of its " +
+                                     std::to_string(per) + " stored keys and one absent key gave " +
+                                     bits->to_string() + " (" + shape + ")");
+          auto loaded =
+              PollUntil([&] { return a.query_load_result(issued[t].load); }, ResultTimeout());
+          Require(loaded.has_value(), "a load submitted with 3 others never completed");
+          Require(*loaded == want, "thread " + std::to_string(t) + "'s load of its " +
+                                       std::to_string(per) +
+                                       " stored keys and one absent key gave " +
+                                       loaded->to_string() + " (" + shape + ")");
+          for (std::size_t i = 0; i < per; ++i) {
+            MemoryObjPtr w = objects.expected(t * per + i);
+            Require(std::memcmp(issued[t].dsts[i]->data(), w->data(), w->size()) == 0,
+                    "thread " + std::to_string(t) + "'s load of key " + std::to_string(i) +
+                        " did not give its own bytes back (" + shape + ")");
+          }
+        }
+        Require(CollectNotifies(a.get_lookup_and_lock_event_fd(), kThreads) == kThreads,
+                "4 lookups submitted at once did not give one lookup notify each");
+        Require(CollectNotifies(a.get_load_event_fd(), kThreads) == kThreads,
+                "4 loads submitted at once did not give one load notify each");
+
+        // Phase 3: every thread unlocks and deletes its keys at once.
+        error = on_threads([&](std::size_t t) {
+          std::vector<ObjectKey> ks;
+          for (std::size_t i = 0; i < per; ++i) ks.push_back(key_of(t, i));
+          a.submit_unlock(ks);
+          if (aut.capabilities.supports_delete) a.delete_keys(ks);
+        });
+        Require(error.empty(), "a concurrent unlock or delete threw: " + error);
+        if (aut.capabilities.reports_lock_count) {
+          auto zero = PollUntil(
+              [&]() -> std::optional<bool> {
+                auto n = locked_key_count(a);
+                return n && *n == 0 ? std::optional<bool>(true) : std::nullopt;
+              },
+              SettleTimeout());
+          Require(zero.has_value(),
+                  "after every thread unlocked its keys at once, "
+                  "report_status().locked_key_count = " +
+                      std::to_string(locked_key_count(a).value_or(0)) + " (" + shape + ")");
+        }
+        if (aut.capabilities.reports_usage && aut.capabilities.supports_delete) {
+          Require(a.get_usage().total_bytes_used == 0,
+                  "after every thread deleted its keys at once, get_usage().total_bytes_used = " +
+                      std::to_string(a.get_usage().total_bytes_used) + " (" + shape + ")");
+        }
+      });
+}
+
+Verdict ResourcesBoundedOverManyTasks(const AdapterUnderTest& aut) {
+  // Rounds of: store 4 keys, load them, look them up, unlock them, delete them. The counts are
+  // taken after the first rounds, halfway and at the end: a pool that grows to its size does so
+  // early; a leak keeps growing.
+  const std::size_t rounds = std::max<std::size_t>(8, current_profile().resource_tasks / 4);
+  constexpr std::size_t kKeys = 4;
+  L2AdapterPtr adapter = aut.make();
+  if (!adapter) return Verdict::Fail("the adapter factory returned null");
+  Closer closer{adapter.get()};
+  L2AdapterInterface& a = *adapter;
+  Objects objects{&aut, MemoryLayoutDesc::single({3, 40}, aut.object_dtypes.front()), 99};
+  std::vector<std::weak_ptr<MemoryObj>> handed;
+  std::size_t tasks = 0;
+  auto round = [&](std::size_t r) -> std::string {
+    std::vector<ObjectKey> ks = key_family(r + 1, kKeys);
+    std::vector<MemoryObjPtr> objs, dsts;
+    for (std::size_t i = 0; i < kKeys; ++i) {
+      objs.push_back(objects.content(i));
+      dsts.push_back(MakeObject(objects.layout));
+      handed.push_back(objs.back());
+      handed.push_back(dsts.back());
+    }
+    TaskId s = a.submit_store_task(ks, objs);
+    std::map<TaskId, L2StoreResult> got;
+    if (!pop_stores_until(a, {s}, &got).empty()) {
+      return "store " + std::to_string(s) + " (task " + std::to_string(tasks + 1) +
+             " of the run) never completed";
+    }
+    if (!got.at(s).is_successful()) {
+      return "store of round " + std::to_string(r) + " failed after " + std::to_string(tasks) +
+             " tasks";
+    }
+    TaskId l = a.submit_load_task(ks, dsts);
+    auto bits = PollUntil([&] { return a.query_load_result(l); }, ResultTimeout());
+    if (!bits || !bits->all()) {
+      return "load " + std::to_string(l) + " of 4 stored keys after " + std::to_string(tasks) +
+             " tasks gave " + (bits ? bits->to_string() : std::string("nothing"));
+    }
+    TaskId k = a.submit_lookup_and_lock_task(ks);
+    auto hits = PollUntil([&] { return a.query_lookup_and_lock_result(k); }, ResultTimeout());
+    if (!hits || !hits->all()) {
+      return "lookup " + std::to_string(k) + " of 4 stored keys after " + std::to_string(tasks) +
+             " tasks gave " + (hits ? hits->to_string() : std::string("nothing"));
+    }
+    a.submit_unlock(ks);
+    if (aut.capabilities.supports_delete) a.delete_keys(ks);
+    tasks += 3;
+    consume_fd(a.get_store_event_fd());
+    consume_fd(a.get_lookup_and_lock_event_fd());
+    consume_fd(a.get_load_event_fd());
+    return {};
+  };
+  for (std::size_t r = 0; r < 2; ++r) {
+    if (std::string e = round(r); !e.empty()) return Verdict::Fail(e);
+  }
+  ResourceSnapshot halfway;
+  for (std::size_t r = 2; r < rounds; ++r) {
+    if (std::string e = round(r); !e.empty()) return Verdict::Fail(e);
+    if (r == rounds / 2) halfway = ResourceSnapshot::Take();
+  }
+  if (std::string grew = WaitForResources(halfway, SettleTimeout()); !grew.empty()) {
+    ResourceSnapshot end = ResourceSnapshot::Take();
+    return Verdict::Fail("the adapter keeps growing: after " + std::to_string(tasks) +
+                         " tasks the process holds " + std::to_string(end.fds) + " fds and " +
+                         std::to_string(end.threads) + " threads, against " +
+                         std::to_string(halfway.fds) + " and " + std::to_string(halfway.threads) +
+                         " halfway (a leak per task or every few tasks)");
+  }
+  auto held = PollUntil(
+      [&]() -> std::optional<std::size_t> {
+        std::size_t n = static_cast<std::size_t>(std::count_if(
+            handed.begin(), handed.end(), [](const auto& w) { return !w.expired(); }));
+        return n <= 2 * kKeys ? std::optional<std::size_t>(n) : std::nullopt;
+      },
+      SettleTimeout());
+  if (!held) {
+    std::size_t n = static_cast<std::size_t>(
+        std::count_if(handed.begin(), handed.end(), [](const auto& w) { return !w.expired(); }));
+    return Verdict::Fail("after " + std::to_string(tasks) +
+                         " completed tasks the adapter still "
+                         "references " +
+                         std::to_string(n) + " of the " + std::to_string(handed.size()) +
+                         " caller objects it was given (buffers belong to the caller once a "
+                         "task completed)");
+  }
+  return Verdict::Pass();
+}
+
+}  // namespace lmcache::conformance::internal::adapter_properties

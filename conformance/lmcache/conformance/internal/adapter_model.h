@@ -1,0 +1,367 @@
+// File: lmcache/conformance/internal/adapter_model.h
+//
+// The state of AdapterConformance's stateful model (adapter_conformance_model.cc): the model of
+// what an adapter holds, the system under test with the checks every command runs after its
+// tasks completed, and the listener that records what the adapter reports. Internal to the
+// suites library.
+#pragma once
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "lmcache/conformance/buffers.h"
+#include "lmcache/conformance/internal/adapter_properties.h"
+#include "lmcache/conformance/internal/waits.h"
+#include "lmcache/conformance/rapidcheck_driver.h"
+#include "lmcache/core/event_notifier.h"
+
+namespace lmcache::conformance::internal::adapter_properties {
+
+// Records every listener call, for the per-command checks.
+class RecordingListener final : public L2AdapterListener {
+ public:
+  enum class Kind { kStored, kAccessed, kDeleted };
+  struct Event {
+    Kind kind;
+    std::vector<ObjectKey> keys;
+    std::vector<std::uint64_t> sizes;
+  };
+
+  void on_l2_keys_stored(const std::vector<ObjectKey>& keys,
+                         const std::vector<std::uint64_t>& sizes) override {
+    add({Kind::kStored, keys, sizes});
+  }
+  void on_l2_keys_accessed(const std::vector<ObjectKey>& keys) override {
+    add({Kind::kAccessed, keys, {}});
+  }
+  void on_l2_keys_deleted(const std::vector<ObjectKey>& keys,
+                          const std::vector<std::uint64_t>& sizes) override {
+    add({Kind::kDeleted, keys, sizes});
+  }
+
+  std::size_t count() const {
+    std::lock_guard lock(mu_);
+    return events_.size();
+  }
+  std::vector<Event> since(std::size_t from) const {
+    std::lock_guard lock(mu_);
+    return {events_.begin() + static_cast<std::ptrdiff_t>(std::min(from, events_.size())),
+            events_.end()};
+  }
+
+ private:
+  void add(Event e) {
+    std::lock_guard lock(mu_);
+    events_.push_back(std::move(e));
+  }
+  mutable std::mutex mu_;
+  std::vector<Event> events_;
+};
+
+inline const char* kind_name(RecordingListener::Kind k) {
+  switch (k) {
+    case RecordingListener::Kind::kStored:
+      return "stored";
+    case RecordingListener::Kind::kAccessed:
+      return "accessed";
+    case RecordingListener::Kind::kDeleted:
+      return "deleted";
+  }
+  return "?";
+}
+
+struct AdapterModel {
+  std::set<int> present;
+  std::map<int, int> locks;  // lock counts > 0 only
+};
+
+// A layout class: every key k with k % classes == c stores objects of this layout.
+struct LayoutClass {
+  MemoryLayoutDesc layout;
+  std::size_t used = 0;  // size() of the stored objects (below the layout's bytes: narrowed)
+  std::uint64_t stored_size = 0;
+};
+
+// One command's keys: a class and indices into the key universe (all of that class; a key may
+// appear twice).
+struct KeyPick {
+  std::size_t cls = 0;
+  std::vector<int> idx;
+};
+
+inline std::string key_list(const std::vector<int>& keys) {
+  std::string s = "[";
+  for (std::size_t i = 0; i < keys.size(); ++i) s += (i ? ", k" : "k") + std::to_string(keys[i]);
+  return s + "]";
+}
+
+inline std::set<int> distinct(const std::vector<int>& idx) { return {idx.begin(), idx.end()}; }
+
+// The system under test of one stateful run, plus what the checks remember between commands.
+struct AdapterSut {
+  L2AdapterInterface* adapter = nullptr;
+  const AdapterUnderTest* aut = nullptr;
+  unsigned checks = kAllChecks;
+  std::vector<LayoutClass> classes;
+  std::vector<ObjectKey> keys;
+  std::uint64_t seed = 0;
+  std::shared_ptr<RecordingListener> listener;
+  std::set<TaskId> store_ids, lookup_ids, load_ids, popped_store_ids;
+  AdapterModel last_model;  // the model after the last command run, for the final checks
+
+  bool on(unsigned c) const { return (checks & c) != 0; }
+  const LayoutClass& class_of(int k) const {
+    return classes[static_cast<std::size_t>(k) % classes.size()];
+  }
+  std::uint64_t stored_size(int k) const { return class_of(k).stored_size; }
+
+  // The object stored under key k: its layout's bytes filled from the seed, narrowed to `used`.
+  MemoryObjPtr content(int k) const {
+    const LayoutClass& c = class_of(k);
+    MemoryObjPtr obj = MakeObject(c.layout);
+    FillBytes(obj->physical_bytes(), seed * 31 + static_cast<std::uint64_t>(k) + 1);
+    if (c.used != c.layout.total_bytes()) obj->set_used_size(c.used);
+    return obj;
+  }
+
+  // What a load of key k must write (the first `used` bytes of a narrowed object).
+  MemoryObjPtr expected(int k) const {
+    MemoryObjPtr c = content(k);
+    if (!aut->expected_load) return c;
+    MemoryObjPtr out = MakeObject(c->layout());
+    aut->expected_load(*c, *out);
+    return out;
+  }
+
+  std::vector<ObjectKey> keys_of(const std::vector<int>& idx) const {
+    std::vector<ObjectKey> out;
+    for (int k : idx) out.push_back(keys[static_cast<std::size_t>(k)]);
+    return out;
+  }
+
+  TaskId submit_store(const std::vector<int>& idx, const std::string& what) {
+    std::vector<MemoryObjPtr> objs;
+    for (int k : idx) objs.push_back(content(k));
+    TaskId id = adapter->submit_store_task(keys_of(idx), objs);
+    const bool fresh = store_ids.insert(id).second;
+    if (on(kOneShot))
+      Require(fresh, what + ": submit_store_task() reused id " + std::to_string(id));
+    return id;
+  }
+
+  // Pops until every id in `ids` has its result; every popped id must be known and new.
+  std::map<TaskId, L2StoreResult> wait_stores(const std::vector<TaskId>& ids,
+                                              const std::string& what) {
+    std::map<TaskId, L2StoreResult> mine;
+    auto deadline = std::chrono::steady_clock::now() + ResultTimeout();
+    for (;;) {
+      for (auto& [tid, r] : adapter->pop_completed_store_tasks()) {
+        if (on(kOneShot)) {
+          Require(store_ids.count(tid) == 1, what + ": pop_completed_store_tasks() returned id " +
+                                                 std::to_string(tid) + ", never issued by a store");
+          Require(popped_store_ids.insert(tid).second,
+                  what + ": pop_completed_store_tasks() returned store " + std::to_string(tid) +
+                      " a second time");
+        }
+        if (std::find(ids.begin(), ids.end(), tid) != ids.end()) mine.emplace(tid, r);
+      }
+      if (mine.size() == ids.size()) break;
+      Require(std::chrono::steady_clock::now() < deadline,
+              what + ": " + std::to_string(ids.size() - mine.size()) +
+                  " store task(s) did not complete within " +
+                  std::to_string(ResultTimeout().count()) + " ms");
+      wait_readable(adapter->get_store_event_fd(), std::chrono::milliseconds(2));
+    }
+    if (on(kOneShot)) {
+      for (auto& [tid, _] : adapter->pop_completed_store_tasks()) {
+        Require(std::find(ids.begin(), ids.end(), tid) == ids.end(),
+                what + ": store " + std::to_string(tid) + " was popped a second time");
+      }
+    }
+    return mine;
+  }
+
+  TaskId submit_load(const std::vector<int>& idx, std::vector<MemoryObjPtr>* dsts,
+                     std::vector<std::vector<std::byte>>* before, const std::string& what) {
+    for (std::size_t i = 0; i < idx.size(); ++i) {
+      MemoryObjPtr d = MakeObject(class_of(idx[i]).layout);
+      FillBytes(d->physical_bytes(), 0xDEADull + i);  // stale bytes
+      before->emplace_back(d->physical_bytes().begin(), d->physical_bytes().end());
+      dsts->push_back(d);
+    }
+    TaskId id = adapter->submit_load_task(keys_of(idx), *dsts);
+    const bool fresh = load_ids.insert(id).second;
+    if (on(kOneShot)) Require(fresh, what + ": submit_load_task() reused id " + std::to_string(id));
+    return id;
+  }
+
+  Bitmap wait_load(TaskId id, const std::string& what) {
+    auto bits = PollUntil([&] { return adapter->query_load_result(id); }, ResultTimeout());
+    Require(bits.has_value(), what + " did not complete");
+    if (on(kOneShot)) {
+      Require(!adapter->query_load_result(id),
+              what + ": query_load_result(" + std::to_string(id) + ") answered twice");
+      if (!lookup_ids.count(id)) {
+        Require(
+            !adapter->query_lookup_and_lock_result(id),
+            what + ": query_lookup_and_lock_result() answered for load id " + std::to_string(id));
+      }
+    }
+    return *bits;
+  }
+
+  // Load bit i against the model: `must` says whether it must be set (nullopt: either is
+  // right, a store of the key was in flight); a set bit must come with the key's bytes, a
+  // clear one with the destination untouched.
+  void check_load(const std::vector<int>& idx, const Bitmap& bits,
+                  const std::vector<std::optional<bool>>& must,
+                  const std::vector<MemoryObjPtr>& dsts,
+                  const std::vector<std::vector<std::byte>>& before, const std::string& what) {
+    if (!on(kLoad)) return;
+    Require(bits.size() == idx.size(), what + " of " + std::to_string(idx.size()) +
+                                           " keys returned a bitmap of " +
+                                           std::to_string(bits.size()) + " bits");
+    for (std::size_t i = 0; i < idx.size(); ++i) {
+      const int k = idx[i];
+      if (must[i].has_value()) {
+        Require(bits.test(i) == *must[i],
+                what + " bit " + std::to_string(i) + " (k" + std::to_string(k) + ") is " +
+                    (bits.test(i) ? "set" : "clear") + " but the key is " +
+                    (*must[i] ? "stored" : "absent") + " (bitmap " + bits.to_string() + ")");
+      }
+      if (bits.test(i)) {
+        MemoryObjPtr want = expected(k);
+        const std::size_t n = want->size();
+        Require(dsts[i]->size() == n,
+                what + " set bit " + std::to_string(i) + " (k" + std::to_string(k) +
+                    ") but its destination reports size() " + std::to_string(dsts[i]->size()) +
+                    " where the stored object had " + std::to_string(n) +
+                    " (a load leaves size() at the stored length)");
+        Require(n == 0 || std::memcmp(dsts[i]->data(), want->data(), n) == 0,
+                what + " set bit " + std::to_string(i) + " (k" + std::to_string(k) +
+                    ") but its destination does not hold the stored object");
+      } else {
+        Require(
+            std::memcmp(dsts[i]->physical_bytes().data(), before[i].data(), before[i].size()) == 0,
+            what + " wrote the destination of k" + std::to_string(k) + " (bit " +
+                std::to_string(i) + " clear)");
+      }
+    }
+  }
+
+  // After tasks completed: each fd counted exactly its tasks' notifies, the others none.
+  void check_fds(std::size_t stores, std::size_t lookups, std::size_t loads, const char* after) {
+    if (!on(kFds)) return;
+    struct {
+      const char* name;
+      int fd;
+      std::size_t expected;
+    } fds[3] = {{"store", adapter->get_store_event_fd(), stores},
+                {"lookup", adapter->get_lookup_and_lock_event_fd(), lookups},
+                {"load", adapter->get_load_event_fd(), loads}};
+    for (auto& f : fds) {
+      std::uint64_t n = consume_fd(f.fd);
+      auto deadline = std::chrono::steady_clock::now() + SignalGrace();
+      while (n < f.expected && std::chrono::steady_clock::now() < deadline) {
+        wait_readable(f.fd, std::chrono::milliseconds(10));
+        n += consume_fd(f.fd);
+      }
+      Require(n == f.expected, std::string("after ") + after + ", the " + f.name + " fd counted " +
+                                   std::to_string(n) + " notifies (expected " +
+                                   std::to_string(f.expected) + ": one per completed " + f.name +
+                                   " task, none for other kinds)");
+    }
+  }
+
+  void check_usage(const AdapterModel& m, const char* after) {
+    if (!on(kUsage) || !aut->capabilities.reports_usage) return;
+    AdapterUsage u = adapter->get_usage();
+    std::uint64_t total = 0;
+    std::map<std::string, std::uint64_t> by_salt;
+    for (int k : m.present) {
+      total += stored_size(k);
+      by_salt[keys[static_cast<std::size_t>(k)].cache_salt()] += stored_size(k);
+    }
+    std::erase_if(by_salt, [](const auto& kv) { return kv.second == 0; });
+    Require(u.total_bytes_used == total,
+            std::string("after ") + after + ", get_usage().total_bytes_used = " +
+                std::to_string(u.total_bytes_used) + " but the " +
+                std::to_string(m.present.size()) + " stored keys hold " + std::to_string(total));
+    Require(u.bytes_by_cache_salt == by_salt, std::string("after ") + after +
+                                                  ", get_usage().bytes_by_cache_salt does not "
+                                                  "match the stored keys' salts");
+  }
+
+  void check_locks(const AdapterModel& m, const char* after) {
+    if (!on(kLocks) || !aut->capabilities.reports_lock_count) return;
+    const std::uint64_t expected = m.locks.size();
+    std::optional<std::uint64_t> got;
+    auto deadline = std::chrono::steady_clock::now() + SettleTimeout();
+    do {
+      got = locked_key_count(*adapter);
+      Require(got.has_value(), "report_status() has no \"locked_key_count\"");
+      if (*got == expected) return;
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    } while (std::chrono::steady_clock::now() < deadline);
+    FailCase(std::string("after ") + after + ", report_status().locked_key_count = " +
+             std::to_string(*got) + " but " + std::to_string(expected) +
+             " keys hold lookup locks (each hit locks once, a key twice in a batch twice; each "
+             "unlocked occurrence releases one)");
+  }
+
+  // Listener events since `from` must be `kind` events whose keys are `expect`: as a multiset
+  // when `exact`, as a set otherwise (a key twice in one batch, two stores in flight).
+  // `ignore_accessed`: accessed events may come or not (a lookup may count as an access).
+  void check_listener(std::size_t from, RecordingListener::Kind kind,
+                      const std::multiset<int>& expect, const std::string& what, bool exact,
+                      bool ignore_accessed = false) {
+    if (!on(kListeners) || !aut->capabilities.supports_listeners) return;
+    std::multiset<std::string> got, want;
+    for (int k : expect) want.insert(keys[static_cast<std::size_t>(k)].to_string());
+    std::map<std::string, std::uint64_t> size_of;
+    for (int k : expect) size_of[keys[static_cast<std::size_t>(k)].to_string()] = stored_size(k);
+    for (auto& e : listener->since(from)) {
+      if (ignore_accessed && e.kind == RecordingListener::Kind::kAccessed) continue;
+      Require(e.kind == kind, "a " + what + " made the listener see a " +
+                                  std::string(kind_name(e.kind)) + " event");
+      for (std::size_t i = 0; i < e.keys.size(); ++i) {
+        const std::string name = e.keys[i].to_string();
+        got.insert(name);
+        if (kind != RecordingListener::Kind::kAccessed && size_of.count(name)) {
+          Require(i < e.sizes.size() && e.sizes[i] == size_of[name],
+                  "a " + what + " reported a size of " +
+                      (i < e.sizes.size() ? std::to_string(e.sizes[i]) : "(none)") +
+                      " to the listener for an object of " + std::to_string(size_of[name]) +
+                      " bytes");
+        }
+      }
+    }
+    if (!exact) {
+      std::set<std::string> g(got.begin(), got.end()), w(want.begin(), want.end());
+      Require(g == w, "the listener saw " + std::to_string(g.size()) + " distinct " + what +
+                          " key(s) but " + std::to_string(w.size()) +
+                          " were expected (calls must happen before the task completes)");
+      return;
+    }
+    Require(got == want, "the listener saw " + std::to_string(got.size()) + " " + what +
+                             " key(s) but " + std::to_string(want.size()) +
+                             " were expected (calls must happen before the task completes)");
+  }
+
+  void after_command(const AdapterModel& next, const char* what) {
+    last_model = next;
+    check_usage(next, what);
+    check_locks(next, what);
+  }
+};
+
+}  // namespace lmcache::conformance::internal::adapter_properties

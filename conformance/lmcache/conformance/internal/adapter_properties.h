@@ -1,0 +1,68 @@
+// File: lmcache/conformance/internal/adapter_properties.h
+//
+// The functions behind AdapterConformance's properties, one per line of property_list.h, and
+// what the suite's files share. Defined in adapter_conformance.cc (scenarios and dispatch),
+// adapter_conformance_model.cc (the stateful model every [stateful] property runs with its own
+// checks enabled) and adapter_conformance_concurrency.cc (concurrent submitters and resources).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "lmcache/conformance/descriptors.h"
+#include "lmcache/conformance/internal/property_list.h"
+#include "lmcache/conformance/status.h"
+
+namespace lmcache::conformance::internal::adapter_properties {
+
+#define LMCACHE_DECLARE_ADAPTER_PROPERTY(Name, Checks) \
+  Verdict Name(const AdapterUnderTest& adapter);
+LMCACHE_CONFORMANCE_ADAPTER_PROPERTIES(LMCACHE_DECLARE_ADAPTER_PROPERTY)
+#undef LMCACHE_DECLARE_ADAPTER_PROPERTY
+
+// The aspects of the contract a stateful run checks; each [stateful] property enables one.
+enum Check : unsigned {
+  kOneShot = 1u << 0,
+  kFds = 1u << 1,
+  kLookup = 1u << 2,
+  kLoad = 1u << 3,
+  kLocks = 1u << 4,
+  kUsage = 1u << 5,
+  kListeners = 1u << 6,
+  kStoreBytes = 1u << 7,
+  kAllChecks = 0xFFu,
+};
+
+// run_stateful()
+//
+// Generated command sequences against fresh adapters and a model, with `checks` enabled.
+// NotSupported when `checks` is exactly a check whose capability the adapter lacks.
+Verdict run_stateful(std::string_view property, const AdapterUnderTest& aut, unsigned checks);
+
+// "AdapterConformance.<property>/<adapter>".
+std::string rc_id(std::string_view property, const AdapterUnderTest& aut);
+
+// Closes an adapter however the property ends.
+struct Closer {
+  L2AdapterInterface* a;
+  ~Closer();
+};
+
+// What the adapter stores for an object of `layout` (the descriptor's stored_bytes, or the
+// logical size `used`).
+std::uint64_t stored_size_of(const AdapterUnderTest& aut, const MemoryLayoutDesc& layout,
+                             std::size_t used);
+
+// Pops store results until `ids` are all in (or the time limit passes); adds what it popped to
+// `*got`. Returns the ids that did not complete.
+std::vector<TaskId> pop_stores_until(L2AdapterInterface& a, const std::vector<TaskId>& ids,
+                                     std::map<TaskId, L2StoreResult>* got);
+
+// report_status()["locked_key_count"], when the adapter reports it.
+std::optional<std::uint64_t> locked_key_count(const L2AdapterInterface& a);
+
+}  // namespace lmcache::conformance::internal::adapter_properties

@@ -1,0 +1,71 @@
+// File: lmcache/conformance/internal/processor_properties.h
+//
+// The functions behind ProcessorConformance's properties, one per line of property_list.h, and
+// what the suite's files share: the two directions, owned processors, inputs every serde keeps
+// exactly, temps, waiting for a result and comparing decoded values. Defined in
+// processor_conformance.cc (single tasks and batches), processor_conformance_lifecycle.cc
+// (close and resources) and processor_conformance_model.cc (the stateful model).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "lmcache/conformance/descriptors.h"
+#include "lmcache/conformance/generators.h"
+#include "lmcache/conformance/internal/property_list.h"
+#include "lmcache/conformance/status.h"
+
+namespace lmcache::conformance::internal::processor_properties {
+
+#define LMCACHE_DECLARE_PROCESSOR_PROPERTY(Name, Checks) \
+  Verdict Name(const ProcessorUnderTest& processor);
+LMCACHE_CONFORMANCE_PROCESSOR_PROPERTIES(LMCACHE_DECLARE_PROCESSOR_PROPERTY)
+#undef LMCACHE_DECLARE_PROCESSOR_PROPERTY
+
+enum class Dir { kSerialize, kDeserialize };
+
+const char* dir_name(Dir d);
+Dir other(Dir d);
+int fd_of(const SerdeProcessor& p, Dir d);
+std::optional<bool> query_of(SerdeProcessor& p, Dir d, TaskId id);
+TaskId submit_of(SerdeProcessor& p, Dir d, std::vector<MemoryObjPtr> srcs,
+                 std::vector<MemoryObjPtr> dsts);
+
+// Owns a processor and closes it however the property ends.
+struct OwnedProcessor {
+  SerdeProcessorPtr p;
+  explicit OwnedProcessor(const ProcessorUnderTest& put);
+  ~OwnedProcessor();
+  OwnedProcessor(const OwnedProcessor&) = delete;
+  OwnedProcessor& operator=(const OwnedProcessor&) = delete;
+  SerdeProcessor& operator*() { return *p; }
+  SerdeProcessor* operator->() { return p.get(); }
+};
+
+// "ProcessorConformance.<property>/<processor>".
+std::string rc_id(std::string_view property, const ProcessorUnderTest& put);
+
+// An input every serde keeps exactly: small dyadic values (0, +-0.125 .. 3) from `seed`.
+MemoryObjPtr safe_input(const MemoryLayoutDesc& layout, std::uint64_t seed);
+
+// A temp for the serialized form of `layout`: estimate-sized, as the wrapper sizes it, plus
+// `extra` bytes of capacity in its layout.
+MemoryObjPtr temp_for(SerdeProcessor& p, const MemoryLayoutDesc& layout, std::size_t extra = 0);
+
+// A generated layout for processor inputs within the depth's limits (at most `max_elements`
+// elements in all, at least one).
+MemoryLayoutDesc gen_processor_layout(const ProcessorUnderTest& put, std::size_t max_elements);
+
+// The layout the scenario properties use.
+MemoryLayoutDesc fixed_layout(const ProcessorUnderTest& put);
+
+// Waits for the result of `id` (taking it) or fails the current case.
+bool take_result(SerdeProcessor& p, Dir d, TaskId id, const std::string& what);
+
+// Empty when `decoded` holds exactly `input`'s values; otherwise which element differs.
+std::string decoded_mismatch(const MemoryObj& input, const MemoryObj& decoded);
+
+}  // namespace lmcache::conformance::internal::processor_properties

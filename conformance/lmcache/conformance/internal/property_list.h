@@ -1,0 +1,162 @@
+// File: lmcache/conformance/internal/property_list.h
+//
+// THE property catalogue: every conformance property is one line here, and everything else is
+// derived from these lines (X-macros): the PropertiesOf() table (properties.cc), each suite's
+// TEST_P (the gtest names, hence the runner's matrix and the reports), each suite's dispatch
+// table (Run<Kind>Property) and the declaration of the function that implements the property
+// (internal/<kind>_properties.h, defined in the suite's <kind>_conformance*.cc files). Adding a
+// property is one line here plus its function; the self-test then requires a mutant that it
+// catches, a line in mustpass.txt and a row in conformance/README.md.
+//
+// X(Name, "what a Pass guarantees"). The order is the catalogue's order.
+#pragma once
+
+#define LMCACHE_CONFORMANCE_SERDE_PROPERTIES(X)                                                   \
+  X(DeterministicOutput,                                                                          \
+    "serialize() gives the same count and bytes twice on one instance and on a fresh instance, "  \
+    "whatever junk the source buffer holds past its layout")                                      \
+  X(DeterministicAcrossThreads,                                                                   \
+    "threads sharing one serializer serialize distinct inputs of distinct layouts at once; each " \
+    "gets the bytes a single-threaded call gives")                                                \
+  X(EstimateIsUpperBound, "serialize() never writes more than estimate_serialized_size(layout)")  \
+  X(EstimateDependsOnLayoutOnly,                                                                  \
+    "the estimate is the same before/after serializing other data and across instances")          \
+  X(RoundTrip,                                                                                    \
+    "deserialize(serialize(x)) == x bit for bit (lossless) or within the declared hard bound, "   \
+    "from a serialized buffer narrowed to its count with junk past it; above the soft bound is "  \
+    "a QualityWarning; NaN / inf handled as declared")                                            \
+  X(BytesPastCountUntouched,                                                                      \
+    "bytes of dst past the returned count, and the source, are left untouched")                   \
+  X(ShortBufferRejected,                                                                          \
+    "a destination shorter than the output gives std::invalid_argument, no overrun, no write")    \
+  X(DeserializeWritesOnlyDestination,                                                             \
+    "deserialize() writes only its destination and leaves its source unchanged")                  \
+  X(ShortSourceRejected,                                                                          \
+    "a truncated source gives std::invalid_argument and leaves the destination untouched, also "  \
+    "when it is narrowed (size() short) inside a buffer that still holds every byte")             \
+  X(UnsupportedInputRejected,                                                                     \
+    "a dtype outside input_dtypes gives std::invalid_argument and writes nothing")                \
+  X(MultiNoneSlotRules,                                                                           \
+    "multi serde: wrong group length and None required src slots rejected; None dst slots "       \
+    "skipped untouched (the length-1 bridge reads nothing)")                                      \
+  X(BridgeEquivalence,                                                                            \
+    "the length-1 bridge gives the same estimate, bytes and decoded values as direct calls")      \
+  X(ConcurrentRoundTrips,                                                                         \
+    "threads sharing one serializer and one deserializer round-trip distinct inputs of distinct " \
+    "layouts at once; each gets what a single-threaded round trip gives")                         \
+  X(OneInstanceManyLayouts,                                                                       \
+    "[stateful] one serializer and one deserializer, driven through a sequence of estimates, "    \
+    "serializes and deserializes of several layouts, answer every call as fresh instances do")
+
+#define LMCACHE_CONFORMANCE_PROCESSOR_PROPERTIES(X)                                             \
+  X(DistinctEventFds,                                                                           \
+    "the serialize and deserialize fds are valid and distinct, also across instances")          \
+  X(OneNotifyPerTask,                                                                           \
+    "each completed task adds exactly one notify to its direction's fd, after its result")      \
+  X(OneShotQueries,                                                                             \
+    "a result, true or false, is returned exactly once; the other direction never returns it")  \
+  X(UnknownIdsGiveNone, "queries of ids never issued return none and never throw")              \
+  X(FailureReportedAsFalse,                                                                     \
+    "a task with a failing pair at any position (first, middle, last) completes false and is "  \
+    "still signalled once; the tasks around it are unaffected")                                 \
+  X(ConcurrentSubmitters,                                                                       \
+    "threads submitting distinct inputs at once get unique ids, their own decoded values and "  \
+    "one notify per task")                                                                      \
+  X(CloseReleasesResources,                                                                     \
+    "close() (idempotent) returns the process to its fd and thread counts before creation")     \
+  X(CloseCompletesQueuedWork,                                                                   \
+    "tasks queued before close() still complete; results completed before close() and not yet " \
+    "taken stay queryable, once, after it")                                                     \
+  X(UseAfterClose, "submits after close() throw std::logic_error")                              \
+  X(MismatchedBatchRejected,                                                                    \
+    "src and dst lists of different lengths give std::invalid_argument and no task")            \
+  X(SerializeThenDeserialize,                                                                   \
+    "batches serialize into estimate-sized temps, narrowed to a size that does not depend on "  \
+    "the temp's capacity, and deserialize back to the input values, pair by pair")              \
+  X(StatefulModel,                                                                              \
+    "[stateful] one processor driven through serializes and deserializes of several layouts, "  \
+    "failing pairs, estimates and queries in any order, then close(), matches a model of its "  \
+    "tasks: every result once, right values, one notify each")                                  \
+  X(ResourcesBoundedOverManyTasks,                                                              \
+    "hundreds of tasks leave the fd and thread counts where a warmed-up processor had them, "   \
+    "and no reference to a caller buffer once its result was taken")
+
+#define LMCACHE_CONFORMANCE_ADAPTER_PROPERTIES(X)                                                \
+  X(DistinctEventFds,                                                                            \
+    "store, lookup and load fds are valid and pairwise distinct, also across instances")         \
+  X(UnknownIdsGiveNone,                                                                          \
+    "queries of ids never issued return none, pops return nothing, nothing throws")              \
+  X(OneShotResults,                                                                              \
+    "[stateful] every store result is popped once, every query answers once, never cross-kind")  \
+  X(EachKindSignalsItsFd,                                                                        \
+    "[stateful] each completed task notifies its kind's fd exactly once and no other fd")        \
+  X(StoreReportsBytes,                                                                           \
+    "[stateful] stores succeed; bytes_transferred lies between the new and all bytes stored "    \
+    "(a key twice in a batch, or in two stores in flight, counts once)")                         \
+  X(LookupReportsPresence,                                                                       \
+    "[stateful] lookup-and-lock bit i is set exactly when key i is stored; keys that differ in " \
+    "any one field are different keys")                                                          \
+  X(PartialLoadBitmap,                                                                           \
+    "[stateful] load bit i is set exactly for stored keys; their bytes (size() bytes of a "      \
+    "narrowed object) come back, the other destinations stay untouched")                         \
+  X(LookupLocks,                                                                                 \
+    "[stateful] every lookup hit takes a lock (a key twice in a batch takes two) and each "      \
+    "unlocked occurrence releases one (reports_lock_count)")                                     \
+  X(UsageMatchesStoredBytes,                                                                     \
+    "[stateful] get_usage() equals the bytes of the stored keys, in total and per cache_salt")   \
+  X(ListenersCalled, "[stateful] listeners see every store (with sizes), load hit and delete")   \
+  X(StatefulModel,                                                                               \
+    "[stateful] store / lookup-and-lock / unlock / load / delete sequences over several "        \
+    "layouts, with tasks on the same key in flight together, match a model map under every "     \
+    "check above")                                                                               \
+  X(CloseIsIdempotent,                                                                           \
+    "close() twice is fine; submits afterwards throw std::logic_error; pops still work")         \
+  X(CloseReleasesResources,                                                                      \
+    "close() returns the process to its fd and thread counts before creation")                   \
+  X(ConcurrentSubmitters,                                                                        \
+    "threads storing, looking up, loading, unlocking and deleting disjoint keys at once, with "  \
+    "two threads popping, get unique ids, every result once, right bitmaps and bytes, one "      \
+    "notify per task; usage and locks end at zero")                                              \
+  X(ResourcesBoundedOverManyTasks,                                                               \
+    "hundreds of tasks leave the fd and thread counts where a warmed-up adapter had them, and "  \
+    "no reference to a caller buffer once its task completed")
+
+#define LMCACHE_CONFORMANCE_WRAPPER_PROPERTIES(X)                                                 \
+  X(EmptyBatchCompletes,                                                                          \
+    "an empty store completes at once as success(0); an empty load as an empty bitmap")           \
+  X(StoreLoadRoundTrip,                                                                           \
+    "stores of batches up to 64+ keys report the inner's bytes; loads give the serde round trip " \
+    "back")                                                                                       \
+  X(LookupFdIsInners, "the lookup fd is the inner adapter's and lookups pass straight through")   \
+  X(HomogeneityEnforced,                                                                          \
+    "a batch whose layouts differ from objects[0] throws std::invalid_argument naming the "       \
+    "index, with no task, no temp and nothing stored")                                            \
+  X(AllOrNothingStore,                                                                            \
+    "any failure (temp allocation, serde submit/serialize at any pair, inner submit/store) "      \
+    "completes the store once as failure(0) with every temp released")                            \
+  X(AllOrNothingLoad,                                                                             \
+    "any failure (temp allocation, inner submit/query, an inner bitmap of the wrong size, serde " \
+    "submit/query/deserialize) completes the load once with an all-zero bitmap and every temp "   \
+    "released")                                                                                   \
+  X(PartialLoadKeepsBitmap,                                                                       \
+    "a partial inner load keeps its bitmap; only its set bits are deserialized")                  \
+  X(TempsReleased, "L1 usage returns to its baseline after every completed store and load")       \
+  X(CloseFailsInFlightTasks,                                                                      \
+    "close() completes every in-flight task as failed exactly once and releases its temps; "      \
+    "results completed before close() stay retrievable once")                                     \
+  X(StoreBytesAreInners,                                                                          \
+    "re-storing keys the inner already holds: every store reports exactly the bytes its inner "   \
+    "store reported")                                                                             \
+  X(PassThroughMatchesInner,                                                                      \
+    "unlock, delete, usage, eviction support, listeners and status are the inner adapter's")      \
+  X(SameKeyInFlight,                                                                              \
+    "two stores, then two loads, of the same keys in flight at once all complete correctly")      \
+  X(CloseReleasesResources,                                                                       \
+    "close() closes the inner adapter and the serde processor; the process returns to its fd "    \
+    "and thread counts before the wrapper and its collaborators were made")                       \
+  X(StatefulModel,                                                                                \
+    "[stateful] stores and loads of several layouts, each possibly hit by an injected failure, "  \
+    "lookups, unlocks and deletes on one wrapper match a model; temps are back after each step")  \
+  X(ResourcesBoundedOverManyTasks,                                                                \
+    "hundreds of tasks leave fds, threads and L1 where a warmed-up wrapper had them, and no "     \
+    "reference to a caller buffer once its task completed")

@@ -1,0 +1,38 @@
+// File: lmcache/conformance/internal/serde_properties.h
+//
+// The functions behind SerdeConformance's properties, one per line of property_list.h, and the
+// helpers the suite's files share. Defined in serde_conformance.cc (single calls) and
+// serde_conformance_state.cc (threads and sequences on one instance).
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "lmcache/conformance/descriptors.h"
+#include "lmcache/conformance/generators.h"
+#include "lmcache/conformance/internal/property_list.h"
+#include "lmcache/conformance/rapidcheck_driver.h"
+#include "lmcache/conformance/status.h"
+
+namespace lmcache::conformance::internal::serde_properties {
+
+#define LMCACHE_DECLARE_SERDE_PROPERTY(Name, Checks) Verdict Name(const SerdeUnderTest& serde);
+LMCACHE_CONFORMANCE_SERDE_PROPERTIES(LMCACHE_DECLARE_SERDE_PROPERTY)
+#undef LMCACHE_DECLARE_SERDE_PROPERTY
+
+// "SerdeConformance.<property>/<serde>", the RapidCheck id of a property run.
+std::string rc_id(std::string_view property, const SerdeUnderTest& serde);
+
+// Runs `check(src, case)` on sources generated within the depth's size limits.
+template <class Check>
+Verdict for_each_source(std::string_view property, const SerdeUnderTest& serde, RcOptions options,
+                        Check check) {
+  const ValueSpec spec = ValueSpecFor(serde);
+  return RunRcProperty(rc_id(property, serde), options, [&] {
+    SerdeCase c = *gen_serde_case(serde.input_dtypes, size_limits());
+    MemoryObjPtr src = MakeSource(c, spec);
+    check(*src, c);
+  });
+}
+
+}  // namespace lmcache::conformance::internal::serde_properties

@@ -1,0 +1,240 @@
+// ProcessorConformance properties about a processor's life: close() (what it releases, what it
+// completes, what stays queryable, what it refuses afterwards) and the resources a processor
+// holds over hundreds of tasks.
+#include <algorithm>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "lmcache/conformance/buffers.h"
+#include "lmcache/conformance/depth.h"
+#include "lmcache/conformance/internal/processor_properties.h"
+#include "lmcache/conformance/internal/waits.h"
+#include "lmcache/conformance/process_stats.h"
+#include "lmcache/conformance/rapidcheck_driver.h"
+#include "lmcache/core/event_notifier.h"
+
+namespace lmcache::conformance::internal::processor_properties {
+
+namespace {
+
+// How many of `buffers` something other than the caller still references (the caller holds
+// only these weak references).
+std::size_t still_referenced(const std::vector<std::weak_ptr<MemoryObj>>& buffers) {
+  return static_cast<std::size_t>(
+      std::count_if(buffers.begin(), buffers.end(), [](const auto& w) { return !w.expired(); }));
+}
+
+}  // namespace
+
+Verdict CloseReleasesResources(const ProcessorUnderTest& put) {
+  ResourceSnapshot baseline = ResourceSnapshot::Take();
+  {
+    SerdeProcessorPtr p = put.make();
+    MemoryLayoutDesc layout = fixed_layout(put);
+    std::vector<TaskId> ids;
+    for (int i = 0; i < 3; ++i) {
+      ids.push_back(p->submit_serialize({safe_input(layout, 13)}, {temp_for(*p, layout)}));
+    }
+    for (TaskId id : ids) {
+      if (!PollUntil([&] { return p->query_serialize_result(id); }, ResultTimeout())) {
+        p->close();
+        return Verdict::Fail("serialize task " + std::to_string(id) + " never completed");
+      }
+    }
+    p->close();
+    if (std::string leak = WaitForResources(baseline, SettleTimeout()); !leak.empty()) {
+      return Verdict::Fail("after close() the process holds " + leak +
+                           " of the processor: close() must release its fds and threads");
+    }
+    try {
+      p->close();
+    } catch (const std::exception& e) {
+      return Verdict::Fail(std::string("a second close() threw: ") + e.what());
+    }
+  }
+  return Verdict::Pass();
+}
+
+Verdict CloseCompletesQueuedWork(const ProcessorUnderTest& put) {
+  // The queue must still hold work when close() is called, or a processor that drops its queue
+  // passes by luck. So the first queued task is large (it keeps the workers busy), every buffer
+  // exists before the first submit (the submits run back to back), and the check runs in
+  // several rounds. Before that, two tasks complete (one true, one false) and are left untaken:
+  // close() must not lose them.
+  constexpr int kRounds = 3;
+  constexpr int kSmallTasks = 15;
+  const DType dtype = put.input_dtypes.front();
+  const MemoryLayoutDesc big = MemoryLayoutDesc::single({1024, 2048}, dtype);
+  const MemoryLayoutDesc small = MemoryLayoutDesc::single({64, 64}, dtype);
+  for (int round = 0; round < kRounds; ++round) {
+    const std::string in_round = "round " + std::to_string(round + 1) + ": ";
+    SerdeProcessorPtr p = put.make();
+    TaskId done_ok = p->submit_serialize({safe_input(small, 16)}, {temp_for(*p, small)});
+    TaskId done_bad = p->submit_serialize({safe_input(small, 16)}, {MakeObject(ByteLayout(0))});
+    if (CollectNotifies(p->get_serialize_event_fd(), 2) != 2) {
+      p->close();
+      return Verdict::Fail(in_round + "two serialize tasks did not signal twice");
+    }
+    std::vector<std::pair<MemoryObjPtr, MemoryObjPtr>> work;
+    work.emplace_back(safe_input(big, 17), temp_for(*p, big));
+    for (int i = 0; i < kSmallTasks; ++i)
+      work.emplace_back(safe_input(small, 18), temp_for(*p, small));
+    std::vector<TaskId> ids;
+    ids.reserve(work.size());
+    for (auto& [src, temp] : work) ids.push_back(p->submit_serialize({src}, {temp}));
+    p->close();  // must wait for the queue
+    const std::pair<TaskId, bool> completed[] = {{done_ok, true}, {done_bad, false}};
+    for (const auto& [id, expected] : completed) {
+      std::optional<bool> r = p->query_serialize_result(id);
+      if (!r) {
+        return Verdict::Fail(in_round + "task " + std::to_string(id) + " completed " +
+                             (expected ? "true" : "false") +
+                             " before close() and was not taken, but has no result after "
+                             "close(): results already stored must stay queryable");
+      }
+      if (*r != expected) {
+        return Verdict::Fail(in_round + "task " + std::to_string(id) + " completed " +
+                             (expected ? "true" : "false") + " before close() but reads " +
+                             (*r ? "true" : "false") + " after it");
+      }
+      if (p->query_serialize_result(id)) {
+        return Verdict::Fail(in_round + "task " + std::to_string(id) +
+                             " answered twice after close()");
+      }
+    }
+    for (std::size_t i = 0; i < ids.size(); ++i) {
+      std::optional<bool> r = p->query_serialize_result(ids[i]);
+      if (!r) {
+        return Verdict::Fail(in_round + "task " + std::to_string(ids[i]) + " (" +
+                             std::to_string(i + 1) + " of " + std::to_string(ids.size()) +
+                             ") queued before close() has no result after close() returned");
+      }
+      if (!*r) return Verdict::Fail("task " + std::to_string(ids[i]) + " completed false");
+    }
+  }
+  return Verdict::Pass();
+}
+
+Verdict UseAfterClose(const ProcessorUnderTest& put) {
+  SerdeProcessorPtr p = put.make();
+  MemoryLayoutDesc layout = fixed_layout(put);
+  MemoryObjPtr src = safe_input(layout, 19);
+  MemoryObjPtr temp = temp_for(*p, layout);
+  p->close();
+  for (Dir d : {Dir::kSerialize, Dir::kDeserialize}) {
+    try {
+      if (d == Dir::kSerialize) {
+        p->submit_serialize({src}, {temp});
+      } else {
+        p->submit_deserialize({temp}, {MakeObject(layout)});
+      }
+      return Verdict::Fail(std::string("submit_") + dir_name(d) + "() after close() did not throw");
+    } catch (const std::logic_error&) {
+    } catch (const std::exception& e) {
+      return Verdict::Fail(
+          std::string("submit_") + dir_name(d) +
+          "() after close() threw something other than std::logic_error: " + e.what());
+    }
+  }
+  try {
+    p->close();
+    (void)p->query_serialize_result(0);
+    (void)p->query_deserialize_result(0);
+  } catch (const std::exception& e) {
+    return Verdict::Fail(std::string("close() or a query after close() threw: ") + e.what());
+  }
+  return Verdict::Pass();
+}
+
+Verdict ResourcesBoundedOverManyTasks(const ProcessorUnderTest& put) {
+  // Waves of 8 tasks in flight (serializes and deserializes, one in four failing), every result
+  // taken before the next wave. The counts are taken after a warm-up wave, halfway and at the
+  // end: a pool that grows to its size does so before halfway; a leak keeps growing.
+  const std::size_t total = current_profile().resource_tasks;
+  constexpr std::size_t kWave = 8;
+  OwnedProcessor p(put);
+  const MemoryLayoutDesc layout = MemoryLayoutDesc::single({8, 33}, put.input_dtypes.front());
+  MemoryObjPtr src = safe_input(layout, 41);
+  MemoryObjPtr good_temp = temp_for(*p, layout);
+  {
+    TaskId id = p->submit_serialize({src}, {good_temp});
+    if (!PollUntil([&] { return p->query_serialize_result(id); }, ResultTimeout())
+             .value_or(false)) {
+      return Verdict::Fail("a serialize of a valid pair did not complete true");
+    }
+  }
+  std::vector<std::weak_ptr<MemoryObj>> handed;
+  std::size_t done = 0;
+  auto run_wave = [&](std::size_t wave) -> std::string {
+    struct Task {
+      Dir dir;
+      TaskId id;
+      bool expected;
+    };
+    std::vector<Task> tasks;
+    for (std::size_t i = 0; i < kWave; ++i) {
+      const Dir d = i % 2 == 0 ? Dir::kSerialize : Dir::kDeserialize;
+      const bool fails = (wave + i) % 4 == 3;
+      MemoryObjPtr in = d == Dir::kSerialize ? safe_input(layout, 42 + i)
+                                             : (fails ? MakeObject(ByteLayout(0)) : good_temp);
+      MemoryObjPtr out = d == Dir::kSerialize
+                             ? (fails ? MakeObject(ByteLayout(0)) : temp_for(*p, layout))
+                             : MakeObject(layout);
+      if (in != good_temp) handed.push_back(in);
+      handed.push_back(out);
+      tasks.push_back({d, submit_of(*p, d, {in}, {out}), !fails});
+    }
+    for (const Task& t : tasks) {
+      std::optional<bool> r = PollUntil([&] { return query_of(*p, t.dir, t.id); }, ResultTimeout());
+      if (!r) {
+        return std::string(dir_name(t.dir)) + " task " + std::to_string(t.id) + " (task " +
+               std::to_string(done + 1) + " of the run) never completed";
+      }
+      if (*r != t.expected) {
+        return std::string(dir_name(t.dir)) + " task " + std::to_string(t.id) + " (task " +
+               std::to_string(done + 1) + " of the run) completed " + (*r ? "true" : "false") +
+               " on " + (t.expected ? "a valid" : "an invalid") + " pair";
+      }
+      ++done;
+    }
+    consume_fd(p->get_serialize_event_fd());
+    consume_fd(p->get_deserialize_event_fd());
+    return {};
+  };
+  const std::size_t waves = std::max<std::size_t>(4, total / kWave);
+  if (std::string e = run_wave(0); !e.empty()) return Verdict::Fail(e);
+  ResourceSnapshot halfway;
+  for (std::size_t w = 1; w < waves; ++w) {
+    if (std::string e = run_wave(w); !e.empty()) return Verdict::Fail(e);
+    if (w == waves / 2) halfway = ResourceSnapshot::Take();
+  }
+  // Settle: a joined thread or a closed fd can linger in /proc for a moment.
+  if (std::string grew = WaitForResources(halfway, SettleTimeout()); !grew.empty()) {
+    ResourceSnapshot end = ResourceSnapshot::Take();
+    return Verdict::Fail("the processor keeps growing: after " + std::to_string(done) +
+                         " tasks it holds " + std::to_string(end.fds) + " fds and " +
+                         std::to_string(end.threads) + " threads in the process, against " +
+                         std::to_string(halfway.fds) + " and " + std::to_string(halfway.threads) +
+                         " halfway (a leak per task or every few tasks)");
+  }
+  auto held = PollUntil(
+      [&]() -> std::optional<std::size_t> {
+        std::size_t n = still_referenced(handed);
+        return n <= kWave ? std::optional<std::size_t>(n) : std::nullopt;
+      },
+      SettleTimeout());
+  if (!held) {
+    return Verdict::Fail("after " + std::to_string(done) +
+                         " tasks whose results were all taken, "
+                         "the processor still references " +
+                         std::to_string(still_referenced(handed)) + " of the " +
+                         std::to_string(handed.size()) +
+                         " caller buffers it was given (it must drop them when a task is done)");
+  }
+  return Verdict::Pass();
+}
+
+}  // namespace lmcache::conformance::internal::processor_properties

@@ -1,0 +1,179 @@
+// SerdeConformance properties that use one instance for more than one call: threads sharing a
+// serializer / deserializer, and sequences of calls over several layouts (state kept between
+// calls, such as a cached estimate or a scratch buffer, must never change an answer).
+#include <algorithm>
+#include <cstring>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "lmcache/conformance/buffers.h"
+#include "lmcache/conformance/internal/serde_checks.h"
+#include "lmcache/conformance/internal/serde_properties.h"
+#include "lmcache/conformance/verify.h"
+
+namespace lmcache::conformance::internal::serde_properties {
+
+namespace {
+
+constexpr int kThreads = 4;
+
+// `kThreads` sources of different generated layouts; the total stays within one group's limit
+// so that four threads do not multiply the cost of the largest cases.
+std::vector<MemoryObjPtr> gen_distinct_sources(const SerdeUnderTest& serde) {
+  SizeLimits limits = size_limits();
+  limits.max_total_elements = limits.max_group_elements / kThreads + 1;
+  limits.max_group_elements = limits.max_total_elements;
+  const ValueSpec spec = ValueSpecFor(serde);
+  std::vector<MemoryObjPtr> sources;
+  for (int t = 0; t < kThreads; ++t) {
+    sources.push_back(MakeSource(*gen_serde_case(serde.input_dtypes, limits), spec));
+  }
+  return sources;
+}
+
+// One step of a sequence on one serializer / deserializer pair. (Generators capture by value:
+// RapidCheck regenerates values to print a counterexample after the property has returned.)
+struct SerdeStep {
+  enum class Kind { kEstimate, kSerialize, kRoundTrip } kind = Kind::kEstimate;
+  std::size_t layout = 0;  // index into the sequence's layouts
+  std::uint64_t seed = 0;  // data seed of the source
+};
+
+std::ostream& operator<<(std::ostream& os, const SerdeStep& s) {
+  const char* what = s.kind == SerdeStep::Kind::kEstimate    ? "estimate"
+                     : s.kind == SerdeStep::Kind::kSerialize ? "serialize"
+                                                             : "round trip";
+  return os << what << "(layout " << s.layout << ", seed " << s.seed << ")";
+}
+
+void showValue(const SerdeStep& s, std::ostream& os) { os << s; }
+
+// A layout close to `of`: the same shapes with other dtypes, or the same element count in
+// another split over the groups.
+rc::Gen<MemoryLayoutDesc> gen_relative(MemoryLayoutDesc of, std::vector<DType> dtypes) {
+  return rc::gen::exec([of = std::move(of), dtypes = std::move(dtypes)] {
+    std::vector<Shape> shapes = of.shapes();
+    std::vector<DType> types = of.dtypes();
+    if (shapes.empty()) return of;
+    if (*uniform_in_range(0, 2) == 0) {
+      for (auto& t : types) t = *rc::gen::elementOf(dtypes);
+    } else {
+      const std::size_t total = of.total_elements();
+      const std::size_t first = *uniform_in_range<std::size_t>(0, total + 1);
+      shapes.assign(
+          {{static_cast<std::int64_t>(first)}, {static_cast<std::int64_t>(total - first)}});
+      types.resize(2, types.front());
+    }
+    return MemoryLayoutDesc(std::move(shapes), std::move(types));
+  });
+}
+
+}  // namespace
+
+Verdict DeterministicAcrossThreads(const SerdeUnderTest& serde) {
+  // Fewer cases: each starts four threads.
+  return RunRcProperty(rc_id("DeterministicAcrossThreads", serde), {.max_success = 15}, [&] {
+    std::vector<MemoryObjPtr> sources = gen_distinct_sources(serde);
+    for (const auto& s : sources) RC_LOG() << s->layout().to_string() << "\n";
+    RequireOk(verify_concurrent_serialize(serde, sources));
+  });
+}
+
+Verdict ConcurrentRoundTrips(const SerdeUnderTest& serde) {
+  return RunRcProperty(rc_id("ConcurrentRoundTrips", serde), {.max_success = 15}, [&] {
+    std::vector<MemoryObjPtr> sources = gen_distinct_sources(serde);
+    for (const auto& s : sources) RC_LOG() << s->layout().to_string() << "\n";
+    RequireOk(verify_concurrent_round_trips(serde, sources));
+  });
+}
+
+Verdict OneInstanceManyLayouts(const SerdeUnderTest& serde) {
+  const ValueSpec spec = ValueSpecFor(serde);
+  return RunRcProperty(rc_id("OneInstanceManyLayouts", serde), {.max_success = 25}, [&] {
+    // Two to four layouts of different sizes; the sequence goes back and forth between them.
+    SizeLimits limits = size_limits();
+    limits.max_group_elements = std::min<std::size_t>(limits.max_group_elements, 1u << 16);
+    limits.max_total_elements = 2 * limits.max_group_elements;
+    // Later layouts are often near relatives of earlier ones (the same shapes with other
+    // dtypes, the same element count split differently), the collisions of a cache keyed on
+    // less than the whole layout.
+    const auto n_layouts = *uniform_in_range<std::size_t>(2, 5);
+    std::vector<MemoryLayoutDesc> layouts;
+    for (std::size_t i = 0; i < n_layouts; ++i) {
+      if (i > 0 && *uniform_in_range(0, 2) == 0) {
+        layouts.push_back(
+            *gen_relative(layouts[*uniform_in_range<std::size_t>(0, i)], serde.input_dtypes));
+      } else {
+        layouts.push_back(*gen_layout(serde.input_dtypes, limits));
+      }
+    }
+    const auto steps = *rc::gen::container<std::vector<SerdeStep>>(rc::gen::exec([n_layouts] {
+      SerdeStep s;
+      s.kind = *rc::gen::element(SerdeStep::Kind::kEstimate, SerdeStep::Kind::kSerialize,
+                                 SerdeStep::Kind::kRoundTrip);
+      s.layout = *uniform_in_range<std::size_t>(0, n_layouts);
+      s.seed = *uniform_in_range<std::uint64_t>(0, 4);
+      return s;
+    }));
+    for (std::size_t i = 0; i < layouts.size(); ++i) {
+      RC_LOG() << "layout " << i << ": " << layouts[i].to_string() << "\n";
+    }
+    SerializerPtr ser = serde.make_serializer();
+    DeserializerPtr deser = serde.make_deserializer();
+    for (std::size_t i = 0; i < steps.size(); ++i) {
+      const SerdeStep& step = steps[i];
+      const MemoryLayoutDesc& layout = layouts[step.layout];
+      const std::string at = "step " + std::to_string(i) + " (" + [&] {
+        std::ostringstream os;
+        os << step;
+        return os.str();
+      }() + ") of one instance's sequence";
+      // What fresh instances answer.
+      SerializerPtr fresh = serde.make_serializer();
+      std::string error;
+      std::optional<std::size_t> want_est = estimate(*fresh, layout, &error);
+      Require(want_est.has_value(), at + ": a fresh instance's " + error);
+      std::optional<std::size_t> got_est = estimate(*ser, layout, &error);
+      Require(got_est.has_value(), at + ": " + error + where(layout));
+      Require(*got_est == *want_est,
+              at + ": estimate_serialized_size() = " + std::to_string(*got_est) +
+                  " where a fresh instance says " + std::to_string(*want_est) +
+                  " (an estimate cached from an earlier layout?)" + where(layout));
+      if (step.kind == SerdeStep::Kind::kEstimate) continue;
+      SerdeCase c{layout, step.seed, 0};
+      MemoryObjPtr src = MakeSource(c, spec);
+      SerializeOutcome want = run_serialize(*fresh, *src, *want_est);
+      Require(want.error.empty(), at + ": a fresh instance: " + want.error + where(layout));
+      // Sized from this instance's own estimate, as the wrapper sizes a temp.
+      SerializeOutcome got = run_serialize(*ser, *src, *got_est, 40 + i);
+      Require(got.error.empty(), at + ": " + got.error + where(layout));
+      Require(got.bytes == want.bytes,
+              at + ": serialize() gave " + std::to_string(got.count) + " bytes where a fresh " +
+                  "instance gives " + std::to_string(want.count) + "; " +
+                  first_byte_difference(want.bytes, got.bytes) + where(layout));
+      if (step.kind != SerdeStep::Kind::kRoundTrip) continue;
+      GuardedObject bytes = serialized_buffer(got.bytes, *got_est + junk_slack(layout));
+      MemoryObjPtr want_out = MakeObject(layout);
+      DeserializerPtr fresh_deser = serde.make_deserializer();
+      if (auto ex = throws([&] { fresh_deser->deserialize(*bytes, *want_out); })) {
+        FailCase(at + ": a fresh deserializer threw on serialize()'s output: " + *ex +
+                 where(layout));
+      }
+      GuardedObject got_out(layout, layout.total_bytes(), 50 + i);
+      if (auto ex = throws([&] { deser->deserialize(*bytes, *got_out); })) {
+        FailCase(at + ": deserialize() threw: " + *ex + where(layout));
+      }
+      Require(got_out.CheckGuards().empty(),
+              at + ": deserialize() wrote outside its destination: " + got_out.CheckGuards());
+      const std::size_t n = layout.total_bytes();
+      Require(n == 0 || std::memcmp(got_out->data(), want_out->data(), n) == 0,
+              at +
+                  ": deserialize() decoded differently from a fresh instance (a decode plan "
+                  "or scratch buffer kept from an earlier layout?)" +
+                  where(layout));
+    }
+  });
+}
+
+}  // namespace lmcache::conformance::internal::serde_properties

@@ -1,0 +1,154 @@
+// The concurrency checks of verify.h: instances shared by threads that work on distinct inputs.
+#include <cstring>
+#include <latch>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "lmcache/conformance/buffers.h"
+#include "lmcache/conformance/internal/serde_checks.h"
+#include "lmcache/conformance/verify.h"
+
+namespace lmcache::conformance {
+
+using ::testing::AssertionFailure;
+using ::testing::AssertionResult;
+using ::testing::AssertionSuccess;
+using namespace internal;  // the serde check building blocks
+
+namespace {
+
+// What fresh instances give for one input on one thread.
+struct Expected {
+  std::size_t estimate = 0;
+  SerializeOutcome serialized;
+  std::vector<std::byte> decoded;  // the deserialized layout bytes
+  std::string error;
+};
+
+Expected single_threaded(const SerdeUnderTest& serde, const MemoryObj& src, bool decode) {
+  Expected e;
+  SerializerPtr s = serde.make_serializer();
+  e.serialized = serialize_at_estimate(*s, src, &e.estimate);
+  if (!e.serialized.error.empty()) {
+    e.error = e.serialized.error;
+    return e;
+  }
+  if (!decode) return e;
+  GuardedObject bytes = serialized_buffer(e.serialized.bytes, e.estimate);
+  MemoryObjPtr out = MakeObject(src.layout());
+  DeserializerPtr d = serde.make_deserializer();
+  if (auto ex = throws([&] { d->deserialize(*bytes, *out); })) {
+    e.error = "deserialize() threw on serialize()'s own output: " + *ex;
+    return e;
+  }
+  auto all = out->physical_bytes().first(src.layout().total_bytes());
+  e.decoded.assign(all.begin(), all.end());
+  return e;
+}
+
+// Runs `body(t, round)` on one thread per input, all released at once; returns the first
+// error a body reported (bodies return "" when fine).
+template <class Body>
+std::string run_threads(std::size_t threads, int rounds, Body body) {
+  std::vector<std::string> errors(threads);
+  std::latch start(static_cast<std::ptrdiff_t>(threads));
+  std::vector<std::thread> pool;
+  for (std::size_t t = 0; t < threads; ++t) {
+    pool.emplace_back([&, t] {
+      start.arrive_and_wait();  // maximise overlap
+      for (int r = 0; r < rounds && errors[t].empty(); ++r) {
+        try {
+          errors[t] = body(t, r);
+        } catch (...) {
+          errors[t] = "threw: " + what_of(std::current_exception());
+        }
+      }
+    });
+  }
+  for (auto& th : pool) th.join();
+  for (auto& e : errors) {
+    if (!e.empty()) return e;
+  }
+  return {};
+}
+
+}  // namespace
+
+AssertionResult verify_concurrent_serialize(const SerdeUnderTest& serde,
+                                            std::span<const MemoryObjPtr> inputs, int rounds) {
+  std::vector<Expected> expected;
+  for (const auto& in : inputs) {
+    expected.push_back(single_threaded(serde, *in, false));
+    if (!expected.back().error.empty()) {
+      return AssertionFailure() << expected.back().error << where(in->layout());
+    }
+  }
+  SerializerPtr shared = serde.make_serializer();
+  std::string error = run_threads(inputs.size(), rounds, [&](std::size_t t, int r) {
+    const Expected& want = expected[t];
+    SerializeOutcome got = run_serialize(*shared, *inputs[t], want.estimate,
+                                         100 + 7 * t + static_cast<std::uint64_t>(r));
+    if (!got.error.empty()) return "thread " + std::to_string(t) + ": " + got.error;
+    if (got.count != want.serialized.count || got.bytes != want.serialized.bytes) {
+      return "serialize() on thread " + std::to_string(t) + " of " + std::to_string(inputs.size()) +
+             " sharing one instance gave " + std::to_string(got.count) +
+             " bytes where one thread alone gets " + std::to_string(want.serialized.count) + "; " +
+             first_byte_difference(want.serialized.bytes, got.bytes) +
+             " (state shared between calls?)" + where(inputs[t]->layout());
+    }
+    return std::string();
+  });
+  if (!error.empty()) return AssertionFailure() << error;
+  return AssertionSuccess();
+}
+
+AssertionResult verify_concurrent_round_trips(const SerdeUnderTest& serde,
+                                              std::span<const MemoryObjPtr> inputs, int rounds) {
+  std::vector<Expected> expected;
+  for (const auto& in : inputs) {
+    expected.push_back(single_threaded(serde, *in, true));
+    if (!expected.back().error.empty()) {
+      return AssertionFailure() << expected.back().error << where(in->layout());
+    }
+  }
+  SerializerPtr ser = serde.make_serializer();
+  DeserializerPtr deser = serde.make_deserializer();
+  std::string error = run_threads(inputs.size(), rounds, [&](std::size_t t, int r) {
+    const Expected& want = expected[t];
+    const MemoryLayoutDesc& layout = inputs[t]->layout();
+    SerializeOutcome got =
+        run_serialize(*ser, *inputs[t], want.estimate, 200 + 7 * t + static_cast<std::uint64_t>(r));
+    if (!got.error.empty()) return "thread " + std::to_string(t) + ": " + got.error;
+    if (got.bytes != want.serialized.bytes) {
+      return "serialize() on thread " + std::to_string(t) + " of " + std::to_string(inputs.size()) +
+             " sharing one instance differs from one thread "
+             "alone: " +
+             first_byte_difference(want.serialized.bytes, got.bytes) + where(layout);
+    }
+    GuardedObject bytes = serialized_buffer(got.bytes, want.estimate);
+    GuardedObject out(layout, layout.total_bytes(), 300 + t);
+    if (auto ex = throws([&] { deser->deserialize(*bytes, *out); })) {
+      return "deserialize() on thread " + std::to_string(t) + " threw: " + *ex + where(layout);
+    }
+    if (std::string g = out.CheckGuards(); !g.empty()) {
+      return "deserialize() on thread " + std::to_string(t) +
+             " wrote outside its destination: " + g + where(layout);
+    }
+    auto decoded = out.payload().first(layout.total_bytes());
+    if (!std::equal(decoded.begin(), decoded.end(), want.decoded.begin(), want.decoded.end())) {
+      std::vector<std::byte> got_decoded(decoded.begin(), decoded.end());
+      return "deserialize() on thread " + std::to_string(t) + " of " +
+             std::to_string(inputs.size()) +
+             " sharing one instance decoded differently from one "
+             "thread alone: " +
+             first_byte_difference(want.decoded, got_decoded) + " (state shared between calls?)" +
+             where(layout);
+    }
+    return std::string();
+  });
+  if (!error.empty()) return AssertionFailure() << error;
+  return AssertionSuccess();
+}
+
+}  // namespace lmcache::conformance

@@ -1,0 +1,321 @@
+// The kit's own parts: registry, plugin ABI, buffers, Verify helpers, the RapidCheck driver
+// (replayable seeds, reasons kept when a replay passes), depths and generators; and every
+// property over the reference implementations and the mutants' conformant bases, instantiated
+// exactly as a vendor instantiates the suites.
+#include <algorithm>
+#include <bit>
+#include <cstdlib>
+#include <set>
+#include <sstream>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "lmcache/conformance/adapter_conformance.h"
+#include "lmcache/conformance/buffers.h"
+#include "lmcache/conformance/depth.h"
+#include "lmcache/conformance/generators.h"
+#include "lmcache/conformance/plugin_abi.h"
+#include "lmcache/conformance/processor_conformance.h"
+#include "lmcache/conformance/rapidcheck_driver.h"
+#include "lmcache/conformance/reference_impls.h"
+#include "lmcache/conformance/serde_conformance.h"
+#include "lmcache/conformance/verify.h"
+#include "lmcache/conformance/wrapper_as_adapter.h"
+#include "lmcache/conformance/wrapper_conformance.h"
+#include "mutants.h"
+
+namespace lmcache::conformance::selftest {
+namespace {
+
+// Sets (or unsets) an environment variable for one scope.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    const char* old = std::getenv(name);
+    had_ = old != nullptr;
+    if (had_) saved_ = old;
+    if (value) {
+      setenv(name, value, 1);
+    } else {
+      unsetenv(name);
+    }
+  }
+  ~ScopedEnv() {
+    if (had_) {
+      setenv(name_, saved_.c_str(), 1);
+    } else {
+      unsetenv(name_);
+    }
+  }
+
+ private:
+  const char* name_;
+  bool had_ = false;
+  std::string saved_;
+};
+
+TEST(Registry, RejectsDuplicateAndInvalidNames) {
+  Registry r;
+  r.add_serde(CopySerde());
+  EXPECT_THROW(r.add_serde(CopySerde()), std::invalid_argument);
+  SerdeUnderTest bad = CopySerde();
+  bad.name = "has space";
+  EXPECT_THROW(r.add_serde(bad), std::invalid_argument);
+  bad.name = "no_factory";
+  bad.make_serializer = nullptr;
+  EXPECT_THROW(r.add_serde(bad), std::invalid_argument);
+  r.add_adapter(ReferenceMockAdapter());
+  EXPECT_EQ(r.size(), 2u);
+  // A wrapper is also registered as an adapter of its name, which must then be free.
+  r.add_wrapper(SequentialWrapper());
+  EXPECT_EQ(r.size(), 4u);
+  EXPECT_TRUE(r.contains(ImplementationKind::kAdapter, "sequential_wrapper"));
+  WrapperUnderTest clash = SequentialWrapper();
+  clash.name = "mock";
+  EXPECT_THROW(r.add_wrapper(clash), std::invalid_argument);
+  EXPECT_EQ(r.size(), 4u);
+  EXPECT_TRUE(r.retain_only(ImplementationKind::kAdapter, "mock"));
+  EXPECT_EQ(r.size(), 1u);
+  EXPECT_FALSE(r.retain_only(ImplementationKind::kSerde, "copy_serde"));
+  EXPECT_EQ(r.size(), 0u);
+}
+
+void RegisterOne(Registry& r) { r.add_serde(CopySerde()); }
+void RegisterThrows(Registry&) { throw std::runtime_error("boom"); }
+
+TEST(PluginAbi, EntryChecksVersionsAndReportsErrors) {
+  Registry r;
+  char error[256] = {0};
+  LmcacheConformanceHostV1 host{LMCACHE_CONFORMANCE_ABI_VERSION,
+                                sizeof(LmcacheConformanceHostV1),
+                                LMCACHE_CONFORMANCE_PROJECT_VERSION,
+                                &r,
+                                error,
+                                sizeof(error)};
+  EXPECT_EQ(internal::RunPluginEntry(&host, &RegisterOne), LMCACHE_CONFORMANCE_OK);
+  EXPECT_EQ(r.size(), 1u);
+  EXPECT_EQ(internal::RunPluginEntry(&host, &RegisterThrows), LMCACHE_CONFORMANCE_E_REGISTER);
+  EXPECT_STREQ(error, "boom");
+  host.project_version = "999.0.0";
+  EXPECT_EQ(internal::RunPluginEntry(&host, &RegisterOne), LMCACHE_CONFORMANCE_E_VERSION);
+  host.project_version = LMCACHE_CONFORMANCE_PROJECT_VERSION;
+  host.abi_version = LMCACHE_CONFORMANCE_ABI_VERSION + 1;
+  EXPECT_EQ(internal::RunPluginEntry(&host, &RegisterOne), LMCACHE_CONFORMANCE_E_VERSION);
+  EXPECT_TRUE(internal::SameMajorMinor("1.2.3", "1.2.9"));
+  EXPECT_FALSE(internal::SameMajorMinor("1.2.3", "1.3.0"));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Tools the properties are built from.
+
+TEST(Buffers, HalfAndBfloatConversionsRoundToNearestEven) {
+  EXPECT_EQ(FloatToHalfBits(1.0f), 0x3C00);
+  EXPECT_EQ(FloatToHalfBits(65504.0f), 0x7BFF);
+  EXPECT_EQ(FloatToHalfBits(65520.0f), 0x7C00);  // rounds to inf
+  EXPECT_EQ(FloatToHalfBits(std::ldexp(1.0f, -24)), 0x0001);
+  EXPECT_EQ(HalfBitsToFloat(0x0001), std::ldexp(1.0f, -24));
+  EXPECT_EQ(FloatToBf16Bits(1.0f), 0x3F80);
+  EXPECT_EQ(Bf16BitsToFloat(0x3F80), 1.0f);
+  EXPECT_EQ(FloatToBf16Bits(std::bit_cast<float>(0x3F808000u)), 0x3F80);  // tie to even
+  EXPECT_EQ(FloatToBf16Bits(std::bit_cast<float>(0x3F818000u)), 0x3F82);
+}
+
+TEST(Buffers, GuardedObjectSeesWritesOutside) {
+  GuardedObject g = GuardedObject::Bytes(16);
+  EXPECT_EQ(g.CheckGuards(), "");
+  auto before = g.snapshot();
+  g->data()[16] = ~g->data()[16];
+  EXPECT_NE(g.CheckGuards(), "");
+  g->data()[3] = ~g->data()[3];
+  EXPECT_NE(g.CheckPayloadUnchanged(before, 0, 16), "");
+  EXPECT_EQ(g.CheckPayloadUnchanged(before, 4, 16), "");
+}
+
+TEST(Verify, HelpersWorkOnTheirOwn) {
+  MemoryObjPtr src = MakeObject(MemoryLayoutDesc::single({3, 5}, DType::kFloat16));
+  FillValues(*src, ValueSpec{448.0, true, false}, 7);
+  SerdeUnderTest fp8 = ReferenceFp8Serde(Fp8Format::kE4M3FN);
+  EXPECT_TRUE(VerifySerdeRoundTrip(fp8, *src));
+  EXPECT_TRUE(VerifyShortBufferRejected(fp8, *src, 1));
+  EXPECT_TRUE(VerifyBridgeEquivalence(fp8, *src));
+  // fp8 is lossy: claiming it lossless must fail with a message naming an element.
+  SerdeUnderTest claimed = fp8;
+  claimed.lossiness = Lossiness::Lossless();
+  ::testing::AssertionResult r = VerifySerdeRoundTrip(claimed, *src);
+  EXPECT_FALSE(r);
+  EXPECT_NE(std::string(r.message()).find("element"), std::string::npos) << r.message();
+}
+
+// The rule without the "(after N passing cases)" count, which a replay resets.
+std::string rule_and_case(const std::string& m) {
+  std::string out;
+  std::istringstream in(m);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("counterexample (after", 0) == 0) line = "counterexample:";
+    out += line + "\n";
+  }
+  return out;
+}
+
+TEST(RapidCheck, AFailureCarriesAReplayableSeed) {
+  SerdeUnderTest under;
+  for (const Mutant& m : AllMutants()) {
+    if (m.name == "under_estimate") under = m.serde;
+  }
+  Verdict first = RunSerdeProperty("EstimateIsUpperBound", under);
+  ASSERT_EQ(first.status, Status::kFail);
+  ASSERT_TRUE(first.rc_seed.has_value());
+  ASSERT_NE(first.rc_params.find("reproduce="), std::string::npos) << first.rc_params;
+  Verdict replay;
+  {
+    ScopedEnv env("RC_PARAMS", first.rc_params.c_str());
+    replay = RunSerdeProperty("EstimateIsUpperBound", under);
+  }
+  EXPECT_EQ(replay.status, Status::kFail);
+  // The replay reaches the same rule and the same minimal counterexample.
+  EXPECT_NE(first.message.find("is not an upper bound"), std::string::npos) << first.message;
+  EXPECT_EQ(rule_and_case(replay.message), rule_and_case(first.message));
+}
+
+TEST(RapidCheck, TheReasonIsKeptWhenTheReplayPasses) {
+  // Fails the first time it runs, passes ever after: what a timing failure looks like to
+  // RapidCheck, whose replay of the minimal case then passes.
+  int runs = 0;
+  Verdict v = RunRcProperty("Selftest.Flaky/none", {.max_success = 5, .shrink = true}, [&] {
+    const int n = *rc::gen::inRange(0, 100);
+    (void)n;
+    Require(runs++ > 0, "the broken rule, said once");
+  });
+  ASSERT_EQ(v.status, Status::kFail);
+  EXPECT_NE(v.message.find("the broken rule, said once"), std::string::npos) << v.message;
+  EXPECT_NE(v.message.find("passed when it was replayed"), std::string::npos) << v.message;
+  EXPECT_EQ(v.message.find("no exceptions thrown"), std::string::npos) << v.message;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Depths and generators.
+
+TEST(Depth, NamesParseAndTheEnvironmentChooses) {
+  for (Depth d : {Depth::kQuick, Depth::kStandard, Depth::kExhaustive}) {
+    EXPECT_EQ(parse_depth(depth_name(d)), d);
+  }
+  EXPECT_FALSE(parse_depth("deep").has_value());
+  {
+    ScopedEnv env("LMCACHE_CONFORMANCE_DEPTH", nullptr);
+    EXPECT_EQ(current_depth(), Depth::kStandard);
+  }
+  {
+    ScopedEnv env("LMCACHE_CONFORMANCE_DEPTH", "exhaustive");
+    EXPECT_EQ(current_depth(), Depth::kExhaustive);
+  }
+  {
+    ScopedEnv env("LMCACHE_CONFORMANCE_DEPTH", "deep");
+    EXPECT_THROW(current_depth(), std::invalid_argument);
+    // A property then fails naming the value instead of running at some other depth.
+    Verdict v = RunSerdeProperty("RoundTrip", CopySerde());
+    EXPECT_EQ(v.status, Status::kFail);
+    EXPECT_NE(v.message.find("deep"), std::string::npos) << v.message;
+  }
+  const DepthProfile& q = depth_profile(Depth::kQuick);
+  const DepthProfile& s = depth_profile(Depth::kStandard);
+  const DepthProfile& e = depth_profile(Depth::kExhaustive);
+  EXPECT_LT(q.max_group_elements, s.max_group_elements);
+  EXPECT_LT(s.max_group_elements, e.max_group_elements);
+  EXPECT_GE(s.max_group_elements, std::size_t{1} << 20) << "standard reaches millions of elements";
+  EXPECT_GT(s.max_batch, 64u) << "standard batches reach past 64 keys";
+  EXPECT_GE(s.resource_tasks, 300u) << "hundreds of tasks for the resource checks";
+}
+
+// `n` values of a generator, drawn inside one RapidCheck case.
+template <class T>
+std::vector<T> sample(const rc::Gen<T>& gen, int n) {
+  std::vector<T> out;
+  Verdict v = RunRcProperty("Selftest.Sample/none",
+                            {.max_success = 1, .shrink = false, .scale_with_depth = false}, [&] {
+                              out.clear();
+                              for (int i = 0; i < n; ++i) out.push_back(*gen);
+                            });
+  EXPECT_EQ(v.status, Status::kPass) << v.message;
+  return out;
+}
+
+TEST(Generators, ElementCountsReachTheBoundariesAndTheTop) {
+  const std::size_t top = std::size_t{1} << 21;
+  std::set<std::size_t> counts;
+  for (std::size_t n : sample(gen_element_count(top), 4000)) {
+    ASSERT_LE(n, top);
+    counts.insert(n);
+  }
+  for (std::size_t want : {std::size_t{0}, std::size_t{1}, std::size_t{17}, std::size_t{63},
+                           std::size_t{65}, std::size_t{4097}}) {
+    EXPECT_TRUE(counts.count(want)) << want << " never drawn";
+  }
+  EXPECT_GT(*counts.rbegin(), std::size_t{1} << 19) << "nothing near the top was drawn";
+  int power_edges = 0;
+  for (std::size_t n : counts)
+    power_edges += n > 64 && (std::has_single_bit(n) || std::has_single_bit(n + 1) ||
+                              std::has_single_bit(n - 1));
+  EXPECT_GT(power_edges, 20);
+}
+
+TEST(Generators, BatchesCrossTheBitmapBytes) {
+  std::set<std::size_t> sizes;
+  for (std::size_t n : sample(gen_batch_size(80), 1000)) {
+    ASSERT_GE(n, 1u);
+    ASSERT_LE(n, 80u);
+    sizes.insert(n);
+  }
+  for (std::size_t want : {1u, 8u, 9u, 64u, 65u}) EXPECT_TRUE(sizes.count(want)) << want;
+}
+
+TEST(Generators, KeyFamiliesAreDistinctAndDifferInOneField) {
+  const auto keys = key_family(42, 200);
+  std::set<std::string> seen;
+  for (const auto& k : keys) EXPECT_TRUE(seen.insert(k.to_string()).second) << k.to_string();
+  int one_field = 0;
+  for (std::size_t i = 1; i < keys.size(); ++i) {
+    const ObjectKey& a = keys[i];
+    const ObjectKey& b = keys[(i - 1) / 2];
+    const int differ = (a.chunk_hash() != b.chunk_hash()) + (a.model_name() != b.model_name()) +
+                       (a.kv_rank() != b.kv_rank()) + (a.object_group_id() != b.object_group_id()) +
+                       (a.cache_salt() != b.cache_salt());
+    one_field += differ == 1;
+  }
+  EXPECT_GT(one_field, 190);
+  for (const auto& k : sample(gen_object_key(), 200)) EXPECT_FALSE(k.model_name().empty());
+}
+
+}  // namespace
+}  // namespace lmcache::conformance::selftest
+
+// ---------------------------------------------------------------------------------------------
+// The reference implementations and the mutants' conformant bases pass every property:
+// instantiated exactly as a vendor instantiates the suites. (The reference wrapper as an adapter,
+// ReferenceWrappedMockAdapter(), runs in lmcache-conform --reference: conformance_runner.)
+
+using lmcache::Fp8Format;
+namespace conf = lmcache::conformance;
+
+INSTANTIATE_TEST_SUITE_P(Reference, SerdeConformance,
+                         ::testing::Values(conf::ReferenceFp8Serde(Fp8Format::kE4M3FN),
+                                           conf::ReferenceFp8Serde(Fp8Format::kE5M2),
+                                           conf::selftest::CopySerde()),
+                         conf::ParamName());
+INSTANTIATE_TEST_SUITE_P(Reference, ProcessorConformance,
+                         ::testing::Values(conf::ReferenceAsyncFp8Processor(Fp8Format::kE4M3FN, 1),
+                                           conf::ReferenceAsyncFp8Processor(Fp8Format::kE5M2, 3),
+                                           conf::selftest::QueueProcessor()),
+                         conf::ParamName());
+INSTANTIATE_TEST_SUITE_P(
+    Reference, AdapterConformance,
+    ::testing::Values(conf::ReferenceMockAdapter(), conf::selftest::DecoratedMockAdapter(),
+                      conf::adapter_of_wrapper(conf::selftest::DecoratedWrapper()),
+                      conf::adapter_of_wrapper(conf::selftest::SequentialWrapper())),
+    conf::ParamName());
+INSTANTIATE_TEST_SUITE_P(Reference, WrapperConformance,
+                         ::testing::Values(conf::ReferenceSerdeWrapper(),
+                                           conf::selftest::DecoratedWrapper(),
+                                           conf::selftest::SequentialWrapper()),
+                         conf::ParamName());
