@@ -195,6 +195,7 @@ void BatchConnectorBase::close() {
   for (std::thread& t : workers_) {
     if (t.joinable()) t.join();
   }
+  release_resources();
   {
     std::lock_guard lock(mu_);
     queue_.clear();

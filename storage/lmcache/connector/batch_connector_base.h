@@ -113,6 +113,12 @@ class BatchConnectorBase {
   // its sockets down). Default: nothing.
   virtual void interrupt_workers() {}
 
+  // release_resources()
+  //
+  // Called by close() once every worker has stopped: release what the workers used (the resp
+  // connector closes its connections), since close() must leave no fd behind. Default: nothing.
+  virtual void release_resources() {}
+
   // status_extra()
   //
   // Fields the derived class adds to report_status().

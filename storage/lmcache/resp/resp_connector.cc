@@ -62,6 +62,10 @@ void RespConnector::interrupt_workers() {
   for (auto& client : clients_) client->shutdown();
 }
 
+void RespConnector::release_resources() {
+  for (auto& client : clients_) client->disconnect();
+}
+
 std::uint64_t RespConnector::connects() const {
   std::uint64_t n = 0;
   for (const auto& client : clients_) n += client->connects();

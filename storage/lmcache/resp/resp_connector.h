@@ -50,6 +50,8 @@ class RespConnector final : public connector::BatchConnectorBase {
  protected:
   void run_tile(std::size_t worker, Tile& tile) override;
   void interrupt_workers() override;
+  // Closes every connection.
+  void release_resources() override;
   // {"host", "port", "connects", "connection_failures"}
   Json status_extra() const override;
 

@@ -23,6 +23,8 @@ namespace {
 
 using namespace std::chrono_literals;
 
+constexpr const char* kPortTaken = "Address already in use";
+
 // A port the kernel just handed out for 127.0.0.1 (free now; the server binds it next).
 int pick_free_port() {
   const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -71,17 +73,16 @@ RedisServer::RedisServer(RedisServerOptions options)
                              "installs it)");
   }
   executable_ = *exe;
-  std::string last_error;
-  for (int attempt = 0; attempt < 5; ++attempt) {
+  for (int attempt = 0;; ++attempt) {
     port_ = pick_free_port();
     try {
       start();
       return;
     } catch (const std::runtime_error& e) {
-      last_error = e.what();  // most likely the port was taken in between: pick another
+      // The port was taken between picking it and binding it: pick another.
+      if (attempt == 4 || std::string(e.what()).find(kPortTaken) == std::string::npos) throw;
     }
   }
-  throw std::runtime_error(last_error);
 }
 
 RedisServer::~RedisServer() {
@@ -95,16 +96,22 @@ resp::RespEndpoint RedisServer::endpoint() const {
   resp::RespEndpoint e;
   e.host = host_;
   e.port = port_;
+  e.password = options_.password;
   return e;
 }
 
 void RedisServer::spawn() {
   const std::string log = (dir() / "redis.log").string();
+  std::filesystem::remove(log);  // the log of this start only
   std::vector<std::string> args = {executable_, "--port",       std::to_string(port_),
                                    "--bind",    host_,          "--save",
                                    "",          "--appendonly", "no",
                                    "--dir",     dir().string(), "--logfile",
                                    log,         "--daemonize",  "no"};
+  if (!options_.password.empty()) {
+    args.push_back("--requirepass");
+    args.push_back(options_.password);
+  }
   args.insert(args.end(), options_.extra_args.begin(), options_.extra_args.end());
   std::vector<char*> argv;
   for (std::string& a : args) argv.push_back(a.data());
@@ -160,8 +167,8 @@ bool RedisServer::wait_ready(std::chrono::milliseconds timeout) {
     }
     try {
       resp::RespClient client(e);
-      resp::RespReply r = client.command({"PING"});
-      if (r.type == resp::RespReply::Type::kSimple && r.str == "PONG") return true;
+      client.command({"PING"});  // any answer (PONG, or NOAUTH) means it is serving
+      return true;
     } catch (const resp::RespError&) {
       // not listening yet
     }
@@ -176,7 +183,8 @@ void RedisServer::start() {
     spawn();
     if (wait_ready(options_.start_timeout)) return;
     if (running()) kill();
-    std::this_thread::sleep_for(200ms);  // a port in TIME_WAIT or briefly taken
+    if (log_tail().find(kPortTaken) == std::string::npos) break;  // not worth retrying
+    std::this_thread::sleep_for(200ms);  // the port is briefly taken (a restart)
   }
   throw std::runtime_error("RedisServer: redis-server did not start on " + host_ + ":" +
                            std::to_string(port_) + "; log tail:\n" + log_tail());

@@ -32,6 +32,8 @@ namespace lmcache::storage_testing {
 struct RedisServerOptions {
   // The executable: a path, or a name searched in $PATH.
   std::string executable = "redis-server";
+  // requirepass; endpoint() and command() then authenticate with it.
+  std::string password;
   // Extra "--name value" arguments (e.g. {"--maxmemory", "10mb"}).
   std::vector<std::string> extra_args;
   // How long start() waits for the first PONG.
@@ -49,7 +51,8 @@ class RedisServer {
   // RedisServer()
   //
   // Picks a free port and starts the server (start()). Throws std::runtime_error naming the
-  // reason (no executable, it exited, no PONG within start_timeout; the log tail is included).
+  // reason (no executable, it exited, no answer to PING within start_timeout; the log tail is
+  // included).
   explicit RedisServer(RedisServerOptions options = {});
   // Stops the server (SIGKILL if it does not stop in time) and removes its directory.
   ~RedisServer();
@@ -63,13 +66,13 @@ class RedisServer {
   bool paused() const { return paused_; }
   const std::filesystem::path& dir() const { return dir_.path(); }
 
-  // An endpoint for RespClient / the resp connector.
+  // An endpoint for RespClient / the resp connector (with the password, if any).
   resp::RespEndpoint endpoint() const;
 
   // start()
   //
-  // Starts the server on port() when it is not running and waits for its PONG (retrying a few
-  // times if the port is briefly taken).
+  // Starts the server on port() when it is not running and waits until it answers PING
+  // (retrying a few times only if the port is briefly taken).
   void start();
   // stop(): SIGTERM (a paused server is resumed first), SIGKILL after 5 s; waits for it.
   void stop();
