@@ -1,1 +1,57 @@
-#include <gtest/gtest.h>
+// AdapterConformance over the "fs" adapter on real files: the bridge over FsConnector (plain,
+// and with crc32 and O_DIRECT), and the fp8 serde wrapper over it built from a config with a
+// "serde" object. Every adapter a property builds gets its own key namespace in one temporary
+// directory, so each starts from an empty store.
+#include <atomic>
+#include <memory>
+#include <string>
+
+#include "lmcache/conformance/adapter_conformance.h"
+#include "lmcache/fs/fs_adapter.h"
+#include "lmcache/l1/l1_manager.h"
+#include "lmcache/testing/storage_descriptors.h"
+#include "lmcache/testing/temp_dir.h"
+#include "lmcache/wrapper/adapter_factory.h"
+
+namespace lmcache::fs {
+namespace {
+
+const storage_testing::TempDir& base() {
+  static const storage_testing::TempDir dir("lmcache-fs-conformance-");
+  return dir;
+}
+
+Json config(bool crc32_odirect) {
+  static std::atomic<int> next{0};
+  Json c = {{"type", "fs"},
+            {"base_path", base().path().string()},
+            {"num_workers", 2},
+            {"key_namespace", "conformance_" + std::to_string(next++)}};
+  if (crc32_odirect) {
+    c["checksum"] = "crc32";
+    c["use_odirect"] = true;
+  }
+  return c;
+}
+
+L2AdapterPtr fs_bridge() { return create_l2_adapter(config(false)); }
+L2AdapterPtr fs_bridge_crc32_odirect() { return create_l2_adapter(config(true)); }
+
+L2AdapterPtr fs_fp8_wrapper() {
+  Json c = config(true);
+  c["serde"] = {{"type", "fp8"}};
+  AdapterContext ctx;
+  ctx.l1_manager = std::make_shared<L1Manager>(64u << 20);
+  return create_l2_adapter(c, ctx);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Fs, AdapterConformance,
+    ::testing::Values(storage_testing::bridge_descriptor("fs", &fs_bridge),
+                      storage_testing::bridge_descriptor("fs_crc32_odirect",
+                                                         &fs_bridge_crc32_odirect),
+                      storage_testing::fp8_wrapped_descriptor("wrapper_fs_fp8", &fs_fp8_wrapper)),
+    conformance::ParamName());
+
+}  // namespace
+}  // namespace lmcache::fs
