@@ -57,7 +57,14 @@ class ErasedConnector {
 
 using ErasedConnectorPtr = std::unique_ptr<ErasedConnector>;
 
-namespace connector_internal {
+}  // namespace lmcache::connector
+
+namespace lmcache::connector_internal {
+
+using connector::Completion;
+using connector::ConnectorTraits;
+using connector::ErasedConnector;
+using connector::NativeConnector;
 
 template <NativeConnector C>
 class ConnectorModel final : public ErasedConnector {
@@ -120,7 +127,9 @@ class ConnectorModel final : public ErasedConnector {
   std::unique_ptr<C> c_;
 };
 
-}  // namespace connector_internal
+}  // namespace lmcache::connector_internal
+
+namespace lmcache::connector {
 
 // erase_connector()
 //

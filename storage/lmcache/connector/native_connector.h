@@ -92,7 +92,9 @@ concept NativeConnectorWithDelete = NativeConnector<T> &&
   { t.submit_batch_delete(keys) } -> std::convertible_to<std::uint64_t>;
 };
 
-namespace connector_internal {
+}  // namespace lmcache::connector
+
+namespace lmcache::connector_internal {
 
 template <class T>
 consteval bool declares_per_key_get_results() {
@@ -103,7 +105,9 @@ consteval bool declares_per_key_get_results() {
   }
 }
 
-}  // namespace connector_internal
+}  // namespace lmcache::connector_internal
+
+namespace lmcache::connector {
 
 // ConnectorTraits
 //

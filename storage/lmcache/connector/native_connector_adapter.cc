@@ -1,15 +1,22 @@
 // The bridge's bookkeeping. One mutex (mu_) guards every table; the connector is called only
 // without it (launch()), and listeners and completion queues only from an Outbox run after it is
 // released, in the order the actions were queued (listeners before the completion they explain).
+//
+// Longer than ~600 lines on purpose: it is one state machine (tasks, their connector batches,
+// deadlines, cleanup deletes) under one mutex, whose invariants (every task completes exactly
+// once; a failed store's keys stay hidden until their delete is confirmed; no buffer is released
+// while a batch may still touch it) span the submit, completion, deadline and close paths.
+// Per-key bookkeeping (internal/bridge_keys.h) and the poll loop (internal/poll_loop.h) live on
+// their own.
 #include "lmcache/connector/native_connector_adapter.h"
 
-#include <poll.h>
-
-#include <cerrno>
 #include <climits>
 #include <cmath>
 #include <stdexcept>
 #include <unordered_set>
+
+#include "lmcache/connector/internal/bridge_keys.h"
+#include "lmcache/connector/internal/poll_loop.h"
 
 namespace lmcache::connector {
 
@@ -130,7 +137,8 @@ NativeConnectorL2Adapter::NativeConnectorL2Adapter(ErasedConnectorPtr connector,
       connector_fd_(connector_->event_fd()),
       probe_before_get_(options_.probe_before_get.value_or(!connector_->per_key_get_results())),
       supports_delete_(connector_->supports_delete()),
-      usage_(options_.max_capacity_bytes) {
+      usage_(options_.max_capacity_bytes),
+      keys_(std::make_unique<connector_internal::BridgeKeys>()) {
   try {
     if (connector_fd_ < 0) {
       throw std::invalid_argument("NativeConnectorL2Adapter: the connector's event_fd() is " +
@@ -140,7 +148,15 @@ NativeConnectorL2Adapter::NativeConnectorL2Adapter(ErasedConnectorPtr connector,
       throw std::invalid_argument("NativeConnectorL2Adapter: task_deadline must be > 0, got " +
                                   std::to_string(options_.task_deadline.count()) + " ms");
     }
-    loop_thread_ = std::thread([this] { loop(); });
+    connector_internal::PollLoop::Callbacks callbacks;
+    callbacks.next_timeout_ms = [this] { return poll_timeout_ms(); };
+    callbacks.on_wake = [this](const std::vector<bool>& readable) { on_wake(readable[0]); };
+    callbacks.on_broken = [this](std::size_t) {
+      std::lock_guard lock(mu_);
+      connector_fd_valid_ = false;  // deadlines still fail what is pending
+    };
+    loop_ = std::make_unique<connector_internal::PollLoop>(std::vector<int>{connector_fd_},
+                                                           std::move(callbacks));
   } catch (...) {
     try {
       connector_->close();
@@ -194,7 +210,7 @@ std::uint64_t NativeConnectorL2Adapter::add_task_locked(Task task) {
   // idle, or it planned a later wake-up).
   if (task.deadline < planned_wake_) {
     planned_wake_ = task.deadline;
-    wake_.notify();
+    loop_->wake();
   }
   tasks_.emplace(serial, std::move(task));
   return serial;
@@ -208,43 +224,33 @@ void NativeConnectorL2Adapter::erase_task_locked(std::uint64_t serial) {
   cv_.notify_all();  // a delete_keys() caller may be waiting for this task
 }
 
-void NativeConnectorL2Adapter::tombstone_locked(const ObjectKey& key) { ++tombstones_[key]; }
+namespace {
 
-void NativeConnectorL2Adapter::untombstone_locked(const ObjectKey& key) {
-  auto it = tombstones_.find(key);
-  if (it == tombstones_.end()) return;  // a later successful store lifted it already
-  if (--it->second == 0) tombstones_.erase(it);
+// Records a removal in the usage now (under the bridge's lock, so that counts apply in order)
+// and queues the listener call.
+template <class Outbox>
+void record_removed(UsageTracker& usage, connector_internal::BridgeKeys::Sized removed,
+                    Outbox& out) {
+  if (removed.empty()) return;
+  usage.record_deleted(removed.keys, removed.sizes);
+  out.add(
+      [&usage, removed = std::move(removed)] { usage.fire_deleted(removed.keys, removed.sizes); });
 }
 
-bool NativeConnectorL2Adapter::tombstoned_locked(const ObjectKey& key) const {
-  return tombstones_.count(key) != 0;
-}
+}  // namespace
 
 void NativeConnectorL2Adapter::forget_known_locked(const std::vector<ObjectKey>& keys,
                                                    Outbox& out) {
-  std::vector<ObjectKey> removed;
-  std::vector<std::uint64_t> sizes;
-  for (const ObjectKey& key : keys) {
-    auto it = known_.find(key);
-    if (it == known_.end()) continue;
-    removed.push_back(key);
-    sizes.push_back(it->second.size);
-    known_.erase(it);
-  }
-  if (removed.empty()) return;
-  usage_.record_deleted(removed, sizes);
-  out.add([this, removed = std::move(removed), sizes = std::move(sizes)] {
-    usage_.fire_deleted(removed, sizes);
-  });
+  record_removed(usage_, keys_->forget(keys), out);
 }
 
 void NativeConnectorL2Adapter::reconcile_miss_locked(const ObjectKey& key, std::uint64_t epoch,
                                                      Outbox& out) {
-  auto it = known_.find(key);
   // Only a store published before the probe was submitted must have been seen by it.
-  if (it == known_.end() || it->second.epoch > epoch) return;
+  connector_internal::BridgeKeys::Sized gone = keys_->forget_if_stale(key, epoch);
+  if (gone.empty()) return;
   ++stats_.reconciled_misses;
-  forget_known_locked({key}, out);
+  record_removed(usage_, std::move(gone), out);
 }
 
 NativeConnectorL2Adapter::Submission NativeConnectorL2Adapter::cleanup_submission_locked(
@@ -388,7 +394,7 @@ TaskId NativeConnectorL2Adapter::submit_store_task(const std::vector<ObjectKey>&
         if (!seen.insert(keys[i]).second) continue;  // the first copy in a batch wins
         t.sent.push_back(i);
         t.bytes_sent += sizes[i];
-        if (known_.count(keys[i]) == 0) needed += sizes[i];
+        if (!keys_->is_known(keys[i])) needed += sizes[i];
       }
       const std::uint64_t cap = options_.max_capacity_bytes;
       if (cap > 0 && (needed > cap || usage_.total_bytes_used() + reserved_bytes_ > cap - needed)) {
@@ -448,7 +454,7 @@ TaskId NativeConnectorL2Adapter::submit_lookup_and_lock_task(const std::vector<O
       t.l2_id = id;
       t.keys = keys;
       t.hit.assign(keys.size(), 0);
-      t.epoch = epoch_;
+      t.epoch = keys_->epoch();
       t.pending = 1;
       const std::uint64_t serial = add_task_locked(std::move(t));
       Submission s;
@@ -468,11 +474,7 @@ TaskId NativeConnectorL2Adapter::submit_lookup_and_lock_task(const std::vector<O
 
 void NativeConnectorL2Adapter::submit_unlock(const std::vector<ObjectKey>& keys) {
   std::lock_guard lock(mu_);
-  for (const ObjectKey& key : keys) {
-    auto it = locks_.find(key);
-    if (it == locks_.end()) continue;  // unknown or not locked: ignored
-    if (--it->second == 0) locks_.erase(it);
-  }
+  for (const ObjectKey& key : keys) keys_->unlock(key);  // per occurrence
 }
 
 TaskId NativeConnectorL2Adapter::submit_load_task(const std::vector<ObjectKey>& keys,
@@ -494,14 +496,13 @@ TaskId NativeConnectorL2Adapter::submit_load_task(const std::vector<ObjectKey>& 
     t.objects = objects;
     t.lens.assign(keys.size(), 0);
     t.hit.assign(keys.size(), 0);
-    t.epoch = epoch_;
+    t.epoch = keys_->epoch();
     std::vector<std::size_t> eligible;
     for (std::size_t i = 0; i < keys.size(); ++i) {
-      if (tombstoned_locked(keys[i])) continue;  // hidden: never fetched into the destination
-      auto known = known_.find(keys[i]);
-      if (known != known_.end()) {
-        if (known->second.size > objects[i]->physical_size()) continue;  // would overrun
-        t.lens[i] = known->second.size;
+      if (keys_->tombstoned(keys[i])) continue;  // hidden: never fetched into the destination
+      if (std::optional<std::uint64_t> known = keys_->known_size(keys[i])) {
+        if (*known > objects[i]->physical_size()) continue;  // would overrun
+        t.lens[i] = *known;
       } else {
         t.lens[i] = objects[i]->size();
       }
@@ -547,7 +548,7 @@ void NativeConnectorL2Adapter::delete_keys(const std::vector<ObjectKey>& keys) {
     }
     if (unique.empty()) return;
     // Hidden at once; the tombstones are lifted when the store confirms the delete.
-    for (const ObjectKey& key : unique) tombstone_locked(key);
+    for (const ObjectKey& key : unique) keys_->tombstone(key);
     forget_known_locked(unique, out);
     if (supports_delete_) {
       Task t;
@@ -562,7 +563,7 @@ void NativeConnectorL2Adapter::delete_keys(const std::vector<ObjectKey>& keys) {
   launch(std::move(subs));
   guard.reset();  // close() may proceed while we wait
   // The loop thread must never wait for itself (a listener calling delete_keys()).
-  if (std::this_thread::get_id() == loop_thread_.get_id()) return;
+  if (loop_->on_loop_thread()) return;
   std::unique_lock lock(mu_);
   cv_.wait(lock, [&] { return closed_ || tasks_.count(serial) == 0; });
 }
@@ -575,7 +576,7 @@ void NativeConnectorL2Adapter::on_batch_done(Batch batch, const Completion& c, O
   if (batch.op == Op::kDelete) {
     // Whoever submitted it, a confirmed delete lifts one tombstone of each of its keys.
     if (c.ok) {
-      for (const ObjectKey& key : batch.keys) untombstone_locked(key);
+      for (const ObjectKey& key : batch.keys) keys_->untombstone(key);
     } else {
       ++stats_.cleanup_failures;
     }
@@ -604,7 +605,7 @@ void NativeConnectorL2Adapter::on_batch_done(Batch batch, const Completion& c, O
         out.add([this, id = task.l2_id] { store_done_.complete(id, L2StoreResult::failure()); });
         erase_task_locked(serial);
       } else {
-        finish_delete_locked(serial, out);
+        erase_task_locked(serial);  // wakes the delete_keys() caller
       }
       return;
     case Op::kExists: {
@@ -661,29 +662,19 @@ void NativeConnectorL2Adapter::finish_store_locked(std::uint64_t serial, Outbox&
   task.reserved = 0;
   const TaskId id = task.l2_id;
   if (!task.failed) {
-    ++epoch_;
-    std::vector<ObjectKey> stored_keys, resized_keys;
-    std::vector<std::uint64_t> stored_sizes, resized_sizes;
+    std::vector<ObjectKey> keys;
+    std::vector<std::uint64_t> sizes;
     for (std::size_t i : task.sent) {
-      const ObjectKey& key = task.keys[i];
-      const std::uint64_t size = task.lens[i];
-      tombstones_.erase(key);  // the store just wrote it: visible again
-      auto [it, fresh] = known_.try_emplace(key, Known{size, epoch_});
-      if (!fresh) {
-        it->second.epoch = epoch_;
-        if (it->second.size == size) continue;
-        resized_keys.push_back(key);
-        resized_sizes.push_back(it->second.size);
-        it->second.size = size;
-      }
-      stored_keys.push_back(key);
-      stored_sizes.push_back(size);
+      keys.push_back(task.keys[i]);
+      sizes.push_back(task.lens[i]);
     }
-    usage_.record_deleted(resized_keys, resized_sizes);
-    usage_.record_stored(stored_keys, stored_sizes);
-    out.add([this, resized_keys, resized_sizes, stored_keys, stored_sizes] {
-      usage_.fire_deleted(resized_keys, resized_sizes);
-      usage_.fire_stored(stored_keys, stored_sizes);
+    connector_internal::BridgeKeys::Sized stored, replaced;
+    keys_->publish_store(keys, sizes, &stored, &replaced);
+    usage_.record_deleted(replaced.keys, replaced.sizes);
+    usage_.record_stored(stored.keys, stored.sizes);
+    out.add([this, stored = std::move(stored), replaced = std::move(replaced)] {
+      usage_.fire_deleted(replaced.keys, replaced.sizes);
+      usage_.fire_stored(stored.keys, stored.sizes);
     });
     out.add([this, id, bytes = task.bytes_sent] {
       store_done_.complete(id, L2StoreResult::success(bytes));
@@ -696,7 +687,7 @@ void NativeConnectorL2Adapter::finish_store_locked(std::uint64_t serial, Outbox&
   ++stats_.failed_stores;
   std::vector<ObjectKey> sent;
   for (std::size_t i : task.sent) sent.push_back(task.keys[i]);
-  for (const ObjectKey& key : sent) tombstone_locked(key);
+  for (const ObjectKey& key : sent) keys_->tombstone(key);
   forget_known_locked(sent, out);
   if (supports_delete_ && !closed_) {
     ++stats_.cleanup_deletes;
@@ -714,9 +705,9 @@ void NativeConnectorL2Adapter::finish_lookup_locked(std::uint64_t serial, Outbox
   Bitmap bits(task.keys.size());
   for (std::size_t i = 0; i < task.keys.size(); ++i) {
     const ObjectKey& key = task.keys[i];
-    if (task.hit[i] && !tombstoned_locked(key)) {
+    if (task.hit[i] && !keys_->tombstoned(key)) {
       bits.set(i);
-      ++locks_[key];  // one count per hit, duplicates included
+      keys_->lock(key);  // one count per hit, duplicates included
     } else if (!task.failed && !task.hit[i]) {
       reconcile_miss_locked(key, task.epoch, out);
     }
@@ -730,7 +721,7 @@ void NativeConnectorL2Adapter::finish_load_locked(std::uint64_t serial, Outbox& 
   Bitmap bits(task.keys.size());
   std::vector<ObjectKey> accessed;
   for (std::size_t i = 0; i < task.keys.size(); ++i) {
-    if (!task.hit[i] || tombstoned_locked(task.keys[i])) continue;
+    if (!task.hit[i] || keys_->tombstoned(task.keys[i])) continue;
     try {
       // The logical size reports the bytes loaded (a no-op when they already match).
       task.objects[i]->set_used_size(static_cast<std::size_t>(task.lens[i]));
@@ -747,10 +738,6 @@ void NativeConnectorL2Adapter::finish_load_locked(std::uint64_t serial, Outbox& 
   erase_task_locked(serial);
 }
 
-void NativeConnectorL2Adapter::finish_delete_locked(std::uint64_t serial, Outbox&) {
-  erase_task_locked(serial);  // wakes the delete_keys() caller
-}
-
 void NativeConnectorL2Adapter::expire_locked(Clock::time_point now, Outbox& out,
                                              std::vector<Submission>& follow) {
   while (!deadlines_.empty() && deadlines_.begin()->first <= now) {
@@ -765,7 +752,7 @@ void NativeConnectorL2Adapter::expire_locked(Clock::time_point now, Outbox& out,
           std::vector<ObjectKey> sent, settled;
           for (std::size_t i : task.sent) sent.push_back(task.keys[i]);
           for (std::size_t i : task.settled) settled.push_back(task.keys[i]);
-          for (const ObjectKey& key : sent) tombstone_locked(key);
+          for (const ObjectKey& key : sent) keys_->tombstone(key);
           forget_known_locked(sent, out);
           // Batches already completed may have written: delete their keys now. The batches
           // still out are deleted when they complete (on_batch_done, abandoned set).
@@ -797,69 +784,54 @@ void NativeConnectorL2Adapter::expire_locked(Clock::time_point now, Outbox& out,
 // ---------------------------------------------------------------------------------------------
 // The loop.
 
-int NativeConnectorL2Adapter::poll_timeout_ms_locked(Clock::time_point now) {
+int NativeConnectorL2Adapter::poll_timeout_ms() {
+  std::lock_guard lock(mu_);
   if (deadlines_.empty()) {
     planned_wake_ = Clock::time_point::max();
     return -1;
   }
   planned_wake_ = deadlines_.begin()->first;
+  const Clock::time_point now = Clock::now();
   if (planned_wake_ <= now) return 0;
   const auto ms = std::chrono::ceil<std::chrono::milliseconds>(planned_wake_ - now).count();
   return ms > INT_MAX ? INT_MAX : static_cast<int>(ms);
 }
 
-void NativeConnectorL2Adapter::loop() {
-  pollfd fds[2] = {{connector_fd_, POLLIN, 0}, {wake_.fd(), POLLIN, 0}};
-  while (!stop_.load(std::memory_order_acquire)) {
-    int timeout_ms;
-    {
-      std::lock_guard lock(mu_);
-      timeout_ms = poll_timeout_ms_locked(Clock::now());
+void NativeConnectorL2Adapter::on_wake(bool connector_readable) {
+  std::vector<Completion> done;
+  bool drain_failed = false;
+  if (connector_readable) {
+    try {
+      done = connector_->drain_completions();
+    } catch (...) {
+      drain_failed = true;
     }
-    const int rc = ::poll(fds, 2, timeout_ms);
-    if (rc < 0 && errno != EINTR) continue;
-    if (fds[1].revents & POLLIN) wake_.consume();
-    if (stop_.load(std::memory_order_acquire)) break;
-    std::vector<Completion> done;
-    bool drain_failed = false;
-    if (fds[0].revents & POLLIN) {
-      try {
-        done = connector_->drain_completions();
-      } catch (...) {
-        drain_failed = true;
-      }
-    }
-    const bool fd_broken = (fds[0].revents & (POLLNVAL | POLLERR)) != 0;
-    if (fd_broken) fds[0].fd = -1;  // stop polling it; deadlines still fail what is pending
-    fds[0].revents = fds[1].revents = 0;
-
-    Outbox out;
-    std::vector<Submission> follow;
-    {
-      std::lock_guard lock(mu_);
-      if (drain_failed) ++stats_.protocol_errors;
-      if (fd_broken) connector_fd_valid_ = false;
-      for (Completion& c : done) {
-        auto it = batches_.find(c.future_id);
-        if (it == batches_.end()) {
-          // Drained before launch() registered it (or an id never issued).
-          if (early_.size() >= kMaxEarlyCompletions) {
-            stats_.protocol_errors += early_.size();
-            early_.clear();
-          }
-          early_.insert_or_assign(c.future_id, std::move(c));
-          continue;
-        }
-        Batch batch = std::move(it->second);
-        batches_.erase(it);
-        on_batch_done(std::move(batch), c, out, follow);
-      }
-      expire_locked(Clock::now(), out, follow);
-      if (closed_) follow.clear();
-    }
-    run(out);
-    if (!follow.empty()) launch(std::move(follow));
   }
+  Outbox out;
+  std::vector<Submission> follow;
+  {
+    std::lock_guard lock(mu_);
+    if (drain_failed) ++stats_.protocol_errors;
+    for (Completion& c : done) {
+      auto it = batches_.find(c.future_id);
+      if (it == batches_.end()) {
+        // Drained before launch() registered it (or an id never issued).
+        if (early_.size() >= kMaxEarlyCompletions) {
+          stats_.protocol_errors += early_.size();
+          early_.clear();
+        }
+        early_.insert_or_assign(c.future_id, std::move(c));
+        continue;
+      }
+      Batch batch = std::move(it->second);
+      batches_.erase(it);
+      on_batch_done(std::move(batch), c, out, follow);
+    }
+    expire_locked(Clock::now(), out, follow);
+    if (closed_) follow.clear();  // close() fails the tasks; nothing new goes out
+  }
+  run(out);
+  if (!follow.empty()) launch(std::move(follow));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -868,7 +840,7 @@ void NativeConnectorL2Adapter::loop() {
 void NativeConnectorL2Adapter::close() {
   std::lock_guard close_lock(close_mu_);
   if (close_done_) return;
-  if (loop_thread_.joinable() && loop_thread_.get_id() == std::this_thread::get_id()) {
+  if (loop_ && loop_->on_loop_thread()) {
     throw std::logic_error("NativeConnectorL2Adapter::close() called from its loop (a listener?)");
   }
   {
@@ -878,9 +850,7 @@ void NativeConnectorL2Adapter::close() {
     cv_.wait(lock, [&] { return callers_in_flight_ == 0; });
   }
   // (1) Stop and join the loop, (2) close the connector: it stops touching buffers.
-  stop_.store(true, std::memory_order_release);
-  wake_.notify();
-  if (loop_thread_.joinable()) loop_thread_.join();
+  if (loop_) loop_->stop();
   try {
     connector_->close();
   } catch (...) {
@@ -922,7 +892,6 @@ void NativeConnectorL2Adapter::close() {
   store_done_.close();
   lookup_done_.close();
   load_done_.close();
-  wake_.close();
   close_done_ = true;
 }
 
@@ -959,8 +928,8 @@ NativeConnectorAdapterStats NativeConnectorL2Adapter::stats() const {
   for (const auto& [id, batch] : batches_) {
     if (tasks_.count(batch.task) == 0) ++s.abandoned_batches;
   }
-  s.tombstoned_keys = tombstones_.size();
-  s.known_keys = known_.size();
+  s.tombstoned_keys = keys_->tombstoned_count();
+  s.known_keys = keys_->known_count();
   return s;
 }
 
@@ -972,7 +941,7 @@ Json NativeConnectorL2Adapter::report_status() const {
     status = Json{{"is_healthy", !closed_ && connector_fd_valid_},
                   {"type", "NativeConnectorL2Adapter"},
                   {"connector_type", options_.type_name},
-                  {"locked_key_count", locks_.size()},
+                  {"locked_key_count", keys_->locked_count()},
                   {"known_key_count", s.known_keys},
                   {"tombstoned_key_count", s.tombstoned_keys},
                   {"pending_task_count", s.pending_tasks},
@@ -995,25 +964,22 @@ Json NativeConnectorL2Adapter::report_status() const {
 
 std::uint64_t NativeConnectorL2Adapter::lock_count(const ObjectKey& key) const {
   std::lock_guard lock(mu_);
-  auto it = locks_.find(key);
-  return it == locks_.end() ? 0 : it->second;
+  return keys_->lock_count(key);
 }
 
 std::size_t NativeConnectorL2Adapter::locked_key_count() const {
   std::lock_guard lock(mu_);
-  return locks_.size();
+  return keys_->locked_count();
 }
 
 bool NativeConnectorL2Adapter::is_tombstoned(const ObjectKey& key) const {
   std::lock_guard lock(mu_);
-  return tombstoned_locked(key);
+  return keys_->tombstoned(key);
 }
 
 std::optional<std::uint64_t> NativeConnectorL2Adapter::known_size(const ObjectKey& key) const {
   std::lock_guard lock(mu_);
-  auto it = known_.find(key);
-  if (it == known_.end()) return std::nullopt;
-  return it->second.size;
+  return keys_->known_size(key);
 }
 
 }  // namespace lmcache::connector

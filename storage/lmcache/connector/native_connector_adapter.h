@@ -77,7 +77,6 @@
 #include <optional>
 #include <set>
 #include <string>
-#include <thread>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -86,9 +85,13 @@
 #include "lmcache/connector/key_codec.h"
 #include "lmcache/connector/native_connector.h"
 #include "lmcache/core/completion_queue.h"
-#include "lmcache/core/event_notifier.h"
 #include "lmcache/l2/l2_adapter.h"
 #include "lmcache/l2/usage_tracker.h"
+
+namespace lmcache::connector_internal {
+class BridgeKeys;  // internal/bridge_keys.h
+class PollLoop;    // internal/poll_loop.h
+}  // namespace lmcache::connector_internal
 
 namespace lmcache::connector {
 
@@ -214,6 +217,7 @@ class NativeConnectorL2Adapter final : public L2AdapterInterface {
 
   // Registers `task` (with its deadline) under mu_; returns its serial.
   std::uint64_t add_task_locked(Task task);
+  void erase_task_locked(std::uint64_t serial);
   // Calls the connector for each submission (no lock held), then registers the batches or
   // fails them; runs every action that results.
   void launch(std::vector<Submission> subs);
@@ -223,21 +227,19 @@ class NativeConnectorL2Adapter final : public L2AdapterInterface {
   void finish_store_locked(std::uint64_t serial, Outbox& out, std::vector<Submission>& follow);
   void finish_lookup_locked(std::uint64_t serial, Outbox& out);
   void finish_load_locked(std::uint64_t serial, Outbox& out);
-  void finish_delete_locked(std::uint64_t serial, Outbox& out);
+  void expire_locked(Clock::time_point now, Outbox& out, std::vector<Submission>& follow);
+  // One get batch per length for the indices `idx` of a load.
   void start_gets_locked(Task& task, std::uint64_t serial, const std::vector<std::size_t>& idx,
                          std::vector<Submission>& follow);
   // A delete of `keys` whose success lifts one tombstone count of each.
   Submission cleanup_submission_locked(std::uint64_t serial, std::vector<ObjectKey> keys);
-  void tombstone_locked(const ObjectKey& key);
-  void untombstone_locked(const ObjectKey& key);
-  bool tombstoned_locked(const ObjectKey& key) const;
+  // Drops keys from the usage (listeners see them deleted).
+  void forget_known_locked(const std::vector<ObjectKey>& keys, Outbox& out);
   // A known key reported missing by a probe submitted at `epoch` is dropped from the usage.
   void reconcile_miss_locked(const ObjectKey& key, std::uint64_t epoch, Outbox& out);
-  void forget_known_locked(const std::vector<ObjectKey>& keys, Outbox& out);
-  void expire_locked(Clock::time_point now, Outbox& out, std::vector<Submission>& follow);
-  void erase_task_locked(std::uint64_t serial);
-  int poll_timeout_ms_locked(Clock::time_point now);
-  void loop();
+  // The loop's callbacks.
+  int poll_timeout_ms();
+  void on_wake(bool connector_readable);
   void check_open_locked(const char* what) const;
   // check_open_locked(), then counts the caller until its CallerGuard goes.
   void enter_locked(const char* what);
@@ -255,7 +257,6 @@ class NativeConnectorL2Adapter final : public L2AdapterInterface {
   CompletionQueue<Bitmap> lookup_done_;
   CompletionQueue<Bitmap> load_done_;
   UsageTracker usage_;
-  EventNotifier wake_;
 
   mutable std::mutex mu_;       // guards everything below
   std::condition_variable cv_;  // delete_keys() waiters and close() waiting for callers
@@ -265,15 +266,8 @@ class NativeConnectorL2Adapter final : public L2AdapterInterface {
   std::set<std::pair<Clock::time_point, std::uint64_t>> deadlines_;
   Clock::time_point planned_wake_ = Clock::time_point::max();
   std::uint64_t next_serial_ = 1;
-  struct Known {
-    std::uint64_t size = 0;
-    std::uint64_t epoch = 0;  // the store epoch at which it was published
-  };
-  std::unordered_map<ObjectKey, Known> known_;
-  std::uint64_t epoch_ = 0;  // counts published stores
+  std::unique_ptr<connector_internal::BridgeKeys> keys_;  // known sizes, tombstones, locks
   std::uint64_t reserved_bytes_ = 0;
-  std::unordered_map<ObjectKey, std::uint64_t> locks_;
-  std::unordered_map<ObjectKey, std::uint64_t> tombstones_;
   NativeConnectorAdapterStats stats_;
   std::size_t callers_in_flight_ = 0;  // inside submit_*() / delete_keys()
   bool closed_ = false;
@@ -281,8 +275,7 @@ class NativeConnectorL2Adapter final : public L2AdapterInterface {
 
   std::mutex close_mu_;  // serialises close() callers
   bool close_done_ = false;
-  std::atomic<bool> stop_{false};
-  std::thread loop_thread_;  // last: starts after everything above exists
+  std::unique_ptr<connector_internal::PollLoop> loop_;  // last: started once the rest exists
 };
 
 // make_native_connector_adapter()

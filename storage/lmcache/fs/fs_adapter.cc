@@ -53,10 +53,12 @@ void register_fs_adapter_type() {
   });
 }
 
-namespace fs_internal {
+}  // namespace lmcache::fs
+
+namespace lmcache::fs_internal {
 
 int FsAdapterLinkAnchor() {
-  register_fs_adapter_type();
+  fs::register_fs_adapter_type();
   return 0;
 }
 
@@ -65,6 +67,4 @@ namespace {
 [[maybe_unused]] const int kRegisteredAtLoad = FsAdapterLinkAnchor();
 }  // namespace
 
-}  // namespace fs_internal
-
-}  // namespace lmcache::fs
+}  // namespace lmcache::fs_internal

@@ -53,9 +53,9 @@ std::unique_ptr<connector::NativeConnectorL2Adapter> create_fs_adapter(const Jso
 // thread-safe; also run when the library is loaded, and by including this header.
 void register_fs_adapter_type();
 
-namespace fs_internal {
+}  // namespace lmcache::fs
+
+namespace lmcache::fs_internal {
 int FsAdapterLinkAnchor();
 [[maybe_unused]] static const int kFsAdapterRegistered = FsAdapterLinkAnchor();
-}  // namespace fs_internal
-
-}  // namespace lmcache::fs
+}  // namespace lmcache::fs_internal

@@ -53,5 +53,21 @@ INSTANTIATE_TEST_SUITE_P(
                       storage_testing::fp8_wrapped_descriptor("wrapper_fs_fp8", &fs_fp8_wrapper)),
     conformance::ParamName());
 
+// WrapperConformance: the reference fp8 wrapper's properties with this adapter answering every
+// inner store, lookup and load (the kit's mock only shadows it for the kit's own checks).
+class FsWrapperProperties : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(FsWrapperProperties, HoldOverFs) {
+  const conformance::Verdict v =
+      storage_testing::run_wrapper_property_over(GetParam(), "fs", &fs_bridge_crc32_odirect);
+  EXPECT_EQ(v.status, conformance::Status::kPass)
+      << conformance::StatusName(v.status) << ": " << v.message << " (RC_PARAMS=" << v.rc_params
+      << ")";
+}
+
+INSTANTIATE_TEST_SUITE_P(Fp8, FsWrapperProperties,
+                         ::testing::ValuesIn(storage_testing::wrapper_property_names()),
+                         [](const auto& info) { return info.param; });
+
 }  // namespace
 }  // namespace lmcache::fs

@@ -53,10 +53,12 @@ void register_resp_adapter_type() {
   });
 }
 
-namespace resp_internal {
+}  // namespace lmcache::resp
+
+namespace lmcache::resp_internal {
 
 int RespAdapterLinkAnchor() {
-  register_resp_adapter_type();
+  resp::register_resp_adapter_type();
   return 0;
 }
 
@@ -65,6 +67,4 @@ namespace {
 [[maybe_unused]] const int kRegisteredAtLoad = RespAdapterLinkAnchor();
 }  // namespace
 
-}  // namespace resp_internal
-
-}  // namespace lmcache::resp
+}  // namespace lmcache::resp_internal

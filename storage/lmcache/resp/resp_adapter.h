@@ -57,9 +57,9 @@ std::unique_ptr<connector::NativeConnectorL2Adapter> create_resp_adapter(const J
 // thread-safe; also run when the library is loaded, and by including this header.
 void register_resp_adapter_type();
 
-namespace resp_internal {
+}  // namespace lmcache::resp
+
+namespace lmcache::resp_internal {
 int RespAdapterLinkAnchor();
 [[maybe_unused]] static const int kRespAdapterRegistered = RespAdapterLinkAnchor();
-}  // namespace resp_internal
-
-}  // namespace lmcache::resp
+}  // namespace lmcache::resp_internal

@@ -65,5 +65,21 @@ INSTANTIATE_TEST_SUITE_P(Resp, AdapterConformance,
                                                "wrapper_resp_fp8", &resp_fp8_wrapper)),
                          conformance::ParamName());
 
+// WrapperConformance: the reference fp8 wrapper's properties with this adapter answering every
+// inner store, lookup and load (the kit's mock only shadows it for the kit's own checks).
+class RespWrapperProperties : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(RespWrapperProperties, HoldOverResp) {
+  const conformance::Verdict v =
+      storage_testing::run_wrapper_property_over(GetParam(), "resp", &resp_bridge);
+  EXPECT_EQ(v.status, conformance::Status::kPass)
+      << conformance::StatusName(v.status) << ": " << v.message << " (RC_PARAMS=" << v.rc_params
+      << ")";
+}
+
+INSTANTIATE_TEST_SUITE_P(Fp8, RespWrapperProperties,
+                         ::testing::ValuesIn(storage_testing::wrapper_property_names()),
+                         [](const auto& info) { return info.param; });
+
 }  // namespace
 }  // namespace lmcache::resp

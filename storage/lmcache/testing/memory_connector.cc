@@ -41,7 +41,9 @@ void MemoryStore::clear() {
   objects_.clear();
 }
 
-namespace storage_testing_internal {
+}  // namespace lmcache::storage_testing
+
+namespace lmcache::storage_testing_internal {
 
 MemoryConnectorCore::MemoryConnectorCore(std::shared_ptr<MemoryStore> store,
                                          std::shared_ptr<MemoryConnectorFaults> faults,
@@ -203,6 +205,4 @@ void MemoryConnectorCore::close() {
   notifier_.close();
 }
 
-}  // namespace storage_testing_internal
-
-}  // namespace lmcache::storage_testing
+}  // namespace lmcache::storage_testing_internal

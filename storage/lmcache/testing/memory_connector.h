@@ -75,7 +75,13 @@ struct MemoryConnectorCounters {
   std::atomic<std::uint64_t> keys_got{0};  // keys in get batches
 };
 
-namespace storage_testing_internal {
+}  // namespace lmcache::storage_testing
+
+namespace lmcache::storage_testing_internal {
+
+using storage_testing::MemoryConnectorCounters;
+using storage_testing::MemoryConnectorFaults;
+using storage_testing::MemoryStore;
 
 // The non-template part: the completion queue and the batch semantics.
 class MemoryConnectorCore {
@@ -114,7 +120,9 @@ class MemoryConnectorCore {
   bool closed_ = false;
 };
 
-}  // namespace storage_testing_internal
+}  // namespace lmcache::storage_testing_internal
+
+namespace lmcache::storage_testing {
 
 template <bool kWithDelete, bool kPerKeyGet>
 class BasicMemoryConnector {
