@@ -38,7 +38,6 @@ struct NativeConnectorL2Adapter::Task {
   std::size_t pending = 0;     // connector batches not completed
   bool failed = false;
   bool in_cleanup = false;  // store: failed, its cleanup delete is out
-  bool probing = false;     // load: the exists probe is out
   Clock::time_point deadline;
 };
 
@@ -514,7 +513,6 @@ TaskId NativeConnectorL2Adapter::submit_load_task(const std::vector<ObjectKey>& 
       const std::uint64_t serial = add_task_locked(std::move(t));
       Task& task = tasks_.at(serial);
       if (probe_before_get_) {
-        task.probing = true;
         task.pending = 1;
         Submission s;
         s.batch.op = Op::kExists;
@@ -600,13 +598,12 @@ void NativeConnectorL2Adapter::on_batch_done(Batch batch, const Completion& c, O
       if (--task.pending == 0) finish_store_locked(serial, out, follow);
       return;
     case Op::kDelete:
-      --task.pending;
+      // A failed store's cleanup: its failure is published now. A delete_keys() task: its
+      // caller wakes when the task goes.
       if (task.kind == TaskKind::kStore) {
         out.add([this, id = task.l2_id] { store_done_.complete(id, L2StoreResult::failure()); });
-        erase_task_locked(serial);
-      } else {
-        erase_task_locked(serial);  // wakes the delete_keys() caller
       }
+      erase_task_locked(serial);
       return;
     case Op::kExists: {
       const auto* flags = per_key(c, batch.idx.size());
@@ -621,7 +618,6 @@ void NativeConnectorL2Adapter::on_batch_done(Batch batch, const Completion& c, O
         return;
       }
       // The load's probe: get only what exists.
-      task.probing = false;
       --task.pending;
       std::vector<std::size_t> present;
       if (flags) {

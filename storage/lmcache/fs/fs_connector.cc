@@ -149,7 +149,8 @@ FsConnector::FsConnector(FsConnectorOptions options)
         "FsConnector: base_path '" + options_.base_path.string() + "' is not a directory");
   }
   stale_temps_removed_ = sweep_stale_temps();
-  for (std::size_t w = 0; w < num_workers(); ++w) workers_.push_back(std::make_unique<Worker>());
+  for (std::size_t w = 0; w < num_workers(); ++w)
+    worker_state_.push_back(std::make_unique<Worker>());
   start_workers();
 }
 
@@ -339,7 +340,7 @@ bool FsConnector::delete_one(const std::string& key) {
 }
 
 void FsConnector::run_tile(std::size_t worker, Tile& tile) {
-  Worker& w = *workers_[worker];
+  Worker& w = *worker_state_[worker];
   for (std::size_t i = 0; i < tile.keys.size(); ++i) {
     if (stopping()) throw std::runtime_error("connector closing");
     switch (tile.op) {

@@ -97,7 +97,7 @@ class FsConnector final : public connector::BatchConnectorBase {
   std::size_t sweep_stale_temps();
 
   const FsConnectorOptions options_;
-  std::vector<std::unique_ptr<Worker>> workers_;  // one per worker thread
+  std::vector<std::unique_ptr<Worker>> worker_state_;  // one per worker thread
   std::atomic<bool> odirect_fell_back_{false};
   std::atomic<std::uint64_t> temp_counter_{0};
   std::atomic<std::uint64_t> checksum_failures_{0};
