@@ -62,8 +62,9 @@
 // Results already completed stay takeable; submit_*() and delete_keys() then throw
 // std::logic_error.
 //
-// Thread safety: every member may be called from any thread. Listeners run on the loop thread
-// (store, lookup, load) or the caller's (delete_keys) and must not call close() or delete_keys().
+// Thread safety: every member may be called from any thread. Listeners run on the loop thread,
+// or on a caller's thread inside submit_*() or delete_keys() (a connector may complete a batch
+// before its submit returns); they must not call close() or delete_keys().
 #pragma once
 
 #include <atomic>
