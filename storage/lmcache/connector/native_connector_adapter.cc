@@ -638,7 +638,11 @@ void NativeConnectorL2Adapter::on_batch_done(Batch batch, const Completion& c, O
       if (flags) {
         for (std::size_t j = 0; j < batch.idx.size(); ++j) {
           task.hit[batch.idx[j]] = (*flags)[j];
-          if (!(*flags)[j]) reconcile_miss_locked(task.keys[batch.idx[j]], task.epoch, out);
+          // A get that reports an error may have missed by failing (a dead connection): only
+          // a clean miss says the key is gone.
+          if (!(*flags)[j] && c.error.empty()) {
+            reconcile_miss_locked(task.keys[batch.idx[j]], task.epoch, out);
+          }
         }
       } else if (c.ok && c.result_bytes.empty()) {
         for (std::size_t i : batch.idx) task.hit[i] = 1;  // all or nothing (older connectors)

@@ -42,8 +42,9 @@
 // deleted (UsageTracker: totals per cache_salt, listeners); a lookup or load that finds a known
 // key missing, although its store completed before that lookup was submitted (server restart,
 // eviction, another client's delete), drops it from the usage and tells the listeners it was
-// deleted. With max_capacity_bytes > 0, a store whose new bytes would not fit is failed at once
-// (all or nothing) and nothing is sent.
+// deleted (a get completion that carries an error proves nothing: its misses may be failures). With
+// max_capacity_bytes > 0, a store whose new bytes would not fit is failed at once (all or nothing)
+// and nothing is sent.
 //
 // delete_keys(): synchronous. Hides the keys, drops them from the usage (listeners see them
 // deleted), submits the delete and waits for it (up to the task deadline). Must not be called

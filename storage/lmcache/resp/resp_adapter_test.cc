@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <cstring>
+#include <optional>
 
 #include "lmcache/l1/l1_manager.h"
 #include "lmcache/l2/adapter_registry.h"
@@ -130,6 +131,78 @@ TEST(RespAdapter, ComposesWithTheFp8SerdeThroughItsConfig) {
   EXPECT_EQ(bits->to_string(), "1");
   EXPECT_EQ(std::memcmp(src->data(), dst->data(), kElems * 2), 0);
   a->close();
+}
+
+// --- Real failures through the bridge --------------------------------------------------------
+
+std::optional<L2StoreResult> wait_store(L2AdapterInterface& a, TaskId id) {
+  for (auto deadline = std::chrono::steady_clock::now() + 20s;
+       std::chrono::steady_clock::now() < deadline;) {
+    wait_readable(a.get_store_event_fd(), 10ms);
+    auto done = a.pop_completed_store_tasks();
+    if (done.count(id)) return done.at(id);
+  }
+  return std::nullopt;
+}
+
+std::optional<Bitmap> wait_load(L2AdapterInterface& a, TaskId id) {
+  for (auto deadline = std::chrono::steady_clock::now() + 20s;
+       std::chrono::steady_clock::now() < deadline;) {
+    wait_readable(a.get_load_event_fd(), 10ms);
+    if (auto bits = a.query_load_result(id)) return bits;
+  }
+  return std::nullopt;
+}
+
+MemoryObjPtr bytes_obj(std::size_t n, std::uint8_t fill) {
+  MemoryObjPtr o =
+      MemoryObj::allocate(MemoryLayoutDesc::single({static_cast<std::int64_t>(n)}, DType::kUInt8));
+  std::memset(o->data(), fill, n);
+  return o;
+}
+
+TEST(RespAdapter, SurvivesAServerRestart) {
+  SKIP_WITHOUT_REDIS();
+  RedisServer server;
+  auto a =
+      create_resp_adapter({{"host", server.host()}, {"port", server.port()}, {"num_workers", 2}});
+  const ObjectKey k1(int_hash_to_bytes(1), "m", 0), k2(int_hash_to_bytes(2), "m", 0);
+  ASSERT_TRUE(wait_store(*a, a->submit_store_task({k1}, {bytes_obj(1024, 1)}))->is_successful());
+  server.kill();
+  // In flight when the server is gone: fails cleanly, nothing hangs.
+  EXPECT_FALSE(wait_store(*a, a->submit_store_task({k2}, {bytes_obj(1024, 2)}))->is_successful());
+  EXPECT_EQ(wait_load(*a, a->submit_load_task({k1}, {bytes_obj(1024, 0)}))->to_string(), "0");
+  EXPECT_EQ(a->get_usage().total_bytes_used, 1024u)
+      << "a get that failed on a dead connection proves nothing about k1";
+  server.restart();
+  // Reconnected; the restart lost k1, and the usage follows once a load finds it missing.
+  ASSERT_TRUE(wait_store(*a, a->submit_store_task({k2}, {bytes_obj(1024, 2)}))->is_successful());
+  MemoryObjPtr dst = bytes_obj(1024, 0);
+  EXPECT_EQ(wait_load(*a, a->submit_load_task({k1, k2}, {bytes_obj(1024, 0), dst}))->to_string(),
+            "01");
+  EXPECT_EQ(static_cast<std::uint8_t>(dst->data()[0]), 2);
+  EXPECT_EQ(a->get_usage().total_bytes_used, 1024u);
+  EXPECT_EQ(a->stats().reconciled_misses, 1u);
+}
+
+TEST(RespAdapter, DeadlineFailsTasksOnAPausedServerAndCloseIsPrompt) {
+  SKIP_WITHOUT_REDIS();
+  RedisServer server;
+  // The connection would wait an hour for the paused server: the bridge's deadline decides.
+  auto a = create_resp_adapter({{"host", server.host()},
+                                {"port", server.port()},
+                                {"num_workers", 1},
+                                {"io_timeout_ms", 3600000},
+                                {"task_deadline_ms", 300}});
+  const ObjectKey k(int_hash_to_bytes(1), "m", 0);
+  ASSERT_TRUE(wait_store(*a, a->submit_store_task({k}, {bytes_obj(64, 1)}))->is_successful());
+  server.pause();
+  EXPECT_FALSE(wait_store(*a, a->submit_store_task({k}, {bytes_obj(64, 2)}))->is_successful());
+  EXPECT_EQ(wait_load(*a, a->submit_load_task({k}, {bytes_obj(64, 0)}))->to_string(), "0");
+  EXPECT_TRUE(a->is_tombstoned(k)) << "a store failed by its deadline hides its keys";
+  EXPECT_GE(a->stats().deadline_failures, 1u);
+  a->close();  // shuts the blocked connection down
+  server.resume();
 }
 
 // --- The bridge checks over redis-server ----------------------------------------------------
