@@ -193,7 +193,7 @@ TEST(RespAdapter, DeadlineFailsTasksOnAPausedServerAndCloseIsPrompt) {
                                 {"port", server.port()},
                                 {"num_workers", 1},
                                 {"io_timeout_ms", 3600000},
-                                {"task_deadline_ms", 300}});
+                                {"task_deadline_ms", 2000}});
   const ObjectKey k(int_hash_to_bytes(1), "m", 0);
   ASSERT_TRUE(wait_store(*a, a->submit_store_task({k}, {bytes_obj(64, 1)}))->is_successful());
   server.pause();

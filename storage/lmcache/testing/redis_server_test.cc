@@ -55,7 +55,7 @@ TEST(RedisServer, KillRestartPauseResume) {
   server.pause();
   EXPECT_TRUE(server.paused());
   resp::RespEndpoint e = server.endpoint();
-  e.io_timeout = std::chrono::milliseconds(300);
+  e.io_timeout = std::chrono::milliseconds(1000);
   resp::RespClient client(e);
   EXPECT_THROW(client.command({"PING"}), resp::RespError) << "a paused server answers nothing";
   server.resume();
