@@ -1,0 +1,985 @@
+// The bridge's bookkeeping. One mutex (mu_) guards every table; the connector is called only
+// without it (launch()), and listeners and completion queues only from an Outbox run after it is
+// released, in the order the actions were queued (listeners before the completion they explain).
+//
+// Longer than ~600 lines on purpose: it is one state machine (tasks, their connector batches,
+// deadlines, cleanup deletes) under one mutex, whose invariants (every task completes exactly
+// once; a failed store's keys stay hidden until their delete is confirmed; no buffer is released
+// while a batch may still touch it) span the submit, completion, deadline and close paths.
+// Per-key bookkeeping (internal/bridge_keys.h) and the poll loop (internal/poll_loop.h) live on
+// their own.
+#include "lmcache/connector/native_connector_adapter.h"
+
+#include <climits>
+#include <cmath>
+#include <stdexcept>
+#include <unordered_set>
+
+#include "lmcache/connector/internal/bridge_keys.h"
+#include "lmcache/connector/internal/poll_loop.h"
+
+namespace lmcache::connector {
+
+// ---------------------------------------------------------------------------------------------
+// Private types.
+
+struct NativeConnectorL2Adapter::Task {
+  TaskKind kind = TaskKind::kStore;
+  TaskId l2_id = 0;
+  std::vector<ObjectKey> keys;
+  std::vector<MemoryObjPtr> objects;  // store: sources; load: destinations
+  std::vector<std::uint64_t> lens;    // store: bytes of each object; load: get length of each
+  std::vector<std::uint8_t> hit;      // lookup, load: per key
+  std::vector<std::size_t> sent;      // store: the indices sent (first copy of each key)
+  std::vector<std::size_t> settled;   // store: indices whose set batch has completed
+  std::uint64_t bytes_sent = 0;
+  std::uint64_t reserved = 0;  // capacity reserved by a store
+  std::uint64_t epoch = 0;     // stores published before this task was submitted
+  std::size_t pending = 0;     // connector batches not completed
+  bool failed = false;
+  bool in_cleanup = false;  // store: failed, its cleanup delete is out
+  Clock::time_point deadline;
+};
+
+// One connector batch (one future id).
+struct NativeConnectorL2Adapter::Batch {
+  Op op = Op::kSet;
+  std::uint64_t task = 0;          // serial of its task; 0 or a finished task: abandoned
+  std::vector<std::size_t> idx;    // the task's key indices, in batch order
+  std::vector<ObjectKey> keys;     // set, delete: the keys, for the cleanup of a late batch
+  std::vector<MemoryObjPtr> pins;  // buffers the connector may touch until it completes
+};
+
+struct NativeConnectorL2Adapter::Submission {
+  Batch batch;
+  std::vector<std::string> keys;
+  std::vector<void*> bufs;
+  std::vector<std::size_t> lens;
+  std::size_t chunk = 0;
+};
+
+struct NativeConnectorL2Adapter::Outbox {
+  std::vector<std::function<void()>> actions;
+  void add(std::function<void()> fn) { actions.push_back(std::move(fn)); }
+};
+
+namespace {
+
+constexpr std::size_t kMaxEarlyCompletions = 4096;
+constexpr long double kBytesPerGb = 1024.0L * 1024.0L * 1024.0L;
+
+void check_batch(const char* what, const std::vector<ObjectKey>& keys,
+                 const std::vector<MemoryObjPtr>& objects) {
+  if (keys.size() != objects.size()) {
+    throw std::invalid_argument(std::string("NativeConnectorL2Adapter::") + what + ": " +
+                                std::to_string(keys.size()) + " keys but " +
+                                std::to_string(objects.size()) + " objects");
+  }
+  for (std::size_t i = 0; i < objects.size(); ++i) {
+    if (!objects[i]) {
+      throw std::invalid_argument(std::string("NativeConnectorL2Adapter::") + what + ": objects[" +
+                                  std::to_string(i) + "] is null");
+    }
+  }
+}
+
+// Per-key flags of a completion covering `n` keys: the flags when there is one per key, else
+// nullopt (a failed batch, or one without per-key results).
+const std::vector<std::uint8_t>* per_key(const Completion& c, std::size_t n) {
+  return c.ok && c.result_bytes.size() == n ? &c.result_bytes : nullptr;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// Options.
+
+NativeConnectorAdapterOptions NativeConnectorAdapterOptions::from_config(ConfigReader& reader,
+                                                                         std::string type_name) {
+  NativeConnectorAdapterOptions o;
+  o.type_name = std::move(type_name);
+  o.task_deadline = std::chrono::milliseconds(
+      reader.get_int("task_deadline_ms", kDefaultTaskDeadlineMs, 1, INT32_MAX));
+  o.key_namespace = reader.get_string("key_namespace", std::string());
+  if (!KeyCodec::is_valid_namespace(o.key_namespace)) {
+    reader.error("'key_namespace' must be at most " + std::to_string(KeyCodec::kMaxNamespaceBytes) +
+                 " bytes of [A-Za-z0-9_-], got \"" + o.key_namespace + "\"");
+  }
+  const double gb = reader.get_number("max_capacity_gb", 0.0);
+  if (!std::isfinite(gb) || gb < 0) {
+    reader.error("'max_capacity_gb' must be a number >= 0, got " + Json(gb).dump());
+  }
+  const long double bytes = static_cast<long double>(gb) * kBytesPerGb;
+  if (bytes >= 18446744073709551616.0L) {
+    reader.error("'max_capacity_gb' is too large: " + Json(gb).dump() + " GB");
+  }
+  o.max_capacity_bytes = static_cast<std::uint64_t>(bytes);  // truncates, as Python int()
+  return o;
+}
+
+void NativeConnectorAdapterOptions::allow_config_keys(ConfigReader& reader) {
+  for (const char* key : {"task_deadline_ms", "key_namespace", "max_capacity_gb"}) {
+    reader.allow(key);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Construction.
+
+NativeConnectorL2Adapter::NativeConnectorL2Adapter(ErasedConnectorPtr connector,
+                                                   NativeConnectorAdapterOptions options)
+    : options_(std::move(options)),
+      codec_(options_.key_namespace),
+      connector_(connector ? std::move(connector)
+                           : throw std::invalid_argument(
+                                 "NativeConnectorL2Adapter: the connector is null")),
+      connector_fd_(connector_->event_fd()),
+      probe_before_get_(options_.probe_before_get.value_or(!connector_->per_key_get_results())),
+      supports_delete_(connector_->supports_delete()),
+      usage_(options_.max_capacity_bytes),
+      keys_(std::make_unique<connector_internal::BridgeKeys>()) {
+  try {
+    if (connector_fd_ < 0) {
+      throw std::invalid_argument("NativeConnectorL2Adapter: the connector's event_fd() is " +
+                                  std::to_string(connector_fd_));
+    }
+    if (options_.task_deadline.count() <= 0) {
+      throw std::invalid_argument("NativeConnectorL2Adapter: task_deadline must be > 0, got " +
+                                  std::to_string(options_.task_deadline.count()) + " ms");
+    }
+    connector_internal::PollLoop::Callbacks callbacks;
+    callbacks.next_timeout_ms = [this] { return poll_timeout_ms(); };
+    callbacks.on_wake = [this](const std::vector<bool>& readable) { on_wake(readable[0]); };
+    callbacks.on_broken = [this](std::size_t) {
+      std::lock_guard lock(mu_);
+      connector_fd_valid_ = false;  // deadlines still fail what is pending
+    };
+    loop_ = std::make_unique<connector_internal::PollLoop>(std::vector<int>{connector_fd_},
+                                                           std::move(callbacks));
+  } catch (...) {
+    try {
+      connector_->close();
+    } catch (...) {
+    }
+    throw;
+  }
+}
+
+NativeConnectorL2Adapter::~NativeConnectorL2Adapter() {
+  try {
+    close();
+  } catch (...) {
+  }
+}
+
+int NativeConnectorL2Adapter::get_store_event_fd() const { return store_done_.event_fd(); }
+int NativeConnectorL2Adapter::get_lookup_and_lock_event_fd() const {
+  return lookup_done_.event_fd();
+}
+int NativeConnectorL2Adapter::get_load_event_fd() const { return load_done_.event_fd(); }
+
+void NativeConnectorL2Adapter::check_open_locked(const char* what) const {
+  if (closed_) {
+    throw std::logic_error(std::string("NativeConnectorL2Adapter::") + what + " after close()");
+  }
+}
+
+void NativeConnectorL2Adapter::run(Outbox& out) {
+  for (auto& action : out.actions) {
+    try {
+      action();
+    } catch (...) {
+      // Listeners are guarded by the UsageTracker; a completion queue only throws on a task
+      // completed twice, which the tables above rule out. Keep serving the other actions.
+      std::lock_guard lock(mu_);
+      ++stats_.protocol_errors;
+    }
+  }
+  out.actions.clear();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Tables.
+
+std::uint64_t NativeConnectorL2Adapter::add_task_locked(Task task) {
+  const std::uint64_t serial = next_serial_++;
+  task.deadline = Clock::now() + options_.task_deadline;
+  deadlines_.emplace(task.deadline, serial);
+  // Deadlines only grow, so the loop needs waking only when it sleeps past this one (it was
+  // idle, or it planned a later wake-up).
+  if (task.deadline < planned_wake_) {
+    planned_wake_ = task.deadline;
+    loop_->wake();
+  }
+  tasks_.emplace(serial, std::move(task));
+  return serial;
+}
+
+void NativeConnectorL2Adapter::erase_task_locked(std::uint64_t serial) {
+  auto it = tasks_.find(serial);
+  if (it == tasks_.end()) return;
+  deadlines_.erase({it->second.deadline, serial});
+  tasks_.erase(it);
+  cv_.notify_all();  // a delete_keys() caller may be waiting for this task
+}
+
+namespace {
+
+// Records a removal in the usage now (under the bridge's lock, so that counts apply in order)
+// and queues the listener call.
+template <class Outbox>
+void record_removed(UsageTracker& usage, connector_internal::BridgeKeys::Sized removed,
+                    Outbox& out) {
+  if (removed.empty()) return;
+  usage.record_deleted(removed.keys, removed.sizes);
+  out.add(
+      [&usage, removed = std::move(removed)] { usage.fire_deleted(removed.keys, removed.sizes); });
+}
+
+}  // namespace
+
+void NativeConnectorL2Adapter::forget_known_locked(const std::vector<ObjectKey>& keys,
+                                                   Outbox& out) {
+  record_removed(usage_, keys_->forget(keys), out);
+}
+
+void NativeConnectorL2Adapter::reconcile_miss_locked(const ObjectKey& key, std::uint64_t epoch,
+                                                     Outbox& out) {
+  // Only a store published before the probe was submitted must have been seen by it.
+  connector_internal::BridgeKeys::Sized gone = keys_->forget_if_stale(key, epoch);
+  if (gone.empty()) return;
+  ++stats_.reconciled_misses;
+  record_removed(usage_, std::move(gone), out);
+}
+
+NativeConnectorL2Adapter::Submission NativeConnectorL2Adapter::cleanup_submission_locked(
+    std::uint64_t serial, std::vector<ObjectKey> keys) {
+  Submission s;
+  s.batch.op = Op::kDelete;
+  s.batch.task = serial;
+  s.keys.reserve(keys.size());
+  for (const ObjectKey& key : keys) s.keys.push_back(codec_.encode(key));
+  s.batch.keys = std::move(keys);
+  return s;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Launching connector batches.
+
+void NativeConnectorL2Adapter::launch(std::vector<Submission> subs) {
+  for (Submission& s : subs) {
+    std::uint64_t future_id = 0;
+    std::string error;
+    bool threw = false;
+    try {
+      switch (s.batch.op) {
+        case Op::kSet:
+          future_id = connector_->submit_batch_set(s.keys, s.bufs, s.lens, s.chunk);
+          break;
+        case Op::kGet:
+          future_id = connector_->submit_batch_get(s.keys, s.bufs, s.lens, s.chunk);
+          break;
+        case Op::kExists:
+          future_id = connector_->submit_batch_exists(s.keys);
+          break;
+        case Op::kDelete:
+          future_id = connector_->submit_batch_delete(s.keys);
+          break;
+      }
+    } catch (const std::exception& e) {
+      threw = true;
+      error = std::string("connector submit threw: ") + e.what();
+    } catch (...) {
+      threw = true;
+      error = "connector submit threw a non-standard exception";
+    }
+    Outbox out;
+    std::vector<Submission> follow;
+    {
+      std::lock_guard lock(mu_);
+      if (threw) {
+        ++stats_.submit_errors;
+        on_batch_done(std::move(s.batch), Completion{0, false, {}, error}, out, follow);
+      } else if (auto early = early_.find(future_id); early != early_.end()) {
+        Completion c = std::move(early->second);
+        early_.erase(early);
+        on_batch_done(std::move(s.batch), c, out, follow);
+      } else if (!batches_.try_emplace(future_id, std::move(s.batch)).second) {
+        ++stats_.protocol_errors;  // a future id handed out twice: fail the newer batch
+        Completion c{
+            future_id, false, {}, "connector reused future id " + std::to_string(future_id)};
+        on_batch_done(std::move(s.batch), c, out, follow);
+      }
+      if (closed_) follow.clear();  // close() fails the tasks; nothing new goes out
+    }
+    run(out);
+    if (!follow.empty()) launch(std::move(follow));
+  }
+}
+
+// Counts a caller inside submit_*() / delete_keys(): close() waits for every one of them before
+// it closes the connector and the fds they may still use.
+class NativeConnectorL2Adapter::CallerGuard {
+ public:
+  explicit CallerGuard(NativeConnectorL2Adapter& a) : a_(a) {}  // mu_ held: counted already
+  ~CallerGuard() {
+    {
+      std::lock_guard lock(a_.mu_);
+      --a_.callers_in_flight_;
+    }
+    a_.cv_.notify_all();
+  }
+  CallerGuard(const CallerGuard&) = delete;
+  CallerGuard& operator=(const CallerGuard&) = delete;
+
+ private:
+  NativeConnectorL2Adapter& a_;
+};
+
+void NativeConnectorL2Adapter::enter_locked(const char* what) {
+  check_open_locked(what);
+  ++callers_in_flight_;
+}
+
+void NativeConnectorL2Adapter::start_gets_locked(Task& task, std::uint64_t serial,
+                                                 const std::vector<std::size_t>& idx,
+                                                 std::vector<Submission>& follow) {
+  // One batch per get length: a connector batch has a single chunk size.
+  std::map<std::uint64_t, std::vector<std::size_t>> by_len;
+  for (std::size_t i : idx) by_len[task.lens[i]].push_back(i);
+  for (auto& [len, group] : by_len) {
+    Submission s;
+    s.batch.op = Op::kGet;
+    s.batch.task = serial;
+    s.chunk = static_cast<std::size_t>(len);
+    for (std::size_t i : group) {
+      s.keys.push_back(codec_.encode(task.keys[i]));
+      s.bufs.push_back(task.objects[i]->data());
+      s.lens.push_back(static_cast<std::size_t>(len));
+      s.batch.pins.push_back(task.objects[i]);
+    }
+    s.batch.idx = std::move(group);
+    follow.push_back(std::move(s));
+    ++task.pending;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Submits.
+
+TaskId NativeConnectorL2Adapter::submit_store_task(const std::vector<ObjectKey>& keys,
+                                                   const std::vector<MemoryObjPtr>& objects) {
+  check_batch("submit_store_task", keys, objects);
+  std::vector<std::uint64_t> sizes(objects.size());
+  for (std::size_t i = 0; i < objects.size(); ++i) sizes[i] = objects[i]->size();
+  Outbox out;
+  std::vector<Submission> subs;
+  TaskId id = 0;
+  std::optional<CallerGuard> guard;
+  {
+    std::lock_guard lock(mu_);
+    enter_locked("submit_store_task");
+    guard.emplace(*this);
+    id = ids_.next();
+    if (keys.empty()) {
+      out.add([this, id] { store_done_.complete(id, L2StoreResult::success(0)); });
+    } else {
+      Task t;
+      t.kind = TaskKind::kStore;
+      t.l2_id = id;
+      std::unordered_set<ObjectKey> seen;
+      std::uint64_t needed = 0;
+      for (std::size_t i = 0; i < keys.size(); ++i) {
+        if (!seen.insert(keys[i]).second) continue;  // the first copy in a batch wins
+        t.sent.push_back(i);
+        t.bytes_sent += sizes[i];
+        if (!keys_->is_known(keys[i])) needed += sizes[i];
+      }
+      const std::uint64_t cap = options_.max_capacity_bytes;
+      if (cap > 0 && (needed > cap || usage_.total_bytes_used() + reserved_bytes_ > cap - needed)) {
+        ++stats_.failed_stores;  // all or nothing: nothing is sent
+        out.add([this, id] { store_done_.complete(id, L2StoreResult::failure()); });
+      } else {
+        if (cap > 0) {
+          t.reserved = needed;
+          reserved_bytes_ += needed;
+        }
+        t.keys = keys;
+        t.objects = objects;
+        t.lens = std::move(sizes);
+        const std::uint64_t serial = add_task_locked(std::move(t));
+        Task& task = tasks_.at(serial);
+        std::map<std::uint64_t, std::vector<std::size_t>> by_len;
+        for (std::size_t i : task.sent) by_len[task.lens[i]].push_back(i);
+        for (auto& [len, group] : by_len) {
+          Submission s;
+          s.batch.op = Op::kSet;
+          s.batch.task = serial;
+          s.chunk = static_cast<std::size_t>(len);
+          for (std::size_t i : group) {
+            s.keys.push_back(codec_.encode(task.keys[i]));
+            s.bufs.push_back(task.objects[i]->data());
+            s.lens.push_back(static_cast<std::size_t>(len));
+            s.batch.keys.push_back(task.keys[i]);
+            s.batch.pins.push_back(task.objects[i]);
+          }
+          s.batch.idx = std::move(group);
+          subs.push_back(std::move(s));
+          ++task.pending;
+        }
+      }
+    }
+  }
+  run(out);
+  if (!subs.empty()) launch(std::move(subs));
+  return id;
+}
+
+TaskId NativeConnectorL2Adapter::submit_lookup_and_lock_task(const std::vector<ObjectKey>& keys) {
+  Outbox out;
+  std::vector<Submission> subs;
+  TaskId id = 0;
+  std::optional<CallerGuard> guard;
+  {
+    std::lock_guard lock(mu_);
+    enter_locked("submit_lookup_and_lock_task");
+    guard.emplace(*this);
+    id = ids_.next();
+    if (keys.empty()) {
+      out.add([this, id] { lookup_done_.complete(id, Bitmap(0)); });
+    } else {
+      Task t;
+      t.kind = TaskKind::kLookup;
+      t.l2_id = id;
+      t.keys = keys;
+      t.hit.assign(keys.size(), 0);
+      t.epoch = keys_->epoch();
+      t.pending = 1;
+      const std::uint64_t serial = add_task_locked(std::move(t));
+      Submission s;
+      s.batch.op = Op::kExists;
+      s.batch.task = serial;
+      for (std::size_t i = 0; i < keys.size(); ++i) {
+        s.keys.push_back(codec_.encode(keys[i]));
+        s.batch.idx.push_back(i);
+      }
+      subs.push_back(std::move(s));
+    }
+  }
+  run(out);
+  if (!subs.empty()) launch(std::move(subs));
+  return id;
+}
+
+void NativeConnectorL2Adapter::submit_unlock(const std::vector<ObjectKey>& keys) {
+  std::lock_guard lock(mu_);
+  for (const ObjectKey& key : keys) keys_->unlock(key);  // per occurrence
+}
+
+TaskId NativeConnectorL2Adapter::submit_load_task(const std::vector<ObjectKey>& keys,
+                                                  const std::vector<MemoryObjPtr>& objects) {
+  check_batch("submit_load_task", keys, objects);
+  Outbox out;
+  std::vector<Submission> subs;
+  TaskId id = 0;
+  std::optional<CallerGuard> guard;
+  {
+    std::lock_guard lock(mu_);
+    enter_locked("submit_load_task");
+    guard.emplace(*this);
+    id = ids_.next();
+    Task t;
+    t.kind = TaskKind::kLoad;
+    t.l2_id = id;
+    t.keys = keys;
+    t.objects = objects;
+    t.lens.assign(keys.size(), 0);
+    t.hit.assign(keys.size(), 0);
+    t.epoch = keys_->epoch();
+    std::vector<std::size_t> eligible;
+    for (std::size_t i = 0; i < keys.size(); ++i) {
+      if (keys_->tombstoned(keys[i])) continue;  // hidden: never fetched into the destination
+      if (std::optional<std::uint64_t> known = keys_->known_size(keys[i])) {
+        if (*known > objects[i]->physical_size()) continue;  // would overrun
+        t.lens[i] = *known;
+      } else {
+        t.lens[i] = objects[i]->size();
+      }
+      eligible.push_back(i);
+    }
+    if (eligible.empty()) {
+      out.add([this, id, n = keys.size()] { load_done_.complete(id, Bitmap(n)); });
+    } else {
+      const std::uint64_t serial = add_task_locked(std::move(t));
+      Task& task = tasks_.at(serial);
+      if (probe_before_get_) {
+        task.pending = 1;
+        Submission s;
+        s.batch.op = Op::kExists;
+        s.batch.task = serial;
+        for (std::size_t i : eligible) s.keys.push_back(codec_.encode(keys[i]));
+        s.batch.idx = std::move(eligible);
+        subs.push_back(std::move(s));
+      } else {
+        start_gets_locked(task, serial, eligible, subs);
+      }
+    }
+  }
+  run(out);
+  if (!subs.empty()) launch(std::move(subs));
+  return id;
+}
+
+void NativeConnectorL2Adapter::delete_keys(const std::vector<ObjectKey>& keys) {
+  Outbox out;
+  std::vector<Submission> subs;
+  std::uint64_t serial = 0;
+  std::optional<CallerGuard> guard;
+  {
+    std::lock_guard lock(mu_);
+    enter_locked("delete_keys");
+    guard.emplace(*this);
+    std::vector<ObjectKey> unique;
+    std::unordered_set<ObjectKey> seen;
+    for (const ObjectKey& key : keys) {
+      if (seen.insert(key).second) unique.push_back(key);
+    }
+    if (unique.empty()) return;
+    // Hidden at once; the tombstones are lifted when the store confirms the delete.
+    for (const ObjectKey& key : unique) keys_->tombstone(key);
+    forget_known_locked(unique, out);
+    if (supports_delete_) {
+      Task t;
+      t.kind = TaskKind::kDelete;
+      t.pending = 1;
+      serial = add_task_locked(std::move(t));
+      subs.push_back(cleanup_submission_locked(serial, std::move(unique)));
+    }
+  }
+  run(out);
+  if (subs.empty()) return;
+  launch(std::move(subs));
+  guard.reset();  // close() may proceed while we wait
+  // The loop thread must never wait for itself (a listener calling delete_keys()).
+  if (loop_->on_loop_thread()) return;
+  std::unique_lock lock(mu_);
+  cv_.wait(lock, [&] { return closed_ || tasks_.count(serial) == 0; });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Completions.
+
+void NativeConnectorL2Adapter::on_batch_done(Batch batch, const Completion& c, Outbox& out,
+                                             std::vector<Submission>& follow) {
+  if (batch.op == Op::kDelete) {
+    // Whoever submitted it, a confirmed delete lifts one tombstone of each of its keys.
+    if (c.ok) {
+      for (const ObjectKey& key : batch.keys) keys_->untombstone(key);
+    } else {
+      ++stats_.cleanup_failures;
+    }
+  }
+  auto it = tasks_.find(batch.task);
+  if (it == tasks_.end()) {
+    // Abandoned: its task is gone (deadline, or an orphan cleanup). A late set may have written
+    // its keys, which were tombstoned when the task failed: delete them now.
+    if (batch.op == Op::kSet && supports_delete_ && !closed_) {
+      ++stats_.cleanup_deletes;
+      follow.push_back(cleanup_submission_locked(0, std::move(batch.keys)));
+    }
+    return;
+  }
+  const std::uint64_t serial = it->first;
+  Task& task = it->second;
+  switch (batch.op) {
+    case Op::kSet:
+      if (!c.ok) task.failed = true;
+      task.settled.insert(task.settled.end(), batch.idx.begin(), batch.idx.end());
+      if (--task.pending == 0) finish_store_locked(serial, out, follow);
+      return;
+    case Op::kDelete:
+      // A failed store's cleanup: its failure is published now. A delete_keys() task: its
+      // caller wakes when the task goes.
+      if (task.kind == TaskKind::kStore) {
+        out.add([this, id = task.l2_id] { store_done_.complete(id, L2StoreResult::failure()); });
+      }
+      erase_task_locked(serial);
+      return;
+    case Op::kExists: {
+      const auto* flags = per_key(c, batch.idx.size());
+      if (!flags && c.ok) ++stats_.protocol_errors;  // ok, but not one flag per key
+      if (task.kind == TaskKind::kLookup) {
+        if (flags) {
+          for (std::size_t j = 0; j < batch.idx.size(); ++j) task.hit[batch.idx[j]] = (*flags)[j];
+        } else {
+          task.failed = true;
+        }
+        if (--task.pending == 0) finish_lookup_locked(serial, out);
+        return;
+      }
+      // The load's probe: get only what exists.
+      --task.pending;
+      std::vector<std::size_t> present;
+      if (flags) {
+        for (std::size_t j = 0; j < batch.idx.size(); ++j) {
+          if ((*flags)[j]) {
+            present.push_back(batch.idx[j]);
+          } else {
+            reconcile_miss_locked(task.keys[batch.idx[j]], task.epoch, out);
+          }
+        }
+      }
+      if (!present.empty()) start_gets_locked(task, serial, present, follow);
+      if (task.pending == 0) finish_load_locked(serial, out);
+      return;
+    }
+    case Op::kGet: {
+      const auto* flags = per_key(c, batch.idx.size());
+      if (flags) {
+        for (std::size_t j = 0; j < batch.idx.size(); ++j) {
+          task.hit[batch.idx[j]] = (*flags)[j];
+          // A get that reports an error may have missed by failing (a dead connection): only
+          // a clean miss says the key is gone.
+          if (!(*flags)[j] && c.error.empty()) {
+            reconcile_miss_locked(task.keys[batch.idx[j]], task.epoch, out);
+          }
+        }
+      } else if (c.ok && c.result_bytes.empty()) {
+        for (std::size_t i : batch.idx) task.hit[i] = 1;  // all or nothing (older connectors)
+      } else if (c.ok) {
+        ++stats_.protocol_errors;  // flags of the wrong count: trust none
+      }
+      if (--task.pending == 0) finish_load_locked(serial, out);
+      return;
+    }
+  }
+}
+
+void NativeConnectorL2Adapter::finish_store_locked(std::uint64_t serial, Outbox& out,
+                                                   std::vector<Submission>& follow) {
+  Task& task = tasks_.at(serial);
+  reserved_bytes_ -= task.reserved;
+  task.reserved = 0;
+  const TaskId id = task.l2_id;
+  if (!task.failed) {
+    std::vector<ObjectKey> keys;
+    std::vector<std::uint64_t> sizes;
+    for (std::size_t i : task.sent) {
+      keys.push_back(task.keys[i]);
+      sizes.push_back(task.lens[i]);
+    }
+    connector_internal::BridgeKeys::Sized stored, replaced;
+    keys_->publish_store(keys, sizes, &stored, &replaced);
+    usage_.record_deleted(replaced.keys, replaced.sizes);
+    usage_.record_stored(stored.keys, stored.sizes);
+    out.add([this, stored = std::move(stored), replaced = std::move(replaced)] {
+      usage_.fire_deleted(replaced.keys, replaced.sizes);
+      usage_.fire_stored(stored.keys, stored.sizes);
+    });
+    out.add([this, id, bytes = task.bytes_sent] {
+      store_done_.complete(id, L2StoreResult::success(bytes));
+    });
+    erase_task_locked(serial);
+    return;
+  }
+  // Failed: nothing of it may stay visible. Hide every key sent, drop them from the usage, and
+  // publish the failure only once the store has confirmed their deletion.
+  ++stats_.failed_stores;
+  std::vector<ObjectKey> sent;
+  for (std::size_t i : task.sent) sent.push_back(task.keys[i]);
+  for (const ObjectKey& key : sent) keys_->tombstone(key);
+  forget_known_locked(sent, out);
+  if (supports_delete_ && !closed_) {
+    ++stats_.cleanup_deletes;
+    task.in_cleanup = true;
+    task.pending = 1;
+    follow.push_back(cleanup_submission_locked(serial, std::move(sent)));
+    return;
+  }
+  out.add([this, id] { store_done_.complete(id, L2StoreResult::failure()); });
+  erase_task_locked(serial);
+}
+
+void NativeConnectorL2Adapter::finish_lookup_locked(std::uint64_t serial, Outbox& out) {
+  Task& task = tasks_.at(serial);
+  Bitmap bits(task.keys.size());
+  for (std::size_t i = 0; i < task.keys.size(); ++i) {
+    const ObjectKey& key = task.keys[i];
+    if (task.hit[i] && !keys_->tombstoned(key)) {
+      bits.set(i);
+      keys_->lock(key);  // one count per hit, duplicates included
+    } else if (!task.failed && !task.hit[i]) {
+      reconcile_miss_locked(key, task.epoch, out);
+    }
+  }
+  out.add([this, id = task.l2_id, bits = std::move(bits)] { lookup_done_.complete(id, bits); });
+  erase_task_locked(serial);
+}
+
+void NativeConnectorL2Adapter::finish_load_locked(std::uint64_t serial, Outbox& out) {
+  Task& task = tasks_.at(serial);
+  Bitmap bits(task.keys.size());
+  std::vector<ObjectKey> accessed;
+  for (std::size_t i = 0; i < task.keys.size(); ++i) {
+    if (!task.hit[i] || keys_->tombstoned(task.keys[i])) continue;
+    try {
+      // The logical size reports the bytes loaded (a no-op when they already match).
+      task.objects[i]->set_used_size(static_cast<std::size_t>(task.lens[i]));
+    } catch (const std::invalid_argument&) {
+      continue;  // cannot happen: lens[i] <= physical_size() was checked at submit
+    }
+    bits.set(i);
+    accessed.push_back(task.keys[i]);
+  }
+  if (!accessed.empty()) {
+    out.add([this, accessed = std::move(accessed)] { usage_.notify_accessed(accessed); });
+  }
+  out.add([this, id = task.l2_id, bits = std::move(bits)] { load_done_.complete(id, bits); });
+  erase_task_locked(serial);
+}
+
+void NativeConnectorL2Adapter::expire_locked(Clock::time_point now, Outbox& out,
+                                             std::vector<Submission>& follow) {
+  while (!deadlines_.empty() && deadlines_.begin()->first <= now) {
+    const std::uint64_t serial = deadlines_.begin()->second;
+    Task& task = tasks_.at(serial);
+    ++stats_.deadline_failures;
+    switch (task.kind) {
+      case TaskKind::kStore: {
+        if (!task.in_cleanup) {
+          ++stats_.failed_stores;
+          reserved_bytes_ -= task.reserved;
+          std::vector<ObjectKey> sent, settled;
+          for (std::size_t i : task.sent) sent.push_back(task.keys[i]);
+          for (std::size_t i : task.settled) settled.push_back(task.keys[i]);
+          for (const ObjectKey& key : sent) keys_->tombstone(key);
+          forget_known_locked(sent, out);
+          // Batches already completed may have written: delete their keys now. The batches
+          // still out are deleted when they complete (on_batch_done, abandoned set).
+          if (supports_delete_ && !settled.empty() && !closed_) {
+            ++stats_.cleanup_deletes;
+            follow.push_back(cleanup_submission_locked(0, std::move(settled)));
+          }
+        }
+        out.add([this, id = task.l2_id] { store_done_.complete(id, L2StoreResult::failure()); });
+        break;
+      }
+      case TaskKind::kLookup:
+        out.add([this, id = task.l2_id, n = task.keys.size()] {
+          lookup_done_.complete(id, Bitmap(n));
+        });
+        break;
+      case TaskKind::kLoad:
+        out.add(
+            [this, id = task.l2_id, n = task.keys.size()] { load_done_.complete(id, Bitmap(n)); });
+        break;
+      case TaskKind::kDelete:
+        ++stats_.cleanup_failures;  // its keys stay hidden until the late delete confirms
+        break;
+    }
+    erase_task_locked(serial);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The loop.
+
+int NativeConnectorL2Adapter::poll_timeout_ms() {
+  std::lock_guard lock(mu_);
+  if (deadlines_.empty()) {
+    planned_wake_ = Clock::time_point::max();
+    return -1;
+  }
+  planned_wake_ = deadlines_.begin()->first;
+  const Clock::time_point now = Clock::now();
+  if (planned_wake_ <= now) return 0;
+  const auto ms = std::chrono::ceil<std::chrono::milliseconds>(planned_wake_ - now).count();
+  return ms > INT_MAX ? INT_MAX : static_cast<int>(ms);
+}
+
+void NativeConnectorL2Adapter::on_wake(bool connector_readable) {
+  std::vector<Completion> done;
+  bool drain_failed = false;
+  if (connector_readable) {
+    try {
+      done = connector_->drain_completions();
+    } catch (...) {
+      drain_failed = true;
+    }
+  }
+  Outbox out;
+  std::vector<Submission> follow;
+  {
+    std::lock_guard lock(mu_);
+    if (drain_failed) ++stats_.protocol_errors;
+    for (Completion& c : done) {
+      auto it = batches_.find(c.future_id);
+      if (it == batches_.end()) {
+        // Drained before launch() registered it (or an id never issued).
+        if (early_.size() >= kMaxEarlyCompletions) {
+          stats_.protocol_errors += early_.size();
+          early_.clear();
+        }
+        early_.insert_or_assign(c.future_id, std::move(c));
+        continue;
+      }
+      Batch batch = std::move(it->second);
+      batches_.erase(it);
+      on_batch_done(std::move(batch), c, out, follow);
+    }
+    expire_locked(Clock::now(), out, follow);
+    if (closed_) follow.clear();  // close() fails the tasks; nothing new goes out
+  }
+  run(out);
+  if (!follow.empty()) launch(std::move(follow));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Close.
+
+void NativeConnectorL2Adapter::close() {
+  std::lock_guard close_lock(close_mu_);
+  if (close_done_) return;
+  if (loop_ && loop_->on_loop_thread()) {
+    throw std::logic_error("NativeConnectorL2Adapter::close() called from its loop (a listener?)");
+  }
+  {
+    std::unique_lock lock(mu_);
+    closed_ = true;
+    cv_.notify_all();  // delete_keys() callers stop waiting
+    cv_.wait(lock, [&] { return callers_in_flight_ == 0; });
+  }
+  // (1) Stop and join the loop, (2) close the connector: it stops touching buffers.
+  if (loop_) loop_->stop();
+  try {
+    connector_->close();
+  } catch (...) {
+  }
+  // (3) Fail what is pending, exactly once; (4) release every buffer kept; (5) close our fds.
+  Outbox out;
+  std::unordered_map<std::uint64_t, Batch> dropped;
+  {
+    std::lock_guard lock(mu_);
+    for (auto& [serial, task] : tasks_) {
+      switch (task.kind) {
+        case TaskKind::kStore:
+          if (!task.in_cleanup) ++stats_.failed_stores;
+          out.add([this, id = task.l2_id] { store_done_.complete(id, L2StoreResult::failure()); });
+          break;
+        case TaskKind::kLookup:
+          out.add([this, id = task.l2_id, n = task.keys.size()] {
+            lookup_done_.complete(id, Bitmap(n));
+          });
+          break;
+        case TaskKind::kLoad:
+          out.add([this, id = task.l2_id, n = task.keys.size()] {
+            load_done_.complete(id, Bitmap(n));
+          });
+          break;
+        case TaskKind::kDelete:
+          break;
+      }
+    }
+    tasks_.clear();
+    deadlines_.clear();
+    dropped.swap(batches_);
+    early_.clear();
+    reserved_bytes_ = 0;
+  }
+  cv_.notify_all();
+  run(out);
+  dropped.clear();
+  store_done_.close();
+  lookup_done_.close();
+  load_done_.close();
+  close_done_ = true;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Results and getters.
+
+std::map<TaskId, L2StoreResult> NativeConnectorL2Adapter::pop_completed_store_tasks() {
+  return store_done_.take_all();
+}
+
+std::optional<Bitmap> NativeConnectorL2Adapter::query_lookup_and_lock_result(TaskId id) {
+  return lookup_done_.take(id);
+}
+
+std::optional<Bitmap> NativeConnectorL2Adapter::query_load_result(TaskId id) {
+  return load_done_.take(id);
+}
+
+AdapterUsage NativeConnectorL2Adapter::get_usage() const { return usage_.get_usage(); }
+
+bool NativeConnectorL2Adapter::supports_global_eviction() const {
+  return options_.max_capacity_bytes > 0;
+}
+
+void NativeConnectorL2Adapter::register_listener(std::shared_ptr<L2AdapterListener> listener) {
+  usage_.register_listener(std::move(listener));
+}
+
+NativeConnectorAdapterStats NativeConnectorL2Adapter::stats() const {
+  std::lock_guard lock(mu_);
+  NativeConnectorAdapterStats s = stats_;
+  s.pending_tasks = tasks_.size();
+  s.abandoned_batches = 0;
+  for (const auto& [id, batch] : batches_) {
+    if (tasks_.count(batch.task) == 0) ++s.abandoned_batches;
+  }
+  s.tombstoned_keys = keys_->tombstoned_count();
+  s.known_keys = keys_->known_count();
+  return s;
+}
+
+Json NativeConnectorL2Adapter::report_status() const {
+  const NativeConnectorAdapterStats s = stats();
+  Json status;
+  {
+    std::lock_guard lock(mu_);
+    status = Json{{"is_healthy", !closed_ && connector_fd_valid_},
+                  {"type", "NativeConnectorL2Adapter"},
+                  {"connector_type", options_.type_name},
+                  {"locked_key_count", keys_->locked_count()},
+                  {"known_key_count", s.known_keys},
+                  {"tombstoned_key_count", s.tombstoned_keys},
+                  {"pending_task_count", s.pending_tasks},
+                  {"abandoned_batch_count", s.abandoned_batches},
+                  {"deadline_failures", s.deadline_failures},
+                  {"failed_stores", s.failed_stores},
+                  {"cleanup_failures", s.cleanup_failures},
+                  {"protocol_errors", s.protocol_errors},
+                  {"task_deadline_ms", options_.task_deadline.count()},
+                  {"key_namespace", options_.key_namespace}};
+  }
+  try {
+    Json connector_status = connector_->status();
+    if (!connector_status.is_null()) status["connector"] = std::move(connector_status);
+  } catch (const std::exception& e) {
+    status["connector"] = Json{{"error", e.what()}};
+  }
+  return status;
+}
+
+std::uint64_t NativeConnectorL2Adapter::lock_count(const ObjectKey& key) const {
+  std::lock_guard lock(mu_);
+  return keys_->lock_count(key);
+}
+
+std::size_t NativeConnectorL2Adapter::locked_key_count() const {
+  std::lock_guard lock(mu_);
+  return keys_->locked_count();
+}
+
+bool NativeConnectorL2Adapter::is_tombstoned(const ObjectKey& key) const {
+  std::lock_guard lock(mu_);
+  return keys_->tombstoned(key);
+}
+
+std::optional<std::uint64_t> NativeConnectorL2Adapter::known_size(const ObjectKey& key) const {
+  std::lock_guard lock(mu_);
+  return keys_->known_size(key);
+}
+
+}  // namespace lmcache::connector

@@ -1,0 +1,70 @@
+#include "lmcache/fs/fs_adapter.h"
+
+#include <mutex>
+
+#include "lmcache/l2/adapter_registry.h"
+
+namespace lmcache::fs {
+
+FsAdapterConfig FsAdapterConfig::parse(const Json& config) {
+  ConfigReader reader(config, "fs adapter config");
+  // Unknown keys first, so that a misspelt "base_path" is reported as the typo it is.
+  for (const char* key : {"type", "base_path", "use_odirect", "checksum", "num_workers"}) {
+    reader.allow(key);
+  }
+  connector::NativeConnectorAdapterOptions::allow_config_keys(reader);
+  reader.finish();
+  if (const Json* type = reader.raw("type"); type != nullptr) {
+    if (!type->is_string() || type->get<std::string>() != kFsAdapterType) {
+      reader.error("'type' must be \"fs\", got " + type->dump());
+    }
+  }
+  FsAdapterConfig c;
+  const std::string base_path = reader.get_string("base_path");
+  if (base_path.empty()) reader.error("'base_path' must be a non-empty string");
+  c.connector.base_path = base_path;
+  c.connector.use_odirect = reader.get_bool("use_odirect", false);
+  const std::string checksum = reader.get_string("checksum", std::string("none"));
+  if (checksum == "none") {
+    c.connector.checksum = FsChecksum::kNone;
+  } else if (checksum == "crc32") {
+    c.connector.checksum = FsChecksum::kCrc32;
+  } else {
+    reader.error("'checksum' must be \"none\" or \"crc32\", got \"" + checksum + "\"");
+  }
+  c.connector.num_workers = static_cast<std::size_t>(reader.get_int("num_workers", 4, 1, 1024));
+  c.bridge = connector::NativeConnectorAdapterOptions::from_config(reader, "fs");
+  return c;
+}
+
+std::unique_ptr<connector::NativeConnectorL2Adapter> create_fs_adapter(const Json& config) {
+  FsAdapterConfig c = FsAdapterConfig::parse(config);
+  return connector::make_native_connector_adapter(
+      std::make_unique<FsConnector>(std::move(c.connector)), std::move(c.bridge));
+}
+
+void register_fs_adapter_type() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    register_l2_adapter_type(std::string(kFsAdapterType),
+                             [](const Json& config, const AdapterContext&) -> L2AdapterPtr {
+                               return create_fs_adapter(config);
+                             });
+  });
+}
+
+}  // namespace lmcache::fs
+
+namespace lmcache::fs_internal {
+
+int FsAdapterLinkAnchor() {
+  fs::register_fs_adapter_type();
+  return 0;
+}
+
+namespace {
+// Registration when the library is loaded, for programs that never include the header.
+[[maybe_unused]] const int kRegisteredAtLoad = FsAdapterLinkAnchor();
+}  // namespace
+
+}  // namespace lmcache::fs_internal

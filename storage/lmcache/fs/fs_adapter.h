@@ -1,0 +1,61 @@
+// File: lmcache/fs/fs_adapter.h
+//
+// The "fs" L2 adapter type (LMCache's name): an FsConnector behind the bridge
+// (NativeConnectorL2Adapter). Built from its JSON config by create_l2_adapter() once the type is
+// registered; with a "serde" object in the config the wrapper library wraps it as for any
+// adapter type:
+//
+//   {"type": "fs", "base_path": "/var/cache/lmcache", "checksum": "crc32",
+//    "serde": {"type": "fp8"}}
+//
+// Config keys (unknown keys are errors naming the key):
+//   base_path         string, required: the directory of the objects, created when missing
+//   use_odirect       boolean, default false: O_DIRECT reads and writes (buffered fallback)
+//   checksum          "none" (default) or "crc32": the 8-byte trailer verified on load
+//   max_capacity_gb   number >= 0, default 0 = unbounded: client-side capacity (bridge)
+//   num_workers       integer >= 1, default 4: I/O worker threads
+//   task_deadline_ms  integer >= 1, default 10000: per-task deadline (bridge)
+//   key_namespace     string of [A-Za-z0-9_-], default "": key prefix (bridge)
+#pragma once
+
+#include <memory>
+#include <string_view>
+
+#include "lmcache/connector/native_connector_adapter.h"
+#include "lmcache/core/config.h"
+#include "lmcache/fs/fs_connector.h"
+
+namespace lmcache::fs {
+
+inline constexpr std::string_view kFsAdapterType = "fs";
+
+struct FsAdapterConfig {
+  FsConnectorOptions connector;
+  connector::NativeConnectorAdapterOptions bridge;
+
+  // parse()
+  //
+  // Reads the keys above; a "type" key is accepted only when it is "fs". Throws
+  // std::invalid_argument naming the key for an unknown key, a missing required key, a wrong
+  // type or a value out of range.
+  static FsAdapterConfig parse(const Json& config);
+};
+
+// create_fs_adapter()
+//
+// The bridge over an FsConnector built from `config` (FsAdapterConfig::parse). Throws
+// std::system_error when base_path cannot be created.
+std::unique_ptr<connector::NativeConnectorL2Adapter> create_fs_adapter(const Json& config);
+
+// register_fs_adapter_type()
+//
+// Registers "fs" with the L2 adapter registry (lmcache/l2/adapter_registry.h). Idempotent and
+// thread-safe; also run when the library is loaded, and by including this header.
+void register_fs_adapter_type();
+
+}  // namespace lmcache::fs
+
+namespace lmcache::fs_internal {
+int FsAdapterLinkAnchor();
+[[maybe_unused]] static const int kFsAdapterRegistered = FsAdapterLinkAnchor();
+}  // namespace lmcache::fs_internal

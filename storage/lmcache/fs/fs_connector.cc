@@ -1,0 +1,372 @@
+#include "lmcache/fs/fs_connector.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include <cerrno>
+#include <charconv>
+#include <cstring>
+#include <optional>
+#include <stdexcept>
+#include <system_error>
+
+#include "lmcache/core/memory_obj.h"
+
+namespace lmcache::fs {
+
+namespace {
+
+constexpr char kTrailerMagic[4] = {'L', 'M', 'C', '1'};
+constexpr std::string_view kTempInfix = ".tmp.";
+
+std::string errno_text(int err) { return std::strerror(err); }
+
+std::size_t round_up(std::size_t n, std::size_t to) { return (n + to - 1) / to * to; }
+
+std::uint32_t crc32_of(const void* data, std::size_t len) {
+  uLong crc = ::crc32_z(0L, Z_NULL, 0);
+  crc = ::crc32_z(crc, static_cast<const Bytef*>(data), static_cast<z_size_t>(len));
+  return static_cast<std::uint32_t>(crc);
+}
+
+void make_trailer(std::uint32_t crc, unsigned char out[8]) {
+  for (int i = 0; i < 4; ++i) out[i] = static_cast<unsigned char>(crc >> (8 * i));
+  std::memcpy(out + 4, kTrailerMagic, 4);
+}
+
+// The crc in the trailer, or nullopt when the magic is wrong.
+std::optional<std::uint32_t> parse_trailer(const unsigned char in[8]) {
+  if (std::memcmp(in + 4, kTrailerMagic, 4) != 0) return std::nullopt;
+  std::uint32_t crc = 0;
+  for (int i = 0; i < 4; ++i) crc |= static_cast<std::uint32_t>(in[i]) << (8 * i);
+  return crc;
+}
+
+// Full pread/pwrite: 0 on success, else errno (EIO for a short read at end of file).
+int pwrite_all(int fd, const void* buf, std::size_t len, off_t offset) {
+  const auto* p = static_cast<const char*>(buf);
+  while (len > 0) {
+    const ssize_t n = ::pwrite(fd, p, len, offset);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return errno;
+    }
+    if (n == 0) return EIO;
+    p += n;
+    len -= static_cast<std::size_t>(n);
+    offset += n;
+  }
+  return 0;
+}
+
+// Reads up to `len` bytes; the count read in *got (short only at end of file).
+int pread_some(int fd, void* buf, std::size_t len, off_t offset, std::size_t* got) {
+  auto* p = static_cast<char*>(buf);
+  *got = 0;
+  while (*got < len) {
+    const ssize_t n = ::pread(fd, p + *got, len - *got, offset + static_cast<off_t>(*got));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return errno;
+    }
+    if (n == 0) return 0;
+    *got += static_cast<std::size_t>(n);
+  }
+  return 0;
+}
+
+bool is_aligned(const void* p) {
+  return reinterpret_cast<std::uintptr_t>(p) % FsConnector::kDirectAlignment == 0;
+}
+
+// "<name>.tmp.<pid>-<n>": the pid, or 0 when `name` is not one of our temporary files.
+pid_t temp_owner(const std::string& name) {
+  const std::size_t at = name.rfind(kTempInfix);
+  if (at == std::string::npos) return 0;
+  std::string_view rest = std::string_view(name).substr(at + kTempInfix.size());
+  const std::size_t dash = rest.find('-');
+  if (dash == std::string_view::npos || dash == 0 || dash + 1 == rest.size()) return 0;
+  long long pid = 0;
+  auto [p, ec] = std::from_chars(rest.data(), rest.data() + dash, pid);
+  if (ec != std::errc() || p != rest.data() + dash || pid <= 0) return 0;
+  for (char c : rest.substr(dash + 1)) {
+    if (c < '0' || c > '9') return 0;
+  }
+  return static_cast<pid_t>(pid);
+}
+
+class Fd {
+ public:
+  explicit Fd(int fd) : fd_(fd) {}
+  ~Fd() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  int get() const { return fd_; }
+  // Closes now; the errno of a failed close, else 0.
+  int close() {
+    const int rc = ::close(fd_);
+    fd_ = -1;
+    return rc == 0 ? 0 : errno;
+  }
+
+ private:
+  int fd_;
+};
+
+}  // namespace
+
+// Per-worker state: the O_DIRECT bounce buffer.
+struct FsConnector::Worker {
+  std::shared_ptr<std::byte> bounce;
+  std::size_t bounce_size = 0;
+
+  std::byte* bounce_of(std::size_t n) {
+    if (n > bounce_size) {
+      bounce = allocate_host_buffer(n, BufferFill::kUninitialized);
+      bounce_size = n;
+    }
+    return bounce.get();
+  }
+};
+
+FsConnector::FsConnector(FsConnectorOptions options)
+    : BatchConnectorBase(options.num_workers, "fs"), options_(std::move(options)) {
+  if (options_.base_path.empty()) throw std::invalid_argument("FsConnector: base_path is empty");
+  std::error_code ec;
+  std::filesystem::create_directories(options_.base_path, ec);
+  if (ec) {
+    throw std::system_error(
+        ec, "FsConnector: cannot create base_path '" + options_.base_path.string() + "'");
+  }
+  if (!std::filesystem::is_directory(options_.base_path, ec)) {
+    throw std::system_error(
+        ec ? ec : std::make_error_code(std::errc::not_a_directory),
+        "FsConnector: base_path '" + options_.base_path.string() + "' is not a directory");
+  }
+  stale_temps_removed_ = sweep_stale_temps();
+  for (std::size_t w = 0; w < num_workers(); ++w)
+    worker_state_.push_back(std::make_unique<Worker>());
+  start_workers();
+}
+
+FsConnector::~FsConnector() { close(); }
+
+std::filesystem::path FsConnector::path_for(const std::string& key) const {
+  if (key.size() <= kMaxNameBytes) return options_.base_path / (key + ".data");
+  std::filesystem::path p = options_.base_path;
+  for (std::size_t pos = 0; pos < key.size(); pos += kComponentBytes) {
+    std::string part = key.substr(pos, kComponentBytes);
+    if (pos + kComponentBytes >= key.size()) part += ".data";
+    p /= part;
+  }
+  return p;
+}
+
+std::size_t FsConnector::sweep_stale_temps() {
+  std::size_t removed = 0;
+  std::error_code ec;
+  const pid_t self = ::getpid();
+  for (auto it = std::filesystem::recursive_directory_iterator(
+           options_.base_path, std::filesystem::directory_options::skip_permission_denied, ec);
+       !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
+    if (!it->is_regular_file(ec)) continue;
+    const pid_t owner = temp_owner(it->path().filename().string());
+    // kill(pid, 0) fails with ESRCH only when no such process exists (EPERM: it exists).
+    if (owner == 0 || owner == self || ::kill(owner, 0) == 0 || errno != ESRCH) continue;
+    std::error_code rm;
+    if (std::filesystem::remove(it->path(), rm)) ++removed;
+  }
+  return removed;
+}
+
+int FsConnector::open_file(const std::filesystem::path& path, int flags, bool* direct) {
+  *direct = false;
+  if (options_.use_odirect && !odirect_fell_back_.load(std::memory_order_relaxed)) {
+    const int fd = ::open(path.c_str(), flags | O_DIRECT, 0644);
+    if (fd >= 0) {
+      *direct = true;
+      return fd;
+    }
+    if (errno != EINVAL) return -1;
+    // The file system has no O_DIRECT (tmpfs). An O_CREAT open may have created the file
+    // before refusing: it is our own unique temporary name, so remove it and retry buffered.
+    odirect_fell_back_.store(true, std::memory_order_relaxed);
+    if ((flags & O_CREAT) != 0) ::unlink(path.c_str());
+  }
+  return ::open(path.c_str(), flags, 0644);
+}
+
+bool FsConnector::get_one(Worker& w, const std::string& key, void* buf, std::size_t len,
+                          std::string* error) {
+  const std::filesystem::path path = path_for(key);
+  auto note = [&](std::string text) {
+    if (error->empty()) *error = path.string() + ": " + std::move(text);
+  };
+  bool direct = false;
+  Fd fd(open_file(path, O_RDONLY | O_CLOEXEC, &direct));
+  if (fd.get() < 0) {
+    if (errno != ENOENT && errno != ENOTDIR) note("open: " + errno_text(errno));
+    return false;  // absent: a plain miss
+  }
+  const bool crc = options_.checksum == FsChecksum::kCrc32;
+  const std::size_t expected = len + (crc ? kTrailerBytes : 0);
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0) {
+    note("fstat: " + errno_text(errno));
+    return false;
+  }
+  if (!S_ISREG(st.st_mode) || static_cast<std::uint64_t>(st.st_size) != expected) {
+    note("holds " + std::to_string(st.st_size) + " bytes, expected " + std::to_string(expected));
+    return false;  // checked before any read: the destination stays untouched
+  }
+  unsigned char trailer[kTrailerBytes] = {};
+  std::size_t got = 0;
+  if (!direct) {
+    if (int err = pread_some(fd.get(), buf, len, 0, &got); err != 0 || got != len) {
+      note("read: " + errno_text(err != 0 ? err : EIO));
+      return false;
+    }
+    if (crc) {
+      if (int err = pread_some(fd.get(), trailer, kTrailerBytes, static_cast<off_t>(len), &got);
+          err != 0 || got != kTrailerBytes) {
+        note("read trailer: " + errno_text(err != 0 ? err : EIO));
+        return false;
+      }
+    }
+  } else {
+    // The aligned head in place, the tail (and trailer) through the bounce buffer.
+    const std::size_t head = is_aligned(buf) ? len / kDirectAlignment * kDirectAlignment : 0;
+    if (head > 0) {
+      if (int err = pread_some(fd.get(), buf, head, 0, &got); err != 0 || got != head) {
+        note("read: " + errno_text(err != 0 ? err : EIO));
+        return false;
+      }
+    }
+    const std::size_t rest = expected - head;
+    if (rest > 0) {
+      std::byte* bounce = w.bounce_of(round_up(rest, kDirectAlignment));
+      if (int err = pread_some(fd.get(), bounce, round_up(rest, kDirectAlignment),
+                               static_cast<off_t>(head), &got);
+          err != 0 || got < rest) {
+        note("read: " + errno_text(err != 0 ? err : EIO));
+        return false;
+      }
+      std::memcpy(static_cast<char*>(buf) + head, bounce, len - head);
+      if (crc) std::memcpy(trailer, bounce + (len - head), kTrailerBytes);
+    }
+  }
+  if (crc) {
+    const std::optional<std::uint32_t> stored = parse_trailer(trailer);
+    if (!stored || *stored != crc32_of(buf, len)) {
+      checksum_failures_.fetch_add(1, std::memory_order_relaxed);
+      note(stored ? "checksum mismatch" : "no checksum trailer");
+      return false;
+    }
+  }
+  return true;
+}
+
+void FsConnector::set_one(Worker& w, const std::string& key, const void* buf, std::size_t len) {
+  const std::filesystem::path path = path_for(key);
+  const std::filesystem::path dir = path.parent_path();
+  const std::string tmp = path.string() + std::string(kTempInfix) + std::to_string(::getpid()) +
+                          "-" + std::to_string(temp_counter_.fetch_add(1));
+  auto fail = [&](const std::string& what, int err) {
+    ::unlink(tmp.c_str());
+    throw std::runtime_error(what + " " + tmp + ": " + errno_text(err));
+  };
+  const int flags = O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC;
+  bool direct = false;
+  int raw = open_file(tmp, flags, &direct);
+  if (raw < 0 && errno == ENOENT && dir != options_.base_path) {
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);  // a long key's directories
+    raw = open_file(tmp, flags, &direct);
+  }
+  if (raw < 0) throw std::runtime_error("create " + tmp + ": " + errno_text(errno));
+  Fd fd(raw);
+  const bool crc = options_.checksum == FsChecksum::kCrc32;
+  unsigned char trailer[kTrailerBytes];
+  if (crc) make_trailer(crc32_of(buf, len), trailer);
+  const std::size_t total = len + (crc ? kTrailerBytes : 0);
+  if (!direct) {
+    if (int err = pwrite_all(fd.get(), buf, len, 0); err != 0) fail("write", err);
+    if (crc) {
+      if (int err = pwrite_all(fd.get(), trailer, kTrailerBytes, static_cast<off_t>(len));
+          err != 0) {
+        fail("write", err);
+      }
+    }
+  } else {
+    const std::size_t head = is_aligned(buf) ? len / kDirectAlignment * kDirectAlignment : 0;
+    if (head > 0) {
+      if (int err = pwrite_all(fd.get(), buf, head, 0); err != 0) fail("write", err);
+    }
+    const std::size_t rest = total - head;
+    if (rest > 0) {
+      const std::size_t rounded = round_up(rest, kDirectAlignment);
+      std::byte* bounce = w.bounce_of(rounded);
+      std::memcpy(bounce, static_cast<const char*>(buf) + head, len - head);
+      if (crc) std::memcpy(bounce + (len - head), trailer, kTrailerBytes);
+      std::memset(bounce + rest, 0, rounded - rest);
+      if (int err = pwrite_all(fd.get(), bounce, rounded, static_cast<off_t>(head)); err != 0) {
+        fail("write", err);
+      }
+      if (::ftruncate(fd.get(), static_cast<off_t>(total)) != 0) fail("truncate", errno);
+    }
+  }
+  if (int err = fd.close(); err != 0) fail("close", err);
+  if (::rename(tmp.c_str(), path.c_str()) != 0) fail("rename to " + path.string() + " from", errno);
+}
+
+bool FsConnector::exists_one(const std::string& key) {
+  const std::filesystem::path path = path_for(key);
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0) return S_ISREG(st.st_mode);
+  if (errno == ENOENT || errno == ENOTDIR) return false;
+  throw std::runtime_error("stat " + path.string() + ": " + errno_text(errno));
+}
+
+bool FsConnector::delete_one(const std::string& key) {
+  const std::filesystem::path path = path_for(key);
+  if (::unlink(path.c_str()) == 0) return true;
+  if (errno == ENOENT || errno == ENOTDIR) return false;
+  throw std::runtime_error("unlink " + path.string() + ": " + errno_text(errno));
+}
+
+void FsConnector::run_tile(std::size_t worker, Tile& tile) {
+  Worker& w = *worker_state_[worker];
+  for (std::size_t i = 0; i < tile.keys.size(); ++i) {
+    if (stopping()) throw std::runtime_error("connector closing");
+    switch (tile.op) {
+      case Op::kGet:
+        tile.results[i] = get_one(w, tile.keys[i], tile.bufs[i], tile.lens[i], &tile.error);
+        break;
+      case Op::kSet:
+        set_one(w, tile.keys[i], tile.bufs[i], tile.lens[i]);  // throws: the batch fails
+        tile.results[i] = 1;
+        break;
+      case Op::kExists:
+        tile.results[i] = exists_one(tile.keys[i]);
+        break;
+      case Op::kDelete:
+        tile.results[i] = delete_one(tile.keys[i]);
+        break;
+    }
+  }
+}
+
+Json FsConnector::status_extra() const {
+  return Json{{"base_path", options_.base_path.string()},
+              {"checksum", options_.checksum == FsChecksum::kCrc32 ? "crc32" : "none"},
+              {"use_odirect", options_.use_odirect},
+              {"odirect_fell_back", odirect_fell_back()},
+              {"checksum_failures", checksum_failures_.load(std::memory_order_relaxed)}};
+}
+
+}  // namespace lmcache::fs

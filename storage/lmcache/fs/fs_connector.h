@@ -1,0 +1,107 @@
+// File: lmcache/fs/fs_connector.h
+//
+// FsConnector: a native connector (lmcache/connector/native_connector.h) storing one file per
+// object under a base directory, LMCache's "fs" connector.
+//
+// Layout: the object of key K (a KeyCodec string: [A-Za-z0-9_%@+-] only, so never '/', '.' or
+// NUL) is the file <base_path>/K.data. A key longer than kMaxNameBytes is cut into components of
+// kComponentBytes joined by '/', so every path component stays within the file-system limit
+// (255 bytes) and the mapping stays injective (a directory "X" never collides with a file
+// "X.data").
+//
+// Writes are atomic: the bytes go to <path>.tmp.<pid>-<n> (created with O_EXCL), then rename()
+// replaces <path>, so a crash of the writing process never leaves a torn object visible, only a
+// temporary file, which the next FsConnector over that directory removes when its pid is dead.
+// There is no fsync: after a power loss a renamed file may hold stale blocks, which the crc32
+// checksum, when enabled, turns into a miss.
+//
+// Checksum (`checksum`): none, or crc32 (zlib's): every file ends with an 8-byte trailer, the
+// crc32 of the payload (little-endian uint32) then the ASCII magic "LMC1". A load checks the
+// file length (payload + trailer), the magic and the crc32; any mismatch is a miss, never wrong
+// bytes (the destination's bytes are then unspecified, as for any failed load). Without a
+// checksum a load checks the length only.
+//
+// O_DIRECT (`use_odirect`): reads and writes bypass the page cache. The 4096-byte-aligned part
+// of a page-aligned buffer is transferred in place and the tail through a per-worker aligned
+// bounce buffer (writes then truncate the file to its exact length). On a file system without
+// O_DIRECT (tmpfs) the connector falls back to buffered I/O and reports it in its status.
+//
+// Outcome per op (BatchConnectorBase): get: hit, or miss (absent, wrong length, bad checksum,
+// I/O error); set: the first error fails the batch (its temporary file removed); exists: a
+// regular file at the path; delete: unlink, ENOENT is "not found". Errors name the path and the
+// system error (ENOSPC, EACCES, ...).
+//
+// Thread safety: as BatchConnectorBase.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "lmcache/connector/batch_connector_base.h"
+
+namespace lmcache::fs {
+
+enum class FsChecksum : std::uint8_t { kNone, kCrc32 };
+
+struct FsConnectorOptions {
+  std::filesystem::path base_path;
+  bool use_odirect = false;
+  FsChecksum checksum = FsChecksum::kNone;
+  std::size_t num_workers = 4;
+};
+
+class FsConnector final : public connector::BatchConnectorBase {
+ public:
+  static constexpr std::size_t kMaxNameBytes = 240;  // longer keys are split into directories
+  static constexpr std::size_t kComponentBytes = 200;
+  static constexpr std::size_t kTrailerBytes = 8;
+  static constexpr std::size_t kDirectAlignment = 4096;
+
+  // Creates base_path (and its parents) when missing, removes temporary files left by dead
+  // processes, and starts the workers. Throws std::invalid_argument for an empty base_path or
+  // num_workers == 0, std::system_error when base_path cannot be created or is not a directory.
+  explicit FsConnector(FsConnectorOptions options);
+  ~FsConnector() override;
+
+  // path_for()
+  //
+  // The file of `key` (layout above).
+  std::filesystem::path path_for(const std::string& key) const;
+
+  // True when O_DIRECT was asked for but the file system refused it.
+  bool odirect_fell_back() const { return odirect_fell_back_.load(std::memory_order_relaxed); }
+  // Temporary files removed at construction.
+  std::size_t stale_temps_removed() const { return stale_temps_removed_; }
+
+  const FsConnectorOptions& options() const { return options_; }
+
+ protected:
+  void run_tile(std::size_t worker, Tile& tile) override;
+  // {"base_path", "checksum", "use_odirect", "odirect_fell_back", "checksum_failures"}
+  Json status_extra() const override;
+
+ private:
+  struct Worker;
+
+  bool get_one(Worker& w, const std::string& key, void* buf, std::size_t len, std::string* error);
+  void set_one(Worker& w, const std::string& key, const void* buf, std::size_t len);
+  bool exists_one(const std::string& key);
+  bool delete_one(const std::string& key);
+  // Opens with O_DIRECT when asked and supported; -1 with errno otherwise.
+  int open_file(const std::filesystem::path& path, int flags, bool* direct);
+  std::size_t sweep_stale_temps();
+
+  const FsConnectorOptions options_;
+  std::vector<std::unique_ptr<Worker>> worker_state_;  // one per worker thread
+  std::atomic<bool> odirect_fell_back_{false};
+  std::atomic<std::uint64_t> temp_counter_{0};
+  std::atomic<std::uint64_t> checksum_failures_{0};
+  std::size_t stale_temps_removed_ = 0;
+};
+
+}  // namespace lmcache::fs

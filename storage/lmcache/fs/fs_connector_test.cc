@@ -1,0 +1,383 @@
+// FsConnector on real files in temporary directories: layout, atomic writes, the crc32 trailer,
+// damage underneath (flipped byte, truncation, deletion, a vanished directory), long keys, stale
+// temporary files, O_DIRECT, and concurrent writers.
+#include "lmcache/fs/fs_connector.h"
+
+#include <sys/statfs.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include "lmcache/core/event_notifier.h"
+#include "lmcache/core/memory_obj.h"
+#include "lmcache/testing/temp_dir.h"
+
+namespace lmcache::fs {
+namespace {
+
+using namespace std::chrono_literals;
+using connector::Completion;
+using storage_testing::TempDir;
+
+Completion wait_one(FsConnector& c, std::uint64_t id) {
+  const auto deadline = std::chrono::steady_clock::now() + 30s;
+  while (std::chrono::steady_clock::now() < deadline) {
+    wait_readable(c.event_fd(), 10ms);
+    for (Completion& done : c.drain_completions()) {
+      if (done.future_id == id) return done;
+    }
+  }
+  ADD_FAILURE() << "batch " << id << " did not complete";
+  return Completion{id, false, {}, "timeout"};
+}
+
+// Page-aligned buffers (as the bridge's MemoryObjs are), filled with a pattern.
+struct Buf {
+  std::shared_ptr<std::byte> mem;
+  std::size_t size;
+  Buf(std::size_t n, std::uint8_t seed) : mem(allocate_host_buffer(n + 1)), size(n) {
+    for (std::size_t i = 0; i < n; ++i) data()[i] = static_cast<std::uint8_t>(seed + i * 13);
+  }
+  std::uint8_t* data() const { return reinterpret_cast<std::uint8_t*>(mem.get()); }
+  bool operator==(const Buf& o) const {
+    return size == o.size && std::memcmp(data(), o.data(), size) == 0;
+  }
+};
+
+FsConnectorOptions opts(const TempDir& dir, FsChecksum checksum = FsChecksum::kNone,
+                        bool odirect = false) {
+  FsConnectorOptions o;
+  o.base_path = dir.path() / "cache";
+  o.checksum = checksum;
+  o.use_odirect = odirect;
+  o.num_workers = 2;
+  return o;
+}
+
+bool set(FsConnector& c, const std::vector<std::string>& keys, const std::vector<Buf>& bufs,
+         std::string* error = nullptr) {
+  std::vector<void*> ptrs;
+  std::vector<std::size_t> lens;
+  for (const Buf& b : bufs) {
+    ptrs.push_back(b.data());
+    lens.push_back(b.size);
+  }
+  Completion done = wait_one(c, c.submit_batch_set(keys, ptrs, lens, bufs.at(0).size));
+  if (error != nullptr) *error = done.error;
+  return done.ok;
+}
+
+std::vector<std::uint8_t> get(FsConnector& c, const std::vector<std::string>& keys,
+                              std::vector<Buf>& bufs, std::string* error = nullptr) {
+  std::vector<void*> ptrs;
+  std::vector<std::size_t> lens;
+  for (Buf& b : bufs) {
+    ptrs.push_back(b.data());
+    lens.push_back(b.size);
+  }
+  Completion done = wait_one(c, c.submit_batch_get(keys, ptrs, lens, bufs.at(0).size));
+  EXPECT_TRUE(done.ok) << "a get batch failed: " << done.error;
+  if (error != nullptr) *error = done.error;
+  return done.result_bytes;
+}
+
+std::string read_file(const std::filesystem::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+void write_file(const std::filesystem::path& p, const std::string& data) {
+  std::ofstream out(p, std::ios::binary | std::ios::trunc);
+  out << data;
+}
+
+std::vector<std::string> files_under(const std::filesystem::path& root) {
+  std::vector<std::string> out;
+  for (auto& e : std::filesystem::recursive_directory_iterator(root)) {
+    if (e.is_regular_file()) out.push_back(std::filesystem::relative(e.path(), root).string());
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+TEST(FsConnector, OneFilePerObjectAndNoTemporaryLeft) {
+  TempDir dir;
+  FsConnector c(opts(dir));
+  EXPECT_TRUE(std::filesystem::is_directory(dir.path() / "cache")) << "base_path is created";
+  ASSERT_TRUE(set(c, {"m@00000000@0@aa", "m@00000000@0@bb"}, {Buf(100, 1), Buf(100, 2)}));
+  EXPECT_EQ(files_under(c.options().base_path),
+            (std::vector<std::string>{"m@00000000@0@aa.data", "m@00000000@0@bb.data"}));
+  EXPECT_EQ(std::filesystem::file_size(c.path_for("m@00000000@0@aa")), 100u);
+  std::vector<Buf> out = {Buf(100, 0), Buf(100, 0), Buf(100, 9)};
+  EXPECT_EQ(get(c, {"m@00000000@0@bb", "m@00000000@0@aa", "absent"}, out),
+            (std::vector<std::uint8_t>{1, 1, 0}));
+  EXPECT_EQ(out[0], Buf(100, 2));
+  EXPECT_EQ(out[1], Buf(100, 1));
+  EXPECT_EQ(out[2], Buf(100, 9)) << "a miss wrote its destination";
+  Completion ex = wait_one(c, c.submit_batch_exists({"m@00000000@0@aa", "absent"}));
+  EXPECT_EQ(ex.result_bytes, (std::vector<std::uint8_t>{1, 0}));
+  Completion del = wait_one(c, c.submit_batch_delete({"m@00000000@0@aa", "absent"}));
+  EXPECT_TRUE(del.ok);
+  EXPECT_EQ(del.result_bytes, (std::vector<std::uint8_t>{1, 0}));
+  EXPECT_EQ(files_under(c.options().base_path), (std::vector<std::string>{"m@00000000@0@bb.data"}));
+}
+
+TEST(FsConnector, OverwriteReplacesTheWholeObject) {
+  TempDir dir;
+  FsConnector c(opts(dir, FsChecksum::kCrc32));
+  ASSERT_TRUE(set(c, {"k"}, {Buf(64, 1)}));
+  ASSERT_TRUE(set(c, {"k"}, {Buf(64, 2)}));
+  std::vector<Buf> out = {Buf(64, 0)};
+  EXPECT_EQ(get(c, {"k"}, out), (std::vector<std::uint8_t>{1}));
+  EXPECT_EQ(out[0], Buf(64, 2));
+}
+
+TEST(FsConnector, Crc32TrailerIsZlibsCrcThenTheMagic) {
+  TempDir dir;
+  FsConnector c(opts(dir, FsChecksum::kCrc32));
+  Buf payload(1000, 7);
+  ASSERT_TRUE(set(c, {"k"}, {payload}));
+  const std::string file = read_file(c.path_for("k"));
+  ASSERT_EQ(file.size(), 1008u);
+  EXPECT_EQ(std::memcmp(file.data(), payload.data(), 1000), 0);
+  const auto crc = static_cast<std::uint32_t>(::crc32(0, payload.data(), 1000));
+  std::uint32_t stored = 0;
+  for (int i = 0; i < 4; ++i) {
+    stored |= static_cast<std::uint32_t>(static_cast<unsigned char>(file[1000 + i])) << (8 * i);
+  }
+  EXPECT_EQ(stored, crc);
+  EXPECT_EQ(file.substr(1004), "LMC1");
+}
+
+TEST(FsConnector, DamageUnderneathIsAMissNeverWrongBytes) {
+  TempDir dir;
+  FsConnector c(opts(dir, FsChecksum::kCrc32));
+  ASSERT_TRUE(set(c, {"flip", "cut", "gone", "trailer"},
+                  {Buf(4096, 1), Buf(4096, 2), Buf(4096, 3), Buf(4096, 4)}));
+  std::string flipped = read_file(c.path_for("flip"));
+  flipped[1234] ^= 0x01;
+  write_file(c.path_for("flip"), flipped);
+  std::filesystem::resize_file(c.path_for("cut"), 4000);
+  std::filesystem::remove(c.path_for("gone"));
+  std::string bad_magic = read_file(c.path_for("trailer"));
+  bad_magic.back() = 'X';
+  write_file(c.path_for("trailer"), bad_magic);
+  std::vector<Buf> out = {Buf(4096, 0), Buf(4096, 9), Buf(4096, 9), Buf(4096, 0)};
+  std::string error;
+  EXPECT_EQ(get(c, {"flip", "cut", "gone", "trailer"}, out, &error),
+            (std::vector<std::uint8_t>{0, 0, 0, 0}));
+  EXPECT_NE(error.find("checksum mismatch"), std::string::npos) << error;
+  EXPECT_EQ(out[1], Buf(4096, 9)) << "a truncated file's destination was written";
+  EXPECT_EQ(out[2], Buf(4096, 9));
+  EXPECT_EQ(c.report_status()["checksum_failures"], 2);
+}
+
+TEST(FsConnector, WithoutChecksumOnlyTheLengthIsChecked) {
+  TempDir dir;
+  FsConnector c(opts(dir));
+  ASSERT_TRUE(set(c, {"flip", "cut"}, {Buf(512, 1), Buf(512, 2)}));
+  std::string flipped = read_file(c.path_for("flip"));
+  flipped[10] ^= 0x01;
+  write_file(c.path_for("flip"), flipped);
+  std::filesystem::resize_file(c.path_for("cut"), 511);
+  std::vector<Buf> out = {Buf(512, 0), Buf(512, 0)};
+  // The documented limit of checksum "none": a flipped byte is loaded as is.
+  EXPECT_EQ(get(c, {"flip", "cut"}, out), (std::vector<std::uint8_t>{1, 0}));
+  EXPECT_FALSE(out[0] == Buf(512, 1));
+}
+
+TEST(FsConnector, LongKeysAreSplitIntoDirectories) {
+  TempDir dir;
+  FsConnector c(opts(dir, FsChecksum::kCrc32));
+  const std::string long_key(450, 'x');
+  const std::string longer_key = long_key + "y";
+  const std::string short_key(FsConnector::kComponentBytes, 'x');
+  ASSERT_TRUE(set(c, {long_key, longer_key, short_key}, {Buf(10, 1), Buf(10, 2), Buf(10, 3)}));
+  for (const std::string& k : {long_key, longer_key}) {
+    for (const auto& part : std::filesystem::relative(c.path_for(k), c.options().base_path)) {
+      EXPECT_LE(part.string().size(), FsConnector::kComponentBytes + 5) << part;
+    }
+  }
+  std::vector<Buf> out = {Buf(10, 0), Buf(10, 0), Buf(10, 0)};
+  EXPECT_EQ(get(c, {long_key, longer_key, short_key}, out), (std::vector<std::uint8_t>{1, 1, 1}));
+  EXPECT_EQ(out[0], Buf(10, 1));
+  EXPECT_EQ(out[1], Buf(10, 2));
+  EXPECT_EQ(out[2], Buf(10, 3));
+}
+
+TEST(FsConnector, StaleTemporaryFilesOfDeadProcessesAreRemoved) {
+  TempDir dir;
+  const std::filesystem::path base = dir.path() / "cache";
+  std::filesystem::create_directories(base / "sub");
+  const pid_t child = ::fork();
+  if (child == 0) ::_exit(0);
+  ASSERT_GT(child, 0);
+  ::waitpid(child, nullptr, 0);  // a pid that is dead now
+  const std::string dead = std::to_string(child), mine = std::to_string(::getpid());
+  write_file(base / ("a.data.tmp." + dead + "-1"), "torn");
+  write_file(base / "sub" / ("b.data.tmp." + dead + "-7"), "torn");
+  write_file(base / ("c.data.tmp." + mine + "-1"), "in progress");  // ours: kept
+  write_file(base / "d.data.tmp.1-1", "pid 1 is alive");            // kept
+  write_file(base / "unrelated.txt", "not ours");                   // kept
+  FsConnector c(opts(dir));
+  EXPECT_EQ(c.stale_temps_removed(), 2u);
+  EXPECT_FALSE(std::filesystem::exists(base / ("a.data.tmp." + dead + "-1")));
+  EXPECT_TRUE(std::filesystem::exists(base / ("c.data.tmp." + mine + "-1")));
+  EXPECT_TRUE(std::filesystem::exists(base / "d.data.tmp.1-1"));
+  EXPECT_TRUE(std::filesystem::exists(base / "unrelated.txt"));
+}
+
+TEST(FsConnector, TemporaryFilesAreNeverVisibleAsObjects) {
+  TempDir dir;
+  FsConnector c(opts(dir));
+  write_file(dir.path() / "cache" / ("k.data.tmp." + std::to_string(::getpid()) + "-99"), "x");
+  Completion ex = wait_one(c, c.submit_batch_exists({"k"}));
+  EXPECT_EQ(ex.result_bytes, (std::vector<std::uint8_t>{0}));
+}
+
+TEST(FsConnector, VanishedDirectoryFailsTheSetCleanly) {
+  TempDir dir;
+  FsConnector c(opts(dir));
+  std::filesystem::remove_all(dir.path() / "cache");
+  std::string error;
+  EXPECT_FALSE(set(c, {"k"}, {Buf(8, 1)}, &error));
+  EXPECT_NE(error.find("No such file or directory"), std::string::npos) << error;
+  std::vector<Buf> out = {Buf(8, 0)};
+  EXPECT_EQ(get(c, {"k"}, out), (std::vector<std::uint8_t>{0}));
+}
+
+TEST(FsConnector, BadBasePathIsAClearError) {
+  TempDir dir;
+  write_file(dir.path() / "file", "x");
+  FsConnectorOptions o;
+  o.base_path = dir.path() / "file" / "cache";
+  EXPECT_THROW(FsConnector{o}, std::system_error);
+  o.base_path = dir.path() / "file";
+  EXPECT_THROW(FsConnector{o}, std::system_error);
+  o.base_path.clear();
+  EXPECT_THROW(FsConnector{o}, std::invalid_argument);
+}
+
+// Sizes around the O_DIRECT block: aligned, unaligned head, tail only, 1 MiB plus change.
+class FsConnectorODirect : public ::testing::TestWithParam<FsChecksum> {};
+
+TEST_P(FsConnectorODirect, RoundTripsEverySize) {
+  TempDir dir;
+  FsConnector c(opts(dir, GetParam(), /*odirect=*/true));
+  const std::size_t sizes[] = {1, 4096, 4088, 5000, 8192, (1u << 20) + 3};
+  for (std::size_t size : sizes) {
+    const std::string key = "k" + std::to_string(size);
+    ASSERT_TRUE(set(c, {key}, {Buf(size, static_cast<std::uint8_t>(size))})) << size;
+    const std::size_t trailer = GetParam() == FsChecksum::kCrc32 ? 8 : 0;
+    EXPECT_EQ(std::filesystem::file_size(c.path_for(key)), size + trailer) << size;
+    std::vector<Buf> out = {Buf(size, 0)};
+    EXPECT_EQ(get(c, {key}, out), (std::vector<std::uint8_t>{1})) << size;
+    EXPECT_EQ(out[0], Buf(size, static_cast<std::uint8_t>(size))) << size;
+  }
+  std::cout << "[ info ] O_DIRECT on " << dir.path()
+            << (c.odirect_fell_back() ? ": not supported, buffered fallback" : ": used") << "\n";
+}
+
+INSTANTIATE_TEST_SUITE_P(Checksums, FsConnectorODirect,
+                         ::testing::Values(FsChecksum::kNone, FsChecksum::kCrc32),
+                         [](const auto& info) {
+                           return info.param == FsChecksum::kCrc32 ? "crc32" : "none";
+                         });
+
+// tmpfs refused O_DIRECT before Linux 6.6 (the fallback path); newer kernels accept it.
+TEST(FsConnector, ODirectWorksOrFallsBackOnTmpfs) {
+  struct statfs st {};
+  if (::statfs("/dev/shm", &st) != 0 || st.f_type != 0x01021994 /* TMPFS_MAGIC */ ||
+      ::access("/dev/shm", W_OK) != 0) {
+    GTEST_SKIP() << "no writable tmpfs at /dev/shm to try O_DIRECT on";
+  }
+  const char* old = std::getenv("TMPDIR");
+  const std::string saved = old != nullptr ? old : "";
+  ::setenv("TMPDIR", "/dev/shm", 1);
+  TempDir dir;
+  if (old != nullptr) {
+    ::setenv("TMPDIR", saved.c_str(), 1);
+  } else {
+    ::unsetenv("TMPDIR");
+  }
+  FsConnector c(opts(dir, FsChecksum::kCrc32, /*odirect=*/true));
+  ASSERT_TRUE(set(c, {"k"}, {Buf(5000, 3)}));
+  std::vector<Buf> out = {Buf(5000, 0)};
+  EXPECT_EQ(get(c, {"k"}, out), (std::vector<std::uint8_t>{1}));
+  EXPECT_EQ(out[0], Buf(5000, 3));
+  std::cout << "[ info ] O_DIRECT on tmpfs: "
+            << (c.odirect_fell_back() ? "refused, buffered fallback" : "accepted") << "\n";
+  EXPECT_EQ(files_under(c.options().base_path), (std::vector<std::string>{"k.data"}))
+      << "the refused O_DIRECT open left a file behind";
+}
+
+TEST(FsConnectorConcurrency, ConcurrentWritersNeverExposeATornObject) {
+  TempDir dir;
+  FsConnector c(opts(dir, FsChecksum::kNone));
+  constexpr std::size_t kSize = 256 * 1024;
+  std::atomic<bool> stop{false};
+  std::mutex mu;
+  std::map<std::uint64_t, Completion> done;
+  std::thread drainer([&] {
+    while (!stop) {
+      wait_readable(c.event_fd(), 5ms);
+      for (Completion& d : c.drain_completions()) {
+        std::lock_guard lock(mu);
+        done.emplace(d.future_id, std::move(d));
+      }
+    }
+  });
+  auto wait = [&](std::uint64_t id) {
+    const auto deadline = std::chrono::steady_clock::now() + 30s;
+    while (std::chrono::steady_clock::now() < deadline) {
+      {
+        std::lock_guard lock(mu);
+        if (auto it = done.find(id); it != done.end()) return it->second;
+      }
+      std::this_thread::sleep_for(1ms);
+    }
+    return Completion{id, false, {}, "timeout"};
+  };
+  std::atomic<int> bad{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 3; ++t) {
+    threads.emplace_back([&, t] {
+      // Every writer writes a uniform buffer (all bytes equal), so a torn object shows as a mix.
+      std::vector<std::byte> mine(kSize, static_cast<std::byte>(t + 1));
+      std::vector<std::byte> seen(kSize);
+      for (int i = 0; i < 15; ++i) {
+        if (!wait(c.submit_batch_set({"shared"}, {mine.data()}, {kSize}, kSize)).ok) ++bad;
+        Completion g = wait(c.submit_batch_get({"shared"}, {seen.data()}, {kSize}, kSize));
+        if (g.result_bytes.size() != 1 || g.result_bytes[0] != 1) {
+          ++bad;
+          continue;
+        }
+        for (std::size_t j = 1; j < kSize; ++j) {
+          if (seen[j] != seen[0]) {
+            ++bad;
+            break;
+          }
+        }
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  stop = true;
+  drainer.join();
+  EXPECT_EQ(bad.load(), 0);
+  EXPECT_EQ(files_under(c.options().base_path), (std::vector<std::string>{"shared.data"}));
+}
+
+}  // namespace
+}  // namespace lmcache::fs

@@ -1,0 +1,232 @@
+// The "resp" L2 adapter type: its config, its registration, composition with the fp8 serde
+// wrapper, and the bridge checks over a real redis-server.
+#include "lmcache/resp/resp_adapter.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstring>
+#include <optional>
+
+#include "lmcache/l1/l1_manager.h"
+#include "lmcache/l2/adapter_registry.h"
+#include "lmcache/testing/bridge_checks.h"
+#include "lmcache/testing/redis_server.h"
+#include "lmcache/wrapper/adapter_factory.h"
+
+namespace lmcache::resp {
+namespace {
+
+using namespace std::chrono_literals;
+using storage_testing::RedisServer;
+
+#define SKIP_WITHOUT_REDIS()                                                       \
+  if (!RedisServer::find_executable()) {                                           \
+    GTEST_SKIP() << "redis-server is not installed (Debian package redis-server; " \
+                    "scripts/install-deps.sh installs it)";                        \
+  }
+
+std::string error_of(const Json& config) {
+  try {
+    RespAdapterConfig::parse(config);
+  } catch (const std::invalid_argument& e) {
+    return e.what();
+  }
+  return "(accepted)";
+}
+
+TEST(RespAdapterConfig, ReadsLmcacheKeysAndDefaults) {
+  RespAdapterConfig c = RespAdapterConfig::parse(
+      {{"type", "resp"}, {"host", "redis.local"}, {"port", 6380}, {"password", "pw"}});
+  EXPECT_EQ(c.connector.endpoint.host, "redis.local");
+  EXPECT_EQ(c.connector.endpoint.port, 6380);
+  EXPECT_EQ(c.connector.num_workers, 8u);
+  EXPECT_EQ(c.connector.endpoint.username, "");
+  EXPECT_EQ(c.connector.endpoint.password, "pw");
+  EXPECT_EQ(c.connector.endpoint.io_timeout, 5000ms);
+  EXPECT_EQ(c.bridge.type_name, "resp");
+  EXPECT_EQ(c.bridge.max_capacity_bytes, 0u);
+  c = RespAdapterConfig::parse({{"host", "h"},
+                                {"port", 1},
+                                {"num_workers", 2},
+                                {"username", "u"},
+                                {"max_capacity_gb", 2},
+                                {"task_deadline_ms", 100},
+                                {"key_namespace", "ns"},
+                                {"connect_timeout_ms", 10},
+                                {"io_timeout_ms", 20}});
+  EXPECT_EQ(c.connector.num_workers, 2u);
+  EXPECT_EQ(c.bridge.max_capacity_bytes, 2ull << 30);
+  EXPECT_EQ(c.bridge.task_deadline, 100ms);
+  EXPECT_EQ(c.bridge.key_namespace, "ns");
+  EXPECT_EQ(c.connector.endpoint.connect_timeout, 10ms);
+  EXPECT_EQ(c.connector.endpoint.io_timeout, 20ms);
+}
+
+TEST(RespAdapterConfig, ErrorsNameTheKey) {
+  EXPECT_NE(error_of({{"hots", "h"}, {"port", 1}}).find("unknown key 'hots'"), std::string::npos);
+  EXPECT_NE(error_of({{"port", 1}}).find("'host'"), std::string::npos);
+  EXPECT_NE(error_of({{"host", ""}, {"port", 1}}).find("'host'"), std::string::npos);
+  EXPECT_NE(error_of({{"host", "h"}}).find("'port'"), std::string::npos);
+  EXPECT_NE(error_of({{"host", "h"}, {"port", 0}}).find("'port'"), std::string::npos);
+  EXPECT_NE(error_of({{"host", "h"}, {"port", 65536}}).find("'port'"), std::string::npos);
+  EXPECT_NE(error_of({{"host", "h"}, {"port", 1}, {"num_workers", 0}}).find("'num_workers'"),
+            std::string::npos);
+  EXPECT_NE(error_of({{"host", "h"}, {"port", 1}, {"password", 5}}).find("'password'"),
+            std::string::npos);
+  EXPECT_NE(error_of({{"type", "fs"}, {"host", "h"}, {"port", 1}}).find("'type'"),
+            std::string::npos);
+  EXPECT_NE(error_of({{"host", "h"}, {"port", 1}, {"max_capacity_gb", -1}}).find("max_capacity_gb"),
+            std::string::npos);
+  EXPECT_NE(error_of(Json::array()).find("JSON object"), std::string::npos);
+}
+
+TEST(RespAdapter, IsRegisteredUnderLmcachesName) {
+  const auto types = registered_l2_adapter_types();
+  EXPECT_NE(std::find(types.begin(), types.end(), "resp"), types.end());
+  register_resp_adapter_type();  // idempotent
+  EXPECT_THROW(create_l2_adapter({{"type", "resp"}, {"host", "h"}, {"port", 1}, {"bogus", 1}}),
+               std::invalid_argument);
+}
+
+TEST(RespAdapter, ComposesWithTheFp8SerdeThroughItsConfig) {
+  SKIP_WITHOUT_REDIS();
+  RedisServer server;
+  AdapterContext ctx;
+  ctx.l1_manager = std::make_shared<L1Manager>(64u << 20);
+  L2AdapterPtr a = create_l2_adapter({{"type", "resp"},
+                                      {"host", server.host()},
+                                      {"port", server.port()},
+                                      {"num_workers", 2},
+                                      {"serde", {{"type", "fp8"}}}},
+                                     ctx);
+  // bfloat16 values fp8 e4m3 holds exactly: the round trip gives them back bit for bit.
+  const std::uint16_t values[] = {0x3F80, 0x3F00, 0xC000, 0x0000, 0x4100, 0xBE80};
+  constexpr std::size_t kElems = 4096;
+  MemoryObjPtr src = MemoryObj::allocate(MemoryLayoutDesc::single({kElems}, DType::kBFloat16));
+  auto* p = reinterpret_cast<std::uint16_t*>(src->data());
+  for (std::size_t i = 0; i < kElems; ++i) p[i] = values[i % 6];
+  const ObjectKey key(int_hash_to_bytes(1), "meta-llama/Llama-3.1-8B", 3, 0, "tenant");
+  const TaskId s = a->submit_store_task({key}, {src});
+  std::optional<L2StoreResult> stored;
+  for (auto deadline = std::chrono::steady_clock::now() + 10s;
+       !stored && std::chrono::steady_clock::now() < deadline;) {
+    wait_readable(a->get_store_event_fd(), 10ms);
+    auto done = a->pop_completed_store_tasks();
+    if (done.count(s)) stored = done.at(s);
+  }
+  ASSERT_TRUE(stored && stored->is_successful());
+  EXPECT_EQ(stored->bytes_transferred(), kElems) << "one fp8 byte per element went to Redis";
+  EXPECT_EQ(server.command({"DBSIZE"}).integer, 1);
+
+  MemoryObjPtr dst = MemoryObj::allocate(MemoryLayoutDesc::single({kElems}, DType::kBFloat16));
+  const TaskId l = a->submit_load_task({key}, {dst});
+  std::optional<Bitmap> bits;
+  for (auto deadline = std::chrono::steady_clock::now() + 10s;
+       !bits && std::chrono::steady_clock::now() < deadline;) {
+    wait_readable(a->get_load_event_fd(), 10ms);
+    bits = a->query_load_result(l);
+  }
+  ASSERT_TRUE(bits.has_value());
+  EXPECT_EQ(bits->to_string(), "1");
+  EXPECT_EQ(std::memcmp(src->data(), dst->data(), kElems * 2), 0);
+  a->close();
+}
+
+// --- Real failures through the bridge --------------------------------------------------------
+
+std::optional<L2StoreResult> wait_store(L2AdapterInterface& a, TaskId id) {
+  for (auto deadline = std::chrono::steady_clock::now() + 20s;
+       std::chrono::steady_clock::now() < deadline;) {
+    wait_readable(a.get_store_event_fd(), 10ms);
+    auto done = a.pop_completed_store_tasks();
+    if (done.count(id)) return done.at(id);
+  }
+  return std::nullopt;
+}
+
+std::optional<Bitmap> wait_load(L2AdapterInterface& a, TaskId id) {
+  for (auto deadline = std::chrono::steady_clock::now() + 20s;
+       std::chrono::steady_clock::now() < deadline;) {
+    wait_readable(a.get_load_event_fd(), 10ms);
+    if (auto bits = a.query_load_result(id)) return bits;
+  }
+  return std::nullopt;
+}
+
+MemoryObjPtr bytes_obj(std::size_t n, std::uint8_t fill) {
+  MemoryObjPtr o =
+      MemoryObj::allocate(MemoryLayoutDesc::single({static_cast<std::int64_t>(n)}, DType::kUInt8));
+  std::memset(o->data(), fill, n);
+  return o;
+}
+
+TEST(RespAdapter, SurvivesAServerRestart) {
+  SKIP_WITHOUT_REDIS();
+  RedisServer server;
+  auto a =
+      create_resp_adapter({{"host", server.host()}, {"port", server.port()}, {"num_workers", 2}});
+  const ObjectKey k1(int_hash_to_bytes(1), "m", 0), k2(int_hash_to_bytes(2), "m", 0);
+  ASSERT_TRUE(wait_store(*a, a->submit_store_task({k1}, {bytes_obj(1024, 1)}))->is_successful());
+  server.kill();
+  // In flight when the server is gone: fails cleanly, nothing hangs.
+  EXPECT_FALSE(wait_store(*a, a->submit_store_task({k2}, {bytes_obj(1024, 2)}))->is_successful());
+  EXPECT_EQ(wait_load(*a, a->submit_load_task({k1}, {bytes_obj(1024, 0)}))->to_string(), "0");
+  EXPECT_EQ(a->get_usage().total_bytes_used, 1024u)
+      << "a get that failed on a dead connection proves nothing about k1";
+  server.restart();
+  // Reconnected; the restart lost k1, and the usage follows once a load finds it missing.
+  ASSERT_TRUE(wait_store(*a, a->submit_store_task({k2}, {bytes_obj(1024, 2)}))->is_successful());
+  MemoryObjPtr dst = bytes_obj(1024, 0);
+  EXPECT_EQ(wait_load(*a, a->submit_load_task({k1, k2}, {bytes_obj(1024, 0), dst}))->to_string(),
+            "01");
+  EXPECT_EQ(static_cast<std::uint8_t>(dst->data()[0]), 2);
+  EXPECT_EQ(a->get_usage().total_bytes_used, 1024u);
+  EXPECT_EQ(a->stats().reconciled_misses, 1u);
+}
+
+TEST(RespAdapter, DeadlineFailsTasksOnAPausedServerAndCloseIsPrompt) {
+  SKIP_WITHOUT_REDIS();
+  RedisServer server;
+  // The connection would wait an hour for the paused server: the bridge's deadline decides.
+  auto a = create_resp_adapter({{"host", server.host()},
+                                {"port", server.port()},
+                                {"num_workers", 1},
+                                {"io_timeout_ms", 3600000},
+                                {"task_deadline_ms", 2000}});
+  const ObjectKey k(int_hash_to_bytes(1), "m", 0);
+  ASSERT_TRUE(wait_store(*a, a->submit_store_task({k}, {bytes_obj(64, 1)}))->is_successful());
+  server.pause();
+  EXPECT_FALSE(wait_store(*a, a->submit_store_task({k}, {bytes_obj(64, 2)}))->is_successful());
+  EXPECT_EQ(wait_load(*a, a->submit_load_task({k}, {bytes_obj(64, 0)}))->to_string(), "0");
+  EXPECT_TRUE(a->is_tombstoned(k)) << "a store failed by its deadline hides its keys";
+  EXPECT_GE(a->stats().deadline_failures, 1u);
+  a->close();  // shuts the blocked connection down
+  server.resume();
+}
+
+// --- The bridge checks over redis-server ----------------------------------------------------
+
+class RespBridgeChecks : public ::testing::TestWithParam<storage_testing::BridgeCheck> {};
+
+TEST_P(RespBridgeChecks, Hold) {
+  SKIP_WITHOUT_REDIS();
+  RedisServer server;
+  storage_testing::BridgeRig rig;
+  rig.name = "resp";
+  rig.make_connector = [&server]() -> connector::ErasedConnectorPtr {
+    RespConnectorOptions o;
+    o.endpoint = server.endpoint();
+    o.num_workers = 2;
+    return connector::erase_connector(std::make_unique<RespConnector>(o));
+  };
+  rig.options.key_namespace = "bridge_checks";
+  EXPECT_EQ(GetParam().run(rig), "");
+}
+
+INSTANTIATE_TEST_SUITE_P(All, RespBridgeChecks,
+                         ::testing::ValuesIn(storage_testing::all_bridge_checks()),
+                         [](const auto& info) { return std::string(info.param.name); });
+
+}  // namespace
+}  // namespace lmcache::resp

@@ -1,0 +1,63 @@
+// File: lmcache/resp/resp_connector.h
+//
+// RespConnector: a native connector (lmcache/connector/native_connector.h) storing each object as
+// one Redis/Valkey string (SET / GET / EXISTS / DEL) over RESP2, LMCache's "resp" connector.
+//
+// num_workers workers each own one RespClient connection, opened on first use; a batch is cut
+// into at most num_workers tiles (BatchConnectorBase) and each tile is pipelined on its worker's
+// connection. Behaviour on failures, chosen to be cleaner than LMCache's own connector (whose
+// workers exit when the server is unreachable, so submitted work never completes):
+//   - the constructor never connects, so an unreachable server does not throw; every batch
+//     then completes promptly: gets as misses (error text set), other ops as failed batches;
+//   - a connection that fails or stays silent past io_timeout is closed and the tile fails
+//     (gets: the keys not yet received are misses); the next tile on that worker reconnects, so
+//     the connector recovers by itself after a server restart;
+//   - a SET the server refuses (an OOM error under maxmemory) fails the batch; a GET of a value
+//     whose length is not batch_chunk_num_bytes is a miss.
+// close() shuts every connection down, so workers blocked on a paused server return at once.
+//
+// Thread safety: as BatchConnectorBase.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "lmcache/connector/batch_connector_base.h"
+#include "lmcache/resp/resp_client.h"
+
+namespace lmcache::resp {
+
+struct RespConnectorOptions {
+  RespEndpoint endpoint;
+  std::size_t num_workers = 8;
+};
+
+class RespConnector final : public connector::BatchConnectorBase {
+ public:
+  // Starts the workers (no connection yet). Throws std::invalid_argument for num_workers == 0,
+  // an empty host or a port outside 1..65535.
+  explicit RespConnector(RespConnectorOptions options);
+  ~RespConnector() override;
+
+  // Totals over the workers' connections.
+  std::uint64_t connects() const;
+  std::uint64_t connection_failures() const;
+
+  const RespConnectorOptions& options() const { return options_; }
+
+ protected:
+  void run_tile(std::size_t worker, Tile& tile) override;
+  void interrupt_workers() override;
+  // Closes every connection.
+  void release_resources() override;
+  // {"host", "port", "connects", "connection_failures"}
+  Json status_extra() const override;
+
+ private:
+  const RespConnectorOptions options_;
+  std::vector<std::unique_ptr<RespClient>> clients_;  // one per worker, fixed size
+};
+
+}  // namespace lmcache::resp

@@ -1,0 +1,94 @@
+#include "lmcache/testing/shadowed_adapter.h"
+
+#include <chrono>
+#include <optional>
+#include <stdexcept>
+#include <string>
+
+#include "lmcache/core/event_notifier.h"
+
+namespace lmcache::storage_testing {
+
+namespace {
+
+using namespace std::chrono_literals;
+
+template <class Poll>
+auto wait_for(Poll&& poll, int fd, const char* what) {
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
+  for (;;) {
+    if (auto r = poll()) return *r;
+    if (std::chrono::steady_clock::now() >= deadline) {
+      throw std::runtime_error(std::string("ShadowedAdapter: the shadow's ") + what +
+                               " did not complete");
+    }
+    wait_readable(fd, 1ms);
+  }
+}
+
+}  // namespace
+
+ShadowedAdapter::ShadowedAdapter(L2AdapterPtr primary, L2AdapterPtr shadow)
+    : ForwardingL2Adapter(std::move(primary)), shadow_(std::move(shadow)) {
+  if (!shadow_) throw std::invalid_argument("ShadowedAdapter: shadow is null");
+}
+
+TaskId ShadowedAdapter::submit_store_task(const std::vector<ObjectKey>& keys,
+                                          const std::vector<MemoryObjPtr>& objects) {
+  if (keys.size() != objects.size()) {  // malformed batches are the primary's to reject
+    return ForwardingL2Adapter::submit_store_task(keys, objects);
+  }
+  const TaskId sid = shadow_->submit_store_task(keys, objects);
+  const L2StoreResult shadow_result = wait_for(
+      [&]() -> std::optional<L2StoreResult> {
+        auto done = shadow_->pop_completed_store_tasks();
+        auto it = done.find(sid);
+        if (it == done.end()) return std::nullopt;
+        return it->second;
+      },
+      shadow_->get_store_event_fd(), "store");
+  // Registered before the primary can complete it (under the lock pops take too).
+  std::lock_guard lock(mu_);
+  const TaskId id = ForwardingL2Adapter::submit_store_task(keys, objects);
+  shadow_results_.insert_or_assign(id, shadow_result);
+  return id;
+}
+
+std::map<TaskId, L2StoreResult> ShadowedAdapter::pop_completed_store_tasks() {
+  std::lock_guard lock(mu_);
+  std::map<TaskId, L2StoreResult> done = ForwardingL2Adapter::pop_completed_store_tasks();
+  for (auto& [id, result] : done) {
+    auto it = shadow_results_.find(id);
+    if (it == shadow_results_.end()) continue;
+    if (result.is_successful()) {
+      result = it->second.is_successful() ? L2StoreResult::success(it->second.bytes_transferred())
+                                          : L2StoreResult::failure();
+    }
+    shadow_results_.erase(it);
+  }
+  return done;
+}
+
+TaskId ShadowedAdapter::submit_lookup_and_lock_task(const std::vector<ObjectKey>& keys) {
+  const TaskId sid = shadow_->submit_lookup_and_lock_task(keys);
+  wait_for([&] { return shadow_->query_lookup_and_lock_result(sid); },
+           shadow_->get_lookup_and_lock_event_fd(), "lookup");
+  return ForwardingL2Adapter::submit_lookup_and_lock_task(keys);
+}
+
+void ShadowedAdapter::submit_unlock(const std::vector<ObjectKey>& keys) {
+  shadow_->submit_unlock(keys);
+  ForwardingL2Adapter::submit_unlock(keys);
+}
+
+void ShadowedAdapter::delete_keys(const std::vector<ObjectKey>& keys) {
+  shadow_->delete_keys(keys);
+  ForwardingL2Adapter::delete_keys(keys);
+}
+
+void ShadowedAdapter::close() {
+  ForwardingL2Adapter::close();
+  shadow_->close();
+}
+
+}  // namespace lmcache::storage_testing
