@@ -33,7 +33,7 @@
 #include "lmcache/core/completion_queue.h"
 #include "lmcache/serde/serde_processor.h"
 #include "lmcache/serde/serializer.h"
-#include "lmcache/serde/thread_pool.h"
+#include "lmcache/core/thread_pool.h"
 
 namespace lmcache {
 
