@@ -23,9 +23,11 @@ namespace {
 
 namespace simd = fp8_simd_internal;
 
-// Ranges per thread a split call aims for: a worker that starts late still finds ranges left,
-// and one that is descheduled mid-range holds the call up for a small range only.
+// Ranges per thread a split call aims for, and the most elements one range takes: a worker
+// that starts late still finds ranges left, and one that is descheduled mid-range holds the
+// call up for a small range only (256 Ki elements: 0.25-1 MiB, 20-100 µs of work).
 constexpr std::size_t kRangesPerThread = 4;
+constexpr std::size_t kMaxRange = std::size_t{1} << 18;
 
 void check_threads(const KernelOptions& options) {
   if (options.threads == 0) {
@@ -46,7 +48,7 @@ int wide_index(DType dtype) {
 
 // Runs body(begin, end) over [0, count) in contiguous ranges (see KernelOptions::threads): one
 // range on the calling thread when the call is too small to split or may use one thread;
-// otherwise ranges of at least kMinElementsPerThread elements, about kRangesPerThread per
+// otherwise ranges of kMinElementsPerThread to kMaxRange elements, about kRangesPerThread per
 // thread, claimed by the caller and up to threads - 1 workers of the process-wide
 // compute_pool(). The caller runs every range no worker has started (ThreadPool::run_parts),
 // so the call never waits for a worker to wake up: it costs at most a futex wake and a
@@ -61,7 +63,8 @@ void run_split(std::size_t count, std::size_t threads, const Body& body) {
   const std::size_t usable = std::min(threads, pool->num_threads() + 1);
   // Boundaries on multiples of 64 elements keep every range's output cache-line sized.
   const std::size_t wanted = (count / (usable * kRangesPerThread) + 63) & ~std::size_t{63};
-  const std::size_t step = std::max(kMinElementsPerThread, wanted);
+  const std::size_t step =
+      std::clamp(wanted, kMinElementsPerThread, std::max(kMinElementsPerThread, kMaxRange));
   const std::size_t parts = (count + step - 1) / step;
   pool->run_parts(parts, [&](std::size_t p) {
     const std::size_t begin = p * step;

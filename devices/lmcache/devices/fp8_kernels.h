@@ -47,7 +47,8 @@ std::optional<Fp8Backend> parse_fp8_backend(std::string_view name);
 struct KernelOptions {
   // Upper bound on the threads one call uses, >= 1; 1 = the caller's thread only. A call of
   // at least 2 * kMinElementsPerThread elements with threads > 1 is split into contiguous
-  // ranges of at least kMinElementsPerThread elements (about four per thread), which the
+  // ranges of at least kMinElementsPerThread elements (about four per thread, at most 2^18
+  // elements each), which the
   // caller's thread and up to threads - 1 workers of the process-wide lmcache::compute_pool()
   // (one worker per usable CPU, less one; lmcache/core/thread_pool.h) claim one at a time;
   // every range no worker has started runs on the caller's thread, and the call returns when

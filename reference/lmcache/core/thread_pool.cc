@@ -24,9 +24,11 @@ thread_local const ThreadPool* current_pool = nullptr;
 constexpr std::chrono::microseconds kJoinSpin{50};
 
 // run_parts()'s back-off when workers held the caller up: how often the solo period doubles
-// (128 times the first at most), and the wait below which a worker did not hold the caller up
-// whatever the parts' size (a futex wake-up and a cache miss or two).
+// (128 times the first at most), the calls of that call's length the first period lasts at
+// least, and the delay below which a worker did not hold the caller up whatever the parts'
+// size (a futex wake-up and a cache miss or two).
 constexpr unsigned kMaxSoloDoublings = 7;
+constexpr int kSoloCalls = 4;
 constexpr std::chrono::microseconds kJoinSlack{20};
 
 // One polling step: tells the CPU (and a hypervisor watching for spin loops) that this thread
@@ -186,33 +188,35 @@ void ThreadPool::run_parts_erased(std::size_t parts, InvokePart invoke, const vo
     }
   }
   if (mine < parts) {
-    judge_helpers(state->on_caller_cpu.load(std::memory_order_relaxed), claimed - start,
-                  Clock::now() - claimed, mine);
+    judge_helpers(state->on_caller_cpu.load(std::memory_order_relaxed), parts, mine,
+                  claimed - start, Clock::now() - claimed);
   }
   if (state->error) std::rethrow_exception(state->error);
 }
 
-void ThreadPool::judge_helpers(bool shared_cpu, Clock::duration working, Clock::duration waiting,
-                               std::size_t parts_run) {
-  // A worker on the caller's CPU only took turns with it. A worker that runs alongside the
-  // caller finishes its last part at most about one part's time after the caller ran out of
-  // parts; much later means it was descheduled mid-part (no CPU to spare). Either way the call
-  // would have been as fast or faster alone.
+void ThreadPool::judge_helpers(bool shared_cpu, std::size_t parts, std::size_t parts_run,
+                               Clock::duration working, Clock::duration waiting) {
+  // A worker on the caller's CPU only took turns with it. Otherwise the caller's own parts tell
+  // how long the whole call would have taken alone; a call that took longer (a worker was
+  // descheduled mid-part, with no CPU to spare) would have been faster without workers.
   bool held_up = shared_cpu;
   if (!held_up && parts_run > 0) {
-    const Clock::duration part_time = working / static_cast<Clock::rep>(parts_run);
-    held_up = waiting > 2 * part_time + kJoinSlack;
+    const Clock::duration alone =
+        working / static_cast<Clock::rep>(parts_run) * static_cast<Clock::rep>(parts);
+    held_up = working + waiting > alone + kJoinSlack;
   }
   if (!held_up) {
     solo_streak_.store(0, std::memory_order_relaxed);
     return;
   }
   if (options_.held_up_backoff.count() == 0) return;
+  // At least a few calls' worth: a period shorter than one call would end before the next.
   const unsigned streak =
       std::min(solo_streak_.fetch_add(1, std::memory_order_relaxed), kMaxSoloDoublings);
-  const Clock::duration backoff =
-      std::chrono::duration_cast<Clock::duration>(options_.held_up_backoff) *
-      (Clock::rep{1} << streak);
+  const Clock::duration base =
+      std::max(std::chrono::duration_cast<Clock::duration>(options_.held_up_backoff),
+               kSoloCalls * (working + waiting));
+  const Clock::duration backoff = base * (Clock::rep{1} << streak);
   solo_until_.store((Clock::now() + backoff).time_since_epoch().count(), std::memory_order_relaxed);
 }
 

@@ -75,13 +75,14 @@ class ThreadPool {
   // part that no worker has claimed, so the call waits only for parts that are already running.
   // Parts may run concurrently and in any order: they must be independent.
   //
-  // Back-off: a worker that ran a part on the caller's CPU (the scheduler made them take
-  // turns), or finished its last part more than two part-times (+20 µs) after the caller ran
-  // out of parts (it was descheduled mid-part), held the caller up: on a machine with no CPU
-  // to spare the call would have been as fast alone. The pool then runs every part of every
-  // run_parts() call on its caller for options.held_up_backoff (1 ms), doubling with each
-  // consecutive such call up to 128 times that, before it offers parts to workers again. So
-  // parallelism is used where it pays and costs one probe call per period where it does not. `part`
+  // Back-off: workers held the caller up when one ran a part on the caller's CPU (the
+  // scheduler made them take turns), or when the call took longer (+20 µs) than the caller's
+  // own parts say it would have taken alone (a worker was descheduled mid-part): on a machine
+  // with no CPU to spare. The pool then runs every part of every run_parts() call on its
+  // caller for a while -- options.held_up_backoff (1 ms) or four times that call's length,
+  // whichever is longer, doubling with each consecutive such call up to 128 times -- before
+  // it offers parts to workers again. So parallelism is used where it pays and costs one
+  // probe call per period where it does not. `part`
   // must be callable as part(std::size_t) from any thread; it is not copied, and is not used after
   // run_parts() returns. When parts throw, every part still runs and the first exception
   // caught is rethrown on the calling thread. Throws std::invalid_argument when parts exceeds
@@ -121,12 +122,12 @@ class ThreadPool {
   struct PartsState;
 
   void run_parts_erased(std::size_t parts, InvokePart invoke, const void* part);
-  // After a run_parts() call that shared parts with workers: a worker ran a part on the
-  // caller's CPU (`shared_cpu`); the caller worked `working` on `parts_run` parts, then waited
-  // `waiting` for the workers. Starts or extends the solo period when the workers held it up,
-  // ends the streak when they did not.
-  void judge_helpers(bool shared_cpu, Clock::duration working, Clock::duration waiting,
-                     std::size_t parts_run);
+  // After a run_parts() call of `parts` parts that shared some with workers: a worker ran a
+  // part on the caller's CPU (`shared_cpu`); the caller worked `working` on `parts_run` parts,
+  // then waited `waiting` for the workers. Starts or extends the solo period when the workers
+  // held it up, ends the streak when they did not.
+  void judge_helpers(bool shared_cpu, std::size_t parts, std::size_t parts_run,
+                     Clock::duration working, Clock::duration waiting);
   // Queues `count` copies of `job` under one lock and wakes as many sleeping workers as the
   // spinning ones cannot cover. Returns false, queueing nothing, once shutdown() has begun.
   bool enqueue(Job job, std::size_t count);
