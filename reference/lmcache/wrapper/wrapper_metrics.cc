@@ -7,8 +7,8 @@ namespace {
 
 // 10 us .. ~10 s, roughly x2.5 per bucket: serde steps on KV chunks span this range.
 prometheus::Histogram::BucketBoundaries step_buckets() {
-  return {1e-5, 2.5e-5, 5e-5, 1e-4, 2.5e-4, 5e-4, 1e-3, 2.5e-3, 5e-3,
-          1e-2, 2.5e-2, 5e-2, 0.1,  0.25,   0.5,  1.0,  2.5,    5.0,  10.0};
+  return {1e-5,   2.5e-5, 5e-5, 1e-4, 2.5e-4, 5e-4, 1e-3, 2.5e-3, 5e-3, 1e-2,
+          2.5e-2, 5e-2,   0.1,  0.25, 0.5,    1.0,  2.5,  5.0,    10.0};
 }
 
 prometheus::Labels with(const std::map<std::string, std::string>& base, const char* key,
@@ -28,8 +28,9 @@ double bucket_quantile(const prometheus::ClientMetric::Histogram& h, double q) {
     if (static_cast<double>(b.cumulative_count) >= rank) {
       if (std::isinf(b.upper_bound)) return prev_bound;
       std::uint64_t in_bucket = b.cumulative_count - prev_count;
-      double frac = in_bucket == 0 ? 1.0 : (rank - static_cast<double>(prev_count)) /
-                                               static_cast<double>(in_bucket);
+      double frac = in_bucket == 0
+                        ? 1.0
+                        : (rank - static_cast<double>(prev_count)) / static_cast<double>(in_bucket);
       return prev_bound + (b.upper_bound - prev_bound) * frac;
     }
     prev_bound = b.upper_bound;
@@ -75,6 +76,17 @@ WrapperMetrics::WrapperMetrics(std::shared_ptr<prometheus::Registry> registry,
                      .Help("L1 bytes held by the wrapper's temporary serialization buffers")
                      .Register(*registry_)
                      .Add(prometheus::Labels(labels.begin(), labels.end()));
+  lent_bytes_ = &prometheus::BuildGauge()
+                     .Name("lmcache_serde_wrapper_lent_bytes")
+                     .Help("Bytes of buffers the inner adapter lent, held by stores in flight")
+                     .Register(*registry_)
+                     .Add(prometheus::Labels(labels.begin(), labels.end()));
+  auto& inline_steps = prometheus::BuildCounter()
+                           .Name("lmcache_serde_wrapper_inline_steps_total")
+                           .Help("Serde steps run inline instead of on the processor's workers")
+                           .Register(*registry_);
+  inline_serialize_ = &inline_steps.Add(with(labels, "step", "serialize"));
+  inline_deserialize_ = &inline_steps.Add(with(labels, "step", "deserialize"));
   auto& tasks = prometheus::BuildCounter()
                     .Name("lmcache_serde_wrapper_tasks_total")
                     .Help("Wrapped tasks completed, by operation and outcome")
@@ -91,6 +103,25 @@ WrapperMetrics::WrapperMetrics(std::shared_ptr<prometheus::Registry> registry,
 void WrapperMetrics::leave(WrapperStep phase, std::chrono::steady_clock::duration took) {
   in_flight_[index(phase)]->Decrement();
   step_duration_[index(phase)]->Observe(std::chrono::duration<double>(took).count());
+}
+
+void WrapperMetrics::inline_step(WrapperStep step) {
+  if (step == WrapperStep::kSerialize) inline_serialize_->Increment();
+  if (step == WrapperStep::kDeserialize) inline_deserialize_->Increment();
+}
+
+std::uint64_t WrapperMetrics::lent_bytes() const {
+  return static_cast<std::uint64_t>(std::llround(lent_bytes_->Value()));
+}
+
+std::uint64_t WrapperMetrics::inline_steps(WrapperStep step) const {
+  if (step == WrapperStep::kSerialize) {
+    return static_cast<std::uint64_t>(std::llround(inline_serialize_->Value()));
+  }
+  if (step == WrapperStep::kDeserialize) {
+    return static_cast<std::uint64_t>(std::llround(inline_deserialize_->Value()));
+  }
+  return 0;
 }
 
 void WrapperMetrics::task_finished(bool is_store, bool success) {
@@ -124,6 +155,10 @@ Json WrapperMetrics::summary() const {
   };
   return {{"tasks_in_flight", in_flight},
           {"temp_bytes_held", temp_bytes()},
+          {"lent_bytes_held", lent_bytes()},
+          {"inline_steps",
+           {{"serialize", inline_steps(WrapperStep::kSerialize)},
+            {"deserialize", inline_steps(WrapperStep::kDeserialize)}}},
           {"tasks",
            {{"store_success", count(1, 1)},
             {"store_failure", count(1, 0)},
