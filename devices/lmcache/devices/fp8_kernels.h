@@ -45,10 +45,16 @@ std::string_view fp8_backend_name(Fp8Backend backend);
 std::optional<Fp8Backend> parse_fp8_backend(std::string_view name);
 
 struct KernelOptions {
-  // Upper bound on the threads one call uses, >= 1; 1 = the caller's thread only. The
-  // elements are split into contiguous ranges of at least kMinElementsPerThread; the caller's
-  // thread runs one range and the others run on threads started for the call and joined
-  // before it returns. Ignored by the cuda backend.
+  // Upper bound on the threads one call uses, >= 1; 1 = the caller's thread only. A call of
+  // at least 2 * kMinElementsPerThread elements with threads > 1 is split into contiguous
+  // ranges of at least kMinElementsPerThread elements (about four per thread, at most 2^18
+  // elements each), which the
+  // caller's thread and up to threads - 1 workers of the process-wide lmcache::compute_pool()
+  // (one worker per usable CPU, less one; lmcache/core/thread_pool.h) claim one at a time;
+  // every range no worker has started runs on the caller's thread, and the call returns when
+  // all have run. No thread is started per call, and the call never waits for a worker to
+  // wake up, so threads = 2 costs little more than threads = 1 where a second CPU does not
+  // help. Ignored by the cuda backend.
   std::size_t threads = 1;
   Fp8Backend backend = Fp8Backend::kAuto;
   // simd backend only: one Highway target bit (HWY_AVX2, HWY_SSE4, ...; see fp8_simd_targets())
@@ -56,8 +62,8 @@ struct KernelOptions {
   std::int64_t simd_target = 0;
 };
 
-// Ranges smaller than this are not split further across threads (thread start-up would cost
-// more than the work).
+// Ranges smaller than this are not split further across threads (handing a range to a worker
+// would cost more than the work).
 inline constexpr std::size_t kMinElementsPerThread = std::size_t{1} << 16;
 
 // fp8_encode_fast()
@@ -86,13 +92,12 @@ void fp8_decode_fast(std::span<const std::uint8_t> src, std::size_t count, std::
 // The memory roofline of a kernel call: copies src into dst[0, src.size()) (non-overlapping)
 // split across threads exactly as fp8_encode_fast() / fp8_decode_fast() split a call over
 // `elements` elements with `options.threads` (same ranges, each scaled to bytes: a range of k
-// elements copies about k * src.size() / elements bytes; the caller's thread runs the last
-// one; the same thread start-up). Each range is copied with memcpy in pieces of at most
-// `piece_bytes` bytes (0: one memcpy per range). A benchmark that divides a kernel's
-// throughput by this copy's, on the same buffers, sees the conversion's cost alone: whatever
-// thread model the kernels use, the copy uses it too. options.backend and simd_target are
-// ignored. Throws std::invalid_argument for threads == 0, dst shorter than src, or
-// elements == 0 with a non-empty src.
+// elements copies about k * src.size() / elements bytes; the same compute_pool() workers). Each
+// range is copied with memcpy in pieces of at most `piece_bytes` bytes (0: one memcpy per range). A
+// benchmark that divides a kernel's throughput by this copy's, on the same buffers, sees the
+// conversion's cost alone: whatever thread model the kernels use, the copy uses it too.
+// options.backend and simd_target are ignored. Throws std::invalid_argument for threads == 0, dst
+// shorter than src, or elements == 0 with a non-empty src.
 void fp8_roofline_copy(std::span<std::byte> dst, std::span<const std::byte> src,
                        std::size_t elements, const KernelOptions& options,
                        std::size_t piece_bytes = 0);

@@ -48,6 +48,14 @@ class ForwardingL2Adapter : public L2AdapterInterface {
   std::optional<Bitmap> query_load_result(TaskId id) override {
     return inner_->query_load_result(id);
   }
+  // Lent buffers pass through: the inner adapter adopts them only when this decorator hands
+  // the caller's objects on to its submit_store_task(); a decorator that stores objects of its
+  // own makes the inner copy those, and the lent ones go back when the caller drops them.
+  std::vector<MemoryObjPtr> lend_store_buffers(const std::vector<ObjectKey>& keys,
+                                               const MemoryLayoutDesc& layout) override {
+    return inner_->lend_store_buffers(keys, layout);
+  }
+  std::uint64_t lent_bytes_outstanding() const override { return inner_->lent_bytes_outstanding(); }
   void delete_keys(const std::vector<ObjectKey>& keys) override { inner_->delete_keys(keys); }
   AdapterUsage get_usage() const override { return inner_->get_usage(); }
   bool supports_global_eviction() const override { return inner_->supports_global_eviction(); }

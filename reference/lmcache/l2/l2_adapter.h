@@ -9,6 +9,13 @@
 // a value once per id (nullopt while pending, for unknown ids, or once taken; never throws).
 // Buffers belong to the caller, who keeps them alive and locked until the task completes.
 // Adapters are thread-safe: the store and prefetch controllers call them concurrently.
+//
+// Optional capability, lent store buffers (zero copy on store): an adapter that keeps a
+// store's bytes in buffers of its own (an in-memory copy, an aligned write buffer, a registered
+// RDMA region) may lend such buffers before the store (lend_store_buffers()), so that the
+// caller writes the final bytes in place -- the serde wrapper's serializer writes its output
+// there -- and the store adopts them instead of copying. Adapters that do not lend keep the
+// defaults below and work as before; callers fall back to their own buffers.
 #pragma once
 
 #include <cstdint>
@@ -22,6 +29,7 @@
 #include "lmcache/core/completion_queue.h"
 #include "lmcache/core/config.h"
 #include "lmcache/core/l2_store_result.h"
+#include "lmcache/core/memory_layout.h"
 #include "lmcache/core/memory_obj.h"
 #include "lmcache/core/object_key.h"
 
@@ -98,6 +106,40 @@ class L2AdapterInterface {
   virtual TaskId submit_load_task(const std::vector<ObjectKey>& keys,
                                   const std::vector<MemoryObjPtr>& objects) = 0;
   virtual std::optional<Bitmap> query_load_result(TaskId id) = 0;
+
+  // lend_store_buffers()
+  //
+  // Optional (the default lends nothing). One writable object per key, each with `layout` and
+  // a physical_size() of at least layout.total_bytes(), that the adapter will keep, without
+  // copying, as the stored bytes of that key when the caller passes it, written, to
+  // submit_store_task() under the same key. Returns an empty vector when the adapter does not
+  // lend or cannot now (capacity, a full region, an empty `keys`): the caller then stores from
+  // buffers of its own, exactly as without the capability. All or nothing. A lent buffer:
+  //  - is the caller's to write until it submits it, and may be narrowed (set_used_size());
+  //    the store keeps its size() bytes. The caller does not write it after the submit;
+  //  - is written by nobody else: the adapter does not write it, lends it once, and never
+  //    lends memory that another lent buffer or a stored key still uses;
+  //  - makes nothing visible: lending adds no key; the key's bytes become visible only as a
+  //    store's do, and never when that store fails;
+  //  - stops counting in lent_bytes_outstanding() when a store adopts it (it is submitted
+  //    under its key), or goes back to the adapter when the caller's last reference to it is
+  //    dropped without that (never submitted, or submitted under another key, which stores a
+  //    copy as for any caller buffer). A store that fails, or does not keep the key because
+  //    it is present already, frees the buffer.
+  // Thread-safe. Throws std::logic_error after close().
+  virtual std::vector<MemoryObjPtr> lend_store_buffers(const std::vector<ObjectKey>& keys,
+                                                       const MemoryLayoutDesc& layout) {
+    (void)keys;
+    (void)layout;
+    return {};
+  }
+
+  // lent_bytes_outstanding()
+  //
+  // Optional. Physical bytes of the buffers lend_store_buffers() handed out that have not gone
+  // back yet (see above): 0 for an adapter that does not lend, and 0 again once every lent
+  // buffer was submitted or dropped. Usable after close().
+  virtual std::uint64_t lent_bytes_outstanding() const { return 0; }
 
   // delete_keys()
   //

@@ -1,5 +1,6 @@
 #include "lmcache/l2/mock_adapter.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <stdexcept>
@@ -49,6 +50,47 @@ void check_batch(const char* what, const std::vector<ObjectKey>& keys,
 
 }  // namespace
 
+// --- lent store buffers -----------------------------------------------------------------------
+
+struct MockL2Adapter::LendLedger {
+  struct Lease {
+    ObjectKey key;
+    std::uint64_t bytes = 0;
+  };
+
+  // Takes the lease of the buffer at `data` when it was lent for `key`: the store adopts it.
+  bool adopt(const ObjectKey& key, const std::byte* data) {
+    std::lock_guard lock(mu);
+    auto it = leases.find(data);
+    if (it == leases.end() || !(it->second.key == key)) return false;
+    outstanding -= it->second.bytes;
+    leases.erase(it);
+    return true;
+  }
+
+  // The buffer at `data` is being freed: a lease still open goes back.
+  void give_back(const std::byte* data) {
+    std::lock_guard lock(mu);
+    auto it = leases.find(data);
+    if (it == leases.end()) return;
+    outstanding -= it->second.bytes;
+    leases.erase(it);
+  }
+
+  mutable std::mutex mu;
+  // Keyed by buffer address: unique while the buffer lives, and a buffer leaves the table
+  // before its memory is freed.
+  std::unordered_map<const std::byte*, Lease> leases;  // guarded by mu
+  std::uint64_t outstanding = 0;                       // guarded by mu
+};
+
+// When the last reference to a lent buffer goes, an open lease goes back before the memory.
+struct MockL2Adapter::LentBufferOwner {
+  std::shared_ptr<LendLedger> ledger;
+  std::shared_ptr<std::byte> memory;
+  ~LentBufferOwner() { ledger->give_back(memory.get()); }
+};
+
 MockL2AdapterOptions MockL2AdapterOptions::from_gb(double max_size_gb, double mock_bandwidth_gb) {
   MockL2AdapterOptions options;
   options.max_capacity_bytes = gb_to_bytes("", "max_size_gb", max_size_gb);
@@ -87,7 +129,9 @@ std::unique_ptr<MockL2Adapter> MockL2Adapter::from_json(const Json& config) {
 }
 
 MockL2Adapter::MockL2Adapter(MockL2AdapterOptions options)
-    : options_(options), usage_(options.max_capacity_bytes) {
+    : options_(options),
+      usage_(options.max_capacity_bytes),
+      ledger_(std::make_shared<LendLedger>()) {
   if (options_.max_capacity_bytes == 0) {
     throw std::invalid_argument("MockL2Adapter: max_capacity_bytes must be > 0");
   }
@@ -173,14 +217,19 @@ void MockL2Adapter::worker_loop() {
 TaskId MockL2Adapter::submit_store_task(const std::vector<ObjectKey>& keys,
                                         const std::vector<MemoryObjPtr>& objects) {
   check_batch("submit_store_task", keys, objects);
-  // Sizes are fixed at submit: what the caller handed us is what we store.
+  // Sizes are fixed at submit: what the caller handed us is what we store. Lent buffers are
+  // adopted here, so the caller's last write happened before (it does not write after submit).
   std::vector<std::uint64_t> sizes(objects.size());
-  for (std::size_t i = 0; i < objects.size(); ++i) sizes[i] = objects[i]->size();
+  std::vector<bool> adopted(objects.size(), false);
+  for (std::size_t i = 0; i < objects.size(); ++i) {
+    sizes[i] = objects[i]->size();
+    adopted[i] = ledger_->adopt(keys[i], objects[i]->data());
+  }
   return submit("submit_store_task", true,
-                [this, keys, objects, sizes](TaskId id, Clock::time_point submitted) {
+                [this, keys, objects, sizes, adopted](TaskId id, Clock::time_point submitted) {
                   L2StoreResult result = L2StoreResult::failure();
                   try {
-                    result = run_store(keys, objects, sizes);
+                    result = run_store(keys, objects, sizes, adopted);
                   } catch (...) {
                     result = L2StoreResult::failure();  // e.g. std::bad_alloc while copying
                   }
@@ -233,7 +282,8 @@ std::optional<Bitmap> MockL2Adapter::query_load_result(TaskId id) { return load_
 
 L2StoreResult MockL2Adapter::run_store(const std::vector<ObjectKey>& keys,
                                        const std::vector<MemoryObjPtr>& objects,
-                                       const std::vector<std::uint64_t>& sizes) {
+                                       const std::vector<std::uint64_t>& sizes,
+                                       const std::vector<bool>& adopted) {
   // 1. Decide which pairs are new and whether they all fit. The worker is the only thread that
   //    adds objects, so the decision stays valid while we copy outside the lock: a concurrent
   //    delete_keys() can only free space (a key it removes meanwhile is simply not stored).
@@ -252,10 +302,15 @@ L2StoreResult MockL2Adapter::run_store(const std::vector<ObjectKey>& keys,
     if (needed > room) return L2StoreResult::failure();  // all or nothing
   }
 
-  // 2. Deep copies, without the lock.
+  // 2. Deep copies, without the lock; adopted lent buffers are kept as they are.
   std::vector<StoredEntry> copies(fresh.size());
   for (std::size_t j = 0; j < fresh.size(); ++j) {
     const std::size_t i = fresh[j];
+    if (adopted[i]) {
+      const MemoryObjPtr& lent = objects[i];
+      copies[j] = StoredEntry{std::shared_ptr<const std::byte>(lent, lent->data()), sizes[i]};
+      continue;
+    }
     std::shared_ptr<std::byte> data = allocate_host_buffer(sizes[i], BufferFill::kUninitialized);
     if (sizes[i] > 0) std::memcpy(data.get(), objects[i]->data(), sizes[i]);
     copies[j] = StoredEntry{std::move(data), sizes[i]};
@@ -336,6 +391,58 @@ Bitmap MockL2Adapter::run_load(const std::vector<ObjectKey>& keys,
 }
 
 // --- synchronous calls ---------------------------------------------------------------------
+
+std::vector<MemoryObjPtr> MockL2Adapter::lend_store_buffers(const std::vector<ObjectKey>& keys,
+                                                            const MemoryLayoutDesc& layout) {
+  if (closed_.load(std::memory_order_acquire)) {
+    throw std::logic_error("MockL2Adapter::lend_store_buffers after close()");
+  }
+  if (keys.empty()) return {};
+  // At least one byte each, so that every lent buffer has an address of its own.
+  const std::uint64_t each = std::max<std::uint64_t>(layout.total_bytes(), 1);
+  const std::uint64_t wanted = each * keys.size();
+  if (wanted / keys.size() != each) return {};  // overflow: cannot lend that much
+  {
+    // Lend only what could still be stored: lent buffers are bounded by the capacity.
+    const std::uint64_t stored = current_size_bytes();
+    std::lock_guard lock(ledger_->mu);
+    const std::uint64_t used = stored + ledger_->outstanding;
+    if (used > options_.max_capacity_bytes || wanted > options_.max_capacity_bytes - used) {
+      return {};
+    }
+    ledger_->outstanding += wanted;  // reserved now, so concurrent lends see it
+  }
+  std::vector<MemoryObjPtr> lent;
+  lent.reserve(keys.size());
+  std::size_t leased = 0;  // leases recorded; each gives its bytes back when its owner goes
+  try {
+    for (const ObjectKey& key : keys) {
+      auto owner = std::make_shared<LentBufferOwner>();
+      owner->ledger = ledger_;
+      owner->memory = allocate_host_buffer(each, BufferFill::kUninitialized);
+      std::byte* data = owner->memory.get();
+      {
+        std::lock_guard lock(ledger_->mu);
+        ledger_->leases.emplace(data, LendLedger::Lease{key, each});
+      }
+      ++leased;
+      lent.push_back(std::make_shared<MemoryObj>(std::move(owner), data, each, layout));
+    }
+  } catch (...) {
+    // Out of memory. The owner of the failed step is gone already; the buffers made so far go
+    // back with `lent`; what was reserved for keys never leased is unreserved here.
+    lent.clear();
+    std::lock_guard lock(ledger_->mu);
+    ledger_->outstanding -= each * (keys.size() - leased);
+    return {};
+  }
+  return lent;
+}
+
+std::uint64_t MockL2Adapter::lent_bytes_outstanding() const {
+  std::lock_guard lock(ledger_->mu);
+  return ledger_->outstanding;
+}
 
 void MockL2Adapter::delete_keys(const std::vector<ObjectKey>& keys) {
   if (closed_.load(std::memory_order_acquire)) {

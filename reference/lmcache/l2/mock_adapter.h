@@ -20,6 +20,14 @@
 //    front, the bytes past them are left as they were, and set_used_size(stored bytes) makes
 //    its logical size report exactly what was loaded (a no-op when the sizes match). Missing
 //    keys leave their destination untouched.
+//  - Lent store buffers (L2AdapterInterface::lend_store_buffers()): the mock lends buffers
+//    from the process HostBufferPool while the bytes stored plus those lent and not yet
+//    submitted leave room for the request (otherwise it lends nothing). A lent buffer
+//    submitted under its key is adopted at submit: the store keeps the buffer itself instead
+//    of a copy (the copy is the only work a store does here, so a store of lent buffers moves
+//    no bytes on the worker), under the same rules as a copy (no overwrite, all or nothing);
+//    a buffer the store does not keep is freed with the task. Buffers are matched by address
+//    and key, so anything else stays a caller buffer and is copied.
 //  - Usage by cache_salt and listeners go through a UsageTracker: stored (with sizes) when a
 //    store writes, accessed for the keys a load served, deleted (with sizes) by delete_keys().
 //
@@ -128,6 +136,11 @@ class MockL2Adapter final : public L2AdapterInterface {
                           const std::vector<MemoryObjPtr>& objects) override;
   std::optional<Bitmap> query_load_result(TaskId id) override;
 
+  // See the header comment ("Lent store buffers"). Throws std::logic_error after close().
+  std::vector<MemoryObjPtr> lend_store_buffers(const std::vector<ObjectKey>& keys,
+                                               const MemoryLayoutDesc& layout) override;
+  std::uint64_t lent_bytes_outstanding() const override;
+
   // Synchronous: removes the present keys (locked or not; lock counts are left alone), shrinks
   // the usage and notifies listeners with the removed sizes. Throws std::logic_error after
   // close().
@@ -164,10 +177,17 @@ class MockL2Adapter final : public L2AdapterInterface {
 
   struct StoredEntry {
     // From the process HostBufferPool (stores of KV chunks reuse freed buffers instead of
-    // faulting in fresh pages); shared so loads copy outside the lock.
+    // faulting in fresh pages), or an adopted lent buffer (aliasing its MemoryObj); shared so
+    // loads copy outside the lock.
     std::shared_ptr<const std::byte> data;
     std::uint64_t size = 0;
   };
+
+  // The buffers lent and not yet adopted or given back; shared with every lent buffer, which
+  // may outlive the adapter.
+  struct LendLedger;
+  // Owns a lent buffer's memory (the MemoryObj's owner).
+  struct LentBufferOwner;
 
   // Puts `step` on the schedule at `due` (ties run in scheduling order) and wakes the worker.
   // Returns false, dropping the step, once the worker is stopping.
@@ -179,9 +199,11 @@ class MockL2Adapter final : public L2AdapterInterface {
   TaskId submit(const char* what, bool with_id, Body body);
 
   // Task bodies, run on the worker.
+  // adopted[i]: objects[i] is a lent buffer adopted at submit (kept, not copied).
   L2StoreResult run_store(const std::vector<ObjectKey>& keys,
                           const std::vector<MemoryObjPtr>& objects,
-                          const std::vector<std::uint64_t>& sizes);
+                          const std::vector<std::uint64_t>& sizes,
+                          const std::vector<bool>& adopted);
   Bitmap run_lookup(const std::vector<ObjectKey>& keys);
   void run_unlock(const std::vector<ObjectKey>& keys);
   Bitmap run_load(const std::vector<ObjectKey>& keys, const std::vector<MemoryObjPtr>& objects,
@@ -199,6 +221,7 @@ class MockL2Adapter final : public L2AdapterInterface {
   CompletionQueue<Bitmap> lookup_done_;
   CompletionQueue<Bitmap> load_done_;
   UsageTracker usage_;
+  const std::shared_ptr<LendLedger> ledger_;
 
   // Storage. Only the worker adds objects; delete_keys() removes them from callers' threads.
   mutable std::mutex state_mu_;

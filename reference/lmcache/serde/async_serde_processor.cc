@@ -18,6 +18,14 @@ std::shared_ptr<T> require(std::shared_ptr<T> p, const char* what) {
   return p;
 }
 
+// `op` is the call: "submit_serialize", "deserialize_inline", ...
+void check_lists(const std::string& op, std::size_t srcs, std::size_t dsts) {
+  if (srcs != dsts) {
+    throw std::invalid_argument(op + ": srcs has " + std::to_string(srcs) +
+                                " objects but dsts has " + std::to_string(dsts));
+  }
+}
+
 std::size_t checked_workers(std::size_t max_workers) {
   if (max_workers == 0) {
     throw std::invalid_argument("AsyncSerdeProcessor: max_workers must be >= 1, got 0");
@@ -55,11 +63,7 @@ TaskId AsyncSerdeProcessor::submit_deserialize(std::vector<MemoryObjPtr> srcs,
 TaskId AsyncSerdeProcessor::submit(Direction direction, std::vector<MemoryObjPtr> srcs,
                                    std::vector<MemoryObjPtr> dsts) {
   const bool ser = direction == Direction::kSerialize;
-  if (srcs.size() != dsts.size()) {
-    throw std::invalid_argument(std::string("submit_") + direction_name(ser) + ": srcs has " +
-                                std::to_string(srcs.size()) + " objects but dsts has " +
-                                std::to_string(dsts.size()));
-  }
+  check_lists(std::string("submit_") + direction_name(ser), srcs.size(), dsts.size());
   std::lock_guard lock(submit_mu_);
   if (closed_) {
     throw std::logic_error(std::string("submit_") + direction_name(ser) +
@@ -73,11 +77,9 @@ TaskId AsyncSerdeProcessor::submit(Direction direction, std::vector<MemoryObjPtr
   return id;
 }
 
-void AsyncSerdeProcessor::run_task(Direction direction, TaskId id,
-                                   const std::vector<MemoryObjPtr>& srcs,
-                                   const std::vector<MemoryObjPtr>& dsts) {
+bool AsyncSerdeProcessor::run_pairs(Direction direction, const std::vector<MemoryObjPtr>& srcs,
+                                    const std::vector<MemoryObjPtr>& dsts, std::string* why) {
   const bool ser = direction == Direction::kSerialize;
-  bool ok = true;
   std::size_t i = 0;
   try {
     for (; i < srcs.size(); ++i) {
@@ -92,17 +94,53 @@ void AsyncSerdeProcessor::run_task(Direction direction, TaskId id,
         deserializer_->deserialize(*srcs[i], *dsts[i]);
       }
     }
+    return true;
   } catch (const std::exception& e) {
-    ok = false;
-    record_failure(
-        id, std::string(direction_name(ser)) + " pair " + std::to_string(i) + ": " + e.what());
+    *why = std::string(direction_name(ser)) + " pair " + std::to_string(i) + ": " + e.what();
   } catch (...) {
-    ok = false;
-    record_failure(id, std::string(direction_name(ser)) + " pair " + std::to_string(i) +
-                           ": unknown exception");
+    *why = std::string(direction_name(ser)) + " pair " + std::to_string(i) + ": unknown exception";
   }
+  return false;
+}
+
+void AsyncSerdeProcessor::run_task(Direction direction, TaskId id,
+                                   const std::vector<MemoryObjPtr>& srcs,
+                                   const std::vector<MemoryObjPtr>& dsts) {
+  const bool ser = direction == Direction::kSerialize;
+  std::string why;
+  const bool ok = run_pairs(direction, srcs, dsts, &why);
+  if (!ok) record_failure(id, std::move(why));
   // Stores the result, then notifies the direction's eventfd once.
   (ser ? serialize_done_ : deserialize_done_).complete(id, ok);
+}
+
+std::optional<bool> AsyncSerdeProcessor::serialize_inline(const std::vector<MemoryObjPtr>& srcs,
+                                                          const std::vector<MemoryObjPtr>& dsts) {
+  return run_inline(Direction::kSerialize, srcs, dsts);
+}
+
+std::optional<bool> AsyncSerdeProcessor::deserialize_inline(const std::vector<MemoryObjPtr>& srcs,
+                                                            const std::vector<MemoryObjPtr>& dsts) {
+  return run_inline(Direction::kDeserialize, srcs, dsts);
+}
+
+std::optional<bool> AsyncSerdeProcessor::run_inline(Direction direction,
+                                                    const std::vector<MemoryObjPtr>& srcs,
+                                                    const std::vector<MemoryObjPtr>& dsts) {
+  const bool ser = direction == Direction::kSerialize;
+  check_lists(std::string(direction_name(ser)) + "_inline", srcs.size(), dsts.size());
+  {
+    std::lock_guard lock(submit_mu_);
+    if (closed_) {
+      throw std::logic_error(std::string(direction_name(ser)) +
+                             "_inline: the serde processor is closed");
+    }
+  }
+  std::string why;
+  if (run_pairs(direction, srcs, dsts, &why)) return true;
+  std::lock_guard lock(failures_mu_);
+  ++failed_tasks_;
+  return false;
 }
 
 void AsyncSerdeProcessor::record_failure(TaskId id, std::string message) {

@@ -31,9 +31,9 @@
 #include <vector>
 
 #include "lmcache/core/completion_queue.h"
+#include "lmcache/core/thread_pool.h"
 #include "lmcache/serde/serde_processor.h"
 #include "lmcache/serde/serializer.h"
-#include "lmcache/serde/thread_pool.h"
 
 namespace lmcache {
 
@@ -64,6 +64,19 @@ class AsyncSerdeProcessor final : public SerdeProcessor {
 
   std::optional<bool> query_serialize_result(TaskId id) override;
   std::optional<bool> query_deserialize_result(TaskId id) override;
+
+  // serialize_inline() / deserialize_inline()
+  //
+  // Run the pairs on the calling thread exactly as a worker runs a submitted task (the first
+  // failing pair ends it with false and counts in failed_task_count(); no failure_message(),
+  // since there is no id) and return the result; never std::nullopt. Concurrent with the
+  // workers' tasks, which the Serializer / Deserializer contract allows (they are
+  // thread-safe). Throws std::invalid_argument naming both sizes when the lists differ in
+  // length and std::logic_error after close() has begun.
+  std::optional<bool> serialize_inline(const std::vector<MemoryObjPtr>& srcs,
+                                       const std::vector<MemoryObjPtr>& dsts) override;
+  std::optional<bool> deserialize_inline(const std::vector<MemoryObjPtr>& srcs,
+                                         const std::vector<MemoryObjPtr>& dsts) override;
 
   // -1 after close().
   int get_serialize_event_fd() const override;
@@ -104,6 +117,11 @@ class AsyncSerdeProcessor final : public SerdeProcessor {
                 std::vector<MemoryObjPtr> dsts);
   void run_task(Direction direction, TaskId id, const std::vector<MemoryObjPtr>& srcs,
                 const std::vector<MemoryObjPtr>& dsts);
+  std::optional<bool> run_inline(Direction direction, const std::vector<MemoryObjPtr>& srcs,
+                                 const std::vector<MemoryObjPtr>& dsts);
+  // Runs the pairs in order; false, with the reason in *why, at the first failing pair.
+  bool run_pairs(Direction direction, const std::vector<MemoryObjPtr>& srcs,
+                 const std::vector<MemoryObjPtr>& dsts, std::string* why);
   void record_failure(TaskId id, std::string message);
 
   const SerializerPtr serializer_;

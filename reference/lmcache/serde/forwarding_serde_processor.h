@@ -2,6 +2,9 @@
 //
 // ForwardingSerdeProcessor: a decorator base that owns a SerdeProcessor and forwards every call;
 // decorators (fault injection, instrumentation, test doubles) override what they change.
+// The optional inline runs (serialize_inline / deserialize_inline) are NOT forwarded: a
+// decorator that changes submitted tasks would be bypassed by them, so it runs tasks inline
+// only when it overrides these two itself.
 #pragma once
 
 #include <memory>

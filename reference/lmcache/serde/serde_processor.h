@@ -45,6 +45,28 @@ class SerdeProcessor {
   // The serializer's upper bound for this layout.
   virtual std::size_t estimate_serialized_size(const MemoryLayoutDesc& layout) const = 0;
 
+  // serialize_inline() / deserialize_inline()
+  //
+  // Optional (the defaults run nothing). Runs one task on the calling thread and returns the
+  // result a submitted task of the same pairs would have completed with (true / false;
+  // serialized destinations narrowed as a submitted task narrows them), or std::nullopt, having
+  // done nothing, when the processor does not run tasks inline -- the caller then submits the
+  // task. An inline task draws no id and signals no fd. A caller saves the two hand-offs of a
+  // submitted task (to a worker and back), at the price of its own thread's time. Throws what
+  // submit_*() throws (lists of different lengths, after close()).
+  virtual std::optional<bool> serialize_inline(const std::vector<MemoryObjPtr>& srcs,
+                                               const std::vector<MemoryObjPtr>& dsts) {
+    (void)srcs;
+    (void)dsts;
+    return std::nullopt;
+  }
+  virtual std::optional<bool> deserialize_inline(const std::vector<MemoryObjPtr>& srcs,
+                                                 const std::vector<MemoryObjPtr>& dsts) {
+    (void)srcs;
+    (void)dsts;
+    return std::nullopt;
+  }
+
   // close()
   //
   // Idempotent. Waits for queued work (which still completes and signals), joins the worker

@@ -76,6 +76,17 @@ WrapperMetrics::WrapperMetrics(std::shared_ptr<prometheus::Registry> registry,
                      .Help("L1 bytes held by the wrapper's temporary serialization buffers")
                      .Register(*registry_)
                      .Add(prometheus::Labels(labels.begin(), labels.end()));
+  lent_bytes_ = &prometheus::BuildGauge()
+                     .Name("lmcache_serde_wrapper_lent_bytes")
+                     .Help("Bytes of buffers the inner adapter lent, held by stores in flight")
+                     .Register(*registry_)
+                     .Add(prometheus::Labels(labels.begin(), labels.end()));
+  auto& inline_steps = prometheus::BuildCounter()
+                           .Name("lmcache_serde_wrapper_inline_steps_total")
+                           .Help("Serde steps run inline instead of on the processor's workers")
+                           .Register(*registry_);
+  inline_serialize_ = &inline_steps.Add(with(labels, "step", "serialize"));
+  inline_deserialize_ = &inline_steps.Add(with(labels, "step", "deserialize"));
   auto& tasks = prometheus::BuildCounter()
                     .Name("lmcache_serde_wrapper_tasks_total")
                     .Help("Wrapped tasks completed, by operation and outcome")
@@ -92,6 +103,25 @@ WrapperMetrics::WrapperMetrics(std::shared_ptr<prometheus::Registry> registry,
 void WrapperMetrics::leave(WrapperStep phase, std::chrono::steady_clock::duration took) {
   in_flight_[index(phase)]->Decrement();
   step_duration_[index(phase)]->Observe(std::chrono::duration<double>(took).count());
+}
+
+void WrapperMetrics::inline_step(WrapperStep step) {
+  if (step == WrapperStep::kSerialize) inline_serialize_->Increment();
+  if (step == WrapperStep::kDeserialize) inline_deserialize_->Increment();
+}
+
+std::uint64_t WrapperMetrics::lent_bytes() const {
+  return static_cast<std::uint64_t>(std::llround(lent_bytes_->Value()));
+}
+
+std::uint64_t WrapperMetrics::inline_steps(WrapperStep step) const {
+  if (step == WrapperStep::kSerialize) {
+    return static_cast<std::uint64_t>(std::llround(inline_serialize_->Value()));
+  }
+  if (step == WrapperStep::kDeserialize) {
+    return static_cast<std::uint64_t>(std::llround(inline_deserialize_->Value()));
+  }
+  return 0;
 }
 
 void WrapperMetrics::task_finished(bool is_store, bool success) {
@@ -125,6 +155,10 @@ Json WrapperMetrics::summary() const {
   };
   return {{"tasks_in_flight", in_flight},
           {"temp_bytes_held", temp_bytes()},
+          {"lent_bytes_held", lent_bytes()},
+          {"inline_steps",
+           {{"serialize", inline_steps(WrapperStep::kSerialize)},
+            {"deserialize", inline_steps(WrapperStep::kDeserialize)}}},
           {"tasks",
            {{"store_success", count(1, 1)},
             {"store_failure", count(1, 0)},

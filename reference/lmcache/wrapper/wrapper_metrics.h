@@ -8,6 +8,11 @@
 //                                                        inner_store, inner_load, deserialize
 //   lmcache_serde_wrapper_tasks_in_flight{phase}        gauge; phase = the same four names
 //   lmcache_serde_wrapper_temp_bytes                    gauge; L1 bytes held by temps
+//   lmcache_serde_wrapper_lent_bytes                    gauge; bytes of buffers the inner
+//                                                        adapter lent, held by stores in flight
+//   lmcache_serde_wrapper_inline_steps_total{step}      counter; serde steps run inline
+//                                                        (step = serialize|deserialize) instead
+//                                                        of on the processor's workers
 //   lmcache_serde_wrapper_tasks_total{op, outcome}      counter; op = store|load,
 //                                                        outcome = success|failure
 //
@@ -58,15 +63,29 @@ class WrapperMetrics {
     temp_bytes_->Decrement(static_cast<double>(bytes));
   }
 
+  void lent_bytes_acquired(std::uint64_t bytes) {
+    lent_bytes_->Increment(static_cast<double>(bytes));
+  }
+  void lent_bytes_released(std::uint64_t bytes) {
+    lent_bytes_->Decrement(static_cast<double>(bytes));
+  }
+
+  // A serde step (kSerialize or kDeserialize) ran inline.
+  void inline_step(WrapperStep step);
+
   void task_finished(bool is_store, bool success);
 
-  // Current in-flight count of a phase, and temp bytes held.
+  // Current in-flight count of a phase, temp bytes held, lent bytes held, and the serde steps
+  // of `step` run inline so far.
   std::int64_t in_flight(WrapperStep phase) const;
   std::uint64_t temp_bytes() const;
+  std::uint64_t lent_bytes() const;
+  std::uint64_t inline_steps(WrapperStep step) const;
 
   // summary()
   //
-  // {"tasks_in_flight": {phase: n}, "temp_bytes_held": n, "tasks": {"store_success": n, ...},
+  // {"tasks_in_flight": {phase: n}, "temp_bytes_held": n, "lent_bytes_held": n,
+  //  "inline_steps": {"serialize": n, "deserialize": n}, "tasks": {"store_success": n, ...},
   //  "step_latency_seconds": {step: {"count", "sum", "mean", "p50", "p99"}}}. Percentiles are
   // interpolated inside histogram buckets, so they are estimates.
   Json summary() const;
@@ -78,6 +97,9 @@ class WrapperMetrics {
   std::array<prometheus::Histogram*, kWrapperStepCount> step_duration_{};
   std::array<prometheus::Gauge*, kWrapperStepCount> in_flight_{};
   prometheus::Gauge* temp_bytes_ = nullptr;
+  prometheus::Gauge* lent_bytes_ = nullptr;
+  prometheus::Counter* inline_serialize_ = nullptr;
+  prometheus::Counter* inline_deserialize_ = nullptr;
   // [is_store][success]
   std::array<std::array<prometheus::Counter*, 2>, 2> tasks_{};
 };
