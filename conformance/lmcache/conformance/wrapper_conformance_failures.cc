@@ -212,14 +212,27 @@ Verdict AllOrNothingLoad(const WrapperUnderTest& wut, const WrapperRigOptions& r
       const std::string what = "load with " + name(f, pair) + " (" + std::to_string(n) +
                                " objects " + layout.to_string() + ")";
       const std::size_t baseline = rig->l1_used();
+      const long calls_before = rig->serde->deserialize_calls.load();
       arm(*rig, f, pair);
       std::vector<MemoryObjPtr> dsts;
       for (std::size_t i = 0; i < n; ++i) dsts.push_back(MakeObject(layout));
       TaskId l = submit_no_throw([&] { return w.submit_load_task(keys, dsts); }, what);
       Bitmap bits = wait_load_once(w, l, what);
+      const long calls = rig->serde->deserialize_calls.load() - calls_before;
       disarm(*rig);
-      Require(bits == Bitmap(n), what + " returned bitmap " + bits.to_string() + " instead of " +
-                                     std::to_string(n) + " zeros (all or nothing)");
+      if (f == LoadFault::kDeserialize && calls <= pair) {
+        // The failing call never came: an inner that loses keys (a fault plan's drop) left
+        // fewer pairs to deserialize. Then at most the deserialized pairs may be loaded.
+        Require(bits.popcount() <= static_cast<std::size_t>(calls) &&
+                    static_cast<std::size_t>(calls) < n,
+                what + " (the failing call never came: " + std::to_string(calls) +
+                    " deserialize calls) returned bitmap " + bits.to_string() +
+                    ": more keys loaded than deserialized, or every key deserialized but the "
+                    "failing call skipped");
+      } else {
+        Require(bits == Bitmap(n), what + " returned bitmap " + bits.to_string() + " instead of " +
+                                       std::to_string(n) + " zeros (all or nothing)");
+      }
       require_l1_back(*rig, baseline, what);
     }
     (void)objs;

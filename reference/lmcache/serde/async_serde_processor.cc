@@ -18,11 +18,14 @@ std::shared_ptr<T> require(std::shared_ptr<T> p, const char* what) {
   return p;
 }
 
-// `op` is the call: "submit_serialize", "deserialize_inline", ...
-void check_lists(const std::string& op, std::size_t srcs, std::size_t dsts) {
+// The call is prefix + direction + suffix: "submit_serialize", "deserialize_inline", ...
+// The call's name is built only on the error path: this check runs on every submit.
+void check_lists(const char* prefix, const char* direction, const char* suffix, std::size_t srcs,
+                 std::size_t dsts) {
   if (srcs != dsts) {
-    throw std::invalid_argument(op + ": srcs has " + std::to_string(srcs) +
-                                " objects but dsts has " + std::to_string(dsts));
+    throw std::invalid_argument(std::string(prefix) + direction + suffix + ": srcs has " +
+                                std::to_string(srcs) + " objects but dsts has " +
+                                std::to_string(dsts));
   }
 }
 
@@ -63,7 +66,7 @@ TaskId AsyncSerdeProcessor::submit_deserialize(std::vector<MemoryObjPtr> srcs,
 TaskId AsyncSerdeProcessor::submit(Direction direction, std::vector<MemoryObjPtr> srcs,
                                    std::vector<MemoryObjPtr> dsts) {
   const bool ser = direction == Direction::kSerialize;
-  check_lists(std::string("submit_") + direction_name(ser), srcs.size(), dsts.size());
+  check_lists("submit_", direction_name(ser), "", srcs.size(), dsts.size());
   std::lock_guard lock(submit_mu_);
   if (closed_) {
     throw std::logic_error(std::string("submit_") + direction_name(ser) +
@@ -128,7 +131,7 @@ std::optional<bool> AsyncSerdeProcessor::run_inline(Direction direction,
                                                     const std::vector<MemoryObjPtr>& srcs,
                                                     const std::vector<MemoryObjPtr>& dsts) {
   const bool ser = direction == Direction::kSerialize;
-  check_lists(std::string(direction_name(ser)) + "_inline", srcs.size(), dsts.size());
+  check_lists("", direction_name(ser), "_inline", srcs.size(), dsts.size());
   {
     std::lock_guard lock(submit_mu_);
     if (closed_) {
