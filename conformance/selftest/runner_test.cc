@@ -158,7 +158,7 @@ TEST(Runner, QualityWarningAloneIsNotAFailure) {
 TEST(Runner, CrashAndHangAreReportedNotFatal) {
   RunResult r =
       RunConform(std::string("--plugin ") + LMCONF_CRASHING_PLUGIN +
-                 " --timeout 5 --filter 'copy_serde.DeterministicOutput:copy_serde.RoundTrip:"
+                 " --timeout 30 --filter 'copy_serde.DeterministicOutput:copy_serde.RoundTrip:"
                  "crashing_serde.DeterministicOutput:crashing_serde.RoundTrip:"
                  "hanging_processor.DistinctEventFds:hanging_processor.OneShotQueries'");
   EXPECT_EQ(r.exit_code, 1) << r.output;
@@ -176,7 +176,7 @@ TEST(Runner, CrashAndHangAreReportedNotFatal) {
   nlohmann::json hang = Result(r, "hanging_processor", "OneShotQueries");
   ASSERT_FALSE(hang.is_null());
   EXPECT_EQ(hang["status"], "Fail");
-  EXPECT_NE(hang["message"].get<std::string>().find("hang (timeout after 5 s)"), std::string::npos)
+  EXPECT_NE(hang["message"].get<std::string>().find("hang (timeout after 30 s)"), std::string::npos)
       << hang["message"];
 }
 
