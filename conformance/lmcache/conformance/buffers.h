@@ -17,6 +17,7 @@
 #include "lmcache/core/dtype.h"
 #include "lmcache/core/memory_layout.h"
 #include "lmcache/core/memory_obj.h"
+#include "lmcache/core/object_key.h"
 
 namespace lmcache::conformance {
 
@@ -131,6 +132,15 @@ class GuardedObject {
 // A plain zero-filled MemoryObj of `layout` (physical size exactly the layout's bytes, at least
 // `min_physical`).
 MemoryObjPtr MakeObject(const MemoryLayoutDesc& layout, std::size_t min_physical = 0);
+
+// probe_key() / probe_keys()
+//
+// The keys the kit stores its probe objects under: probe_key(i)'s chunk hash is the 8-byte
+// big-endian `i` (model "conformance-probe", rank 0, group 0, no cache_salt); probe_keys(n) is
+// probe_key(0) .. probe_key(n - 1). Serdes get the same key in both directions unless a property
+// deliberately moves a frame to another key.
+ObjectKey probe_key(std::uint64_t i = 0);
+std::vector<ObjectKey> probe_keys(std::size_t n);
 
 // ByteLayout()
 //
