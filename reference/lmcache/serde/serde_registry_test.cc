@@ -59,6 +59,16 @@ TEST(SerdeRegistry, Fp8IsRegisteredByDefault) {
   EXPECT_THAT(registered_serde_types(), Contains("fp8"));
 }
 
+TEST(SerdeRegistry, IntegritySerdesAreBuiltIns) {
+  const auto names = registered_serde_types();
+  for (const char* name : {"checksum", "aesgcm", "chain"}) EXPECT_THAT(names, Contains(name));
+  // Their config errors name the problem.
+  expect_invalid([] { create_serde_processor(Json::parse(R"({"type": "aesgcm"})")); },
+                 {"master_key_path"});
+  expect_invalid([] { create_serde_processor(Json::parse(R"({"type": "chain"})")); },
+                 {"stages"});
+}
+
 TEST(SerdeRegistry, NamesAreSorted) {
   ScopedFactory a("zz_test_last", [](const Json&) { return trivial_processor(); });
   ScopedFactory b("aa_test_first", [](const Json&) { return trivial_processor(); });
