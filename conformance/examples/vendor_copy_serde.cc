@@ -9,7 +9,8 @@
 
 namespace vendor {
 
-std::size_t CopySerializer::serialize(const lmcache::MemoryObj& src, lmcache::MemoryObj& dst) {
+std::size_t CopySerializer::serialize(const lmcache::MemoryObj& src, lmcache::MemoryObj& dst,
+                                      const lmcache::ObjectKey& /*key*/) {
   const std::size_t need = src.layout().total_bytes();
   if (dst.physical_size() < need) {
     throw std::invalid_argument("vendor copy serde: destination buffer too small: got " +
@@ -30,7 +31,8 @@ std::size_t CopySerializer::estimate_serialized_size(
   return layout.total_bytes();
 }
 
-void CopyDeserializer::deserialize(const lmcache::MemoryObj& src, lmcache::MemoryObj& dst) {
+void CopyDeserializer::deserialize(const lmcache::MemoryObj& src, lmcache::MemoryObj& dst,
+                                   const lmcache::ObjectKey& /*key*/) {
   const std::size_t need = dst.layout().total_bytes();
   if (src.size() < need) {
     throw std::invalid_argument("vendor copy serde: source buffer too small: got " +

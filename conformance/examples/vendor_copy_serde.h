@@ -13,7 +13,8 @@ class CopySerializer final : public lmcache::Serializer {
  public:
   // Writes the groups of `src` back to back; throws std::invalid_argument (writing nothing)
   // when `dst` is smaller than src's bytes.
-  std::size_t serialize(const lmcache::MemoryObj& src, lmcache::MemoryObj& dst) override;
+  std::size_t serialize(const lmcache::MemoryObj& src, lmcache::MemoryObj& dst,
+                        const lmcache::ObjectKey& key) override;
   // Exactly the layout's bytes.
   std::size_t estimate_serialized_size(const lmcache::MemoryLayoutDesc& layout) const override;
 };
@@ -22,7 +23,8 @@ class CopyDeserializer final : public lmcache::Deserializer {
  public:
   // Copies dst's bytes from the front of `src`; throws std::invalid_argument (writing nothing)
   // when `src` is shorter.
-  void deserialize(const lmcache::MemoryObj& src, lmcache::MemoryObj& dst) override;
+  void deserialize(const lmcache::MemoryObj& src, lmcache::MemoryObj& dst,
+                   const lmcache::ObjectKey& key) override;
 };
 
 // CopySerdeDescriptor()

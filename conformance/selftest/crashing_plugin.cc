@@ -19,7 +19,7 @@ using namespace lmcache;
 // Crashes on every call, as a serializer with a wild pointer would.
 class CrashingSerializer final : public Serializer {
  public:
-  std::size_t serialize(const MemoryObj&, MemoryObj&) override {
+  std::size_t serialize(const MemoryObj&, MemoryObj&, const ObjectKey&) override {
     raise(SIGSEGV);
     return 0;
   }
@@ -34,7 +34,8 @@ class HangingProcessor final : public ForwardingSerdeProcessor {
   HangingProcessor()
       : ForwardingSerdeProcessor(std::make_unique<AsyncSerdeProcessor>(
             std::make_shared<Fp8Serializer>(), std::make_shared<Fp8Deserializer>())) {}
-  TaskId submit_serialize(std::vector<MemoryObjPtr>, std::vector<MemoryObjPtr>) override {
+  TaskId submit_serialize(std::vector<MemoryObjPtr>, std::vector<MemoryObjPtr>,
+                          std::vector<ObjectKey>) override {
     for (;;) std::this_thread::sleep_for(std::chrono::hours(1));
   }
 };

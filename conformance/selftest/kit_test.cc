@@ -298,11 +298,13 @@ TEST(Generators, KeyFamiliesAreDistinctAndDifferInOneField) {
 using lmcache::Fp8Format;
 namespace conf = lmcache::conformance;
 
-INSTANTIATE_TEST_SUITE_P(Reference, SerdeConformance,
-                         ::testing::Values(conf::ReferenceFp8Serde(Fp8Format::kE4M3FN),
-                                           conf::ReferenceFp8Serde(Fp8Format::kE5M2),
-                                           conf::selftest::CopySerde()),
-                         conf::ParamName());
+INSTANTIATE_TEST_SUITE_P(
+    Reference, SerdeConformance,
+    ::testing::Values(conf::ReferenceFp8Serde(Fp8Format::kE4M3FN),
+                      conf::ReferenceFp8Serde(Fp8Format::kE5M2), conf::ReferenceChecksumSerde(),
+                      conf::ReferenceAesGcmSerde(128, false), conf::ReferenceAesGcmSerde(256, true),
+                      conf::ReferenceFp8ChecksumChain(), conf::selftest::CopySerde()),
+    conf::ParamName());
 INSTANTIATE_TEST_SUITE_P(Reference, ProcessorConformance,
                          ::testing::Values(conf::ReferenceAsyncFp8Processor(Fp8Format::kE4M3FN, 1),
                                            conf::ReferenceAsyncFp8Processor(Fp8Format::kE5M2, 3),

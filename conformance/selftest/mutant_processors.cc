@@ -14,6 +14,7 @@
 #include <stdexcept>
 #include <thread>
 
+#include "lmcache/conformance/buffers.h"
 #include "lmcache/conformance/process_stats.h"
 #include "lmcache/core/event_notifier.h"
 #include "lmcache/serde/fp8_serde.h"
@@ -70,12 +71,13 @@ class KnobQueueProcessor final : public SerdeProcessor {
     }
   }
 
-  TaskId submit_serialize(std::vector<MemoryObjPtr> srcs, std::vector<MemoryObjPtr> dsts) override {
-    return submit(true, std::move(srcs), std::move(dsts));
+  TaskId submit_serialize(std::vector<MemoryObjPtr> srcs, std::vector<MemoryObjPtr> dsts,
+                          std::vector<ObjectKey> keys) override {
+    return submit(true, std::move(srcs), std::move(dsts), std::move(keys));
   }
-  TaskId submit_deserialize(std::vector<MemoryObjPtr> srcs,
-                            std::vector<MemoryObjPtr> dsts) override {
-    return submit(false, std::move(srcs), std::move(dsts));
+  TaskId submit_deserialize(std::vector<MemoryObjPtr> srcs, std::vector<MemoryObjPtr> dsts,
+                            std::vector<ObjectKey> keys) override {
+    return submit(false, std::move(srcs), std::move(dsts), std::move(keys));
   }
   std::optional<bool> query_serialize_result(TaskId id) override { return query(ser_done_, id); }
   std::optional<bool> query_deserialize_result(TaskId id) override {
@@ -117,33 +119,35 @@ class KnobQueueProcessor final : public SerdeProcessor {
   }
 
  private:
-  TaskId submit(bool serialize, std::vector<MemoryObjPtr> srcs, std::vector<MemoryObjPtr> dsts) {
+  TaskId submit(bool serialize, std::vector<MemoryObjPtr> srcs, std::vector<MemoryObjPtr> dsts,
+                std::vector<ObjectKey> keys) {
     std::unique_lock lock(mu_);
     if (closed_ && !k_.submit_after_close_ok) throw std::logic_error("queue processor closed");
-    if (srcs.size() != dsts.size() && !k_.accept_mismatched) {
+    if ((srcs.size() != dsts.size() || keys.size() != srcs.size()) && !k_.accept_mismatched) {
       throw std::invalid_argument("queue processor: lists differ in length");
     }
+    // A mismatch let through (accept_mismatched) runs with the kit's probe keys.
+    if (keys.size() < srcs.size()) keys = probe_keys(srcs.size());
     lock.unlock();
     TaskId id = next_id();
     lock.lock();
-    queue_.push_back([this, serialize, id, srcs = std::move(srcs), dsts = std::move(dsts)] {
-      run(serialize, id, srcs, dsts);
-    });
+    queue_.push_back([this, serialize, id, srcs = std::move(srcs), dsts = std::move(dsts),
+                      keys = std::move(keys)] { run(serialize, id, srcs, dsts, keys); });
     cv_.notify_one();
     return id;
   }
 
   void run(bool serialize, TaskId id, const std::vector<MemoryObjPtr>& srcs,
-           const std::vector<MemoryObjPtr>& dsts) {
+           const std::vector<MemoryObjPtr>& dsts, const std::vector<ObjectKey>& keys) {
     bool ok = true;
     const std::size_t n = std::min(srcs.size(), dsts.size());
     auto pair = [&](std::size_t i) {
       MemoryObj& to = k_.decode_all_into_first && !serialize ? *dsts[0] : *dsts[i];
       if (serialize) {
-        std::size_t written = ser_.serialize(*srcs[i], to);
+        std::size_t written = ser_.serialize(*srcs[i], to, keys[i]);
         if (!k_.no_narrowing) to.set_used_size(written);
       } else {
-        deser_.deserialize(*srcs[i], to);
+        deser_.deserialize(*srcs[i], to, keys[i]);
       }
     };
     if (k_.shared_pair_cursor) {
@@ -313,8 +317,9 @@ std::optional<bool> wait_result(SerdeProcessor& p, bool serialize, TaskId id) {
 // Runs one task and returns its result (nullopt: it never completed).
 std::optional<bool> run_task(SerdeProcessor& p, bool serialize, std::vector<MemoryObjPtr> srcs,
                              std::vector<MemoryObjPtr> dsts) {
-  TaskId id = serialize ? p.submit_serialize(std::move(srcs), std::move(dsts))
-                        : p.submit_deserialize(std::move(srcs), std::move(dsts));
+  std::vector<ObjectKey> keys = probe_keys(srcs.size());
+  TaskId id = serialize ? p.submit_serialize(std::move(srcs), std::move(dsts), std::move(keys))
+                        : p.submit_deserialize(std::move(srcs), std::move(dsts), std::move(keys));
   return wait_result(p, serialize, id);
 }
 
@@ -360,7 +365,7 @@ void AddProcessorMutants(std::vector<Mutant>& out) {
   add(out, "query_answers_twice", BugClass::kFailureOrder, "OneShotQueries",
       "a query does not take the result", {.answer_twice = true},
       with_processor([](SerdeProcessor& p) -> std::string {
-        TaskId id = p.submit_serialize({input(1)}, {temp()});
+        TaskId id = p.submit_serialize({input(1)}, {temp()}, probe_keys(1));
         wait_result(p, true, id);
         return p.query_serialize_result(id) ? "a result was handed out twice" : "";
       }));
@@ -390,7 +395,8 @@ void AddProcessorMutants(std::vector<Mutant>& out) {
         for (int t = 0; t < 4; ++t) {
           pool.emplace_back([&, t] {
             start.arrive_and_wait();
-            ids[static_cast<std::size_t>(t)] = p.submit_serialize({input(1)}, {temp()});
+            ids[static_cast<std::size_t>(t)] =
+                p.submit_serialize({input(1)}, {temp()}, probe_keys(1));
           });
         }
         for (auto& th : pool) th.join();
@@ -419,7 +425,8 @@ void AddProcessorMutants(std::vector<Mutant>& out) {
         MemoryObjPtr src = MemoryObj::allocate(big);
         std::vector<TaskId> ids;
         for (int i = 0; i < 8; ++i) {
-          ids.push_back(p.submit_serialize({src}, {temp(p.estimate_serialized_size(big))}));
+          ids.push_back(
+              p.submit_serialize({src}, {temp(p.estimate_serialized_size(big))}, probe_keys(1)));
         }
         p.close();
         for (TaskId id : ids) {
@@ -432,7 +439,7 @@ void AddProcessorMutants(std::vector<Mutant>& out) {
       with_processor([](SerdeProcessor& p) -> std::string {
         p.close();
         try {
-          p.submit_serialize({input(1)}, {temp()});
+          p.submit_serialize({input(1)}, {temp()}, probe_keys(1));
         } catch (const std::logic_error&) {
           return {};
         }
@@ -442,7 +449,7 @@ void AddProcessorMutants(std::vector<Mutant>& out) {
       "lists of different lengths are accepted", {.accept_mismatched = true},
       with_processor([](SerdeProcessor& p) -> std::string {
         try {
-          p.submit_serialize({input(1), input(2)}, {temp()});
+          p.submit_serialize({input(1), input(2)}, {temp()}, probe_keys(2));
         } catch (const std::invalid_argument&) {
           return {};
         }
@@ -474,14 +481,14 @@ void AddProcessorMutants(std::vector<Mutant>& out) {
   add(out, "failures_answered_twice", BugClass::kFailureOrder, "OneShotQueries",
       "failed results stay in the completion map", {.failures_answered_twice = true},
       with_processor([](SerdeProcessor& p) -> std::string {
-        TaskId id = p.submit_serialize({input(1)}, {temp(0)});
+        TaskId id = p.submit_serialize({input(1)}, {temp(0)}, probe_keys(1));
         wait_result(p, true, id);
         return p.query_serialize_result(id) ? "a failed result was handed out twice" : "";
       }));
   add(out, "close_clears_results", BugClass::kFailureOrder, "CloseCompletesQueuedWork",
       "close() clears results that completed and were not taken yet",
       {.close_clears_results = true}, with_processor([](SerdeProcessor& p) -> std::string {
-        TaskId id = p.submit_serialize({input(1)}, {temp()});
+        TaskId id = p.submit_serialize({input(1)}, {temp()}, probe_keys(1));
         wait_readable(p.get_serialize_event_fd(), 5s);
         p.close();
         return p.query_serialize_result(id) ? "" : "a completed result is gone after close()";
@@ -516,16 +523,17 @@ void AddProcessorMutants(std::vector<Mutant>& out) {
       "two workers, and the running task's pair index is a member both share",
       {.workers = 2, .shared_pair_cursor = true},
       with_processor([](SerdeProcessor& p) -> std::string {
+        const std::vector<ObjectKey> keys = probe_keys(6);
         for (int round = 0; round < 50; ++round) {
           std::vector<MemoryObjPtr> srcs, temps;
           for (int i = 0; i < 6; ++i) {
             srcs.push_back(input(static_cast<std::uint64_t>(i)));
             temps.push_back(temp());
           }
-          TaskId a = p.submit_serialize(srcs, temps);
+          TaskId a = p.submit_serialize(srcs, temps, keys);
           std::vector<MemoryObjPtr> temps2;
           for (int i = 0; i < 6; ++i) temps2.push_back(temp());
-          TaskId b = p.submit_serialize(srcs, temps2);
+          TaskId b = p.submit_serialize(srcs, temps2, keys);
           wait_result(p, true, a);
           wait_result(p, true, b);
           for (int i = 0; i < 6; ++i) {

@@ -303,7 +303,7 @@ class SequentialWrapperImpl final : public L2AdapterInterface {
   bool run_store(Task& t) {
     TaskId sid;
     try {
-      sid = serde_->submit_serialize(t.objects, t.temps);
+      sid = serde_->submit_serialize(t.objects, t.temps, t.keys);
     } catch (...) {
       release(t);
       fail(t);
@@ -385,14 +385,16 @@ class SequentialWrapperImpl final : public L2AdapterInterface {
       return true;
     }
     std::vector<MemoryObjPtr> srcs, dsts;
+    std::vector<ObjectKey> keys;
     for (std::size_t i = 0; i < n; ++i) {
       if (!bits->test(i) && !k_.deserializes_unset_bits) continue;
       srcs.push_back(t.temps[i]);
       dsts.push_back(t.objects[i]);
+      keys.push_back(t.keys[i]);
     }
     TaskId did;
     try {
-      did = serde_->submit_deserialize(srcs, dsts);
+      did = serde_->submit_deserialize(srcs, dsts, keys);
     } catch (...) {
       release(t);
       fail(t);

@@ -14,6 +14,7 @@
 #include <stdexcept>
 #include <thread>
 
+#include "lmcache/conformance/buffers.h"
 #include "lmcache/serde/multi_serde.h"
 #include "mutants.h"
 #include "mutants_internal.h"
@@ -91,7 +92,7 @@ class CopySerializer final : public Serializer {
  public:
   explicit CopySerializer(CopyKnobs k) : k_(k) {}
 
-  std::size_t serialize(const MemoryObj& src, MemoryObj& dst) override {
+  std::size_t serialize(const MemoryObj& src, MemoryObj& dst, const ObjectKey& key) override {
     const MemoryLayoutDesc& layout = src.layout();
     const std::size_t n = k_.copies_physical_size ? src.physical_size() : layout.total_bytes();
     const std::size_t need = n + trailer();
@@ -167,7 +168,7 @@ class CopyDeserializer final : public Deserializer {
  public:
   explicit CopyDeserializer(CopyKnobs k) : k_(k) {}
 
-  void deserialize(const MemoryObj& src, MemoryObj& dst) override {
+  void deserialize(const MemoryObj& src, MemoryObj& dst, const ObjectKey& key) override {
     const MemoryLayoutDesc& layout = dst.layout();
     const std::size_t need = layout.total_bytes();
     const std::size_t have = k_.deser_checks_physical_size ? src.physical_size() : src.size();
@@ -225,14 +226,14 @@ class TouchesNoneBridge final : public MultiDeserializer {
  public:
   explicit TouchesNoneBridge(DeserializerPtr inner) : inner_(std::move(inner)) {}
   std::size_t group_size() const override { return 1; }
-  void deserialize(const MemoryObj& src, const MemoryObjGroup& dst) override {
+  void deserialize(const MemoryObj& src, const MemoryObjGroup& dst, const ObjectKey& key) override {
     validate_group_size(dst.size(), 1, "dst");
     if (!dst[0]) {
       MemoryObjPtr scratch = MemoryObj::allocate(MemoryLayoutDesc::single({1}, DType::kUInt8));
-      inner_->deserialize(src, *scratch);
+      inner_->deserialize(src, *scratch, key);
       return;
     }
-    inner_->deserialize(src, *dst[0]);
+    inner_->deserialize(src, *dst[0], key);
   }
 
  private:
@@ -244,13 +245,13 @@ class HeaderBridge final : public MultiSerializer {
  public:
   explicit HeaderBridge(SerializerPtr inner) : inner_(std::move(inner)) {}
   std::size_t group_size() const override { return 1; }
-  std::size_t serialize(const MemoryObjGroup& src, MemoryObj& dst) override {
+  std::size_t serialize(const MemoryObjGroup& src, MemoryObj& dst, const ObjectKey& key) override {
     validate_group_size(src.size(), 1, "src");
     if (!src[0]) throw std::invalid_argument("header bridge: None src slot");
     std::size_t est = inner_->estimate_serialized_size(src[0]->layout());
     MemoryObjPtr tmp = MemoryObj::allocate(
         MemoryLayoutDesc::single({static_cast<std::int64_t>(est)}, DType::kUInt8));
-    std::size_t n = inner_->serialize(*src[0], *tmp);
+    std::size_t n = inner_->serialize(*src[0], *tmp, probe_key());
     if (dst.physical_size() < n + 1) throw std::invalid_argument("header bridge: short dst");
     dst.data()[0] = std::byte{0x42};
     if (n > 0) std::memcpy(dst.data() + 1, tmp->data(), n);
@@ -294,9 +295,9 @@ std::string round_trip_problem(const SerdeUnderTest& s, const MemoryObj& src) {
   try {
     SerializerPtr ser = s.make_serializer();
     MemoryObjPtr bytes = bytes_of(ser->estimate_serialized_size(src.layout()));
-    bytes->set_used_size(ser->serialize(src, *bytes));
+    bytes->set_used_size(ser->serialize(src, *bytes, probe_key()));
     MemoryObjPtr out = MemoryObj::allocate(src.layout());
-    s.make_deserializer()->deserialize(*bytes, *out);
+    s.make_deserializer()->deserialize(*bytes, *out, probe_key());
     const std::size_t n = src.layout().total_bytes();
     if (n > 0 && std::memcmp(out->data(), src.data(), n) != 0) {
       return "the round trip of " + src.layout().to_string() + " changed the data";
@@ -326,7 +327,7 @@ std::string shared_round_trip_problem(const SerdeUnderTest& s) {
       start.arrive_and_wait();
       for (int r = 0; r < 20 && errors[static_cast<std::size_t>(t)].empty(); ++r) {
         MemoryObjPtr bytes = bytes_of(ser->estimate_serialized_size(layout));
-        bytes->set_used_size(ser->serialize(*src, *bytes));
+        bytes->set_used_size(ser->serialize(*src, *bytes, probe_key()));
         if (std::memcmp(bytes->data(), src->data(), layout.total_bytes()) != 0) {
           errors[static_cast<std::size_t>(t)] =
               "a serialize on a shared instance got another "
@@ -334,7 +335,7 @@ std::string shared_round_trip_problem(const SerdeUnderTest& s) {
           break;
         }
         MemoryObjPtr out = MemoryObj::allocate(layout);
-        deser->deserialize(*bytes, *out);
+        deser->deserialize(*bytes, *out, probe_key());
         if (std::memcmp(out->data(), src->data(), layout.total_bytes()) != 0) {
           errors[static_cast<std::size_t>(t)] =
               "a deserialize on a shared instance got another "
@@ -377,7 +378,8 @@ void AddSerdeMutants(std::vector<Mutant>& out) {
       [](const Impl& i) -> std::string {
         SerializerPtr s = i.serde.make_serializer();
         MemoryObjPtr src = filled(kSmall, 1), a = bytes_of(64), b = bytes_of(64);
-        std::size_t na = s->serialize(*src, *a), nb = s->serialize(*src, *b);
+        std::size_t na = s->serialize(*src, *a, probe_key()),
+                    nb = s->serialize(*src, *b, probe_key());
         if (na != nb || std::memcmp(a->data(), b->data(), na) != 0) return "two calls differ";
         return {};
       });
@@ -393,13 +395,13 @@ void AddSerdeMutants(std::vector<Mutant>& out) {
           pool.emplace_back([&, t] {
             MemoryObjPtr d = bytes_of(64);
             start.arrive_and_wait();
-            std::size_t n = s->serialize(*src, *d);
+            std::size_t n = s->serialize(*src, *d, probe_key());
             outs[static_cast<std::size_t>(t)].assign(d->data(), d->data() + n);
           });
         }
         for (auto& th : pool) th.join();
         MemoryObjPtr alone = bytes_of(64);
-        std::size_t n = s->serialize(*src, *alone);
+        std::size_t n = s->serialize(*src, *alone, probe_key());
         for (auto& o : outs) {
           if (o != std::vector<std::byte>(alone->data(), alone->data() + n)) {
             return "four threads got other bytes than one thread alone";
@@ -411,7 +413,8 @@ void AddSerdeMutants(std::vector<Mutant>& out) {
       copy_impl({.underestimate = true}), [](const Impl& i) -> std::string {
         SerializerPtr s = i.serde.make_serializer();
         MemoryObjPtr d = bytes_of(64);
-        if (s->serialize(*filled(kSmall, 1), *d) > s->estimate_serialized_size(kSmall)) {
+        if (s->serialize(*filled(kSmall, 1), *d, probe_key()) >
+            s->estimate_serialized_size(kSmall)) {
           return "serialize wrote more than the estimate";
         }
         return {};
@@ -423,7 +426,7 @@ void AddSerdeMutants(std::vector<Mutant>& out) {
         std::size_t before = s->estimate_serialized_size(kSmall);
         for (std::uint64_t seed = 1; seed < 8; ++seed) {
           MemoryObjPtr d = bytes_of(128);
-          s->serialize(*filled(kSmall, seed), *d);
+          s->serialize(*filled(kSmall, seed), *d, probe_key());
           if (s->estimate_serialized_size(kSmall) != before) return "the estimate moved";
         }
         return {};
@@ -445,9 +448,9 @@ void AddSerdeMutants(std::vector<Mutant>& out) {
       const float x = 1.0f + std::ldexp(1.0f, -12);
       std::memcpy(src->data(), &x, 4);
       MemoryObjPtr bytes = bytes_of(16);
-      bytes->set_used_size(i.serde.make_serializer()->serialize(*src, *bytes));
+      bytes->set_used_size(i.serde.make_serializer()->serialize(*src, *bytes, probe_key()));
       MemoryObjPtr out = MemoryObj::allocate(src->layout());
-      i.serde.make_deserializer()->deserialize(*bytes, *out);
+      i.serde.make_deserializer()->deserialize(*bytes, *out, probe_key());
       float y;
       std::memcpy(&y, out->data(), 4);
       if (std::fabs(x - y) / x > bound)
@@ -474,7 +477,7 @@ void AddSerdeMutants(std::vector<Mutant>& out) {
       [](const Impl& i) -> std::string {
         MemoryObjPtr d = bytes_of(100);
         std::memset(d->data(), 0x11, 100);
-        std::size_t n = i.serde.make_serializer()->serialize(*filled(kSmall, 1), *d);
+        std::size_t n = i.serde.make_serializer()->serialize(*filled(kSmall, 1), *d, probe_key());
         if (d->data()[n] != std::byte{0x11}) return "the byte past the count changed";
         return {};
       });
@@ -485,7 +488,7 @@ void AddSerdeMutants(std::vector<Mutant>& out) {
         MemoryObj short_dst(std::shared_ptr<void>(big, big->data()), big->data(), 10,
                             MemoryLayoutDesc::single({10}, DType::kUInt8));
         try {
-          i.serde.make_serializer()->serialize(*filled(kSmall, 1), short_dst);
+          i.serde.make_serializer()->serialize(*filled(kSmall, 1), short_dst, probe_key());
         } catch (const std::invalid_argument&) {
           return {};
         }
@@ -500,7 +503,7 @@ void AddSerdeMutants(std::vector<Mutant>& out) {
         MemoryObjPtr src = filled(kSmall, 1);
         MemoryObjPtr bytes = bytes_of(60);
         std::memcpy(bytes->data(), src->data(), 60);
-        i.serde.make_deserializer()->deserialize(*bytes, dst);
+        i.serde.make_deserializer()->deserialize(*bytes, dst, probe_key());
         if (big->data()[60] != std::byte{0x11}) return "the byte past the destination changed";
         return {};
       });
@@ -509,7 +512,7 @@ void AddSerdeMutants(std::vector<Mutant>& out) {
       [](const Impl& i) -> std::string {
         MemoryObjPtr out = MemoryObj::allocate(kSmall);
         try {
-          i.serde.make_deserializer()->deserialize(*bytes_of(10), *out);
+          i.serde.make_deserializer()->deserialize(*bytes_of(10), *out, probe_key());
         } catch (const std::invalid_argument&) {
           return {};
         }
@@ -521,13 +524,13 @@ void AddSerdeMutants(std::vector<Mutant>& out) {
     Impl base = i;
     base.serde.make_serializer = [] {
       struct Checking final : Serializer {
-        std::size_t serialize(const MemoryObj& src, MemoryObj& dst) override {
+        std::size_t serialize(const MemoryObj& src, MemoryObj& dst, const ObjectKey& key) override {
           for (DType d : src.layout().dtypes()) {
             if (d == DType::kUInt8 || d == DType::kFloat8E4M3FN || d == DType::kFloat8E5M2) {
               throw std::invalid_argument("unsupported dtype");
             }
           }
-          return inner.serialize(src, dst);
+          return inner.serialize(src, dst, key);
         }
         std::size_t estimate_serialized_size(const MemoryLayoutDesc& l) const override {
           return inner.estimate_serialized_size(l);
@@ -543,7 +546,7 @@ void AddSerdeMutants(std::vector<Mutant>& out) {
           MemoryObjPtr d = bytes_of(64);
           try {
             impl.serde.make_serializer()->serialize(
-                *filled(MemoryLayoutDesc::single({4}, DType::kUInt8), 1), *d);
+                *filled(MemoryLayoutDesc::single({4}, DType::kUInt8), 1), *d, probe_key());
           } catch (const std::invalid_argument&) {
             return {};
           }
@@ -563,7 +566,7 @@ void AddSerdeMutants(std::vector<Mutant>& out) {
                         ? impl.serde.make_multi_deserializer()
                         : single_to_multi_deserializer(impl.serde.make_deserializer());
           try {
-            md->deserialize(*bytes_of(0), {nullptr});
+            md->deserialize(*bytes_of(0), {nullptr}, probe_key());
           } catch (const std::exception& e) {
             return std::string("a None slot read the source: ") + e.what();
           }
@@ -581,8 +584,8 @@ void AddSerdeMutants(std::vector<Mutant>& out) {
                         ? impl.serde.make_multi_serializer()
                         : single_to_multi_serializer(impl.serde.make_serializer());
           MemoryObjPtr src = filled(kSmall, 1), a = bytes_of(64), b = bytes_of(64);
-          std::size_t na = ms->serialize({src}, *a);
-          std::size_t nb = impl.serde.make_serializer()->serialize(*src, *b);
+          std::size_t na = ms->serialize({src}, *a, probe_key());
+          std::size_t nb = impl.serde.make_serializer()->serialize(*src, *b, probe_key());
           if (na != nb || std::memcmp(a->data(), b->data(), na) != 0) {
             return "the bridge's bytes differ from a direct call";
           }
@@ -608,7 +611,8 @@ void AddSerdeMutants(std::vector<Mutant>& out) {
         MemoryObjPtr bytes = bytes_of(60);
         bytes->set_used_size(30);  // narrowed: only 30 valid bytes
         try {
-          i.serde.make_deserializer()->deserialize(*bytes, *MemoryObj::allocate(kSmall));
+          i.serde.make_deserializer()->deserialize(*bytes, *MemoryObj::allocate(kSmall),
+                                                   probe_key());
         } catch (const std::invalid_argument&) {
           return {};
         }
@@ -620,7 +624,7 @@ void AddSerdeMutants(std::vector<Mutant>& out) {
         SerializerPtr s = i.serde.make_serializer();
         MemoryObjPtr src = filled(kSmall, 1, /*slack=*/8);
         MemoryObjPtr d = bytes_of(200);
-        if (s->serialize(*src, *d) > s->estimate_serialized_size(kSmall)) {
+        if (s->serialize(*src, *d, probe_key()) > s->estimate_serialized_size(kSmall)) {
           return "serialize of an object with padding wrote more than the estimate";
         }
         return {};
@@ -664,7 +668,7 @@ void AddSerdeMutants(std::vector<Mutant>& out) {
           MemoryObjPtr bytes = bytes_of(layout.total_bytes());
           std::memcpy(bytes->data(), src->data(), layout.total_bytes());
           MemoryObjPtr out = MemoryObj::allocate(layout);
-          d->deserialize(*bytes, *out);
+          d->deserialize(*bytes, *out, probe_key());
           if (std::memcmp(out->data(), src->data(), layout.total_bytes()) != 0) {
             return "one instance decoded " + layout.to_string() + " wrongly after another layout";
           }

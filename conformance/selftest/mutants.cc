@@ -44,6 +44,7 @@ void RegisterMutant(const Mutant& m, Registry& registry) {
 std::vector<Mutant> AllMutants() {
   std::vector<Mutant> all;
   AddSerdeMutants(all);
+  AddIntegrityMutants(all);
   AddProcessorMutants(all);
   AddAdapterMutants(all);
   AddWrapperMutants(all);

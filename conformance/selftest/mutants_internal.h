@@ -14,6 +14,7 @@
 namespace lmcache::conformance::selftest {
 
 void AddSerdeMutants(std::vector<Mutant>& out);
+void AddIntegrityMutants(std::vector<Mutant>& out);
 void AddProcessorMutants(std::vector<Mutant>& out);
 void AddAdapterMutants(std::vector<Mutant>& out);
 void AddWrapperMutants(std::vector<Mutant>& out);

@@ -183,7 +183,7 @@ TEST(Runner, CrashAndHangAreReportedNotFatal) {
 TEST(Runner, UnloadablePluginIsAUsageError) {
   RunResult r = RunConform(std::string("--plugin ") + LMCONF_NOT_A_PLUGIN);
   EXPECT_EQ(r.exit_code, 2) << r.output;
-  EXPECT_NE(r.output.find("does not export lmcache_conformance_plugin_v1"), std::string::npos)
+  EXPECT_NE(r.output.find("does not export lmcache_conformance_plugin_v2"), std::string::npos)
       << r.output;
   RunResult none = RunConform("");
   EXPECT_EQ(none.exit_code, 2) << none.output;

@@ -349,7 +349,7 @@ int Main(int argc, char** argv) {
       "loaded, 0 otherwise."};
   app.add_flag("--reference", o.reference, "Test the reference implementations (no plugin)");
   app.add_option("--plugin", o.plugins,
-                 "A plugin shared object exporting " LMCACHE_CONFORMANCE_ENTRY_POINT_V1
+                 "A plugin shared object exporting " LMCACHE_CONFORMANCE_ENTRY_POINT_V2
                  " (repeatable)")
       ->check(CLI::ExistingFile);
   app.add_option("--filter", o.filter,

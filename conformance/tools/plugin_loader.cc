@@ -25,10 +25,17 @@ std::string LoadSource(const std::string& source, Registry& registry) {
     return "cannot load plugin '" + source + "': " + (err ? err : "unknown dlopen error");
   }
   auto entry = reinterpret_cast<LmcacheConformancePluginV1Fn>(
-      dlsym(handle, LMCACHE_CONFORMANCE_ENTRY_POINT_V1));
+      dlsym(handle, LMCACHE_CONFORMANCE_ENTRY_POINT_V2));
+  if (entry == nullptr && dlsym(handle, LMCACHE_CONFORMANCE_ENTRY_POINT_V1) != nullptr) {
+    return "plugin '" + source +
+           "' exports " LMCACHE_CONFORMANCE_ENTRY_POINT_V1
+           ": it was built against plugin ABI v1, whose serdes take no ObjectKey; rebuild it "
+           "against ABI v" +
+           std::to_string(LMCACHE_CONFORMANCE_ABI_VERSION);
+  }
   if (entry == nullptr) {
     return "plugin '" + source +
-           "' does not export " LMCACHE_CONFORMANCE_ENTRY_POINT_V1
+           "' does not export " LMCACHE_CONFORMANCE_ENTRY_POINT_V2
            " (is it built with LMCACHE_CONFORMANCE_PLUGIN, against ABI v" +
            std::to_string(LMCACHE_CONFORMANCE_ABI_VERSION) + "?)";
   }

@@ -5,6 +5,10 @@
 # expect_campaign.sh reproducible <campaign> [args...]
 #   Runs the campaign twice with the same arguments (which must include --seed) and passes when
 #   both pass and report the same fingerprint.
+# expect_campaign.sh integrity <campaign> [args...]
+#   Runs a campaign whose --serde has an integrity stage and passes when it passes (0
+#   violations) AND the integrity serde refused at least one damaged frame
+#   (corruption_never_loads checked at least once).
 set -u
 mode=${1:?usage: $0 violation|reproducible ...}; shift
 tmp=$(mktemp -d)
@@ -34,6 +38,17 @@ case "$mode" in
       echo "FAIL: the same seed gave different campaigns"; diff "$tmp/a.json" "$tmp/b.json"; exit 1
     fi
     echo "OK: same seed, same fingerprint and fault counts"
+    ;;
+  integrity)
+    "$@" >"$tmp/out" 2>&1
+    rc=$?
+    tail -n 40 "$tmp/out"
+    if [[ $rc -ne 0 ]]; then echo "FAIL: the campaign failed (exit $rc)"; exit 1; fi
+    n=$(awk '$1 == "corruption_never_loads" {print $2}' "$tmp/out")
+    if [[ -z "$n" || "$n" -eq 0 ]]; then
+      echo "FAIL: no damaged frame was refused (corruption_never_loads never checked)"; exit 1
+    fi
+    echo "OK: 0 violations, $n damaged frames refused by the integrity serde"
     ;;
   *) echo "unknown mode $mode"; exit 2 ;;
 esac

@@ -12,6 +12,11 @@
 //   decode: the input is the serialized bytes; the output holds --count elements of --dtype.
 //           --count defaults to the number of input bytes, which is right for serdes that
 //           write one byte per element (fp8); other serdes need it given.
+// The object's key: serdes that bind a frame to its key (checksum's fingerprint, aesgcm's
+// per-cache_salt key) need the same one for encode and decode, as LMCache passes it:
+//   --chunk-hash HEX  the key's chunk hash as hex (default 0000000000000000: 8 zero bytes)
+//   --cache-salt S    the key's cache_salt (default empty)
+// The rest of the key is fixed: model "lmcache-serde", kv_rank 0, object_group_id 0.
 // The tool drives the serde through the SerdeProcessor interface (create_serde_processor,
 // submit, wait on the event fd, query), so it works for every registered serde.
 //
@@ -39,6 +44,7 @@
 #include "lmcache/core/event_notifier.h"
 #include "lmcache/core/memory_layout.h"
 #include "lmcache/core/memory_obj.h"
+#include "lmcache/core/object_key.h"
 #include "lmcache/serde/async_serde_processor.h"
 #include "lmcache/serde/serde_processor.h"
 #include "lmcache/serde/serde_registry.h"
@@ -85,6 +91,29 @@ SerdeProcessorPtr make_processor(const std::string& config_text) {
   return create_serde_processor(config);
 }
 
+std::string bytes_from_hex(const std::string& hex) {
+  if (hex.size() % 2 != 0) {
+    throw InputError("--chunk-hash has an odd number of hex digits (" + std::to_string(hex.size()) +
+                     ")");
+  }
+  auto digit = [&](char c) -> int {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    throw InputError(std::string("--chunk-hash: '") + c + "' is not a hex digit");
+  };
+  std::string out;
+  for (std::size_t i = 0; i < hex.size(); i += 2) {
+    out.push_back(static_cast<char>(digit(hex[i]) * 16 + digit(hex[i + 1])));
+  }
+  return out;
+}
+
+// The key an object is encoded / decoded under (see the header comment).
+ObjectKey key_of(const std::string& chunk_hash_hex, const std::string& cache_salt) {
+  return ObjectKey(bytes_from_hex(chunk_hash_hex), "lmcache-serde", 0, 0, cache_salt);
+}
+
 std::shared_ptr<MemoryObj> buffer_of(std::size_t count, DType dtype) {
   return MemoryObj::allocate(MemoryLayoutDesc::single({static_cast<std::int64_t>(count)}, dtype));
 }
@@ -114,7 +143,7 @@ void await(SerdeProcessor& proc, TaskId id, bool serialize, std::chrono::seconds
   }
 }
 
-int run_encode(const std::string& config_text, const std::string& dtype_text,
+int run_encode(const std::string& config_text, const std::string& dtype_text, const ObjectKey& key,
                std::chrono::seconds timeout) {
   const DType dtype = dtype_from_name(dtype_text);
   const std::vector<std::byte> input = read_stdin();
@@ -128,7 +157,7 @@ int run_encode(const std::string& config_text, const std::string& dtype_text,
   auto src = buffer_of(input.size() / esize, dtype);
   if (!input.empty()) std::memcpy(src->data(), input.data(), input.size());
   auto dst = MemoryObj::allocate(serialized_layout_desc(src->layout(), *proc));
-  TaskId id = proc->submit_serialize({src}, {dst});
+  TaskId id = proc->submit_serialize({src}, {dst}, {key});
   await(*proc, id, /*serialize=*/true, timeout);
   proc->close();
   write_stdout(dst->bytes());  // narrowed to the bytes written
@@ -136,14 +165,14 @@ int run_encode(const std::string& config_text, const std::string& dtype_text,
 }
 
 int run_decode(const std::string& config_text, const std::string& dtype_text, std::int64_t count,
-               std::chrono::seconds timeout) {
+               const ObjectKey& key, std::chrono::seconds timeout) {
   const DType dtype = dtype_from_name(dtype_text);
   const std::vector<std::byte> input = read_stdin();
   SerdeProcessorPtr proc = make_processor(config_text);
   auto src = buffer_of(input.size(), DType::kUInt8);
   if (!input.empty()) std::memcpy(src->data(), input.data(), input.size());
   auto dst = buffer_of(count < 0 ? input.size() : static_cast<std::size_t>(count), dtype);
-  TaskId id = proc->submit_deserialize({src}, {dst});
+  TaskId id = proc->submit_deserialize({src}, {dst}, {key});
   await(*proc, id, /*serialize=*/false, timeout);
   proc->close();
   write_stdout(dst->bytes());
@@ -164,6 +193,8 @@ int run(int argc, char** argv) {
   std::string dtype_text;
   std::int64_t count = -1;
   int timeout_s = 300;
+  std::string chunk_hash_hex = "0000000000000000";
+  std::string cache_salt;
 
   auto add_common = [&](CLI::App* sub, const char* dtype_help) {
     sub->add_option("--config", config_text,
@@ -172,6 +203,9 @@ int run(int argc, char** argv) {
     sub->add_option("--dtype", dtype_text, dtype_help)->required();
     sub->add_option("--timeout", timeout_s, "seconds to wait for the serde (default 300)")
         ->check(CLI::PositiveNumber);
+    sub->add_option("--chunk-hash", chunk_hash_hex,
+                    "the object key's chunk hash, hex (default 0000000000000000)");
+    sub->add_option("--cache-salt", cache_salt, "the object key's cache_salt (default empty)");
   };
   CLI::App* encode = app.add_subcommand("encode", "stdin: raw elements -> stdout: serialized");
   add_common(encode, "element dtype of the input (float32, float16, bfloat16, ...)");
@@ -193,8 +227,9 @@ int run(int argc, char** argv) {
   try {
     if (list->parsed()) return run_list();
     const std::chrono::seconds timeout(timeout_s);
-    if (encode->parsed()) return run_encode(config_text, dtype_text, timeout);
-    return run_decode(config_text, dtype_text, count, timeout);
+    const ObjectKey key = key_of(chunk_hash_hex, cache_salt);
+    if (encode->parsed()) return run_encode(config_text, dtype_text, key, timeout);
+    return run_decode(config_text, dtype_text, count, key, timeout);
   } catch (const std::invalid_argument& e) {
     std::cerr << "lmcache-serde: " << e.what() << '\n';
     return kExitRejected;

@@ -183,7 +183,7 @@ Flags (value as the next argument or after '='):
                            Serve /metrics on ADDR:PORT during the run (values appear as
                            benchmarks finish) ...
   --metrics-linger SECONDS ... and for SECONDS after it (default 0), for a last scrape.
-  --plugin FILE.so         Load a conformance plugin (lmcache_conformance_plugin_v1) and
+  --plugin FILE.so         Load a conformance plugin (lmcache_conformance_plugin_v2) and
                            benchmark its serdes and processors beside the reference ones.
                            Repeatable.
   --device cpu|cuda|all    Codec devices (default all: cpu, plus cuda when a GPU is usable).

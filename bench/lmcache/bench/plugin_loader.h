@@ -1,7 +1,7 @@
 // File: lmcache/bench/plugin_loader.h
 //
 // Loads a conformance plugin for `lmcache-bench --plugin`: the same shared object, the same
-// versioned extern "C" entry point (lmcache_conformance_plugin_v1, plugin_abi.h) and the same
+// versioned extern "C" entry point (lmcache_conformance_plugin_v2, plugin_abi.h) and the same
 // loader code as `lmcache-conform --plugin`. There is no bench-specific ABI: this forwards to
 // the conformance runner's LoadSource() (conformance/tools/plugin_loader.h, the
 // lmcache_conformance_plugin_loader library both programs link), so a plugin that the

@@ -92,7 +92,7 @@ double direct_pass_seconds(const Serde& s, const std::vector<MemoryObjPtr>& srcs
   const auto t0 = Clock::now();
   for (std::size_t i = 0; i < tasks; ++i) {
     dsts[i % dsts.size()]->set_used_size(
-        s.ser->serialize(*srcs[i % srcs.size()], *dsts[i % dsts.size()]));
+        s.ser->serialize(*srcs[i % srcs.size()], *dsts[i % dsts.size()], bench_key()));
   }
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
@@ -219,7 +219,7 @@ void register_direct(bool fp8, std::uint64_t size, std::size_t batch) {
                        for (std::size_t i = 0; i < batch; ++i) {
                          // What the processor's job does per pair: serialize, then narrow the
                          // destination.
-                         dsts[i]->set_used_size(s.ser->serialize(*srcs[i], *dsts[i]));
+                         dsts[i]->set_used_size(s.ser->serialize(*srcs[i], *dsts[i], bench_key()));
                        }
                        benchmark::ClobberMemory();
                      }

@@ -6,7 +6,11 @@
 //        the descriptor's Serializer / Deserializer called directly
 //   serde/{serialize,deserialize}/processor/<name>/<dtype>/cpu/size:N/threads:1
 //        the descriptor's SerdeProcessor, one task of one object, submit -> eventfd -> query
+//   serde/memcpy/direct/memcpy/uint8/cpu/size:N/threads:1
+//        one memcpy of N bytes between two buffers of the same kind: the in-run yardstick of
+//        the integrity serdes (checksum >= 0.8x of it, docs/integrity.md)
 #include <algorithm>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -51,19 +55,37 @@ void register_direct(const conformance::SerdeUnderTest& serde, bool serialize, D
                        MemoryObjPtr wire =
                            byte_buffer(ser->estimate_serialized_size(src->layout()));
                        MemoryObjPtr back = MemoryObj::allocate(src->layout());
-                       wire->set_used_size(ser->serialize(*src, *wire));
+                       wire->set_used_size(ser->serialize(*src, *wire, bench_key()));
                        for (auto _ : st) {
                          if (serialize) {
                            wire->set_used_size(wire->physical_size());
-                           wire->set_used_size(ser->serialize(*src, *wire));
+                           wire->set_used_size(ser->serialize(*src, *wire, bench_key()));
                          } else {
-                           deser->deserialize(*wire, *back);
+                           deser->deserialize(*wire, *back, bench_key());
                          }
                          benchmark::ClobberMemory();
                        }
                      } catch (const std::exception& e) {
                        st.SkipWithError(e.what());
                        return;
+                     }
+                     st.SetItemsProcessed(st.iterations());
+                     st.SetBytesProcessed(st.iterations() * static_cast<std::int64_t>(size));
+                   })
+      ->Unit(benchmark::kMicrosecond)
+      ->UseRealTime();
+}
+
+void register_memcpy(std::uint64_t size) {
+  BenchLabels l = labels(true, "direct", "memcpy", DType::kUInt8, size);
+  l.op = "memcpy";
+  register_labeled(l,
+                   [size](benchmark::State& st) {
+                     MemoryObjPtr a = byte_buffer(size), b = byte_buffer(size);
+                     std::memset(a->data(), 7, size);
+                     for (auto _ : st) {
+                       std::memcpy(b->data(), a->data(), size);
+                       benchmark::ClobberMemory();
                      }
                      st.SetItemsProcessed(st.iterations());
                      st.SetBytesProcessed(st.iterations() * static_cast<std::int64_t>(size));
@@ -110,6 +132,7 @@ void register_processor(const conformance::ProcessorUnderTest& proc, bool serial
 void register_serde_suite(const SuiteConfig& c, const conformance::Registry& registry) {
   const std::vector<std::uint64_t> sizes =
       c.sizes.empty() ? std::vector<std::uint64_t>{1ull << 20} : c.sizes;
+  for (std::uint64_t size : sizes) register_memcpy(size);
   for (const auto& serde : registry.serdes()) {
     for (DType dtype : serde.input_dtypes) {
       if (!wide_dtype(dtype)) continue;

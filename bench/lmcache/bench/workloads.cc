@@ -139,14 +139,20 @@ std::vector<ObjectKey> make_bench_keys(std::uint64_t first, std::size_t n) {
   return keys;
 }
 
-std::size_t NoopSerializer::serialize(const MemoryObj&, MemoryObj&) { return 0; }
+const ObjectKey& bench_key() {
+  static const ObjectKey key = make_bench_keys(0, 1)[0];
+  return key;
+}
+
+std::size_t NoopSerializer::serialize(const MemoryObj&, MemoryObj&, const ObjectKey&) { return 0; }
 std::size_t NoopSerializer::estimate_serialized_size(const MemoryLayoutDesc&) const { return 0; }
-void NoopDeserializer::deserialize(const MemoryObj&, MemoryObj&) {}
+void NoopDeserializer::deserialize(const MemoryObj&, MemoryObj&, const ObjectKey&) {}
 
 bool serialize_round_trip(SerdeProcessor& p, std::vector<MemoryObjPtr> srcs,
                           std::vector<MemoryObjPtr> dsts) {
   const auto deadline = Clock::now() + kRoundTripTimeout;
-  const TaskId id = p.submit_serialize(std::move(srcs), std::move(dsts));
+  std::vector<ObjectKey> keys = make_bench_keys(0, srcs.size());
+  const TaskId id = p.submit_serialize(std::move(srcs), std::move(dsts), std::move(keys));
   for (;;) {
     wait_and_consume(p.get_serialize_event_fd(), deadline, "serialize");
     if (std::optional<bool> r = p.query_serialize_result(id)) return *r;
@@ -156,7 +162,8 @@ bool serialize_round_trip(SerdeProcessor& p, std::vector<MemoryObjPtr> srcs,
 bool deserialize_round_trip(SerdeProcessor& p, std::vector<MemoryObjPtr> srcs,
                             std::vector<MemoryObjPtr> dsts) {
   const auto deadline = Clock::now() + kRoundTripTimeout;
-  const TaskId id = p.submit_deserialize(std::move(srcs), std::move(dsts));
+  std::vector<ObjectKey> keys = make_bench_keys(0, srcs.size());
+  const TaskId id = p.submit_deserialize(std::move(srcs), std::move(dsts), std::move(keys));
   for (;;) {
     wait_and_consume(p.get_deserialize_event_fd(), deadline, "deserialize");
     if (std::optional<bool> r = p.query_deserialize_result(id)) return *r;
@@ -169,7 +176,8 @@ std::size_t serialize_pipelined(SerdeProcessor& p, const std::vector<MemoryObjPt
   std::vector<TaskId> pending;
   pending.reserve(tasks);
   for (std::size_t i = 0; i < tasks; ++i) {
-    pending.push_back(p.submit_serialize({srcs[i % srcs.size()]}, {dsts[i % dsts.size()]}));
+    pending.push_back(p.submit_serialize({srcs[i % srcs.size()]}, {dsts[i % dsts.size()]},
+                                         make_bench_keys(i % srcs.size(), 1)));
   }
   return wait_for_all(std::move(pending), p.get_serialize_event_fd(), deadline,
                       "serialize (pipelined)",
@@ -297,6 +305,13 @@ void add_fp8_simd_descriptors(conformance::Registry& registry) {
     d.make_multi_deserializer = nullptr;
     registry.add_serde(std::move(d));
   }
+}
+
+void add_integrity_descriptors(conformance::Registry& registry) {
+  registry.add_serde(conformance::ReferenceChecksumSerde());
+  registry.add_serde(conformance::ReferenceAesGcmSerde(128, false));
+  registry.add_serde(conformance::ReferenceAesGcmSerde(256, false));
+  registry.add_serde(conformance::ReferenceFp8ChecksumChain());
 }
 
 }  // namespace lmcache::bench

@@ -60,19 +60,24 @@ MemoryObjPtr make_kv_object(DType dtype, std::size_t bytes, std::uint64_t seed);
 // rounds can use fresh keys without colliding.
 std::vector<ObjectKey> make_bench_keys(std::uint64_t first, std::size_t n);
 
+// bench_key()
+//
+// make_bench_keys(0, 1)[0]: the key the serde benchmarks pass to serialize() / deserialize().
+const ObjectKey& bench_key();
+
 // NoopSerializer / NoopDeserializer
 //
 // A serde that does nothing: serialize() writes no byte and returns 0, deserialize() returns
 // at once; estimate_serialized_size() is 0. Isolates a processor's own per-task cost.
 class NoopSerializer final : public Serializer {
  public:
-  std::size_t serialize(const MemoryObj& src, MemoryObj& dst) override;
+  std::size_t serialize(const MemoryObj& src, MemoryObj& dst, const ObjectKey& key) override;
   std::size_t estimate_serialized_size(const MemoryLayoutDesc& layout) const override;
 };
 
 class NoopDeserializer final : public Deserializer {
  public:
-  void deserialize(const MemoryObj& src, MemoryObj& dst) override;
+  void deserialize(const MemoryObj& src, MemoryObj& dst, const ObjectKey& key) override;
 };
 
 // serialize_round_trip() / deserialize_round_trip()
@@ -159,5 +164,12 @@ Json fp8_row_config(const std::string& row, const std::string& simd_target = "")
 // Adds "fp8_simd_e4m3fn" and "fp8_simd_e5m2" to `registry`: the reference fp8 serde
 // descriptors with the serde pinned to the SIMD kernels, so the serde/ suite times both.
 void add_fp8_simd_descriptors(conformance::Registry& registry);
+
+// add_integrity_descriptors()
+//
+// Adds the reference integrity serdes (docs/integrity.md) to `registry`: "checksum",
+// "aesgcm_128", "aesgcm_256" and "chain_fp8_checksum", so the serde suite measures them beside
+// its in-run memcpy rows.
+void add_integrity_descriptors(conformance::Registry& registry);
 
 }  // namespace lmcache::bench

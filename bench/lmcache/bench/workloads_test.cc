@@ -8,6 +8,7 @@
 #include <memory>
 #include <vector>
 
+#include "lmcache/core/testing/test_keys.h"
 #include "lmcache/serde/async_serde_processor.h"
 #include "lmcache/serde/fp8_serde.h"
 
@@ -113,15 +114,15 @@ TEST(Workloads, Fp8SimdRowMatchesTheDefaultSerde) {
       auto b = MemoryObj::allocate(bytes_layout);
       Fp8SerdeOptions simd = fp8_row_options(kFp8SimdRow, "SCALAR");
       simd.format = format;
-      const std::size_t na = Fp8Serializer({format}).serialize(*src, *a);
-      const std::size_t nb = Fp8Serializer(simd).serialize(*src, *b);
+      const std::size_t na = Fp8Serializer({format}).serialize(*src, *a, test_key());
+      const std::size_t nb = Fp8Serializer(simd).serialize(*src, *b, test_key());
       ASSERT_EQ(na, nb);
       EXPECT_TRUE(std::equal(a->data(), a->data() + na, b->data()));
       a->set_used_size(na);
       auto back_ref = MemoryObj::allocate(src->layout());
       auto back_simd = MemoryObj::allocate(src->layout());
-      Fp8Deserializer({format}).deserialize(*a, *back_ref);
-      Fp8Deserializer(simd).deserialize(*a, *back_simd);
+      Fp8Deserializer({format}).deserialize(*a, *back_ref, test_key());
+      Fp8Deserializer(simd).deserialize(*a, *back_simd, test_key());
       EXPECT_TRUE(
           std::equal(back_ref->data(), back_ref->data() + back_ref->size(), back_simd->data()));
     }

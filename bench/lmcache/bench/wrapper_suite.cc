@@ -111,9 +111,9 @@ DeserializerPtr make_deser(const std::string& serde) {
 void direct_pass(Serializer& ser, Deserializer& deser, Batch& b, bool store) {
   for (std::size_t i = 0; i < b.wide.size(); ++i) {
     if (store) {
-      b.temps[i]->set_used_size(ser.serialize(*b.wide[i], *b.temps[i]));
+      b.temps[i]->set_used_size(ser.serialize(*b.wide[i], *b.temps[i], bench_key()));
     } else {
-      deser.deserialize(*b.temps[i], *b.dsts[i]);
+      deser.deserialize(*b.temps[i], *b.dsts[i], bench_key());
     }
   }
 }

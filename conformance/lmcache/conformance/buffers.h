@@ -14,9 +14,11 @@
 #include <string>
 #include <vector>
 
+#include "lmcache/conformance/probe_keys.h"
 #include "lmcache/core/dtype.h"
 #include "lmcache/core/memory_layout.h"
 #include "lmcache/core/memory_obj.h"
+#include "lmcache/core/object_key.h"
 
 namespace lmcache::conformance {
 

@@ -56,6 +56,34 @@ struct Lossiness {
   }
 };
 
+// IntegrityClaims
+//
+// What an integrity / confidentiality serde promises about tampered frames (docs/integrity.md).
+// Every claim is off by default; a claimed one is held by the Integrity* properties, and the
+// properties of a claim not made are NotSupported. "Fails" means deserialize() throws: the
+// object is then not claimed as loaded.
+struct IntegrityClaims {
+  // Every single-bit flip of a frame, every truncation of it, and a changed version byte (at
+  // `version_byte_offset`) make deserialize() fail.
+  bool detects_corruption = false;
+  std::size_t version_byte_offset = 0;
+  // A frame deserialized under a key with another chunk_hash fails (checksum's fingerprint,
+  // aesgcm's bind_key).
+  bool binds_chunk_hash = false;
+  // A frame deserialized under a key with another cache_salt fails (aesgcm's per-tenant key).
+  bool binds_cache_salt = false;
+  // serialize() draws fresh randomness per call (an IV): the frame's bytes
+  // [nonce_offset, nonce_offset + nonce_bytes) must differ across many serializations (>= 100k
+  // at standard depth), the payload must not appear in clear, and the byte-comparing
+  // determinism properties (DeterministicOutput, DeterministicAcrossThreads, BridgeEquivalence,
+  // OneInstanceManyLayouts) are NotSupported.
+  bool randomized = false;
+  std::size_t nonce_offset = 0;
+  std::size_t nonce_bytes = 0;
+  // A deserializer holding another secret (a wrong master key): every frame must fail under it.
+  std::function<DeserializerPtr()> make_deserializer_with_other_secret;
+};
+
 // SerdeUnderTest
 //
 // A synchronous Serializer / Deserializer pair (serde/serializer.h). The factories must return a
@@ -85,6 +113,9 @@ struct SerdeUnderTest {
   std::function<MultiDeserializerPtr()> make_multi_deserializer;
   // Slots a multi serializer requires (a null there must be rejected); empty means every slot.
   std::vector<bool> multi_required_slots;
+
+  // Integrity / confidentiality claims (none by default).
+  IntegrityClaims integrity;
 };
 
 // ProcessorUnderTest

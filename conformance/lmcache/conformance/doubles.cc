@@ -8,20 +8,21 @@
 
 namespace lmcache::conformance {
 
-std::size_t ScriptedSerializer::serialize(const MemoryObj& src, MemoryObj& dst) {
+std::size_t ScriptedSerializer::serialize(const MemoryObj& src, MemoryObj& dst,
+                                          const ObjectKey& key) {
   long n = faults_->serialize_calls.fetch_add(1);
   if (faults_->serialize_fail_always || n == faults_->serialize_fail_at) {
     throw std::runtime_error("injected serialize failure (call " + std::to_string(n) + ")");
   }
-  return inner_.serialize(src, dst);
+  return inner_.serialize(src, dst, key);
 }
 
-void ScriptedDeserializer::deserialize(const MemoryObj& src, MemoryObj& dst) {
+void ScriptedDeserializer::deserialize(const MemoryObj& src, MemoryObj& dst, const ObjectKey& key) {
   long n = faults_->deserialize_calls.fetch_add(1);
   if (faults_->deserialize_fail_always || n == faults_->deserialize_fail_at) {
     throw std::runtime_error("injected deserialize failure (call " + std::to_string(n) + ")");
   }
-  inner_.deserialize(src, dst);
+  inner_.deserialize(src, dst, key);
 }
 
 ScriptedProcessor::ScriptedProcessor(std::shared_ptr<SerdeFaults> faults)
@@ -31,19 +32,23 @@ ScriptedProcessor::ScriptedProcessor(std::shared_ptr<SerdeFaults> faults)
       faults_(std::move(faults)) {}
 
 TaskId ScriptedProcessor::submit_serialize(std::vector<MemoryObjPtr> srcs,
-                                           std::vector<MemoryObjPtr> dsts) {
+                                           std::vector<MemoryObjPtr> dsts,
+                                           std::vector<ObjectKey> keys) {
   if (faults_->throw_on_submit_serialize) {
     throw std::runtime_error("injected submit_serialize failure");
   }
-  return ForwardingSerdeProcessor::submit_serialize(std::move(srcs), std::move(dsts));
+  return ForwardingSerdeProcessor::submit_serialize(std::move(srcs), std::move(dsts),
+                                                    std::move(keys));
 }
 
 TaskId ScriptedProcessor::submit_deserialize(std::vector<MemoryObjPtr> srcs,
-                                             std::vector<MemoryObjPtr> dsts) {
+                                             std::vector<MemoryObjPtr> dsts,
+                                             std::vector<ObjectKey> keys) {
   if (faults_->throw_on_submit_deserialize) {
     throw std::runtime_error("injected submit_deserialize failure");
   }
-  return ForwardingSerdeProcessor::submit_deserialize(std::move(srcs), std::move(dsts));
+  return ForwardingSerdeProcessor::submit_deserialize(std::move(srcs), std::move(dsts),
+                                                      std::move(keys));
 }
 
 std::optional<bool> ScriptedProcessor::query_serialize_result(TaskId id) {

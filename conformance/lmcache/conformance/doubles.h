@@ -63,7 +63,7 @@ struct SerdeFaults {
 class ScriptedSerializer final : public Serializer {
  public:
   explicit ScriptedSerializer(std::shared_ptr<SerdeFaults> faults) : faults_(std::move(faults)) {}
-  std::size_t serialize(const MemoryObj& src, MemoryObj& dst) override;
+  std::size_t serialize(const MemoryObj& src, MemoryObj& dst, const ObjectKey& key) override;
   std::size_t estimate_serialized_size(const MemoryLayoutDesc& layout) const override {
     return inner_.estimate_serialized_size(layout);
   }
@@ -76,7 +76,7 @@ class ScriptedSerializer final : public Serializer {
 class ScriptedDeserializer final : public Deserializer {
  public:
   explicit ScriptedDeserializer(std::shared_ptr<SerdeFaults> faults) : faults_(std::move(faults)) {}
-  void deserialize(const MemoryObj& src, MemoryObj& dst) override;
+  void deserialize(const MemoryObj& src, MemoryObj& dst, const ObjectKey& key) override;
 
  private:
   std::shared_ptr<SerdeFaults> faults_;
@@ -89,9 +89,10 @@ class ScriptedDeserializer final : public Deserializer {
 class ScriptedProcessor final : public ForwardingSerdeProcessor {
  public:
   explicit ScriptedProcessor(std::shared_ptr<SerdeFaults> faults);
-  TaskId submit_serialize(std::vector<MemoryObjPtr> srcs, std::vector<MemoryObjPtr> dsts) override;
-  TaskId submit_deserialize(std::vector<MemoryObjPtr> srcs,
-                            std::vector<MemoryObjPtr> dsts) override;
+  TaskId submit_serialize(std::vector<MemoryObjPtr> srcs, std::vector<MemoryObjPtr> dsts,
+                          std::vector<ObjectKey> keys) override;
+  TaskId submit_deserialize(std::vector<MemoryObjPtr> srcs, std::vector<MemoryObjPtr> dsts,
+                            std::vector<ObjectKey> keys) override;
   std::optional<bool> query_serialize_result(TaskId id) override;
   std::optional<bool> query_deserialize_result(TaskId id) override;
   void close() override;

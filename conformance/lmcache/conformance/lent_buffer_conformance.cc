@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "lmcache/conformance/buffers.h"
 #include "lmcache/conformance/internal/lent_buffer_properties.h"
 #include "lmcache/conformance/internal/waits.h"
 #include "lmcache/l1/l1_manager.h"
@@ -414,10 +415,10 @@ constexpr std::uint64_t kWrapperL1Bytes = 64ull << 20;
 class ScriptedFp8Serializer final : public Serializer {
  public:
   ScriptedFp8Serializer(bool fail, std::chrono::milliseconds delay) : fail_(fail), delay_(delay) {}
-  std::size_t serialize(const MemoryObj& src, MemoryObj& dst) override {
+  std::size_t serialize(const MemoryObj& src, MemoryObj& dst, const ObjectKey& key) override {
     if (delay_.count() > 0) std::this_thread::sleep_for(delay_);
     if (fail_) throw std::runtime_error("injected serialize failure");
-    return inner_.serialize(src, dst);
+    return inner_.serialize(src, dst, key);
   }
   std::size_t estimate_serialized_size(const MemoryLayoutDesc& layout) const override {
     return inner_.estimate_serialized_size(layout);
@@ -494,9 +495,9 @@ Verdict WrapperLentBuffersReleasedOnFailure(const WrapperUnderTest& wut) {
         for (std::size_t i = 0; i < batch; ++i) {
           auto temp = MemoryObj::allocate(MemoryLayoutDesc::single(
               {static_cast<std::int64_t>(ser.estimate_serialized_size(layout))}, DType::kUInt8));
-          temp->set_used_size(ser.serialize(*objs[i], *temp));
+          temp->set_used_size(ser.serialize(*objs[i], *temp, probe_key()));
           auto expected = destination(layout, 0);
-          deser.deserialize(*temp, *expected);
+          deser.deserialize(*temp, *expected, probe_key());
           require(std::memcmp(expected->data(), dsts[i]->data(), layout.total_bytes()) == 0,
                   "a key loaded back other bytes than the serde round trip of what was stored");
         }

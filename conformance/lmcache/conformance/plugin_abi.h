@@ -3,7 +3,7 @@
  * The run-time plugin ABI of the conformance kit. A plugin is a shared object that
  * `lmcache-conform --plugin <file>` loads with dlopen(); it exports one C entry point,
  *
- *     int lmcache_conformance_plugin_v1(LmcacheConformanceHostV1* host);
+ *     int lmcache_conformance_plugin_v2(LmcacheConformanceHostV1* host);
  *
  * which registers the vendor's serdes, processors, adapters and wrappers by name, then returns
  * LMCACHE_CONFORMANCE_OK. The runner then runs every conformance suite against each of them, in
@@ -20,7 +20,7 @@
  *
  * Version rule.
  *   - LMCACHE_CONFORMANCE_ABI_VERSION is the major version of this ABI and is part of the entry
- *     point's name (`_v1`). Any incompatible change (a field of the host struct removed or
+ *     point's name (`_v2` since v2). Any incompatible change (a field of the host struct removed or
  *     retyped, a change of meaning, a change of the registrar's C++ surface that breaks existing
  *     plugins) introduces a new entry point `_v2`; a runner may look up several.
  *   - Compatible additions append fields to the end of LmcacheConformanceHostV1 and grow
@@ -49,9 +49,13 @@
 #include "lmcache/conformance/version.h"
 
 /* The ABI major version; also the suffix of the entry point's name. */
-#define LMCACHE_CONFORMANCE_ABI_VERSION 1
+/* v2: Serializer / Deserializer / SerdeProcessor take the ObjectKey (docs/serde.md), which breaks
+ * every v1 plugin's serde overrides; the host struct is unchanged (its name keeps V1). */
+#define LMCACHE_CONFORMANCE_ABI_VERSION 2
 
 /* The symbol the runner looks up with dlsym(). */
+#define LMCACHE_CONFORMANCE_ENTRY_POINT_V2 "lmcache_conformance_plugin_v2"
+/* The v1 symbol, looked up only to tell its author to rebuild against v2. */
 #define LMCACHE_CONFORMANCE_ENTRY_POINT_V1 "lmcache_conformance_plugin_v1"
 
 /* Return codes of the entry point. */
@@ -162,7 +166,7 @@ inline int RunPluginEntry(LmcacheConformanceHostV1* host, void (*register_fn)(Re
 // which receives `registry` (a lmcache::conformance::Registry&). Use once per plugin.
 #define LMCACHE_CONFORMANCE_PLUGIN(registry)                                                    \
   static void LmcacheConformanceRegisterPlugin(::lmcache::conformance::Registry& registry);     \
-  extern "C" __attribute__((visibility("default"))) int lmcache_conformance_plugin_v1(          \
+  extern "C" __attribute__((visibility("default"))) int lmcache_conformance_plugin_v2(          \
       LmcacheConformanceHostV1* host) {                                                         \
     return ::lmcache::conformance::internal::RunPluginEntry(host,                               \
                                                             &LmcacheConformanceRegisterPlugin); \

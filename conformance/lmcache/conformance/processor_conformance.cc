@@ -40,8 +40,10 @@ std::optional<bool> query_of(SerdeProcessor& p, Dir d, TaskId id) {
 
 TaskId submit_of(SerdeProcessor& p, Dir d, std::vector<MemoryObjPtr> srcs,
                  std::vector<MemoryObjPtr> dsts) {
-  return d == Dir::kSerialize ? p.submit_serialize(std::move(srcs), std::move(dsts))
-                              : p.submit_deserialize(std::move(srcs), std::move(dsts));
+  std::vector<ObjectKey> keys = probe_keys(srcs.size());
+  return d == Dir::kSerialize
+             ? p.submit_serialize(std::move(srcs), std::move(dsts), std::move(keys))
+             : p.submit_deserialize(std::move(srcs), std::move(dsts), std::move(keys));
 }
 
 OwnedProcessor::OwnedProcessor(const ProcessorUnderTest& put) : p(put.make()) {
@@ -237,7 +239,7 @@ Verdict OneShotQueries(const ProcessorUnderTest& put) {
     OwnedProcessor p(put);
     MemoryObjPtr src = safe_input(layout, 3);
     MemoryObjPtr temp = temp_for(*p, layout);
-    TaskId s1 = p->submit_serialize({src}, {temp});
+    TaskId s1 = p->submit_serialize({src}, {temp}, probe_keys(1));
     Require(take_result(*p, Dir::kSerialize, s1, "OneShotQueries"), "serialize returned false");
     for (int i = 0; i < 3; ++i) {
       Require(!p->query_serialize_result(s1), "query_serialize_result(" + std::to_string(s1) +
@@ -246,22 +248,23 @@ Verdict OneShotQueries(const ProcessorUnderTest& put) {
     // A completed, untaken serialize id is invisible to the deserialize direction.
     CollectNotifies(p->get_serialize_event_fd(), 1);
     MemoryObjPtr temp2 = temp_for(*p, layout);
-    TaskId s2 = p->submit_serialize({src}, {temp2});
+    TaskId s2 = p->submit_serialize({src}, {temp2}, probe_keys(1));
     Require(wait_readable(p->get_serialize_event_fd(), ResultTimeout()),
             "serialize fd never signalled");
     auto cross = p->query_deserialize_result(s2);
     Require(!cross, "query_deserialize_result() answered for serialize task " + std::to_string(s2));
     Require(take_result(*p, Dir::kSerialize, s2, "OneShotQueries"), "serialize returned false");
     MemoryObjPtr out = MakeObject(layout);
-    TaskId d1 = p->submit_deserialize({temp}, {out});
+    TaskId d1 = p->submit_deserialize({temp}, {out}, probe_keys(1));
     Require(take_result(*p, Dir::kDeserialize, d1, "OneShotQueries"), "deserialize returned false");
     Require(!p->query_deserialize_result(d1),
             "query_deserialize_result(" + std::to_string(d1) + ") answered twice");
     Require(!p->query_serialize_result(d1),
             "query_serialize_result() answered for deserialize task " + std::to_string(d1));
     // Failures are results too: handed out once, in their own direction only.
-    TaskId f1 = p->submit_serialize({src}, {MakeObject(ByteLayout(0))});
-    TaskId f2 = p->submit_deserialize({MakeObject(ByteLayout(0))}, {MakeObject(layout)});
+    TaskId f1 = p->submit_serialize({src}, {MakeObject(ByteLayout(0))}, probe_keys(1));
+    TaskId f2 =
+        p->submit_deserialize({MakeObject(ByteLayout(0))}, {MakeObject(layout)}, probe_keys(1));
     Require(!take_result(*p, Dir::kSerialize, f1, "a failing serialize"),
             "a serialize into a 0-byte destination completed true");
     Require(!take_result(*p, Dir::kDeserialize, f2, "a failing deserialize"),
@@ -294,7 +297,7 @@ Verdict UnknownIdsGiveNone(const ProcessorUnderTest& put) {
     }
   }
   MemoryLayoutDesc layout = fixed_layout(put);
-  TaskId id = p->submit_serialize({safe_input(layout, 5)}, {temp_for(*p, layout)});
+  TaskId id = p->submit_serialize({safe_input(layout, 5)}, {temp_for(*p, layout)}, probe_keys(1));
   if (!PollUntil([&] { return p->query_serialize_result(id); }, ResultTimeout())) {
     return Verdict::Fail("serialize task " + std::to_string(id) + " did not complete");
   }
@@ -316,7 +319,7 @@ Verdict FailureReportedAsFalse(const ProcessorUnderTest& put) {
   MemoryObjPtr src = safe_input(layout, 7);
   MemoryObjPtr good_temp = temp_for(*p, layout);
   {
-    TaskId id = p->submit_serialize({src}, {good_temp});
+    TaskId id = p->submit_serialize({src}, {good_temp}, probe_keys(1));
     if (!PollUntil([&] { return p->query_serialize_result(id); }, ResultTimeout())
              .value_or(false)) {
       return Verdict::Fail(
@@ -390,7 +393,7 @@ Verdict ConcurrentSubmitters(const ProcessorUnderTest& put) {
         for (int t = 0; t < kThreads; ++t) {
           MemoryLayoutDesc layout = gen_processor_layout(put, 1u << 14);
           Input in{safe_input(layout, 11 + static_cast<std::uint64_t>(t)), temp_for(*p, layout)};
-          TaskId r = p->submit_serialize({in.src}, {in.reference});
+          TaskId r = p->submit_serialize({in.src}, {in.reference}, probe_keys(1));
           Require(take_result(*p, Dir::kSerialize, r, "reference serialize"),
                   "serialize returned false");
           inputs.push_back(in);
@@ -483,9 +486,10 @@ Verdict MismatchedBatchRejected(const ProcessorUnderTest& put) {
   for (Dir d : {Dir::kSerialize, Dir::kDeserialize}) {
     try {
       if (d == Dir::kSerialize) {
-        p->submit_serialize({src, src}, {temp_for(*p, layout)});
+        p->submit_serialize({src, src}, {temp_for(*p, layout)}, probe_keys(2));
       } else {
-        p->submit_deserialize({temp_for(*p, layout)}, {MakeObject(layout), MakeObject(layout)});
+        p->submit_deserialize({temp_for(*p, layout)}, {MakeObject(layout), MakeObject(layout)},
+                              probe_keys(1));
       }
       return Verdict::Fail(std::string("submit_") + dir_name(d) +
                            "() with lists of 2 and 1 did not throw std::invalid_argument");
@@ -525,8 +529,8 @@ Verdict SerializeThenDeserialize(const ProcessorUnderTest& put) {
           outs.push_back(MakeObject(layout));
         }
         const std::string what = std::to_string(pairs) + " pair(s) of " + layout.to_string();
-        TaskId s = p->submit_serialize(inputs, temps);
-        TaskId r = p->submit_serialize(inputs, roomy);
+        TaskId s = p->submit_serialize(inputs, temps, probe_keys(inputs.size()));
+        TaskId r = p->submit_serialize(inputs, roomy, probe_keys(inputs.size()));
         Require(take_result(*p, Dir::kSerialize, s, "serialize"),
                 "serialize of " + what + " into estimate-sized temps (" + std::to_string(estimate) +
                     " bytes) completed false");
@@ -546,7 +550,7 @@ Verdict SerializeThenDeserialize(const ProcessorUnderTest& put) {
                       " (or other bytes): a serialized temp must be narrowed to the bytes "
                       "written, whatever its capacity");
         }
-        TaskId d = p->submit_deserialize(temps, outs);
+        TaskId d = p->submit_deserialize(temps, outs, probe_keys(temps.size()));
         Require(take_result(*p, Dir::kDeserialize, d, "deserialize"),
                 "deserialize of the processor's own output (" + what + ") completed false");
         for (std::size_t i = 0; i < pairs; ++i) {

@@ -36,7 +36,8 @@ Verdict CloseReleasesResources(const ProcessorUnderTest& put) {
     MemoryLayoutDesc layout = fixed_layout(put);
     std::vector<TaskId> ids;
     for (int i = 0; i < 3; ++i) {
-      ids.push_back(p->submit_serialize({safe_input(layout, 13)}, {temp_for(*p, layout)}));
+      ids.push_back(
+          p->submit_serialize({safe_input(layout, 13)}, {temp_for(*p, layout)}, probe_keys(1)));
     }
     for (TaskId id : ids) {
       if (!PollUntil([&] { return p->query_serialize_result(id); }, ResultTimeout())) {
@@ -72,8 +73,10 @@ Verdict CloseCompletesQueuedWork(const ProcessorUnderTest& put) {
   for (int round = 0; round < kRounds; ++round) {
     const std::string in_round = "round " + std::to_string(round + 1) + ": ";
     SerdeProcessorPtr p = put.make();
-    TaskId done_ok = p->submit_serialize({safe_input(small, 16)}, {temp_for(*p, small)});
-    TaskId done_bad = p->submit_serialize({safe_input(small, 16)}, {MakeObject(ByteLayout(0))});
+    TaskId done_ok =
+        p->submit_serialize({safe_input(small, 16)}, {temp_for(*p, small)}, probe_keys(1));
+    TaskId done_bad =
+        p->submit_serialize({safe_input(small, 16)}, {MakeObject(ByteLayout(0))}, probe_keys(1));
     if (CollectNotifies(p->get_serialize_event_fd(), 2) != 2) {
       p->close();
       return Verdict::Fail(in_round + "two serialize tasks did not signal twice");
@@ -84,7 +87,7 @@ Verdict CloseCompletesQueuedWork(const ProcessorUnderTest& put) {
       work.emplace_back(safe_input(small, 18), temp_for(*p, small));
     std::vector<TaskId> ids;
     ids.reserve(work.size());
-    for (auto& [src, temp] : work) ids.push_back(p->submit_serialize({src}, {temp}));
+    for (auto& [src, temp] : work) ids.push_back(p->submit_serialize({src}, {temp}, probe_keys(1)));
     p->close();  // must wait for the queue
     const std::pair<TaskId, bool> completed[] = {{done_ok, true}, {done_bad, false}};
     for (const auto& [id, expected] : completed) {
@@ -127,9 +130,9 @@ Verdict UseAfterClose(const ProcessorUnderTest& put) {
   for (Dir d : {Dir::kSerialize, Dir::kDeserialize}) {
     try {
       if (d == Dir::kSerialize) {
-        p->submit_serialize({src}, {temp});
+        p->submit_serialize({src}, {temp}, probe_keys(1));
       } else {
-        p->submit_deserialize({temp}, {MakeObject(layout)});
+        p->submit_deserialize({temp}, {MakeObject(layout)}, probe_keys(1));
       }
       return Verdict::Fail(std::string("submit_") + dir_name(d) + "() after close() did not throw");
     } catch (const std::logic_error&) {
@@ -160,7 +163,7 @@ Verdict ResourcesBoundedOverManyTasks(const ProcessorUnderTest& put) {
   MemoryObjPtr src = safe_input(layout, 41);
   MemoryObjPtr good_temp = temp_for(*p, layout);
   {
-    TaskId id = p->submit_serialize({src}, {good_temp});
+    TaskId id = p->submit_serialize({src}, {good_temp}, probe_keys(1));
     if (!PollUntil([&] { return p->query_serialize_result(id); }, ResultTimeout())
              .value_or(false)) {
       return Verdict::Fail("a serialize of a valid pair did not complete true");

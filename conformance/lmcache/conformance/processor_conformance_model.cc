@@ -149,7 +149,7 @@ Verdict StatefulModel(const ProcessorUnderTest& put) {
           std::ostringstream os;
           os << step;
           t.what = os.str();
-          t.id = p->submit_serialize(t.inputs, t.outputs);
+          t.id = p->submit_serialize(t.inputs, t.outputs, probe_keys(t.inputs.size()));
           ++submitted[0];
           pending.push_back(std::move(t));
           break;
@@ -169,7 +169,7 @@ Verdict StatefulModel(const ProcessorUnderTest& put) {
           os << "deserialize of " << srcs.size() << " pair(s) "
              << from.inputs[0]->layout().to_string() << (t.expected ? "" : " with a failing pair");
           t.what = os.str();
-          t.id = p->submit_deserialize(srcs, t.outputs);
+          t.id = p->submit_deserialize(srcs, t.outputs, probe_keys(srcs.size()));
           ++submitted[1];
           pending.push_back(std::move(t));
           break;
@@ -198,7 +198,7 @@ Verdict StatefulModel(const ProcessorUnderTest& put) {
     p->close();
     while (!pending.empty()) take(0, "after close()");
     try {
-      p->submit_serialize({late_src}, {late_temp});
+      p->submit_serialize({late_src}, {late_temp}, probe_keys(1));
       FailCase("submit_serialize() after close() (at the end of a sequence) did not throw");
     } catch (const std::logic_error&) {
     }

@@ -7,7 +7,10 @@
 #include <string>
 
 #include "lmcache/l2/mock_adapter.h"
+#include "lmcache/serde/aesgcm_serde.h"
 #include "lmcache/serde/async_serde_processor.h"
+#include "lmcache/serde/chain_serde.h"
+#include "lmcache/serde/checksum_serde.h"
 #include "lmcache/serde/fp8_serde.h"
 #include "lmcache/wrapper/serde_l2_adapter_wrapper.h"
 
@@ -49,6 +52,57 @@ SerdeUnderTest ReferenceFp8Serde(Fp8Format format) {
                                      std::ldexp(1.0, -17), std::ldexp(1.0, -3));
     s.max_abs_input = 57344.0;
   }
+  return s;
+}
+
+SerdeUnderTest ReferenceChecksumSerde() {
+  SerdeUnderTest s;
+  s.name = "checksum";
+  s.make_serializer = [] { return std::make_shared<ChecksumSerializer>(); };
+  s.make_deserializer = [] { return std::make_shared<ChecksumDeserializer>(); };
+  s.input_dtypes.assign(all_dtypes().begin(), all_dtypes().end());  // bytes as they are
+  s.integrity.detects_corruption = true;
+  s.integrity.version_byte_offset = 0;
+  s.integrity.binds_chunk_hash = true;
+  return s;
+}
+
+SerdeUnderTest ReferenceAesGcmSerde(int aes_bits, bool bind_key) {
+  auto options = [aes_bits, bind_key](const char* master) {
+    return AesGcmOptions{std::make_shared<AesGcmKeyring>(master, aes_bits), bind_key};
+  };
+  const AesGcmOptions mine = options("conformance master key");
+  SerdeUnderTest s;
+  s.name = "aesgcm_" + std::to_string(aes_bits) + (bind_key ? "_bind_key" : "");
+  s.make_serializer = [mine] { return std::make_shared<AesGcmSerializer>(mine); };
+  s.make_deserializer = [mine] { return std::make_shared<AesGcmDeserializer>(mine); };
+  s.input_dtypes.assign(all_dtypes().begin(), all_dtypes().end());
+  s.integrity.detects_corruption = true;
+  s.integrity.version_byte_offset = 0;
+  s.integrity.binds_chunk_hash = bind_key;
+  s.integrity.binds_cache_salt = true;
+  s.integrity.randomized = true;
+  s.integrity.nonce_offset = 1;
+  s.integrity.nonce_bytes = kAesGcmIvBytes;
+  const AesGcmOptions other = options("another master key");
+  s.integrity.make_deserializer_with_other_secret = [other] {
+    return std::make_shared<AesGcmDeserializer>(other);
+  };
+  return s;
+}
+
+SerdeUnderTest ReferenceFp8ChecksumChain() {
+  SerdeUnderTest s = ReferenceFp8Serde(Fp8Format::kE4M3FN);
+  auto stages = [] {
+    return std::vector<ChainStage>{make_chain_stage(Json{{"type", "fp8"}}),
+                                   make_chain_stage(Json{{"type", "checksum"}})};
+  };
+  s.name = "chain_fp8_checksum";
+  s.make_serializer = [stages] { return std::make_shared<ChainSerializer>(stages()); };
+  s.make_deserializer = [stages] { return std::make_shared<ChainDeserializer>(stages()); };
+  s.integrity.detects_corruption = true;
+  s.integrity.version_byte_offset = 0;
+  s.integrity.binds_chunk_hash = true;
   return s;
 }
 

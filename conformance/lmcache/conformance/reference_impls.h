@@ -20,6 +20,26 @@ namespace lmcache::conformance {
 // no infinity (inf -> NaN), so it declares preserves_inf = false.
 SerdeUnderTest ReferenceFp8Serde(Fp8Format format);
 
+// ReferenceChecksumSerde()
+//
+// "checksum": ChecksumSerializer / ChecksumDeserializer (docs/integrity.md), lossless over every
+// dtype, claiming corruption detection (version byte at 0) and the chunk-hash binding.
+SerdeUnderTest ReferenceChecksumSerde();
+
+// ReferenceAesGcmSerde()
+//
+// "aesgcm_128" / "aesgcm_256_bind_key": AesGcmSerializer / AesGcmDeserializer over a fixed
+// in-memory master key, lossless over every dtype, claiming corruption detection, the
+// cache_salt binding (and with bind_key the chunk-hash binding), randomized IVs at bytes 1..12
+// and a deserializer with another master key.
+SerdeUnderTest ReferenceAesGcmSerde(int aes_bits, bool bind_key);
+
+// ReferenceFp8ChecksumChain()
+//
+// "chain_fp8_checksum": ChainSerializer / ChainDeserializer of fp8 e4m3fn then checksum; the
+// fp8 serde's inputs and bounds with checksum's claims.
+SerdeUnderTest ReferenceFp8ChecksumChain();
+
 // ReferenceAsyncFp8Processor()
 //
 // "async_fp8_e4m3fn_w<N>": AsyncSerdeProcessor over the fp8 pair with `max_workers` threads.

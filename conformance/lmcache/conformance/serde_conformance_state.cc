@@ -72,6 +72,10 @@ rc::Gen<MemoryLayoutDesc> gen_relative(MemoryLayoutDesc of, std::vector<DType> d
 }  // namespace
 
 Verdict DeterministicAcrossThreads(const SerdeUnderTest& serde) {
+  if (serde.integrity.randomized) {
+    return Verdict::NotSupported(
+        "the serde declares integrity.randomized: its bytes differ per call");
+  }
   // Fewer cases: each starts four threads.
   return RunRcProperty(rc_id("DeterministicAcrossThreads", serde), {.max_success = 15}, [&] {
     std::vector<MemoryObjPtr> sources = gen_distinct_sources(serde);
@@ -89,6 +93,10 @@ Verdict ConcurrentRoundTrips(const SerdeUnderTest& serde) {
 }
 
 Verdict OneInstanceManyLayouts(const SerdeUnderTest& serde) {
+  if (serde.integrity.randomized) {
+    return Verdict::NotSupported(
+        "the serde declares integrity.randomized: its bytes differ per call");
+  }
   const ValueSpec spec = ValueSpecFor(serde);
   return RunRcProperty(rc_id("OneInstanceManyLayouts", serde), {.max_success = 25}, [&] {
     // Two to four layouts of different sizes; the sequence goes back and forth between them.
@@ -156,12 +164,12 @@ Verdict OneInstanceManyLayouts(const SerdeUnderTest& serde) {
       GuardedObject bytes = serialized_buffer(got.bytes, *got_est + junk_slack(layout));
       MemoryObjPtr want_out = MakeObject(layout);
       DeserializerPtr fresh_deser = serde.make_deserializer();
-      if (auto ex = throws([&] { fresh_deser->deserialize(*bytes, *want_out); })) {
+      if (auto ex = throws([&] { fresh_deser->deserialize(*bytes, *want_out, probe_key()); })) {
         FailCase(at + ": a fresh deserializer threw on serialize()'s output: " + *ex +
                  where(layout));
       }
       GuardedObject got_out(layout, layout.total_bytes(), 50 + i);
-      if (auto ex = throws([&] { deser->deserialize(*bytes, *got_out); })) {
+      if (auto ex = throws([&] { deser->deserialize(*bytes, *got_out, probe_key()); })) {
         FailCase(at + ": deserialize() threw: " + *ex + where(layout));
       }
       Require(got_out.CheckGuards().empty(),

@@ -131,7 +131,7 @@ AssertionResult VerifySerdeRoundTrip(const SerdeUnderTest& serde, const MemoryOb
   // Narrowed to the count, with junk past it, as a temp that held an estimate comes back.
   GuardedObject bytes = serialized_buffer(out.bytes, std::max(est, out.count) + junk_slack(layout));
   GuardedObject dst(layout, layout.total_bytes(), 31);  // stale bytes: every one must be written
-  if (auto e = throws([&] { d->deserialize(*bytes, *dst); })) {
+  if (auto e = throws([&] { d->deserialize(*bytes, *dst, probe_key()); })) {
     return AssertionFailure() << "deserialize() threw on serialize()'s own output: " << *e
                               << where(layout);
   }
@@ -153,7 +153,7 @@ AssertionResult VerifyBytesPastCountUntouched(const SerdeUnderTest& serde, const
   std::vector<std::byte> before = dst.snapshot();
   MemoryObjPtr input = clone_object(src);
   std::size_t n = 0;
-  if (auto e = throws([&] { n = s->serialize(*input, *dst); })) {
+  if (auto e = throws([&] { n = s->serialize(*input, *dst, probe_key()); })) {
     return AssertionFailure() << "serialize() threw: " << *e << where(layout);
   }
   if (std::string g = dst.CheckGuards(); !g.empty()) {
@@ -190,7 +190,7 @@ AssertionResult VerifyShortBufferRejected(const SerdeUnderTest& serde, const Mem
   // the guard, never past this allocation.
   GuardedObject dst = GuardedObject::Bytes(size, 51, full.count + GuardedObject::kGuardBytes);
   std::vector<std::byte> before = dst.snapshot();
-  std::string how = expect_invalid_argument([&] { s->serialize(src, *dst); });
+  std::string how = expect_invalid_argument([&] { s->serialize(src, *dst, probe_key()); });
   if (std::string g = dst.CheckGuards(); !g.empty()) {
     return AssertionFailure() << "serialize() overran a " << size << "-byte destination (needs "
                               << full.count << "): " << g << where(layout);
@@ -217,7 +217,7 @@ AssertionResult VerifyDeserializeWritesOnlyDestination(const SerdeUnderTest& ser
   GuardedObject bytes = serialized_buffer(out.bytes, out.bytes.size());  // exact size
   std::vector<std::byte> bytes_before = bytes.snapshot();
   GuardedObject dst(layout, layout.total_bytes(), 61);
-  if (auto e = throws([&] { d->deserialize(*bytes, *dst); })) {
+  if (auto e = throws([&] { d->deserialize(*bytes, *dst, probe_key()); })) {
     return AssertionFailure() << "deserialize() threw on serialize()'s own output: " << *e
                               << where(layout);
   }
@@ -259,7 +259,8 @@ AssertionResult VerifyShortSourceRejected(const SerdeUnderTest& serde, const Mem
   for (const auto& source : sources) {
     GuardedObject dst(layout, layout.total_bytes(), 71);
     std::vector<std::byte> before = dst.snapshot();
-    std::string how = expect_invalid_argument([&] { d->deserialize(**source.bytes, *dst); });
+    std::string how =
+        expect_invalid_argument([&] { d->deserialize(**source.bytes, *dst, probe_key()); });
     if (!how.empty()) {
       return AssertionFailure() << "deserialize() of a source truncated to " << size << " of "
                                 << out.count << " bytes" << source.what << " " << how
@@ -283,7 +284,7 @@ AssertionResult VerifyUnsupportedInputRejected(const SerdeUnderTest& serde, cons
   const std::size_t physical = 2 * layout.total_bytes() + 64;
   GuardedObject dst = GuardedObject::Bytes(physical, 81);
   std::vector<std::byte> before = dst.snapshot();
-  std::string how = expect_invalid_argument([&] { s->serialize(src, *dst); });
+  std::string how = expect_invalid_argument([&] { s->serialize(src, *dst, probe_key()); });
   if (!how.empty()) {
     return AssertionFailure() << "serialize() of a layout with an undeclared dtype " << how
                               << where(layout);

@@ -38,7 +38,7 @@ Expected single_threaded(const SerdeUnderTest& serde, const MemoryObj& src, bool
   GuardedObject bytes = serialized_buffer(e.serialized.bytes, e.estimate);
   MemoryObjPtr out = MakeObject(src.layout());
   DeserializerPtr d = serde.make_deserializer();
-  if (auto ex = throws([&] { d->deserialize(*bytes, *out); })) {
+  if (auto ex = throws([&] { d->deserialize(*bytes, *out, probe_key()); })) {
     e.error = "deserialize() threw on serialize()'s own output: " + *ex;
     return e;
   }
@@ -128,7 +128,7 @@ AssertionResult verify_concurrent_round_trips(const SerdeUnderTest& serde,
     }
     GuardedObject bytes = serialized_buffer(got.bytes, want.estimate);
     GuardedObject out(layout, layout.total_bytes(), 300 + t);
-    if (auto ex = throws([&] { deser->deserialize(*bytes, *out); })) {
+    if (auto ex = throws([&] { deser->deserialize(*bytes, *out, probe_key()); })) {
       return "deserialize() on thread " + std::to_string(t) + " threw: " + *ex + where(layout);
     }
     if (std::string g = out.CheckGuards(); !g.empty()) {

@@ -48,7 +48,7 @@ AssertionResult VerifyMultiNoneSlotRules(const SerdeUnderTest& serde, const Memo
     MemoryObjGroup longer = group;
     longer.push_back(clone_object(src));
     GuardedObject dst = GuardedObject::Bytes(room + layout.total_bytes() + 64, 91);
-    std::string how = expect_invalid_argument([&] { ms->serialize(longer, *dst); });
+    std::string how = expect_invalid_argument([&] { ms->serialize(longer, *dst, probe_key()); });
     if (!how.empty()) {
       return AssertionFailure() << "multi serialize() of a group of " << g + 1 << " (group_size "
                                 << g << ") " << how << where(layout);
@@ -63,7 +63,7 @@ AssertionResult VerifyMultiNoneSlotRules(const SerdeUnderTest& serde, const Memo
     GuardedObject dst = GuardedObject::Bytes(room, 92);
     std::vector<std::byte> before = dst.snapshot();
     if (slot_required(serde, slot)) {
-      std::string how = expect_invalid_argument([&] { ms->serialize(holed, *dst); });
+      std::string how = expect_invalid_argument([&] { ms->serialize(holed, *dst, probe_key()); });
       if (!how.empty()) {
         return AssertionFailure() << "multi serialize() with None in required src slot " << slot
                                   << " " << how << where(layout);
@@ -89,7 +89,7 @@ AssertionResult VerifyMultiNoneSlotRules(const SerdeUnderTest& serde, const Memo
   // The full round trip, to compare partial deserializations with.
   GuardedObject bytes = GuardedObject::Bytes(room, 93);
   std::size_t n = 0;
-  if (auto e = throws([&] { n = ms->serialize(group, *bytes); })) {
+  if (auto e = throws([&] { n = ms->serialize(group, *bytes, probe_key()); })) {
     return AssertionFailure() << "multi serialize() threw: " << *e << where(layout);
   }
   if (n > room) return AssertionFailure() << "multi serialize() returned " << n << " > " << room;
@@ -100,14 +100,15 @@ AssertionResult VerifyMultiNoneSlotRules(const SerdeUnderTest& serde, const Memo
     full.push_back(MakeObject(layout));
     full_group.push_back(full.back());
   }
-  if (auto e = throws([&] { md->deserialize(*bytes, full_group); })) {
+  if (auto e = throws([&] { md->deserialize(*bytes, full_group, probe_key()); })) {
     return AssertionFailure() << "multi deserialize() threw on its own output: " << *e
                               << where(layout);
   }
   {
     MemoryObjGroup longer = full_group;
     longer.push_back(MakeObject(layout));
-    std::string how = expect_invalid_argument([&] { md->deserialize(*bytes, longer); });
+    std::string how =
+        expect_invalid_argument([&] { md->deserialize(*bytes, longer, probe_key()); });
     if (!how.empty()) {
       return AssertionFailure() << "multi deserialize() into a group of " << g + 1
                                 << " (group_size " << g << ") " << how << where(layout);
@@ -121,7 +122,7 @@ AssertionResult VerifyMultiNoneSlotRules(const SerdeUnderTest& serde, const Memo
     if (g != 1 && n > 0) std::memcpy(empty->data(), bytes->data(), n);
     std::vector<std::byte> before = empty.snapshot();
     MemoryObjGroup none(g, nullptr);
-    if (auto e = throws([&] { md->deserialize(*empty, none); })) {
+    if (auto e = throws([&] { md->deserialize(*empty, none, probe_key()); })) {
       return AssertionFailure() << "multi deserialize() with every dst slot None must be a no-op"
                                 << (g == 1 ? " that reads nothing" : "") << ", but threw: " << *e
                                 << where(layout);
@@ -140,7 +141,7 @@ AssertionResult VerifyMultiNoneSlotRules(const SerdeUnderTest& serde, const Memo
         keep.push_back(i == slot ? nullptr : MakeObject(layout));
         partial.push_back(keep.back());
       }
-      if (auto e = throws([&] { md->deserialize(*bytes, partial); })) {
+      if (auto e = throws([&] { md->deserialize(*bytes, partial, probe_key()); })) {
         return AssertionFailure() << "multi deserialize() with None dst slot " << slot
                                   << " threw: " << *e << where(layout);
       }
@@ -183,7 +184,7 @@ AssertionResult VerifyBridgeEquivalence(const SerdeUnderTest& serde, const Memor
   GuardedObject via = GuardedObject::Bytes(*est, 102);
   std::size_t n = 0;
   MemoryObjPtr input = clone_object(src);
-  if (auto e = throws([&] { n = ms->serialize({input}, *via); })) {
+  if (auto e = throws([&] { n = ms->serialize({input}, *via, probe_key()); })) {
     return AssertionFailure() << "bridge serialize() threw: " << *e << where(layout);
   }
   if (std::string g = via.CheckGuards(); !g.empty()) {
@@ -200,10 +201,10 @@ AssertionResult VerifyBridgeEquivalence(const SerdeUnderTest& serde, const Memor
   GuardedObject bytes = serialized_buffer(direct.bytes, *est);
   MemoryObjPtr a = MakeObject(layout);
   MemoryObjPtr b = MakeObject(layout);
-  if (auto e = throws([&] { d->deserialize(*bytes, *a); })) {
+  if (auto e = throws([&] { d->deserialize(*bytes, *a, probe_key()); })) {
     return AssertionFailure() << "deserialize() threw: " << *e << where(layout);
   }
-  if (auto e = throws([&] { md->deserialize(*bytes, {b}); })) {
+  if (auto e = throws([&] { md->deserialize(*bytes, {b}, probe_key()); })) {
     return AssertionFailure() << "bridge deserialize() threw: " << *e << where(layout);
   }
   if (layout.total_bytes() > 0 && std::memcmp(a->data(), b->data(), layout.total_bytes()) != 0) {

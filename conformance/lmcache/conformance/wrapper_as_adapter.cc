@@ -3,6 +3,7 @@
 #include <memory>
 #include <stdexcept>
 
+#include "lmcache/conformance/buffers.h"
 #include "lmcache/l2/mock_adapter.h"
 #include "lmcache/serde/async_serde_processor.h"
 #include "lmcache/serde/fp8_serde.h"
@@ -44,9 +45,9 @@ AdapterUnderTest adapter_of_wrapper(const WrapperUnderTest& wrapper) {
     Fp8Deserializer deser;
     auto bytes = MemoryObj::allocate(MemoryLayoutDesc::single(
         {static_cast<std::int64_t>(ser.estimate_serialized_size(stored.layout()))}, DType::kUInt8));
-    std::size_t n = ser.serialize(stored, *bytes);
+    std::size_t n = ser.serialize(stored, *bytes, probe_key());
     bytes->set_used_size(n);
-    deser.deserialize(*bytes, expected);
+    deser.deserialize(*bytes, expected, probe_key());
   };
   return a;
 }

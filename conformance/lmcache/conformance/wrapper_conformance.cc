@@ -105,9 +105,9 @@ MemoryObjPtr fp8_round_trip(const MemoryObj& src) {
   Fp8Serializer ser;
   Fp8Deserializer deser;
   MemoryObjPtr bytes = MakeObject(ByteLayout(ser.estimate_serialized_size(src.layout())));
-  bytes->set_used_size(ser.serialize(src, *bytes));
+  bytes->set_used_size(ser.serialize(src, *bytes, probe_key()));
   MemoryObjPtr out = MakeObject(src.layout());
-  deser.deserialize(*bytes, *out);
+  deser.deserialize(*bytes, *out, probe_key());
   return out;
 }
 

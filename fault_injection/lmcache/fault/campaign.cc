@@ -58,6 +58,26 @@ using fault_internal::OpKind;
 using fault_internal::Watchdog;
 using fault_internal::Workload;
 
+// Whether `serde` (a serde config) has an integrity stage: checksum or aesgcm, alone or in a
+// chain. Such a serde must refuse damaged frames (docs/integrity.md).
+bool serde_detects_corruption(const Json& serde) {
+  auto integrity = [](const Json& c) {
+    auto t = c.find("type");
+    return t != c.end() && t->is_string() && (*t == "checksum" || *t == "aesgcm");
+  };
+  if (!serde.is_object()) return false;
+  if (integrity(serde)) return true;
+  auto t = serde.find("type");
+  auto stages = serde.find("stages");
+  if (t == serde.end() || *t != "chain" || stages == serde.end() || !stages->is_array()) {
+    return false;
+  }
+  for (const Json& stage : *stages) {
+    if (stage.is_object() && integrity(stage)) return true;
+  }
+  return false;
+}
+
 class Campaign {
  public:
   Campaign(const CampaignOptions& options, std::ostream& out)
@@ -66,7 +86,8 @@ class Campaign {
         workload_(options.seed, options.key_count, options.max_batch),
         judge_(
             ledger_, workload_, model_, [this] { return top_->get_usage(); },
-            SerdeConfig::from_json(options.serde).type == "fp8"),
+            SerdeConfig::from_json(options.serde).type == "fp8",
+            serde_detects_corruption(options.serde)),
         watchdog_(
             options.task_timeout,
             [this](std::optional<std::size_t> key0) { return describe_stack(key0); },

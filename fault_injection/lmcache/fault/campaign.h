@@ -50,6 +50,7 @@ inline constexpr const char* kStoreFailureExplained = "store_failure_explained";
 inline constexpr const char* kMissExplained = "miss_explained";
 inline constexpr const char* kLoadedDataMatches = "loaded_data_matches";
 inline constexpr const char* kCorruptionDetected = "corruption_detected";
+inline constexpr const char* kCorruptionNeverLoads = "corruption_never_loads";
 inline constexpr const char* kBitmapSize = "bitmap_size";
 inline constexpr const char* kSubmitDoesNotThrow = "submit_does_not_throw";
 inline constexpr const char* kNoTempLeakIdle = "no_temp_leak_idle";
@@ -109,6 +110,8 @@ struct CampaignSummary {
   std::vector<Violation> violations;  // the first kMaxViolationsKept
   std::uint64_t violation_count = 0;
   std::uint64_t corruptions_caught = 0;  // damaged loads the data check caught, as it must
+  // Damaged frames an integrity serde (checksum, aesgcm) refused to load, as it must.
+  std::uint64_t corruptions_detected = 0;
   std::uint64_t hung_tasks = 0;
   std::uint64_t fingerprint = 0;  // order-independent digest of tasks, outcomes and faults
   bool watchdog_fired = false;

@@ -34,6 +34,7 @@ Json CampaignSummary::to_json() const {
           {"violations_by_invariant", violations_by_invariant},
           {"violations", v},
           {"corruptions_caught", corruptions_caught},
+          {"corruptions_detected", corruptions_detected},
           {"hung_tasks", hung_tasks},
           {"fingerprint", fp.str()},
           {"watchdog_fired", watchdog_fired},
@@ -61,6 +62,7 @@ std::string CampaignSummary::to_text() const {
   }
   out << "faults injected: " << total << (kinds.empty() ? " (none)" : ":" + kinds) << "\n";
   out << "corruptions caught by the data check: " << corruptions_caught
+      << "; refused by an integrity serde: " << corruptions_detected
       << "; hung tasks failed by close(): " << hung_tasks << "\n";
   std::uint64_t passed_total = 0;
   for (const auto& [k, n] : checks_passed) passed_total += n;

@@ -130,13 +130,14 @@ FaultySerializer::FaultySerializer(SerializerPtr inner, SerdeFaultOptions option
   if (!inner_) throw std::invalid_argument("FaultySerializer: inner serializer is null");
 }
 
-std::size_t FaultySerializer::serialize(const MemoryObj& src, MemoryObj& dst) {
+std::size_t FaultySerializer::serialize(const MemoryObj& src, MemoryObj& dst,
+                                        const ObjectKey& key) {
   const std::uint64_t index = occurrences_.next(1, digest_one(src));
   if (rng_.chance(options_.serialize_throw_rate, "serialize_throw", index)) {
     record(*log_, FaultKind::kSerializeThrow, FaultEffect::kFailsTask, {&src}, "");
     throw InjectedFault("serialize of " + std::to_string(src.size()) + " bytes");
   }
-  const std::size_t n = inner_->serialize(src, dst);
+  const std::size_t n = inner_->serialize(src, dst, key);
   if (!rng_.chance(options_.serialize_wrong_count_rate, "serialize_wrong_count", index)) return n;
   // Three lies with different consequences (see the header).
   std::size_t wrong;
@@ -187,13 +188,13 @@ FaultyDeserializer::FaultyDeserializer(DeserializerPtr inner, SerdeFaultOptions 
   if (!inner_) throw std::invalid_argument("FaultyDeserializer: inner deserializer is null");
 }
 
-void FaultyDeserializer::deserialize(const MemoryObj& src, MemoryObj& dst) {
+void FaultyDeserializer::deserialize(const MemoryObj& src, MemoryObj& dst, const ObjectKey& key) {
   const std::uint64_t index = occurrences_.next(2, digest_one(src));
   if (rng_.chance(options_.deserialize_throw_rate, "deserialize_throw", index)) {
     record(*log_, FaultKind::kDeserializeThrow, FaultEffect::kFailsTask, {&dst, &src}, "");
     throw InjectedFault("deserialize of " + std::to_string(src.size()) + " bytes");
   }
-  inner_->deserialize(src, dst);
+  inner_->deserialize(src, dst, key);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -207,25 +208,29 @@ FaultySerdeProcessor::FaultySerdeProcessor(SerdeProcessorPtr inner, SerdeFaultOp
       log_(or_private(std::move(log))) {}
 
 TaskId FaultySerdeProcessor::submit_serialize(std::vector<MemoryObjPtr> srcs,
-                                              std::vector<MemoryObjPtr> dsts) {
+                                              std::vector<MemoryObjPtr> dsts,
+                                              std::vector<ObjectKey> keys) {
   const std::uint64_t index = occurrences_.next(3, digest_objects(srcs));
   if (rng_.chance(options_.submit_throw_rate, "serde_submit_serialize", index)) {
     record(*log_, FaultKind::kSerdeSubmitThrow, FaultEffect::kFailsTask, raw(srcs),
            "submit_serialize");
     throw InjectedFault("submit_serialize of " + std::to_string(srcs.size()) + " objects");
   }
-  return ForwardingSerdeProcessor::submit_serialize(std::move(srcs), std::move(dsts));
+  return ForwardingSerdeProcessor::submit_serialize(std::move(srcs), std::move(dsts),
+                                                    std::move(keys));
 }
 
 TaskId FaultySerdeProcessor::submit_deserialize(std::vector<MemoryObjPtr> srcs,
-                                                std::vector<MemoryObjPtr> dsts) {
+                                                std::vector<MemoryObjPtr> dsts,
+                                                std::vector<ObjectKey> keys) {
   const std::uint64_t index = occurrences_.next(4, digest_objects(srcs));
   if (rng_.chance(options_.submit_throw_rate, "serde_submit_deserialize", index)) {
     record(*log_, FaultKind::kSerdeSubmitThrow, FaultEffect::kFailsTask, raw(dsts),
            "submit_deserialize");
     throw InjectedFault("submit_deserialize of " + std::to_string(srcs.size()) + " objects");
   }
-  return ForwardingSerdeProcessor::submit_deserialize(std::move(srcs), std::move(dsts));
+  return ForwardingSerdeProcessor::submit_deserialize(std::move(srcs), std::move(dsts),
+                                                      std::move(keys));
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -106,7 +106,7 @@ class FaultySerializer final : public Serializer {
   // (poisons_stored: the store succeeds with a short payload), one more (harmless while it fits
   // the buffer, effect none) or more than the buffer holds (fails_task: the processor's
   // set_used_size() throws).
-  std::size_t serialize(const MemoryObj& src, MemoryObj& dst) override;
+  std::size_t serialize(const MemoryObj& src, MemoryObj& dst, const ObjectKey& key) override;
 
   // estimate_serialized_size()
   //
@@ -130,7 +130,7 @@ class FaultyDeserializer final : public Deserializer {
   // deserialize()
   //
   // May throw InjectedFault (deserialize_throw, fails_task) without writing `dst`.
-  void deserialize(const MemoryObj& src, MemoryObj& dst) override;
+  void deserialize(const MemoryObj& src, MemoryObj& dst, const ObjectKey& key) override;
 
  private:
   DeserializerPtr inner_;
@@ -149,9 +149,10 @@ class FaultySerdeProcessor final : public ForwardingSerdeProcessor {
   //
   // May throw InjectedFault (serde_submit_throw, fails_task) without submitting; the event
   // names the caller's objects (srcs for serialize, dsts for deserialize).
-  TaskId submit_serialize(std::vector<MemoryObjPtr> srcs, std::vector<MemoryObjPtr> dsts) override;
-  TaskId submit_deserialize(std::vector<MemoryObjPtr> srcs,
-                            std::vector<MemoryObjPtr> dsts) override;
+  TaskId submit_serialize(std::vector<MemoryObjPtr> srcs, std::vector<MemoryObjPtr> dsts,
+                          std::vector<ObjectKey> keys) override;
+  TaskId submit_deserialize(std::vector<MemoryObjPtr> srcs, std::vector<MemoryObjPtr> dsts,
+                            std::vector<ObjectKey> keys) override;
 
  private:
   SerdeFaultOptions options_;

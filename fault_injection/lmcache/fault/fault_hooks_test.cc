@@ -5,6 +5,7 @@
 
 #include <cstring>
 
+#include "lmcache/core/testing/test_keys.h"
 #include "lmcache/l1/l1_manager.h"
 #include "lmcache/l2/mock_adapter.h"
 #include "lmcache/serde/fp8_serde.h"
@@ -112,7 +113,7 @@ TEST(FaultHooks, SerializerThrowsBeforeWriting) {
   FaultySerializer s(std::make_shared<Fp8Serializer>(), o, 1, log);
   auto src = kv(1.0f);
   auto dst = bytes_for(s);
-  EXPECT_THROW(s.serialize(*src, *dst), InjectedFault);
+  EXPECT_THROW(s.serialize(*src, *dst, test_key()), InjectedFault);
   for (std::byte b : dst->bytes()) EXPECT_EQ(std::to_integer<int>(b), 0);
   auto ev = of_kind(*log, FaultKind::kSerializeThrow);
   ASSERT_EQ(ev.size(), 1u);
@@ -128,7 +129,7 @@ TEST(FaultHooks, SerializerWrongCountRecordsItsConsequence) {
   for (int i = 0; i < 40; ++i) {
     auto src = kv(static_cast<float>(i % 4));  // repeated content: occurrence counts differ
     auto dst = bytes_for(s);
-    std::size_t n = s.serialize(*src, *dst);
+    std::size_t n = s.serialize(*src, *dst, test_key());
     auto ev = of_kind(*log, FaultKind::kSerializeWrongCount);
     ASSERT_EQ(ev.size(), 1u);
     EXPECT_NE(n, 32u);
@@ -166,9 +167,9 @@ TEST(FaultHooks, DeserializerThrowsWithoutWriting) {
   Fp8Serializer ser;
   auto src = kv(1.0f);
   auto wire = bytes_for(ser);
-  wire->set_used_size(ser.serialize(*src, *wire));
+  wire->set_used_size(ser.serialize(*src, *wire, test_key()));
   auto dst = MemoryObj::allocate(kLayout);
-  EXPECT_THROW(d.deserialize(*wire, *dst), InjectedFault);
+  EXPECT_THROW(d.deserialize(*wire, *dst, test_key()), InjectedFault);
   for (std::byte b : dst->bytes()) EXPECT_EQ(std::to_integer<int>(b), 0);
   auto ev = of_kind(*log, FaultKind::kDeserializeThrow);
   ASSERT_EQ(ev.size(), 1u);
@@ -184,8 +185,8 @@ TEST(FaultHooks, ProcessorSubmitsThrowAndOtherwiseForward) {
   EXPECT_TRUE(faulty.sync_hooks);
   auto src = kv(1.0f);
   auto wire = MemoryObj::allocate(serialized_layout_desc(kLayout, *faulty.processor));
-  EXPECT_THROW(faulty.processor->submit_serialize({src}, {wire}), InjectedFault);
-  EXPECT_THROW(faulty.processor->submit_deserialize({wire}, {src}), InjectedFault);
+  EXPECT_THROW(faulty.processor->submit_serialize({src}, {wire}, test_keys(1)), InjectedFault);
+  EXPECT_THROW(faulty.processor->submit_deserialize({wire}, {src}, test_keys(1)), InjectedFault);
   auto ev = of_kind(*log, FaultKind::kSerdeSubmitThrow);
   ASSERT_EQ(ev.size(), 2u);
   EXPECT_EQ(ev[0].objects[0], src.get());  // serialize: the caller's srcs
@@ -193,7 +194,7 @@ TEST(FaultHooks, ProcessorSubmitsThrowAndOtherwiseForward) {
   faulty.processor->close();
 
   FaultySerde clean = make_faulty_serde_processor(Json::parse(R"({"type": "fp8"})"), {}, 1, log);
-  TaskId id = clean.processor->submit_serialize({src}, {wire});
+  TaskId id = clean.processor->submit_serialize({src}, {wire}, test_keys(1));
   ASSERT_TRUE(wait_readable(clean.processor->get_serialize_event_fd(), 5s));
   std::optional<bool> ok;
   for (int i = 0; i < 500 && !ok; ++i) {

@@ -177,8 +177,8 @@ class ThreadLeakAdapter final : public ForwardingL2Adapter {
 class WrongBytesDeserializer final : public Deserializer {
  public:
   explicit WrongBytesDeserializer(DeserializerPtr inner) : inner_(std::move(inner)) {}
-  void deserialize(const MemoryObj& src, MemoryObj& dst) override {
-    inner_->deserialize(src, dst);
+  void deserialize(const MemoryObj& src, MemoryObj& dst, const ObjectKey& key) override {
+    inner_->deserialize(src, dst, key);
     if (++calls_ % 5 == 0 && dst.size() > 0) dst.bytes()[0] ^= std::byte{0x40};
   }
 
@@ -190,9 +190,10 @@ class WrongBytesDeserializer final : public Deserializer {
 class NeverSignalsProcessor final : public ForwardingSerdeProcessor {
  public:
   using ForwardingSerdeProcessor::ForwardingSerdeProcessor;
-  TaskId submit_deserialize(std::vector<MemoryObjPtr> srcs,
-                            std::vector<MemoryObjPtr> dsts) override {
-    TaskId id = ForwardingSerdeProcessor::submit_deserialize(std::move(srcs), std::move(dsts));
+  TaskId submit_deserialize(std::vector<MemoryObjPtr> srcs, std::vector<MemoryObjPtr> dsts,
+                            std::vector<ObjectKey> keys) override {
+    TaskId id = ForwardingSerdeProcessor::submit_deserialize(std::move(srcs), std::move(dsts),
+                                                             std::move(keys));
     std::lock_guard lock(mu_);
     if (++calls_ == 3) swallowed_.insert(id);
     return id;

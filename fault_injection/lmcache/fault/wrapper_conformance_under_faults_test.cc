@@ -38,6 +38,7 @@
 #include "lmcache/conformance/reference_impls.h"
 #include "lmcache/conformance/wrapper_conformance.h"
 #include "lmcache/core/event_notifier.h"
+#include "lmcache/core/testing/test_keys.h"
 #include "lmcache/fault/fault_inject_adapter.h"
 #include "lmcache/fault/fault_log.h"
 #include "lmcache/fault/mutants.h"
@@ -267,9 +268,9 @@ MemoryObjPtr Fp8RoundTrip(const MemoryObj& src) {
   Fp8Deserializer deser;
   MemoryObjPtr bytes =
       conf::MakeObject(conf::ByteLayout(ser.estimate_serialized_size(src.layout())));
-  bytes->set_used_size(ser.serialize(src, *bytes));
+  bytes->set_used_size(ser.serialize(src, *bytes, test_key()));
   MemoryObjPtr out = conf::MakeObject(src.layout());
-  deser.deserialize(*bytes, *out);
+  deser.deserialize(*bytes, *out, test_key());
   return out;
 }
 

@@ -21,11 +21,16 @@ std::shared_ptr<T> require(std::shared_ptr<T> p, const char* what) {
 // The call is prefix + direction + suffix: "submit_serialize", "deserialize_inline", ...
 // The call's name is built only on the error path: this check runs on every submit.
 void check_lists(const char* prefix, const char* direction, const char* suffix, std::size_t srcs,
-                 std::size_t dsts) {
+                 std::size_t dsts, std::size_t keys) {
   if (srcs != dsts) {
     throw std::invalid_argument(std::string(prefix) + direction + suffix + ": srcs has " +
                                 std::to_string(srcs) + " objects but dsts has " +
                                 std::to_string(dsts));
+  }
+  if (keys != srcs) {
+    throw std::invalid_argument(std::string(prefix) + direction + suffix + ": srcs has " +
+                                std::to_string(srcs) + " objects but keys has " +
+                                std::to_string(keys));
   }
 }
 
@@ -54,19 +59,21 @@ AsyncSerdeProcessor::~AsyncSerdeProcessor() {
 }
 
 TaskId AsyncSerdeProcessor::submit_serialize(std::vector<MemoryObjPtr> srcs,
-                                             std::vector<MemoryObjPtr> dsts) {
-  return submit(Direction::kSerialize, std::move(srcs), std::move(dsts));
+                                             std::vector<MemoryObjPtr> dsts,
+                                             std::vector<ObjectKey> keys) {
+  return submit(Direction::kSerialize, std::move(srcs), std::move(dsts), std::move(keys));
 }
 
 TaskId AsyncSerdeProcessor::submit_deserialize(std::vector<MemoryObjPtr> srcs,
-                                               std::vector<MemoryObjPtr> dsts) {
-  return submit(Direction::kDeserialize, std::move(srcs), std::move(dsts));
+                                               std::vector<MemoryObjPtr> dsts,
+                                               std::vector<ObjectKey> keys) {
+  return submit(Direction::kDeserialize, std::move(srcs), std::move(dsts), std::move(keys));
 }
 
 TaskId AsyncSerdeProcessor::submit(Direction direction, std::vector<MemoryObjPtr> srcs,
-                                   std::vector<MemoryObjPtr> dsts) {
+                                   std::vector<MemoryObjPtr> dsts, std::vector<ObjectKey> keys) {
   const bool ser = direction == Direction::kSerialize;
-  check_lists("submit_", direction_name(ser), "", srcs.size(), dsts.size());
+  check_lists("submit_", direction_name(ser), "", srcs.size(), dsts.size(), keys.size());
   std::lock_guard lock(submit_mu_);
   if (closed_) {
     throw std::logic_error(std::string("submit_") + direction_name(ser) +
@@ -74,14 +81,14 @@ TaskId AsyncSerdeProcessor::submit(Direction direction, std::vector<MemoryObjPtr
   }
   TaskId id = ids_.next();
   // The lists are moved into the job: the processor keeps the objects alive until it ends.
-  pool_.submit([this, direction, id, srcs = std::move(srcs), dsts = std::move(dsts)] {
-    run_task(direction, id, srcs, dsts);
-  });
+  pool_.submit([this, direction, id, srcs = std::move(srcs), dsts = std::move(dsts),
+                keys = std::move(keys)] { run_task(direction, id, srcs, dsts, keys); });
   return id;
 }
 
 bool AsyncSerdeProcessor::run_pairs(Direction direction, const std::vector<MemoryObjPtr>& srcs,
-                                    const std::vector<MemoryObjPtr>& dsts, std::string* why) {
+                                    const std::vector<MemoryObjPtr>& dsts,
+                                    const std::vector<ObjectKey>& keys, std::string* why) {
   const bool ser = direction == Direction::kSerialize;
   std::size_t i = 0;
   try {
@@ -90,11 +97,11 @@ bool AsyncSerdeProcessor::run_pairs(Direction direction, const std::vector<Memor
         throw std::invalid_argument(std::string("null ") + (!srcs[i] ? "src" : "dst") + " object");
       }
       if (ser) {
-        std::size_t n = serializer_->serialize(*srcs[i], *dsts[i]);
+        std::size_t n = serializer_->serialize(*srcs[i], *dsts[i], keys[i]);
         // Downstream stores exactly what was written (docs/serde.md).
         dsts[i]->set_used_size(n);
       } else {
-        deserializer_->deserialize(*srcs[i], *dsts[i]);
+        deserializer_->deserialize(*srcs[i], *dsts[i], keys[i]);
       }
     }
     return true;
@@ -108,30 +115,34 @@ bool AsyncSerdeProcessor::run_pairs(Direction direction, const std::vector<Memor
 
 void AsyncSerdeProcessor::run_task(Direction direction, TaskId id,
                                    const std::vector<MemoryObjPtr>& srcs,
-                                   const std::vector<MemoryObjPtr>& dsts) {
+                                   const std::vector<MemoryObjPtr>& dsts,
+                                   const std::vector<ObjectKey>& keys) {
   const bool ser = direction == Direction::kSerialize;
   std::string why;
-  const bool ok = run_pairs(direction, srcs, dsts, &why);
+  const bool ok = run_pairs(direction, srcs, dsts, keys, &why);
   if (!ok) record_failure(id, std::move(why));
   // Stores the result, then notifies the direction's eventfd once.
   (ser ? serialize_done_ : deserialize_done_).complete(id, ok);
 }
 
 std::optional<bool> AsyncSerdeProcessor::serialize_inline(const std::vector<MemoryObjPtr>& srcs,
-                                                          const std::vector<MemoryObjPtr>& dsts) {
-  return run_inline(Direction::kSerialize, srcs, dsts);
+                                                          const std::vector<MemoryObjPtr>& dsts,
+                                                          const std::vector<ObjectKey>& keys) {
+  return run_inline(Direction::kSerialize, srcs, dsts, keys);
 }
 
 std::optional<bool> AsyncSerdeProcessor::deserialize_inline(const std::vector<MemoryObjPtr>& srcs,
-                                                            const std::vector<MemoryObjPtr>& dsts) {
-  return run_inline(Direction::kDeserialize, srcs, dsts);
+                                                            const std::vector<MemoryObjPtr>& dsts,
+                                                            const std::vector<ObjectKey>& keys) {
+  return run_inline(Direction::kDeserialize, srcs, dsts, keys);
 }
 
 std::optional<bool> AsyncSerdeProcessor::run_inline(Direction direction,
                                                     const std::vector<MemoryObjPtr>& srcs,
-                                                    const std::vector<MemoryObjPtr>& dsts) {
+                                                    const std::vector<MemoryObjPtr>& dsts,
+                                                    const std::vector<ObjectKey>& keys) {
   const bool ser = direction == Direction::kSerialize;
-  check_lists("", direction_name(ser), "_inline", srcs.size(), dsts.size());
+  check_lists("", direction_name(ser), "_inline", srcs.size(), dsts.size(), keys.size());
   {
     std::lock_guard lock(submit_mu_);
     if (closed_) {
@@ -140,7 +151,7 @@ std::optional<bool> AsyncSerdeProcessor::run_inline(Direction direction,
     }
   }
   std::string why;
-  if (run_pairs(direction, srcs, dsts, &why)) return true;
+  if (run_pairs(direction, srcs, dsts, keys, &why)) return true;
   std::lock_guard lock(failures_mu_);
   ++failed_tasks_;
   return false;

@@ -16,7 +16,7 @@
 //
 // Example:
 //   AsyncSerdeProcessor p(std::make_shared<Fp8Serializer>(), std::make_shared<Fp8Deserializer>());
-//   TaskId id = p.submit_serialize({kv}, {temp});
+//   TaskId id = p.submit_serialize({kv}, {temp}, {key});
 //   wait_readable(p.get_serialize_event_fd(), 5s);
 //   consume_fd(p.get_serialize_event_fd());
 //   std::optional<bool> ok = p.query_serialize_result(id);  // true; then nullopt forever
@@ -56,11 +56,12 @@ class AsyncSerdeProcessor final : public SerdeProcessor {
   //
   // See SerdeProcessor. Never blocks on running work. A null object in either list is not
   // rejected here: the task fails (false) when it reaches that pair. Throws
-  // std::invalid_argument naming both sizes when the lists differ in length, and
+  // std::invalid_argument naming the sizes when the three lists differ in length, and
   // std::logic_error after close() has begun.
-  TaskId submit_serialize(std::vector<MemoryObjPtr> srcs, std::vector<MemoryObjPtr> dsts) override;
-  TaskId submit_deserialize(std::vector<MemoryObjPtr> srcs,
-                            std::vector<MemoryObjPtr> dsts) override;
+  TaskId submit_serialize(std::vector<MemoryObjPtr> srcs, std::vector<MemoryObjPtr> dsts,
+                          std::vector<ObjectKey> keys) override;
+  TaskId submit_deserialize(std::vector<MemoryObjPtr> srcs, std::vector<MemoryObjPtr> dsts,
+                            std::vector<ObjectKey> keys) override;
 
   std::optional<bool> query_serialize_result(TaskId id) override;
   std::optional<bool> query_deserialize_result(TaskId id) override;
@@ -74,9 +75,11 @@ class AsyncSerdeProcessor final : public SerdeProcessor {
   // thread-safe). Throws std::invalid_argument naming both sizes when the lists differ in
   // length and std::logic_error after close() has begun.
   std::optional<bool> serialize_inline(const std::vector<MemoryObjPtr>& srcs,
-                                       const std::vector<MemoryObjPtr>& dsts) override;
+                                       const std::vector<MemoryObjPtr>& dsts,
+                                       const std::vector<ObjectKey>& keys) override;
   std::optional<bool> deserialize_inline(const std::vector<MemoryObjPtr>& srcs,
-                                         const std::vector<MemoryObjPtr>& dsts) override;
+                                         const std::vector<MemoryObjPtr>& dsts,
+                                         const std::vector<ObjectKey>& keys) override;
 
   // -1 after close().
   int get_serialize_event_fd() const override;
@@ -113,15 +116,17 @@ class AsyncSerdeProcessor final : public SerdeProcessor {
  private:
   enum class Direction { kSerialize, kDeserialize };
 
-  TaskId submit(Direction direction, std::vector<MemoryObjPtr> srcs,
-                std::vector<MemoryObjPtr> dsts);
+  TaskId submit(Direction direction, std::vector<MemoryObjPtr> srcs, std::vector<MemoryObjPtr> dsts,
+                std::vector<ObjectKey> keys);
   void run_task(Direction direction, TaskId id, const std::vector<MemoryObjPtr>& srcs,
-                const std::vector<MemoryObjPtr>& dsts);
+                const std::vector<MemoryObjPtr>& dsts, const std::vector<ObjectKey>& keys);
   std::optional<bool> run_inline(Direction direction, const std::vector<MemoryObjPtr>& srcs,
-                                 const std::vector<MemoryObjPtr>& dsts);
+                                 const std::vector<MemoryObjPtr>& dsts,
+                                 const std::vector<ObjectKey>& keys);
   // Runs the pairs in order; false, with the reason in *why, at the first failing pair.
   bool run_pairs(Direction direction, const std::vector<MemoryObjPtr>& srcs,
-                 const std::vector<MemoryObjPtr>& dsts, std::string* why);
+                 const std::vector<MemoryObjPtr>& dsts, const std::vector<ObjectKey>& keys,
+                 std::string* why);
   void record_failure(TaskId id, std::string message);
 
   const SerializerPtr serializer_;

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "lmcache/core/event_notifier.h"
+#include "lmcache/core/testing/test_keys.h"
 #include "lmcache/serde/async_serde_processor.h"
 #include "lmcache/serde/forwarding_serde_processor.h"
 
@@ -32,7 +33,7 @@ MemoryObjPtr bytes_obj(std::size_t n, std::uint8_t fill = 0) {
 // thread that ran it; throws when the first source byte is 0xFF.
 class HalvingSerializer : public Serializer {
  public:
-  std::size_t serialize(const MemoryObj& src, MemoryObj& dst) override {
+  std::size_t serialize(const MemoryObj& src, MemoryObj& dst, const ObjectKey& key) override {
     last_thread = std::this_thread::get_id();
     if (static_cast<std::uint8_t>(src.data()[0]) == 0xFF) {
       throw std::invalid_argument("poisoned source");
@@ -50,7 +51,7 @@ class HalvingSerializer : public Serializer {
 // Fills dst with the first byte of src.
 class FillDeserializer : public Deserializer {
  public:
-  void deserialize(const MemoryObj& src, MemoryObj& dst) override {
+  void deserialize(const MemoryObj& src, MemoryObj& dst, const ObjectKey& key) override {
     last_thread = std::this_thread::get_id();
     std::memset(dst.data(), static_cast<int>(src.data()[0]), dst.size());
   }
@@ -67,7 +68,7 @@ TEST(AsyncSerdeProcessorInline, SerializeRunsOnTheCallerNarrowsAndSignalsNothing
   Rig rig;
   auto src = bytes_obj(64, 7);
   auto dst = bytes_obj(64, 0);
-  EXPECT_EQ(rig.processor.serialize_inline({src}, {dst}), std::optional<bool>(true));
+  EXPECT_EQ(rig.processor.serialize_inline({src}, {dst}, test_keys(1)), std::optional<bool>(true));
   EXPECT_EQ(rig.ser->last_thread.load(), std::this_thread::get_id());
   EXPECT_EQ(dst->size(), 32u) << "narrowed to the bytes written, as a submitted task";
   EXPECT_EQ(static_cast<std::uint8_t>(dst->data()[31]), 7);
@@ -80,7 +81,8 @@ TEST(AsyncSerdeProcessorInline, DeserializeRunsOnTheCaller) {
   Rig rig;
   auto src = bytes_obj(8, 0x5A);
   auto dst = bytes_obj(16, 0);
-  EXPECT_EQ(rig.processor.deserialize_inline({src}, {dst}), std::optional<bool>(true));
+  EXPECT_EQ(rig.processor.deserialize_inline({src}, {dst}, test_keys(1)),
+            std::optional<bool>(true));
   EXPECT_EQ(rig.deser->last_thread.load(), std::this_thread::get_id());
   EXPECT_EQ(static_cast<std::uint8_t>(dst->data()[15]), 0x5A);
   EXPECT_FALSE(wait_readable(rig.processor.get_deserialize_event_fd(), 20ms));
@@ -92,22 +94,27 @@ TEST(AsyncSerdeProcessorInline, FailingPairEndsTheTaskFalseAndIsCounted) {
   auto bad = bytes_obj(8, 0xFF);
   auto after = bytes_obj(8, 2);
   auto d0 = bytes_obj(8), d1 = bytes_obj(8), d2 = bytes_obj(8, 0xEE);
-  EXPECT_EQ(rig.processor.serialize_inline({good, bad, after}, {d0, d1, d2}),
+  EXPECT_EQ(rig.processor.serialize_inline({good, bad, after}, {d0, d1, d2}, test_keys(3)),
             std::optional<bool>(false));
   EXPECT_EQ(d0->size(), 4u) << "pairs before the failure stay done and narrowed";
   EXPECT_EQ(static_cast<std::uint8_t>(d2->data()[0]), 0xEE) << "pairs after it never ran";
   EXPECT_EQ(rig.processor.failed_task_count(), 1u);
-  EXPECT_EQ(rig.processor.serialize_inline({bytes_obj(4)}, {nullptr}), std::optional<bool>(false));
+  EXPECT_EQ(rig.processor.serialize_inline({bytes_obj(4)}, {nullptr}, test_keys(1)),
+            std::optional<bool>(false));
   EXPECT_EQ(rig.processor.failed_task_count(), 2u);
 }
 
 TEST(AsyncSerdeProcessorInline, MismatchedListsAndUseAfterCloseThrow) {
   Rig rig;
-  EXPECT_THROW(rig.processor.serialize_inline({bytes_obj(4)}, {}), std::invalid_argument);
-  EXPECT_THROW(rig.processor.deserialize_inline({}, {bytes_obj(4)}), std::invalid_argument);
+  EXPECT_THROW(rig.processor.serialize_inline({bytes_obj(4)}, {}, test_keys(1)),
+               std::invalid_argument);
+  EXPECT_THROW(rig.processor.deserialize_inline({}, {bytes_obj(4)}, test_keys(0)),
+               std::invalid_argument);
   rig.processor.close();
-  EXPECT_THROW(rig.processor.serialize_inline({bytes_obj(4)}, {bytes_obj(4)}), std::logic_error);
-  EXPECT_THROW(rig.processor.deserialize_inline({bytes_obj(4)}, {bytes_obj(4)}), std::logic_error);
+  EXPECT_THROW(rig.processor.serialize_inline({bytes_obj(4)}, {bytes_obj(4)}, test_keys(1)),
+               std::logic_error);
+  EXPECT_THROW(rig.processor.deserialize_inline({bytes_obj(4)}, {bytes_obj(4)}, test_keys(1)),
+               std::logic_error);
 }
 
 // Inline runs do not disturb submitted tasks: ids, results and notifications stay one each.
@@ -117,14 +124,16 @@ TEST(AsyncSerdeProcessorInlineConcurrency, InlineBesideSubmittedTasks) {
   std::thread inliner([&] {
     for (int i = 0; i < 200; ++i) {
       auto dst = bytes_obj(32);
-      if (rig.processor.serialize_inline({bytes_obj(32, 3)}, {dst}) == std::optional<bool>(true)) {
+      if (rig.processor.serialize_inline({bytes_obj(32, 3)}, {dst}, test_keys(1)) ==
+          std::optional<bool>(true)) {
         inline_ok.fetch_add(1);
       }
     }
   });
   std::vector<TaskId> ids;
   for (int i = 0; i < 50; ++i)
-    ids.push_back(rig.processor.submit_serialize({bytes_obj(32, 4)}, {bytes_obj(32)}));
+    ids.push_back(
+        rig.processor.submit_serialize({bytes_obj(32, 4)}, {bytes_obj(32)}, test_keys(1)));
   std::size_t done = 0;
   std::uint64_t notified = 0;
   const auto deadline = std::chrono::steady_clock::now() + 5s;
@@ -156,8 +165,8 @@ TEST(AsyncSerdeProcessorInline, ForwardingDecoratorDoesNotRunInline) {
   ForwardingSerdeProcessor forwarding(
       std::make_unique<AsyncSerdeProcessor>(ser, std::make_shared<FillDeserializer>(), 1));
   auto dst = bytes_obj(8, 0x11);
-  EXPECT_EQ(forwarding.serialize_inline({bytes_obj(8, 9)}, {dst}), std::nullopt);
-  EXPECT_EQ(forwarding.deserialize_inline({bytes_obj(8, 9)}, {dst}), std::nullopt);
+  EXPECT_EQ(forwarding.serialize_inline({bytes_obj(8, 9)}, {dst}, test_keys(1)), std::nullopt);
+  EXPECT_EQ(forwarding.deserialize_inline({bytes_obj(8, 9)}, {dst}, test_keys(1)), std::nullopt);
   EXPECT_EQ(static_cast<std::uint8_t>(dst->data()[0]), 0x11) << "nothing ran";
   forwarding.close();
 }

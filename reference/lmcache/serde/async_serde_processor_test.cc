@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "lmcache/core/event_notifier.h"
+#include "lmcache/core/testing/test_keys.h"
 
 namespace lmcache {
 namespace {
@@ -39,23 +40,35 @@ class FakeSerializer : public Serializer {
       [](const MemoryObj&, MemoryObj&) -> std::size_t { return 1; };
   std::size_t estimate = 1;
 
-  std::size_t serialize(const MemoryObj& src, MemoryObj& dst) override {
+  std::size_t serialize(const MemoryObj& src, MemoryObj& dst, const ObjectKey& key) override {
     calls.fetch_add(1);
+    {
+      std::lock_guard lock(keys_mu);
+      keys.push_back(key);
+    }
     return body(src, dst);
   }
   std::size_t estimate_serialized_size(const MemoryLayoutDesc&) const override { return estimate; }
 
   std::atomic<int> calls{0};
+  std::mutex keys_mu;
+  std::vector<ObjectKey> keys;  // guarded by keys_mu; in call order
 };
 
 class FakeDeserializer : public Deserializer {
  public:
   std::function<void(const MemoryObj&, MemoryObj&)> body = [](const MemoryObj&, MemoryObj&) {};
-  void deserialize(const MemoryObj& src, MemoryObj& dst) override {
+  void deserialize(const MemoryObj& src, MemoryObj& dst, const ObjectKey& key) override {
     calls.fetch_add(1);
+    {
+      std::lock_guard lock(keys_mu);
+      keys.push_back(key);
+    }
     body(src, dst);
   }
   std::atomic<int> calls{0};
+  std::mutex keys_mu;
+  std::vector<ObjectKey> keys;  // guarded by keys_mu; in call order
 };
 
 // Waits for `id` on `fd`, scanning after each wake-up as docs/async-completion.md requires; returns
@@ -134,7 +147,7 @@ TEST(AsyncSerdeProcessorConcurrency, EventFdsAreDistinctAndOpen) {
 TEST(AsyncSerdeProcessorConcurrency, SerializeSignalsFdAndResultIsTrueOnce) {
   Fixture f;
   AsyncSerdeProcessor p(f.ser, f.deser);
-  TaskId id = p.submit_serialize({bytes_obj(4)}, {bytes_obj(4)});
+  TaskId id = p.submit_serialize({bytes_obj(4)}, {bytes_obj(4)}, test_keys(1));
   ASSERT_TRUE(wait_readable(p.get_serialize_event_fd(), kWait));
   EXPECT_EQ(consume_fd(p.get_serialize_event_fd()), 1u);
   EXPECT_EQ(p.query_serialize_result(id), std::optional<bool>(true));
@@ -148,7 +161,7 @@ TEST(AsyncSerdeProcessorConcurrency, SerializeSignalsFdAndResultIsTrueOnce) {
 TEST(AsyncSerdeProcessorConcurrency, DeserializeSignalsFdAndResultIsTrueOnce) {
   Fixture f;
   AsyncSerdeProcessor p(f.ser, f.deser);
-  TaskId id = p.submit_deserialize({bytes_obj(4)}, {bytes_obj(4)});
+  TaskId id = p.submit_deserialize({bytes_obj(4)}, {bytes_obj(4)}, test_keys(1));
   ASSERT_TRUE(wait_readable(p.get_deserialize_event_fd(), kWait));
   EXPECT_EQ(consume_fd(p.get_deserialize_event_fd()), 1u);
   EXPECT_EQ(p.query_deserialize_result(id), std::optional<bool>(true));
@@ -165,7 +178,7 @@ TEST(AsyncSerdeProcessorConcurrency, FirstExceptionGivesFalseAndStillSignals) {
     throw std::invalid_argument("boom");
   };
   AsyncSerdeProcessor p(f.ser, f.deser);
-  TaskId id = p.submit_serialize({bytes_obj(4)}, {bytes_obj(4)});
+  TaskId id = p.submit_serialize({bytes_obj(4)}, {bytes_obj(4)}, test_keys(1));
   ASSERT_TRUE(wait_readable(p.get_serialize_event_fd(), kWait));
   EXPECT_EQ(consume_fd(p.get_serialize_event_fd()), 1u);
   EXPECT_EQ(p.query_serialize_result(id), std::optional<bool>(false));
@@ -183,7 +196,8 @@ TEST(AsyncSerdeProcessorConcurrency, FirstExceptionStopsTheBatchAndKeepsEarlierP
   };
   AsyncSerdeProcessor p(f.ser, f.deser);
   auto d0 = bytes_obj(8), d1 = bytes_obj(8), d2 = bytes_obj(8);
-  TaskId id = p.submit_serialize({bytes_obj(1), bytes_obj(2), bytes_obj(3)}, {d0, d1, d2});
+  TaskId id =
+      p.submit_serialize({bytes_obj(1), bytes_obj(2), bytes_obj(3)}, {d0, d1, d2}, test_keys(3));
   EXPECT_EQ(await_serialize(p, id), std::optional<bool>(false));
   EXPECT_EQ(f.ser->calls.load(), 2) << "pairs after the failure are not run";
   EXPECT_EQ(d0->size(), 3u) << "pairs before the failure stay done and narrowed";
@@ -196,7 +210,7 @@ TEST(AsyncSerdeProcessorConcurrency, DeserializeFailureGivesFalse) {
   Fixture f;
   f.deser->body = [](const MemoryObj&, MemoryObj&) { throw std::invalid_argument("bad bytes"); };
   AsyncSerdeProcessor p(f.ser, f.deser);
-  TaskId id = p.submit_deserialize({bytes_obj(1)}, {bytes_obj(1)});
+  TaskId id = p.submit_deserialize({bytes_obj(1)}, {bytes_obj(1)}, test_keys(1));
   EXPECT_EQ(await_deserialize(p, id), std::optional<bool>(false));
   EXPECT_THAT(p.failure_message(id).value_or(""), HasSubstr("bad bytes"));
 }
@@ -205,7 +219,7 @@ TEST(AsyncSerdeProcessorConcurrency, NonStandardExceptionGivesFalse) {
   Fixture f;
   f.ser->body = [](const MemoryObj&, MemoryObj&) -> std::size_t { throw 42; };
   AsyncSerdeProcessor p(f.ser, f.deser);
-  TaskId id = p.submit_serialize({bytes_obj(1)}, {bytes_obj(1)});
+  TaskId id = p.submit_serialize({bytes_obj(1)}, {bytes_obj(1)}, test_keys(1));
   EXPECT_EQ(await_serialize(p, id), std::optional<bool>(false));
   EXPECT_THAT(p.failure_message(id).value_or(""), HasSubstr("unknown exception"));
 }
@@ -213,9 +227,10 @@ TEST(AsyncSerdeProcessorConcurrency, NonStandardExceptionGivesFalse) {
 TEST(AsyncSerdeProcessorConcurrency, NullObjectFailsTheTaskInsteadOfCrashing) {
   Fixture f;
   AsyncSerdeProcessor p(f.ser, f.deser);
-  TaskId a = p.submit_serialize({nullptr}, {bytes_obj(1)});
-  TaskId b = p.submit_serialize({bytes_obj(1)}, {nullptr});
-  TaskId c = p.submit_deserialize({bytes_obj(1), nullptr}, {bytes_obj(1), bytes_obj(1)});
+  TaskId a = p.submit_serialize({nullptr}, {bytes_obj(1)}, test_keys(1));
+  TaskId b = p.submit_serialize({bytes_obj(1)}, {nullptr}, test_keys(1));
+  TaskId c =
+      p.submit_deserialize({bytes_obj(1), nullptr}, {bytes_obj(1), bytes_obj(1)}, test_keys(2));
   EXPECT_EQ(await_serialize(p, a), std::optional<bool>(false));
   EXPECT_EQ(await_serialize(p, b), std::optional<bool>(false));
   EXPECT_EQ(await_deserialize(p, c), std::optional<bool>(false));
@@ -231,8 +246,8 @@ TEST(AsyncSerdeProcessorConcurrency, UnknownAndOtherDirectionIdsGiveNullopt) {
   AsyncSerdeProcessor p(f.ser, f.deser);
   EXPECT_EQ(p.query_serialize_result(42), std::nullopt);
   EXPECT_EQ(p.query_deserialize_result(42), std::nullopt);
-  TaskId s = p.submit_serialize({bytes_obj(1)}, {bytes_obj(1)});
-  TaskId d = p.submit_deserialize({bytes_obj(1)}, {bytes_obj(1)});
+  TaskId s = p.submit_serialize({bytes_obj(1)}, {bytes_obj(1)}, test_keys(1));
+  TaskId d = p.submit_deserialize({bytes_obj(1)}, {bytes_obj(1)}, test_keys(1));
   EXPECT_NE(s, d) << "one id counter for both directions";
   p.close();  // drains both tasks
   EXPECT_EQ(p.query_deserialize_result(s), std::nullopt) << "serialize id on deserialize side";
@@ -244,8 +259,9 @@ TEST(AsyncSerdeProcessorConcurrency, UnknownAndOtherDirectionIdsGiveNullopt) {
 TEST(AsyncSerdeProcessorConcurrency, IdsComeFromOneCounterAcrossDirections) {
   Fixture f;
   AsyncSerdeProcessor p(f.ser, f.deser);
-  std::vector<TaskId> ids = {p.submit_serialize({}, {}), p.submit_deserialize({}, {}),
-                             p.submit_serialize({}, {}), p.submit_deserialize({}, {})};
+  std::vector<TaskId> ids = {
+      p.submit_serialize({}, {}, test_keys(0)), p.submit_deserialize({}, {}, test_keys(0)),
+      p.submit_serialize({}, {}, test_keys(0)), p.submit_deserialize({}, {}, test_keys(0))};
   EXPECT_EQ(ids, (std::vector<TaskId>{0, 1, 2, 3}));
 }
 
@@ -264,7 +280,7 @@ TEST(AsyncSerdeProcessorConcurrency, SerializeNarrowsDstToBytesWritten) {
   f.ser->body = [](const MemoryObj&, MemoryObj&) -> std::size_t { return 213; };
   AsyncSerdeProcessor p(f.ser, f.deser);
   auto dst = bytes_obj(4096);
-  TaskId id = p.submit_serialize({bytes_obj(8)}, {dst});
+  TaskId id = p.submit_serialize({bytes_obj(8)}, {dst}, test_keys(1));
   EXPECT_EQ(await_serialize(p, id), std::optional<bool>(true));
   EXPECT_EQ(dst->size(), 213u);
   EXPECT_EQ(dst->bytes().size(), 213u);
@@ -279,7 +295,7 @@ TEST(AsyncSerdeProcessorConcurrency, FailedSerializeDoesNotNarrowDst) {
   };
   AsyncSerdeProcessor p(f.ser, f.deser);
   auto dst = bytes_obj(4096);
-  TaskId id = p.submit_serialize({bytes_obj(8)}, {dst});
+  TaskId id = p.submit_serialize({bytes_obj(8)}, {dst}, test_keys(1));
   EXPECT_EQ(await_serialize(p, id), std::optional<bool>(false));
   EXPECT_EQ(dst->size(), 4096u);
 }
@@ -290,7 +306,7 @@ TEST(AsyncSerdeProcessorConcurrency, ImpossibleByteCountFailsTheTask) {
   f.ser->body = [](const MemoryObj&, MemoryObj&) -> std::size_t { return 5000; };
   AsyncSerdeProcessor p(f.ser, f.deser);
   auto dst = bytes_obj(4096);
-  TaskId id = p.submit_serialize({bytes_obj(8)}, {dst});
+  TaskId id = p.submit_serialize({bytes_obj(8)}, {dst}, test_keys(1));
   EXPECT_EQ(await_serialize(p, id), std::optional<bool>(false));
   EXPECT_EQ(dst->size(), 4096u);
 }
@@ -300,7 +316,7 @@ TEST(AsyncSerdeProcessorConcurrency, EachPairIsNarrowedToItsOwnCount) {
   f.ser->body = [](const MemoryObj& src, MemoryObj&) -> std::size_t { return src.size() * 2; };
   AsyncSerdeProcessor p(f.ser, f.deser);
   auto d0 = bytes_obj(64), d1 = bytes_obj(64);
-  TaskId id = p.submit_serialize({bytes_obj(3), bytes_obj(5)}, {d0, d1});
+  TaskId id = p.submit_serialize({bytes_obj(3), bytes_obj(5)}, {d0, d1}, test_keys(2));
   EXPECT_EQ(await_serialize(p, id), std::optional<bool>(true));
   EXPECT_EQ(d0->size(), 6u);
   EXPECT_EQ(d1->size(), 10u);
@@ -314,8 +330,9 @@ TEST(AsyncSerdeProcessorConcurrency, PairsRunInOrder) {
     return 0;
   };
   AsyncSerdeProcessor p(f.ser, f.deser);
-  TaskId id = p.submit_serialize({bytes_obj(1), bytes_obj(2), bytes_obj(3), bytes_obj(4)},
-                                 {bytes_obj(1), bytes_obj(1), bytes_obj(1), bytes_obj(1)});
+  TaskId id =
+      p.submit_serialize({bytes_obj(1), bytes_obj(2), bytes_obj(3), bytes_obj(4)},
+                         {bytes_obj(1), bytes_obj(1), bytes_obj(1), bytes_obj(1)}, test_keys(4));
   EXPECT_EQ(await_serialize(p, id), std::optional<bool>(true));
   EXPECT_EQ(order, (std::vector<std::size_t>{1, 2, 3, 4}));
 }
@@ -323,22 +340,58 @@ TEST(AsyncSerdeProcessorConcurrency, PairsRunInOrder) {
 TEST(AsyncSerdeProcessorConcurrency, EmptyBatchSucceeds) {
   Fixture f;
   AsyncSerdeProcessor p(f.ser, f.deser);
-  TaskId id = p.submit_serialize({}, {});
+  TaskId id = p.submit_serialize({}, {}, test_keys(0));
   EXPECT_EQ(await_serialize(p, id), std::optional<bool>(true));
   EXPECT_EQ(f.ser->calls.load(), 0);
+}
+
+TEST(AsyncSerdeProcessorConcurrency, EachPairGetsItsOwnKeyInBothDirections) {
+  Fixture f;
+  AsyncSerdeProcessor p(f.ser, f.deser);
+  const auto ks = test_keys(3);
+  EXPECT_EQ(await_serialize(p, p.submit_serialize({bytes_obj(1), bytes_obj(1), bytes_obj(1)},
+                                                  {bytes_obj(1), bytes_obj(1), bytes_obj(1)}, ks)),
+            std::optional<bool>(true));
+  EXPECT_EQ(p.deserialize_inline({bytes_obj(1), bytes_obj(1)}, {bytes_obj(1), bytes_obj(1)},
+                                 {ks[2], ks[0]}),
+            std::optional<bool>(true));
+  p.close();
+  EXPECT_EQ(f.ser->keys, ks) << "pairs run in order, each with its key";
+  EXPECT_EQ(f.deser->keys, (std::vector<ObjectKey>{ks[2], ks[0]}));
+}
+
+TEST(AsyncSerdeProcessorConcurrency, KeyListOfAnotherLengthRejectedNamingIt) {
+  Fixture f;
+  AsyncSerdeProcessor p(f.ser, f.deser);
+  for (std::size_t nkeys : {0u, 1u, 3u}) {
+    try {
+      p.submit_serialize({bytes_obj(1), bytes_obj(1)}, {bytes_obj(1), bytes_obj(1)},
+                         test_keys(nkeys));
+      FAIL() << "expected invalid_argument for " << nkeys << " keys";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_THAT(e.what(), HasSubstr("keys has " + std::to_string(nkeys)));
+    }
+  }
+  EXPECT_THROW(p.submit_deserialize({bytes_obj(1)}, {bytes_obj(1)}, {}), std::invalid_argument);
+  EXPECT_THROW(p.serialize_inline({bytes_obj(1)}, {bytes_obj(1)}, test_keys(2)),
+               std::invalid_argument);
+  p.close();
+  EXPECT_EQ(f.ser->calls.load(), 0);
+  EXPECT_EQ(f.deser->calls.load(), 0);
 }
 
 TEST(AsyncSerdeProcessorConcurrency, MismatchedListLengthsRejectedAtSubmit) {
   Fixture f;
   AsyncSerdeProcessor p(f.ser, f.deser);
   try {
-    p.submit_serialize({bytes_obj(1), bytes_obj(1), bytes_obj(1)}, {bytes_obj(1), bytes_obj(1)});
+    p.submit_serialize({bytes_obj(1), bytes_obj(1), bytes_obj(1)}, {bytes_obj(1), bytes_obj(1)},
+                       test_keys(3));
     FAIL() << "expected invalid_argument";
   } catch (const std::invalid_argument& e) {
     EXPECT_THAT(e.what(), HasSubstr("3"));
     EXPECT_THAT(e.what(), HasSubstr("2"));
   }
-  EXPECT_THROW(p.submit_deserialize({}, {bytes_obj(1)}), std::invalid_argument);
+  EXPECT_THROW(p.submit_deserialize({}, {bytes_obj(1)}, test_keys(0)), std::invalid_argument);
   p.close();
   EXPECT_EQ(f.ser->calls.load(), 0) << "nothing ran for the rejected submits";
   EXPECT_EQ(f.deser->calls.load(), 0);
@@ -359,7 +412,8 @@ TEST(AsyncSerdeProcessorConcurrency, OneNotifyPerTask) {
   constexpr int kTasks = 5;
   std::vector<TaskId> ids;
   for (int i = 0; i < kTasks; ++i) {
-    ids.push_back(p.submit_serialize({bytes_obj(1), bytes_obj(1)}, {bytes_obj(1), bytes_obj(1)}));
+    ids.push_back(p.submit_serialize({bytes_obj(1), bytes_obj(1)}, {bytes_obj(1), bytes_obj(1)},
+                                     test_keys(2)));
   }
   // Every result is stored before its notify, so once the counter reaches kTasks all results
   // are there; a notify per pair (10) or a missing one would never match exactly.
@@ -379,7 +433,7 @@ TEST(AsyncSerdeProcessorConcurrency, ResultIsStoredBeforeTheNotify) {
   Fixture f;
   AsyncSerdeProcessor p(f.ser, f.deser);
   for (int i = 0; i < 20; ++i) {
-    TaskId id = p.submit_deserialize({bytes_obj(1)}, {bytes_obj(1)});
+    TaskId id = p.submit_deserialize({bytes_obj(1)}, {bytes_obj(1)}, test_keys(1));
     ASSERT_TRUE(wait_readable(p.get_deserialize_event_fd(), kWait));
     consume_fd(p.get_deserialize_event_fd());
     // With one worker and one task at a time, the wake-up is this task's.
@@ -407,8 +461,8 @@ TEST(AsyncSerdeProcessorConcurrency, PoolIsSharedAndBoundedByMaxWorkers) {
   f.deser->body = [&](const MemoryObj&, MemoryObj&) { enter(); };
   AsyncSerdeProcessor p(f.ser, f.deser, 2);
   for (int i = 0; i < 50; ++i) {
-    p.submit_serialize({bytes_obj(1)}, {bytes_obj(1)});
-    p.submit_deserialize({bytes_obj(1)}, {bytes_obj(1)});
+    p.submit_serialize({bytes_obj(1)}, {bytes_obj(1)}, test_keys(1));
+    p.submit_deserialize({bytes_obj(1)}, {bytes_obj(1)}, test_keys(1));
   }
   p.close();
   EXPECT_EQ(f.ser->calls.load(), 50);
@@ -438,8 +492,8 @@ TEST(AsyncSerdeProcessorConcurrency, BothDirectionsRunConcurrentlyWithTwoWorkers
   };
   f.deser->body = [&](const MemoryObj&, MemoryObj&) { rendezvous(); };
   AsyncSerdeProcessor p(f.ser, f.deser, 2);
-  TaskId s = p.submit_serialize({bytes_obj(1)}, {bytes_obj(1)});
-  TaskId d = p.submit_deserialize({bytes_obj(1)}, {bytes_obj(1)});
+  TaskId s = p.submit_serialize({bytes_obj(1)}, {bytes_obj(1)}, test_keys(1));
+  TaskId d = p.submit_deserialize({bytes_obj(1)}, {bytes_obj(1)}, test_keys(1));
   EXPECT_EQ(await_serialize(p, s), std::optional<bool>(true));
   EXPECT_EQ(await_deserialize(p, d), std::optional<bool>(true));
 }
@@ -454,7 +508,8 @@ TEST(AsyncSerdeProcessorConcurrency, SubmitNeverWaitsForRunningWork) {
   AsyncSerdeProcessor p(f.ser, f.deser);
   // The only worker is blocked in the first task; further submits still return ids.
   std::vector<TaskId> ids;
-  for (int i = 0; i < 10; ++i) ids.push_back(p.submit_serialize({bytes_obj(1)}, {bytes_obj(1)}));
+  for (int i = 0; i < 10; ++i)
+    ids.push_back(p.submit_serialize({bytes_obj(1)}, {bytes_obj(1)}, test_keys(1)));
   for (TaskId id : ids) EXPECT_EQ(p.query_serialize_result(id), std::nullopt) << "still pending";
   gate.open();
   for (TaskId id : ids) EXPECT_EQ(await_serialize(p, id), std::optional<bool>(true));
@@ -469,8 +524,9 @@ TEST(AsyncSerdeProcessorConcurrency, ConcurrentSubmittersGetUniqueIdsAndEveryRes
   for (int t = 0; t < kThreads; ++t) {
     submitters.emplace_back([&, t] {
       for (int i = 0; i < kPerThread; ++i) {
-        ids[t].push_back(t % 2 == 0 ? p.submit_serialize({bytes_obj(1)}, {bytes_obj(1)})
-                                    : p.submit_deserialize({bytes_obj(1)}, {bytes_obj(1)}));
+        ids[t].push_back(t % 2 == 0
+                             ? p.submit_serialize({bytes_obj(1)}, {bytes_obj(1)}, test_keys(1))
+                             : p.submit_deserialize({bytes_obj(1)}, {bytes_obj(1)}, test_keys(1)));
       }
     });
   }
@@ -494,7 +550,7 @@ TEST(AsyncSerdeProcessorConcurrency, ConcurrentQueriersTakeEachResultOnce) {
   Fixture f;
   AsyncSerdeProcessor p(f.ser, f.deser, 2);
   constexpr int kTasks = 100;
-  for (int i = 0; i < kTasks; ++i) p.submit_serialize({bytes_obj(1)}, {bytes_obj(1)});
+  for (int i = 0; i < kTasks; ++i) p.submit_serialize({bytes_obj(1)}, {bytes_obj(1)}, test_keys(1));
   p.close();
   std::atomic<int> taken{0};
   std::vector<std::thread> queriers;
@@ -524,8 +580,9 @@ TEST(AsyncSerdeProcessorConcurrency, CloseDrainsQueuedWorkJoinsThreadsAndClosesF
   ASSERT_TRUE(fd_is_open(dfd));
 
   std::vector<TaskId> ids;
-  for (int i = 0; i < 8; ++i) ids.push_back(p->submit_serialize({bytes_obj(1)}, {bytes_obj(1)}));
-  TaskId d = p->submit_deserialize({bytes_obj(1)}, {bytes_obj(1)});
+  for (int i = 0; i < 8; ++i)
+    ids.push_back(p->submit_serialize({bytes_obj(1)}, {bytes_obj(1)}, test_keys(1)));
+  TaskId d = p->submit_deserialize({bytes_obj(1)}, {bytes_obj(1)}, test_keys(1));
 
   std::atomic<bool> closed{false};
   std::thread closer([&] {
@@ -550,8 +607,8 @@ TEST(AsyncSerdeProcessorConcurrency, CloseDrainsQueuedWorkJoinsThreadsAndClosesF
   EXPECT_EQ(p->get_serialize_event_fd(), -1);
   EXPECT_EQ(p->get_deserialize_event_fd(), -1);
 
-  EXPECT_THROW(p->submit_serialize({bytes_obj(1)}, {bytes_obj(1)}), std::logic_error);
-  EXPECT_THROW(p->submit_deserialize({}, {}), std::logic_error);
+  EXPECT_THROW(p->submit_serialize({bytes_obj(1)}, {bytes_obj(1)}, test_keys(1)), std::logic_error);
+  EXPECT_THROW(p->submit_deserialize({}, {}, test_keys(0)), std::logic_error);
   EXPECT_NO_THROW(p->close()) << "idempotent";
   EXPECT_EQ(p->estimate_serialized_size(MemoryLayoutDesc()), 1u) << "still answers after close";
   p.reset();
@@ -567,7 +624,7 @@ TEST(AsyncSerdeProcessorConcurrency, ConcurrentCloseCallsAllReturnAfterTheDrain)
     return 0;
   };
   AsyncSerdeProcessor p(f.ser, f.deser, 2);
-  for (int i = 0; i < 40; ++i) p.submit_serialize({bytes_obj(1)}, {bytes_obj(1)});
+  for (int i = 0; i < 40; ++i) p.submit_serialize({bytes_obj(1)}, {bytes_obj(1)}, test_keys(1));
   std::vector<std::thread> closers;
   std::atomic<int> seen_after{0};
   for (int t = 0; t < 3; ++t) {
@@ -587,7 +644,7 @@ TEST(AsyncSerdeProcessorConcurrency, SubmitRacingCloseEitherRunsOrThrowsLogicErr
   std::thread submitter([&] {
     for (int i = 0; i < 200; ++i) {
       try {
-        p.submit_serialize({bytes_obj(1)}, {bytes_obj(1)});
+        p.submit_serialize({bytes_obj(1)}, {bytes_obj(1)}, test_keys(1));
         accepted.fetch_add(1);
       } catch (const std::logic_error&) {
         rejected.fetch_add(1);
@@ -610,7 +667,7 @@ TEST(AsyncSerdeProcessorConcurrency, CloseFromInsideATaskIsALogicError) {
   };
   AsyncSerdeProcessor p(f.ser, f.deser);
   self = &p;
-  TaskId id = p.submit_serialize({bytes_obj(1)}, {bytes_obj(1)});
+  TaskId id = p.submit_serialize({bytes_obj(1)}, {bytes_obj(1)}, test_keys(1));
   EXPECT_EQ(await_serialize(p, id), std::optional<bool>(false));
   EXPECT_THAT(p.failure_message(id).value_or(""), HasSubstr("inside a serde task"));
 }
@@ -620,7 +677,8 @@ TEST(AsyncSerdeProcessorConcurrency, FailureMessagesAreBounded) {
   f.ser->body = [](const MemoryObj&, MemoryObj&) -> std::size_t { throw std::runtime_error("x"); };
   AsyncSerdeProcessor p(f.ser, f.deser);
   const std::size_t n = AsyncSerdeProcessor::kMaxFailureMessages + 10;
-  for (std::size_t i = 0; i < n; ++i) p.submit_serialize({bytes_obj(1)}, {bytes_obj(1)});
+  for (std::size_t i = 0; i < n; ++i)
+    p.submit_serialize({bytes_obj(1)}, {bytes_obj(1)}, test_keys(1));
   p.close();
   EXPECT_EQ(p.failed_task_count(), n);
   EXPECT_FALSE(p.failure_message(0).has_value()) << "the oldest message was dropped";
@@ -631,7 +689,7 @@ TEST(AsyncSerdeProcessorConcurrency, DestructorDrainsQueuedWork) {
   Fixture f;
   {
     AsyncSerdeProcessor p(f.ser, f.deser, 2);
-    for (int i = 0; i < 20; ++i) p.submit_serialize({bytes_obj(1)}, {bytes_obj(1)});
+    for (int i = 0; i < 20; ++i) p.submit_serialize({bytes_obj(1)}, {bytes_obj(1)}, test_keys(1));
   }
   EXPECT_EQ(f.ser->calls.load(), 20);
 }

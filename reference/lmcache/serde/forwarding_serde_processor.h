@@ -22,16 +22,17 @@ class ForwardingSerdeProcessor : public SerdeProcessor {
     if (!inner_) throw std::invalid_argument("ForwardingSerdeProcessor: inner processor is null");
   }
 
-  TaskId submit_serialize(std::vector<MemoryObjPtr> srcs, std::vector<MemoryObjPtr> dsts) override {
-    return inner_->submit_serialize(std::move(srcs), std::move(dsts));
+  TaskId submit_serialize(std::vector<MemoryObjPtr> srcs, std::vector<MemoryObjPtr> dsts,
+                          std::vector<ObjectKey> keys) override {
+    return inner_->submit_serialize(std::move(srcs), std::move(dsts), std::move(keys));
   }
   std::optional<bool> query_serialize_result(TaskId id) override {
     return inner_->query_serialize_result(id);
   }
   int get_serialize_event_fd() const override { return inner_->get_serialize_event_fd(); }
-  TaskId submit_deserialize(std::vector<MemoryObjPtr> srcs,
-                            std::vector<MemoryObjPtr> dsts) override {
-    return inner_->submit_deserialize(std::move(srcs), std::move(dsts));
+  TaskId submit_deserialize(std::vector<MemoryObjPtr> srcs, std::vector<MemoryObjPtr> dsts,
+                            std::vector<ObjectKey> keys) override {
+    return inner_->submit_deserialize(std::move(srcs), std::move(dsts), std::move(keys));
   }
   std::optional<bool> query_deserialize_result(TaskId id) override {
     return inner_->query_deserialize_result(id);

@@ -131,7 +131,7 @@ Fp8Serializer::Fp8Serializer(Fp8SerdeOptions options)
 Fp8Deserializer::Fp8Deserializer(Fp8SerdeOptions options)
     : options_(std::move(options)), simd_target_bit_(resolve_simd_target(options_)) {}
 
-std::size_t Fp8Serializer::serialize(const MemoryObj& src, MemoryObj& dst) {
+std::size_t Fp8Serializer::serialize(const MemoryObj& src, MemoryObj& dst, const ObjectKey& key) {
   static constexpr const char* kWho = "fp8 serializer";
   const MemoryLayoutDesc& layout = src.layout();
   check_tensor_side(kWho, "source", layout);
@@ -160,7 +160,7 @@ std::size_t Fp8Serializer::estimate_serialized_size(const MemoryLayoutDesc& layo
   return n + n / 2;
 }
 
-void Fp8Deserializer::deserialize(const MemoryObj& src, MemoryObj& dst) {
+void Fp8Deserializer::deserialize(const MemoryObj& src, MemoryObj& dst, const ObjectKey& key) {
   static constexpr const char* kWho = "fp8 deserializer";
   const MemoryLayoutDesc& layout = dst.layout();
   check_tensor_side(kWho, "destination", layout);

@@ -71,7 +71,7 @@ class Fp8Serializer final : public Serializer {
   // src.layout().total_elements(). Throws std::invalid_argument, writing nothing, for an
   // unsupported dtype (named, with its group index), "destination buffer too small: got A
   // bytes, need B", or a destination that is not a byte buffer of this format.
-  std::size_t serialize(const MemoryObj& src, MemoryObj& dst) override;
+  std::size_t serialize(const MemoryObj& src, MemoryObj& dst, const ObjectKey& key) override;
 
   // estimate_serialized_size()
   //
@@ -96,7 +96,7 @@ class Fp8Deserializer final : public Deserializer {
   // each in its own dtype (float32, float16 or bfloat16). Throws std::invalid_argument,
   // writing nothing, for "source buffer too small: got A bytes, need B" (A = src.size()), an
   // unsupported destination dtype, or a source that is not a byte buffer of this format.
-  void deserialize(const MemoryObj& src, MemoryObj& dst) override;
+  void deserialize(const MemoryObj& src, MemoryObj& dst, const ObjectKey& key) override;
 
   const Fp8SerdeOptions& options() const { return options_; }
 

@@ -17,6 +17,7 @@
 
 #include "lmcache/core/event_notifier.h"
 #include "lmcache/core/testing/expect_invalid.h"
+#include "lmcache/core/testing/test_keys.h"
 #include "lmcache/serde/async_serde_processor.h"
 #include "lmcache/serde/serde_utils.h"
 
@@ -152,7 +153,7 @@ TEST_P(Fp8ExactRoundTrip, ExactValuesAndPyTorchCodes) {
   Fp8Serializer ser(opts(format));
   Fp8Deserializer deser(opts(format));
   auto bytes = guarded_bytes(ser.estimate_serialized_size(src->layout()));
-  ASSERT_EQ(ser.serialize(*src, *bytes), kExact.size());
+  ASSERT_EQ(ser.serialize(*src, *bytes, test_key()), kExact.size());
   const auto& codes = format == Fp8Format::kE4M3FN ? kE4M3Codes : kE5M2Codes;
   for (std::size_t i = 0; i < codes.size(); ++i) {
     EXPECT_EQ(code_at(*bytes, i), codes[i]) << "element " << i << " = " << kExact[i];
@@ -161,7 +162,7 @@ TEST_P(Fp8ExactRoundTrip, ExactValuesAndPyTorchCodes) {
 
   bytes->set_used_size(kExact.size());
   auto dst = MemoryObj::allocate(MemoryLayoutDesc::single({n}, out_dtype));
-  deser.deserialize(*bytes, *dst);
+  deser.deserialize(*bytes, *dst, test_key());
   for (std::size_t i = 0; i < kExact.size(); ++i) {
     EXPECT_EQ(get(*dst, 0, i), kExact[i]) << "element " << i;
     EXPECT_EQ(std::signbit(get(*dst, 0, i)), std::signbit(kExact[i]));
@@ -200,7 +201,7 @@ TEST(Fp8Serde, EveryKernelChoiceGivesTheSameBytes) {
     const std::size_t n = layout.total_elements();
     auto reference = MemoryObj::allocate(
         MemoryLayoutDesc::single({static_cast<std::int64_t>(n)}, DType::kUInt8));
-    Fp8Serializer(opts(format)).serialize(*src, *reference);
+    Fp8Serializer(opts(format)).serialize(*src, *reference, test_key());
     std::vector<Fp8SerdeOptions> choices;
     for (Fp8SerdeKernel k :
          {Fp8SerdeKernel::kAuto, Fp8SerdeKernel::kScalar, Fp8SerdeKernel::kSimd}) {
@@ -215,12 +216,12 @@ TEST(Fp8Serde, EveryKernelChoiceGivesTheSameBytes) {
     for (const Fp8SerdeOptions& o : choices) {
       SCOPED_TRACE(std::string(fp8_serde_kernel_name(o.kernel)) + " " + o.simd_target);
       auto bytes = MemoryObj::allocate(reference->layout());
-      ASSERT_EQ(Fp8Serializer(o).serialize(*src, *bytes), n);
+      ASSERT_EQ(Fp8Serializer(o).serialize(*src, *bytes, test_key()), n);
       EXPECT_TRUE(std::equal(bytes->data(), bytes->data() + n, reference->data()));
       auto back = MemoryObj::allocate(layout);
       auto back_ref = MemoryObj::allocate(layout);
-      Fp8Deserializer(o).deserialize(*bytes, *back);
-      Fp8Deserializer(opts(format)).deserialize(*reference, *back_ref);
+      Fp8Deserializer(o).deserialize(*bytes, *back, test_key());
+      Fp8Deserializer(opts(format)).deserialize(*reference, *back_ref, test_key());
       EXPECT_TRUE(std::equal(back->data(), back->data() + back->size(), back_ref->data()));
     }
   }
@@ -242,7 +243,7 @@ TEST(Fp8Serde, MultiGroupPackedBackToBackAndEachGroupRoundTrips) {
     Fp8Serializer ser(opts(format));
     Fp8Deserializer deser(opts(format));
     auto bytes = guarded_bytes(ser.estimate_serialized_size(layout));
-    ASSERT_EQ(ser.serialize(*src, *bytes), 15u);
+    ASSERT_EQ(ser.serialize(*src, *bytes, test_key()), 15u);
     const auto& codes = format == Fp8Format::kE4M3FN ? kE4M3Codes : kE5M2Codes;
     std::size_t offset = 0;
     for (std::size_t g = 0; g < layout.num_groups(); ++g) {
@@ -256,7 +257,7 @@ TEST(Fp8Serde, MultiGroupPackedBackToBackAndEachGroupRoundTrips) {
 
     bytes->set_used_size(15);
     auto same = MemoryObj::allocate(layout);
-    deser.deserialize(*bytes, *same);
+    deser.deserialize(*bytes, *same, test_key());
     EXPECT_TRUE(std::equal(same->bytes().begin(), same->bytes().end(), src->bytes().begin()))
         << "every group comes back exact, in its own dtype";
 
@@ -264,7 +265,7 @@ TEST(Fp8Serde, MultiGroupPackedBackToBackAndEachGroupRoundTrips) {
     const MemoryLayoutDesc other({{2, 3}, {4}, {1, 5}},
                                  {DType::kFloat32, DType::kBFloat16, DType::kFloat16});
     auto dst = MemoryObj::allocate(other);
-    deser.deserialize(*bytes, *dst);
+    deser.deserialize(*bytes, *dst, test_key());
     for (std::size_t g = 0; g < layout.num_groups(); ++g) {
       for (std::size_t i = 0; i < layout.group_elements(g); ++i) {
         EXPECT_EQ(get(*dst, g, i), get(*src, g, i)) << "group " << g << " element " << i;
@@ -280,10 +281,10 @@ TEST(Fp8Serde, EmptyMiddleGroupRoundTrips) {
   Fp8Serializer ser;
   Fp8Deserializer deser;
   auto bytes = guarded_bytes(ser.estimate_serialized_size(layout));
-  ASSERT_EQ(ser.serialize(*src, *bytes), 5u);
+  ASSERT_EQ(ser.serialize(*src, *bytes, test_key()), 5u);
   bytes->set_used_size(5);
   auto dst = MemoryObj::allocate(layout);
-  deser.deserialize(*bytes, *dst);
+  deser.deserialize(*bytes, *dst, test_key());
   EXPECT_TRUE(std::equal(dst->bytes().begin(), dst->bytes().end(), src->bytes().begin()));
 }
 
@@ -291,10 +292,10 @@ TEST(Fp8Serde, EmptyLayoutWritesNothing) {
   auto src = MemoryObj::allocate(MemoryLayoutDesc());
   auto bytes = guarded_bytes(4);
   Fp8Serializer ser;
-  EXPECT_EQ(ser.serialize(*src, *bytes), 0u);
+  EXPECT_EQ(ser.serialize(*src, *bytes, test_key()), 0u);
   EXPECT_TRUE(all_guard(bytes->physical_bytes()));
   auto dst = MemoryObj::allocate(MemoryLayoutDesc());
-  EXPECT_NO_THROW(Fp8Deserializer().deserialize(*guarded_bytes(0), *dst));
+  EXPECT_NO_THROW(Fp8Deserializer().deserialize(*guarded_bytes(0), *dst, test_key()));
 }
 
 // --- Padding and guard bytes (ported from LMCache's Python tests). -------------------------------
@@ -307,7 +308,7 @@ TEST(Fp8Serde, PaddingIsNeitherSerializedNorTouched) {
   for (std::size_t i = 0; i < 21; ++i) put(*src, 0, i, kExact[i % kExact.size()]);
   Fp8Serializer ser;
   auto bytes = guarded_bytes(ser.estimate_serialized_size(layout));
-  ASSERT_EQ(ser.serialize(*src, *bytes), 21u) << "padding is not in the payload";
+  ASSERT_EQ(ser.serialize(*src, *bytes, test_key()), 21u) << "padding is not in the payload";
   EXPECT_TRUE(all_guard(src->physical_bytes().subspan(layout.total_bytes())));
   EXPECT_TRUE(all_guard(bytes->physical_bytes().subspan(21)));
 
@@ -315,7 +316,7 @@ TEST(Fp8Serde, PaddingIsNeitherSerializedNorTouched) {
   bytes->set_used_size(21);
   auto dst = MemoryObj::allocate(layout, layout.total_bytes() + 64);
   std::fill(dst->physical_bytes().begin(), dst->physical_bytes().end(), kGuard);
-  Fp8Deserializer().deserialize(*bytes, *dst);
+  Fp8Deserializer().deserialize(*bytes, *dst, test_key());
   EXPECT_TRUE(all_guard(dst->physical_bytes().subspan(layout.total_bytes())));
   EXPECT_TRUE(std::equal(dst->bytes().begin(), dst->bytes().end(), src->bytes().begin()));
 }
@@ -326,7 +327,7 @@ TEST(Fp8Serde, ShortDestinationRejectedWithNothingWritten) {
   const MemoryLayoutDesc layout({{4, 4}, {3}}, {DType::kBFloat16, DType::kFloat32});
   auto src = filled(layout);
   auto bytes = guarded_bytes(18);
-  expect_invalid([&] { Fp8Serializer().serialize(*src, *bytes); },
+  expect_invalid([&] { Fp8Serializer().serialize(*src, *bytes, test_key()); },
                  {"destination buffer too small: got 18 bytes, need 19"});
   EXPECT_TRUE(all_guard(bytes->physical_bytes()));
 }
@@ -338,7 +339,7 @@ TEST(Fp8Serde, DestinationCapacityIsPhysicalSize) {
   auto src = filled(layout);
   auto bytes = guarded_bytes(12);
   bytes->set_used_size(0);
-  EXPECT_EQ(Fp8Serializer().serialize(*src, *bytes), 8u);
+  EXPECT_EQ(Fp8Serializer().serialize(*src, *bytes, test_key()), 8u);
   EXPECT_EQ(code_at(*bytes, 2), kE4M3Codes[2]);
 }
 
@@ -346,7 +347,7 @@ TEST(Fp8Serde, ShortSourceRejectedWithNothingWritten) {
   const MemoryLayoutDesc layout = MemoryLayoutDesc::single({16}, DType::kBFloat16);
   auto dst = MemoryObj::allocate(layout);
   std::fill(dst->physical_bytes().begin(), dst->physical_bytes().end(), kGuard);
-  expect_invalid([&] { Fp8Deserializer().deserialize(*guarded_bytes(15), *dst); },
+  expect_invalid([&] { Fp8Deserializer().deserialize(*guarded_bytes(15), *dst, test_key()); },
                  {"source buffer too small: got 15 bytes, need 16"});
   EXPECT_TRUE(all_guard(dst->physical_bytes()));
 }
@@ -356,14 +357,14 @@ TEST(Fp8Serde, DeserializeHonoursNarrowedSourceSize) {
   auto src = filled(layout);
   Fp8Serializer ser;
   auto bytes = guarded_bytes(ser.estimate_serialized_size(layout));
-  ASSERT_EQ(ser.serialize(*src, *bytes), 16u);
+  ASSERT_EQ(ser.serialize(*src, *bytes, test_key()), 16u);
   bytes->set_used_size(8);
   auto dst = MemoryObj::allocate(layout);
-  expect_invalid([&] { Fp8Deserializer().deserialize(*bytes, *dst); },
+  expect_invalid([&] { Fp8Deserializer().deserialize(*bytes, *dst, test_key()); },
                  {"source buffer too small: got 8 bytes, need 16"});
   // Widened back to the full count it works; bytes past the count are ignored.
   bytes->set_used_size(bytes->physical_size());
-  Fp8Deserializer().deserialize(*bytes, *dst);
+  Fp8Deserializer().deserialize(*bytes, *dst, test_key());
   EXPECT_TRUE(std::equal(dst->bytes().begin(), dst->bytes().end(), src->bytes().begin()));
 }
 
@@ -373,11 +374,11 @@ TEST(Fp8Serde, UnsupportedSourceDtypeNamedWithItsGroup) {
   const MemoryLayoutDesc layout({{4}, {4}}, {DType::kFloat32, DType::kUInt8});
   auto src = MemoryObj::allocate(layout);
   auto bytes = guarded_bytes(16);
-  expect_invalid([&] { Fp8Serializer().serialize(*src, *bytes); },
+  expect_invalid([&] { Fp8Serializer().serialize(*src, *bytes, test_key()); },
                  {"unsupported dtype 'uint8'", "group 1"});
   EXPECT_TRUE(all_guard(bytes->physical_bytes()));
   auto fp8 = MemoryObj::allocate(MemoryLayoutDesc::single({4}, DType::kFloat8E4M3FN));
-  expect_invalid([&] { Fp8Serializer().serialize(*fp8, *bytes); },
+  expect_invalid([&] { Fp8Serializer().serialize(*fp8, *bytes, test_key()); },
                  {"unsupported dtype 'float8_e4m3fn'", "group 0"});
 }
 
@@ -385,7 +386,7 @@ TEST(Fp8Serde, UnsupportedDestinationDtypeRejectedWithNothingWritten) {
   auto bytes = guarded_bytes(8);
   auto dst = MemoryObj::allocate(MemoryLayoutDesc({{4}, {4}}, {DType::kFloat16, DType::kUInt8}));
   std::fill(dst->physical_bytes().begin(), dst->physical_bytes().end(), kGuard);
-  expect_invalid([&] { Fp8Deserializer().deserialize(*bytes, *dst); },
+  expect_invalid([&] { Fp8Deserializer().deserialize(*bytes, *dst, test_key()); },
                  {"unsupported dtype 'uint8'", "group 1"});
   EXPECT_TRUE(all_guard(dst->physical_bytes()));
 }
@@ -397,29 +398,29 @@ TEST(Fp8Serde, GroupLayoutMismatchRejected) {
   // A byte side typed as this serde's fp8 format must match the groups one to one.
   auto fp8_match = MemoryObj::allocate(
       MemoryLayoutDesc({{2, 2}, {2}}, {DType::kFloat8E4M3FN, DType::kFloat8E4M3FN}));
-  EXPECT_EQ(Fp8Serializer().serialize(*tensor, *fp8_match), 6u);
+  EXPECT_EQ(Fp8Serializer().serialize(*tensor, *fp8_match, test_key()), 6u);
   auto back = MemoryObj::allocate(layout);
-  Fp8Deserializer().deserialize(*fp8_match, *back);
+  Fp8Deserializer().deserialize(*fp8_match, *back, test_key());
   EXPECT_TRUE(std::equal(back->bytes().begin(), back->bytes().end(), tensor->bytes().begin()));
 
   auto fp8_counts = MemoryObj::allocate(
       MemoryLayoutDesc({{3}, {3}}, {DType::kFloat8E4M3FN, DType::kFloat8E4M3FN}));
-  expect_invalid([&] { Fp8Serializer().serialize(*tensor, *fp8_counts); },
+  expect_invalid([&] { Fp8Serializer().serialize(*tensor, *fp8_counts, test_key()); },
                  {"group layout mismatch", "group 0"});
-  expect_invalid([&] { Fp8Deserializer().deserialize(*fp8_counts, *back); },
+  expect_invalid([&] { Fp8Deserializer().deserialize(*fp8_counts, *back, test_key()); },
                  {"group layout mismatch"});
   auto fp8_groups = MemoryObj::allocate(MemoryLayoutDesc::single({6}, DType::kFloat8E4M3FN));
-  expect_invalid([&] { Fp8Deserializer().deserialize(*fp8_groups, *back); },
+  expect_invalid([&] { Fp8Deserializer().deserialize(*fp8_groups, *back, test_key()); },
                  {"group layout mismatch", "1 fp8 groups", "2"});
 
   // The other fp8 format, or a non-byte dtype, is a mismatch too.
   auto e5m2 =
       MemoryObj::allocate(MemoryLayoutDesc({{4}, {2}}, {DType::kFloat8E5M2, DType::kFloat8E5M2}));
-  expect_invalid([&] { Fp8Deserializer().deserialize(*e5m2, *back); },
+  expect_invalid([&] { Fp8Deserializer().deserialize(*e5m2, *back, test_key()); },
                  {"group layout mismatch", "float8_e5m2"});
   auto floats = MemoryObj::allocate(MemoryLayoutDesc::single({8}, DType::kFloat32));
   std::fill(floats->physical_bytes().begin(), floats->physical_bytes().end(), kGuard);
-  expect_invalid([&] { Fp8Serializer().serialize(*tensor, *floats); },
+  expect_invalid([&] { Fp8Serializer().serialize(*tensor, *floats, test_key()); },
                  {"group layout mismatch", "float32"});
   EXPECT_TRUE(all_guard(floats->physical_bytes()));
 }
@@ -441,7 +442,7 @@ TEST(Fp8Serde, OverflowOptionIsHonoured) {
                         Case{Fp8Format::kE5M2, Fp8Overflow::kNonSaturating, {0x64, 0xE4, 0x7C}},
                         Case{Fp8Format::kE5M2, Fp8Overflow::kSaturating, {0x64, 0xE4, 0x7B}}}) {
     auto bytes = guarded_bytes(3);
-    Fp8Serializer(opts(c.format, c.overflow)).serialize(*src, *bytes);
+    Fp8Serializer(opts(c.format, c.overflow)).serialize(*src, *bytes, test_key());
     for (std::size_t i = 0; i < 3; ++i) {
       EXPECT_EQ(code_at(*bytes, i), c.codes[i])
           << fp8_format_name(c.format) << " " << fp8_overflow_name(c.overflow) << " element " << i;
@@ -457,8 +458,8 @@ TEST(Fp8Serde, SerializeIsDeterministic) {
   for (std::size_t i = 0; i < 1000; ++i) put(*src, 0, i, normal(rng));
   Fp8Serializer ser;
   auto a = guarded_bytes(1000), b = guarded_bytes(1000);
-  ser.serialize(*src, *a);
-  ser.serialize(*src, *b);
+  ser.serialize(*src, *a, test_key());
+  ser.serialize(*src, *b, test_key());
   EXPECT_TRUE(std::equal(a->bytes().begin(), a->bytes().end(), b->bytes().begin()));
 }
 
@@ -497,10 +498,10 @@ TEST(Fp8Serde, RandnRoundTripCorrelationPerGroup) {
     }
     Fp8Serializer ser(opts(format));
     auto bytes = guarded_bytes(ser.estimate_serialized_size(layout));
-    ASSERT_EQ(ser.serialize(*src, *bytes), layout.total_elements());
+    ASSERT_EQ(ser.serialize(*src, *bytes, test_key()), layout.total_elements());
     bytes->set_used_size(layout.total_elements());
     auto dst = MemoryObj::allocate(layout);
-    Fp8Deserializer(opts(format)).deserialize(*bytes, *dst);
+    Fp8Deserializer(opts(format)).deserialize(*bytes, *dst, test_key());
     for (std::size_t g = 0; g < layout.num_groups(); ++g) {
       std::vector<double> x, y;
       for (std::size_t i = 0; i < layout.group_elements(g); ++i) {
@@ -530,7 +531,7 @@ TEST(Fp8SerdeConcurrency, ThroughProcessorNarrowsTempAndRoundTripsExactly) {
     }
     const std::size_t numel = layout.total_elements();
 
-    TaskId s = p.submit_serialize(srcs, temps);
+    TaskId s = p.submit_serialize(srcs, temps, test_keys(srcs.size()));
     ASSERT_TRUE(wait_readable(p.get_serialize_event_fd(), 5000ms));
     EXPECT_EQ(consume_fd(p.get_serialize_event_fd()), 1u);
     ASSERT_EQ(p.query_serialize_result(s), std::optional<bool>(true));
@@ -539,7 +540,7 @@ TEST(Fp8SerdeConcurrency, ThroughProcessorNarrowsTempAndRoundTripsExactly) {
       EXPECT_TRUE(all_guard(temp->physical_bytes().subspan(numel))) << "bytes past n untouched";
     }
 
-    TaskId d = p.submit_deserialize(temps, dsts);
+    TaskId d = p.submit_deserialize(temps, dsts, test_keys(temps.size()));
     ASSERT_TRUE(wait_readable(p.get_deserialize_event_fd(), 5000ms));
     EXPECT_EQ(consume_fd(p.get_deserialize_event_fd()), 1u);
     ASSERT_EQ(p.query_deserialize_result(d), std::optional<bool>(true));
@@ -555,7 +556,7 @@ TEST(Fp8SerdeConcurrency, ThroughProcessorShortTempFailsTheTask) {
   AsyncSerdeProcessor p(std::make_shared<Fp8Serializer>(), std::make_shared<Fp8Deserializer>());
   auto src = filled(MemoryLayoutDesc::single({10}, DType::kFloat32));
   auto temp = guarded_bytes(9);
-  TaskId s = p.submit_serialize({src}, {temp});
+  TaskId s = p.submit_serialize({src}, {temp}, test_keys(1));
   ASSERT_TRUE(wait_readable(p.get_serialize_event_fd(), 5000ms));
   EXPECT_EQ(p.query_serialize_result(s), std::optional<bool>(false));
   EXPECT_THAT(p.failure_message(s).value_or(""), HasSubstr("destination buffer too small"));

@@ -14,7 +14,7 @@ class SingleToMultiSerializer final : public MultiSerializer {
 
   std::size_t group_size() const override { return 1; }
 
-  std::size_t serialize(const MemoryObjGroup& src, MemoryObj& dst) override {
+  std::size_t serialize(const MemoryObjGroup& src, MemoryObj& dst, const ObjectKey& key) override {
     if (src.size() != 1) {
       throw std::invalid_argument("single_to_multi_serializer: expected group of size 1, got " +
                                   std::to_string(src.size()));
@@ -23,7 +23,7 @@ class SingleToMultiSerializer final : public MultiSerializer {
       throw std::invalid_argument(
           "single_to_multi_serializer: single-tensor serializer does not admit a None src slot");
     }
-    return inner_->serialize(*src[0], dst);
+    return inner_->serialize(*src[0], dst, key);
   }
 
   std::size_t estimate_serialized_size(const LayoutDescGroup& layouts) const override {
@@ -50,14 +50,14 @@ class SingleToMultiDeserializer final : public MultiDeserializer {
 
   std::size_t group_size() const override { return 1; }
 
-  void deserialize(const MemoryObj& src, const MemoryObjGroup& dst) override {
+  void deserialize(const MemoryObj& src, const MemoryObjGroup& dst, const ObjectKey& key) override {
     if (dst.size() != 1) {
       throw std::invalid_argument("single_to_multi_deserializer: expected group of size 1, got " +
                                   std::to_string(dst.size()));
     }
     // An absent destination is a deliberate skip: the caller sources it elsewhere.
     if (!dst[0]) return;
-    inner_->deserialize(src, *dst[0]);
+    inner_->deserialize(src, *dst[0], key);
   }
 
  private:

@@ -50,7 +50,8 @@ class MultiSerializer {
   //
   // Writes the group into `dst` and returns the bytes written; deterministic. Throws
   // std::invalid_argument for a group of the wrong length or a null required slot.
-  virtual std::size_t serialize(const MemoryObjGroup& src, MemoryObj& dst) = 0;
+  virtual std::size_t serialize(const MemoryObjGroup& src, MemoryObj& dst,
+                                const ObjectKey& key) = 0;
 
   // estimate_serialized_size()
   //
@@ -72,7 +73,8 @@ class MultiDeserializer {
   //
   // Fills every non-null slot of `dst` from `src`; null slots are left untouched. Throws
   // std::invalid_argument for a group of the wrong length or a short / mismatching source.
-  virtual void deserialize(const MemoryObj& src, const MemoryObjGroup& dst) = 0;
+  virtual void deserialize(const MemoryObj& src, const MemoryObjGroup& dst,
+                           const ObjectKey& key) = 0;
 };
 
 using MultiSerializerPtr = std::shared_ptr<MultiSerializer>;
@@ -89,7 +91,7 @@ void validate_group_size(std::size_t group_len, std::size_t expected, std::strin
 // A group_size() == 1 MultiSerializer over `inner` (not null, else std::invalid_argument).
 // serialize() throws std::invalid_argument "... expected group of size 1, got N" for a
 // non-unit group and "... does not admit a None src slot" for a null slot, else returns
-// inner->serialize(*src[0], dst). estimate_serialized_size() throws for a non-unit group
+// inner->serialize(*src[0], dst, key). estimate_serialized_size() throws for a non-unit group
 // ("expected layout group of size 1, got N") or a nullopt layout.
 MultiSerializerPtr single_to_multi_serializer(SerializerPtr inner);
 

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "lmcache/core/testing/expect_invalid.h"
+#include "lmcache/core/testing/test_keys.h"
 #include "lmcache/serde/fp8_serde.h"
 
 namespace lmcache {
@@ -43,7 +44,7 @@ class ConcatSerializer : public MultiSerializer {
   }
   std::size_t group_size() const override { return n_; }
 
-  std::size_t serialize(const MemoryObjGroup& src, MemoryObj& dst) override {
+  std::size_t serialize(const MemoryObjGroup& src, MemoryObj& dst, const ObjectKey& key) override {
     validate_group_size(src.size(), n_, "src");
     std::vector<std::byte> out(5 * n_);
     for (std::size_t i = 0; i < n_; ++i) {
@@ -74,7 +75,7 @@ class ConcatDeserializer : public MultiDeserializer {
   explicit ConcatDeserializer(int group_size) : n_(ConcatSerializer::checked(group_size)) {}
   std::size_t group_size() const override { return n_; }
 
-  void deserialize(const MemoryObj& src, const MemoryObjGroup& dst) override {
+  void deserialize(const MemoryObj& src, const MemoryObjGroup& dst, const ObjectKey& key) override {
     validate_group_size(dst.size(), n_, "dst");
     auto in = src.bytes();
     std::size_t offset = 5 * n_;
@@ -114,9 +115,9 @@ TEST(MultiSerde, ValidateGroupSizeMessage) {
                  {"MultiSerde dst group length 0 does not match expected 1"});
   ConcatSerializer s(2);
   auto dst = bytes_obj(64, 0);
-  expect_invalid([&] { s.serialize({bytes_obj(1, 1)}, *dst); }, {"src"});
+  expect_invalid([&] { s.serialize({bytes_obj(1, 1)}, *dst, test_key()); }, {"src"});
   ConcatDeserializer d(2);
-  expect_invalid([&] { d.deserialize(*dst, {nullptr, nullptr, nullptr}); }, {"dst"});
+  expect_invalid([&] { d.deserialize(*dst, {nullptr, nullptr, nullptr}, test_key()); }, {"dst"});
 }
 
 // Ported from LMCache's Python tests.
@@ -126,12 +127,12 @@ TEST(MultiSerde, TwoSlotRoundTripAllPresent) {
   auto k = bytes_obj(6, 0x11), v = bytes_obj(4, 0x22);
   const std::size_t estimate = s.estimate_serialized_size({k->layout(), v->layout()});
   auto buf = bytes_obj(estimate, 0);
-  std::size_t n = s.serialize({k, v}, *buf);
+  std::size_t n = s.serialize({k, v}, *buf, test_key());
   EXPECT_LE(n, estimate);
   EXPECT_EQ(n, 10u + 6u + 4u);
   buf->set_used_size(n);
   auto k2 = bytes_obj(6, 0), v2 = bytes_obj(4, 0);
-  d.deserialize(*buf, {k2, v2});
+  d.deserialize(*buf, {k2, v2}, test_key());
   EXPECT_TRUE(std::equal(k2->bytes().begin(), k2->bytes().end(), k->bytes().begin()));
   EXPECT_TRUE(std::equal(v2->bytes().begin(), v2->bytes().end(), v->bytes().begin()));
 }
@@ -143,11 +144,11 @@ TEST(MultiSerde, NoneSlotSkipsItsPayload) {
   auto v = bytes_obj(4, 0x22);
   const std::size_t estimate = s.estimate_serialized_size({std::nullopt, v->layout()});
   auto buf = bytes_obj(estimate, 0);
-  std::size_t n = s.serialize({nullptr, v}, *buf);
+  std::size_t n = s.serialize({nullptr, v}, *buf, test_key());
   EXPECT_EQ(n, 10u + 4u);
   buf->set_used_size(n);
   auto v2 = bytes_obj(4, 0);
-  d.deserialize(*buf, {nullptr, v2});
+  d.deserialize(*buf, {nullptr, v2}, test_key());
   EXPECT_TRUE(std::equal(v2->bytes().begin(), v2->bytes().end(), v->bytes().begin()));
 }
 
@@ -157,10 +158,10 @@ TEST(MultiSerde, NoneDestinationSlotIsLeftUntouched) {
   ConcatDeserializer d(2);
   auto k = bytes_obj(6, 0x11), v = bytes_obj(4, 0x22);
   auto buf = bytes_obj(64, 0);
-  buf->set_used_size(s.serialize({k, v}, *buf));
+  buf->set_used_size(s.serialize({k, v}, *buf, test_key()));
   auto caller_k = bytes_obj(6, 0xAB);  // the caller's own K, sourced elsewhere
   auto v2 = bytes_obj(4, 0);
-  d.deserialize(*buf, {nullptr, v2});
+  d.deserialize(*buf, {nullptr, v2}, test_key());
   EXPECT_TRUE(std::all_of(caller_k->bytes().begin(), caller_k->bytes().end(),
                           [](std::byte b) { return b == kGuard; }));
   EXPECT_TRUE(std::equal(v2->bytes().begin(), v2->bytes().end(), v->bytes().begin()));
@@ -195,8 +196,8 @@ TEST(MultiSerde, SingleToMultiBridgeIsByteIdenticalToADirectCall) {
   EXPECT_EQ(ms->estimate_serialized_size({src->layout()}),
             ser->estimate_serialized_size(src->layout()));
   auto direct = bytes_obj(32, 0xAB), bridged = bytes_obj(32, 0xAB);
-  std::size_t n_direct = ser->serialize(*src, *direct);
-  std::size_t n_bridged = ms->serialize({src}, *bridged);
+  std::size_t n_direct = ser->serialize(*src, *direct, test_key());
+  std::size_t n_bridged = ms->serialize({src}, *bridged, test_key());
   EXPECT_EQ(n_bridged, n_direct);
   EXPECT_TRUE(std::equal(direct->physical_bytes().begin(), direct->physical_bytes().end(),
                          bridged->physical_bytes().begin()))
@@ -206,8 +207,8 @@ TEST(MultiSerde, SingleToMultiBridgeIsByteIdenticalToADirectCall) {
   direct->set_used_size(n_direct);
   auto out_direct = MemoryObj::allocate(src->layout());
   auto out_bridged = MemoryObj::allocate(src->layout());
-  deser->deserialize(*direct, *out_direct);
-  md->deserialize(*bridged, {out_bridged});
+  deser->deserialize(*direct, *out_direct, test_key());
+  md->deserialize(*bridged, {out_bridged}, test_key());
   EXPECT_TRUE(std::equal(out_direct->bytes().begin(), out_direct->bytes().end(),
                          out_bridged->bytes().begin()));
   EXPECT_TRUE(
@@ -218,8 +219,12 @@ TEST(MultiSerde, SingleToMultiBridgeIsByteIdenticalToADirectCall) {
 TEST(MultiSerde, SingleToMultiSerializerRejectsNonUnitGroup) {
   MultiSerializerPtr ms = single_to_multi_serializer(std::make_shared<Fp8Serializer>());
   auto dst = bytes_obj(64, 0xAB);
-  expect_invalid([&] { ms->serialize({kv_object(), kv_object()}, *dst); }, {"size 1", "got 2"});
-  expect_invalid([&] { ms->serialize({}, *dst); }, {"size 1", "got 0"});
+  expect_invalid(
+      [&] {
+        ms->serialize({kv_object(), kv_object()}, *dst, test_key());
+      },
+      {"size 1", "got 2"});
+  expect_invalid([&] { ms->serialize({}, *dst, test_key()); }, {"size 1", "got 0"});
   EXPECT_TRUE(std::all_of(dst->bytes().begin(), dst->bytes().end(),
                           [](std::byte b) { return b == kGuard; }));
   expect_invalid(
@@ -233,7 +238,7 @@ TEST(MultiSerde, SingleToMultiSerializerRejectsNonUnitGroup) {
 TEST(MultiSerde, SingleToMultiSerializerRejectsNoneSlot) {
   MultiSerializerPtr ms = single_to_multi_serializer(std::make_shared<Fp8Serializer>());
   auto dst = bytes_obj(64, 0xAB);
-  expect_invalid([&] { ms->serialize({nullptr}, *dst); }, {"None src"});
+  expect_invalid([&] { ms->serialize({nullptr}, *dst, test_key()); }, {"None src"});
   expect_invalid([&] { ms->estimate_serialized_size({std::nullopt}); },
                  {"non-None layout descriptor"});
 }
@@ -241,7 +246,7 @@ TEST(MultiSerde, SingleToMultiSerializerRejectsNoneSlot) {
 // A deserializer that records calls: the skip must not read src at all.
 class SpyDeserializer : public Deserializer {
  public:
-  void deserialize(const MemoryObj&, MemoryObj&) override { calls.fetch_add(1); }
+  void deserialize(const MemoryObj&, MemoryObj&, const ObjectKey&) override { calls.fetch_add(1); }
   std::atomic<int> calls{0};
 };
 
@@ -250,22 +255,26 @@ TEST(MultiSerde, SingleToMultiDeserializerTreatsNoneSlotAsSkip) {
   auto spy = std::make_shared<SpyDeserializer>();
   MultiDeserializerPtr md = single_to_multi_deserializer(spy);
   auto empty_src = bytes_obj(0, 0);  // would be too short for any real decode
-  EXPECT_NO_THROW(md->deserialize(*empty_src, {nullptr}));
+  EXPECT_NO_THROW(md->deserialize(*empty_src, {nullptr}, test_key()));
   EXPECT_EQ(spy->calls.load(), 0) << "nothing is read";
-  md->deserialize(*empty_src, {bytes_obj(1, 0)});
+  md->deserialize(*empty_src, {bytes_obj(1, 0)}, test_key());
   EXPECT_EQ(spy->calls.load(), 1);
 
   // With the real fp8 deserializer: a skip does not even check the source size.
   MultiDeserializerPtr fp8 = single_to_multi_deserializer(std::make_shared<Fp8Deserializer>());
-  EXPECT_NO_THROW(fp8->deserialize(*empty_src, {nullptr}));
+  EXPECT_NO_THROW(fp8->deserialize(*empty_src, {nullptr}, test_key()));
 }
 
 TEST(MultiSerde, SingleToMultiDeserializerRejectsNonUnitGroup) {
   auto spy = std::make_shared<SpyDeserializer>();
   MultiDeserializerPtr md = single_to_multi_deserializer(spy);
   auto src = bytes_obj(4, 0);
-  expect_invalid([&] { md->deserialize(*src, {nullptr, nullptr}); }, {"size 1", "got 2"});
-  expect_invalid([&] { md->deserialize(*src, {}); }, {"size 1", "got 0"});
+  expect_invalid(
+      [&] {
+        md->deserialize(*src, {nullptr, nullptr}, test_key());
+      },
+      {"size 1", "got 2"});
+  expect_invalid([&] { md->deserialize(*src, {}, test_key()); }, {"size 1", "got 0"});
   EXPECT_EQ(spy->calls.load(), 0);
 }
 

@@ -13,6 +13,7 @@
 #include "lmcache/core/completion_queue.h"
 #include "lmcache/core/memory_layout.h"
 #include "lmcache/core/memory_obj.h"
+#include "lmcache/core/object_key.h"
 
 namespace lmcache {
 
@@ -22,10 +23,12 @@ class SerdeProcessor {
 
   // submit_serialize()
   //
-  // Queues serialize(srcs[i], dsts[i]) for every i and returns at once. Throws
-  // std::invalid_argument when the lists differ in length, std::logic_error after close().
-  virtual TaskId submit_serialize(std::vector<MemoryObjPtr> srcs,
-                                  std::vector<MemoryObjPtr> dsts) = 0;
+  // Queues serialize(srcs[i], dsts[i], keys[i]) for every i and returns at once. `keys` are the
+  // objects' ORIGINAL keys (a wrapper never passes its temporary L1 keys). Throws
+  // std::invalid_argument naming the sizes when the three lists differ in length,
+  // std::logic_error after close().
+  virtual TaskId submit_serialize(std::vector<MemoryObjPtr> srcs, std::vector<MemoryObjPtr> dsts,
+                                  std::vector<ObjectKey> keys) = 0;
 
   // query_serialize_result()
   //
@@ -36,9 +39,9 @@ class SerdeProcessor {
   // Signalled once per completed serialize task; distinct from the deserialize fd.
   virtual int get_serialize_event_fd() const = 0;
 
-  // The deserialize direction, same shape.
-  virtual TaskId submit_deserialize(std::vector<MemoryObjPtr> srcs,
-                                    std::vector<MemoryObjPtr> dsts) = 0;
+  // The deserialize direction, same shape: deserialize(srcs[i], dsts[i], keys[i]).
+  virtual TaskId submit_deserialize(std::vector<MemoryObjPtr> srcs, std::vector<MemoryObjPtr> dsts,
+                                    std::vector<ObjectKey> keys) = 0;
   virtual std::optional<bool> query_deserialize_result(TaskId id) = 0;
   virtual int get_deserialize_event_fd() const = 0;
 
@@ -53,17 +56,21 @@ class SerdeProcessor {
   // done nothing, when the processor does not run tasks inline -- the caller then submits the
   // task. An inline task draws no id and signals no fd. A caller saves the two hand-offs of a
   // submitted task (to a worker and back), at the price of its own thread's time. Throws what
-  // submit_*() throws (lists of different lengths, after close()).
+  // submit_*() throws (lists of different lengths, keys included; after close()).
   virtual std::optional<bool> serialize_inline(const std::vector<MemoryObjPtr>& srcs,
-                                               const std::vector<MemoryObjPtr>& dsts) {
+                                               const std::vector<MemoryObjPtr>& dsts,
+                                               const std::vector<ObjectKey>& keys) {
     (void)srcs;
     (void)dsts;
+    (void)keys;
     return std::nullopt;
   }
   virtual std::optional<bool> deserialize_inline(const std::vector<MemoryObjPtr>& srcs,
-                                                 const std::vector<MemoryObjPtr>& dsts) {
+                                                 const std::vector<MemoryObjPtr>& dsts,
+                                                 const std::vector<ObjectKey>& keys) {
     (void)srcs;
     (void)dsts;
+    (void)keys;
     return std::nullopt;
   }
 

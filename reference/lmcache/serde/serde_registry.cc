@@ -4,6 +4,9 @@
 #include <utility>
 
 #include "lmcache/core/factory_registry.h"
+#include "lmcache/serde/aesgcm_serde.h"
+#include "lmcache/serde/chain_serde.h"
+#include "lmcache/serde/checksum_serde.h"
 #include "lmcache/serde/fp8_serde.h"
 
 namespace lmcache {
@@ -16,6 +19,9 @@ SerdeRegistry& registry() {
   // Built-ins are registered on first use, so that no static-initialisation order is involved.
   static SerdeRegistry instance("serde type", [](SerdeRegistry& r) {
     r.add(std::string(kFp8SerdeType), &make_fp8_serde_processor);
+    r.add(std::string(kChecksumSerdeType), &make_checksum_serde_processor);
+    r.add(std::string(kAesGcmSerdeType), &make_aesgcm_serde_processor);
+    r.add(std::string(kChainSerdeType), &make_chain_serde_processor);
   });
   return instance;
 }

@@ -15,6 +15,7 @@
 
 #include "lmcache/core/event_notifier.h"
 #include "lmcache/core/testing/expect_invalid.h"
+#include "lmcache/core/testing/test_keys.h"
 #include "lmcache/serde/async_serde_processor.h"
 #include "lmcache/serde/fp8_serde.h"
 #include "lmcache/serde/serde_config.h"
@@ -45,9 +46,9 @@ class ScopedFactory {
 // A processor that only records that it was built.
 SerdeProcessorPtr trivial_processor() {
   struct Null : Serializer, Deserializer {
-    std::size_t serialize(const MemoryObj&, MemoryObj&) override { return 0; }
+    std::size_t serialize(const MemoryObj&, MemoryObj&, const ObjectKey&) override { return 0; }
     std::size_t estimate_serialized_size(const MemoryLayoutDesc&) const override { return 0; }
-    void deserialize(const MemoryObj&, MemoryObj&) override {}
+    void deserialize(const MemoryObj&, MemoryObj&, const ObjectKey&) override {}
   };
   auto n = std::make_shared<Null>();
   return std::make_unique<AsyncSerdeProcessor>(n, n);
@@ -56,6 +57,16 @@ SerdeProcessorPtr trivial_processor() {
 // Ported from LMCache's Python tests.
 TEST(SerdeRegistry, Fp8IsRegisteredByDefault) {
   EXPECT_THAT(registered_serde_types(), Contains("fp8"));
+}
+
+TEST(SerdeRegistry, IntegritySerdesAreBuiltIns) {
+  const auto names = registered_serde_types();
+  for (const char* name : {"checksum", "aesgcm", "chain"}) EXPECT_THAT(names, Contains(name));
+  // Their config errors name the problem.
+  expect_invalid([] { create_serde_processor(Json::parse(R"({"type": "aesgcm"})")); },
+                 {"master_key_path"});
+  expect_invalid([] { create_serde_processor(Json::parse(R"({"type": "chain"})")); },
+                 {"stages"});
 }
 
 TEST(SerdeRegistry, NamesAreSorted) {
@@ -218,7 +229,7 @@ TEST(SerdeRegistryConcurrency, ConcurrentDoneWhenScenarioFp8E5m2ByName) {
       {static_cast<std::int64_t>(p->estimate_serialized_size(layout))}, DType::kUInt8));
   ASSERT_EQ(temp->size(), numel + numel / 2);
 
-  TaskId id = p->submit_serialize({src}, {temp});
+  TaskId id = p->submit_serialize({src}, {temp}, test_keys(1));
   const int fd = p->get_serialize_event_fd();
   ASSERT_TRUE(wait_readable(fd, 5000ms));
   EXPECT_EQ(consume_fd(fd), 1u) << "one notify for the task";

@@ -213,7 +213,7 @@ TaskId SerdeL2AdapterWrapper::submit_store_task(const std::vector<ObjectKey>& ke
   Task& t = tasks_.emplace(id, std::move(task)).first->second;
   enter_phase(t, Phase::kSerialize);
   try {
-    TaskId serde_id = serde_->submit_serialize(objects, t.temp_objects);
+    TaskId serde_id = serde_->submit_serialize(objects, t.temp_objects, keys);  // the original keys
     serialize_to_task_.emplace(serde_id, id);
   } catch (...) {
     leave_phase(t);
@@ -237,7 +237,8 @@ void SerdeL2AdapterWrapper::drain_serialize() {
   }
   for (auto [serde_id, id] : pending) {
     // A query that throws fails its task (all or nothing), like a false result.
-    std::optional<bool> ok = query_or_false([&] { return serde_->query_serialize_result(serde_id); });
+    std::optional<bool> ok =
+        query_or_false([&] { return serde_->query_serialize_result(serde_id); });
     if (!ok) continue;
     Task* task;
     {
@@ -366,14 +367,17 @@ void SerdeL2AdapterWrapper::drain_inner_load() {
       continue;
     }
     std::vector<MemoryObjPtr> srcs, dsts;
+    std::vector<ObjectKey> keys;  // the original keys, never the temps' (docs/serde.md)
     for (std::size_t i : loaded->set_indices()) {
       srcs.push_back(task->temp_objects[i]);
       dsts.push_back(task->dst_objects[i]);
+      keys.push_back(task->keys[i]);
     }
     task->inner_bitmap = std::move(*loaded);
     enter_phase(*task, Phase::kDeserialize);
     try {
-      TaskId serde_id = serde_->submit_deserialize(std::move(srcs), std::move(dsts));
+      TaskId serde_id =
+          serde_->submit_deserialize(std::move(srcs), std::move(dsts), std::move(keys));
       std::lock_guard lock(mu_);
       deserialize_to_task_.emplace(serde_id, id);
     } catch (...) {

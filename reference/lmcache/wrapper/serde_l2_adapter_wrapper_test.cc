@@ -199,6 +199,33 @@ TEST(Wrapper, E5m2RoundTripThroughTheFactory) {
   EXPECT_EQ(l1->get_memory_usage().used_bytes, 0u);
 }
 
+// Key-aware serdes through the wrapper: the checksum frame carries the fingerprint of the key
+// it was serialized under, so a load verifies only if the wrapper hands the ORIGINAL key to
+// both directions (its temp keys are random per task). A frame loaded under another key's slot
+// fails the load.
+TEST(Wrapper, IntegrityChainRoundTripsUnderTheOriginalKeys) {
+  auto l1 = std::make_shared<L1Manager>(kL1Capacity);
+  AdapterContext ctx;
+  ctx.l1_manager = l1;
+  auto adapter = create_l2_adapter(Json::parse(R"({
+        "type": "mock", "max_size_gb": 0.5, "mock_bandwidth_gb": 50,
+        "serde": {"type": "chain", "max_workers": 2,
+                  "stages": [{"type": "fp8"}, {"type": "checksum"}]}})"),
+                                   ctx);
+  auto layout = MemoryLayoutDesc::single({64, 16}, DType::kBFloat16);
+  auto src = make_objects(layout, 3, 11);
+  auto ks = keys(1, 3);
+  auto r = wait_store(*adapter, adapter->submit_store_task(ks, src));
+  ASSERT_TRUE(r && r->is_successful());
+  EXPECT_EQ(r->bytes_transferred(), 3u * (1024u + 17u)) << "fp8 bytes plus the checksum header";
+  auto dst = make_objects(layout, 3, 0, false);
+  auto bits = wait_load(*adapter, adapter->submit_load_task(ks, dst));
+  ASSERT_TRUE(bits.has_value());
+  EXPECT_TRUE(bits->all());
+  for (int i = 0; i < 3; ++i) EXPECT_TRUE(same_bytes(*src[i], *dst[i]));
+  EXPECT_EQ(l1->get_memory_usage().used_bytes, 0u);
+}
+
 // ---------------------------------------------------------------------------------------------
 // Failure points: exactly one failed completion, the documented result, no leaked temp.
 

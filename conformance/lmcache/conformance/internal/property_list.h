@@ -46,7 +46,21 @@
     "layouts at once; each gets what a single-threaded round trip gives")                         \
   X(OneInstanceManyLayouts,                                                                       \
     "[stateful] one serializer and one deserializer, driven through a sequence of estimates, "    \
-    "serializes and deserializes of several layouts, answer every call as fresh instances do")
+    "serializes and deserializes of several layouts, answer every call as fresh instances do")    \
+  X(IntegrityBitFlipsDetected,                                                                    \
+    "integrity: every single-bit flip of a stored frame makes deserialize() fail")                \
+  X(IntegrityTruncationsDetected,                                                                 \
+    "integrity: every truncation of a stored frame makes deserialize() fail")                     \
+  X(IntegrityVersionChecked, "integrity: a frame with another version byte fails")                \
+  X(IntegrityOtherChunkRejected,                                                                  \
+    "integrity: a frame deserialized under another key's chunk hash fails")                       \
+  X(IntegrityOtherSaltRejected,                                                                   \
+    "confidentiality: a frame deserialized under another cache_salt (tenant) fails")              \
+  X(IntegrityOtherSecretRejected,                                                                 \
+    "confidentiality: a frame deserialized with another secret (wrong master key) fails")         \
+  X(IntegrityNoncesDistinct,                                                                      \
+    "confidentiality: the nonces (IVs) of many serializations of one input are all distinct")     \
+  X(IntegrityCiphertextNotPlaintext, "confidentiality: no frame holds its payload in clear")
 
 #define LMCACHE_CONFORMANCE_PROCESSOR_PROPERTIES(X)                                             \
   X(DistinctEventFds,                                                                           \

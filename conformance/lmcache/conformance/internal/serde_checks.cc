@@ -30,7 +30,7 @@ SerializeOutcome run_serialize(Serializer& s, const MemoryObj& src, std::size_t 
                                std::uint64_t fill_seed) {
   SerializeOutcome out;
   GuardedObject dst = GuardedObject::Bytes(physical, fill_seed);
-  if (auto e = throws([&] { out.count = s.serialize(src, *dst); })) {
+  if (auto e = throws([&] { out.count = s.serialize(src, *dst, probe_key()); })) {
     out.error = "serialize() threw: " + *e;
     return out;
   }

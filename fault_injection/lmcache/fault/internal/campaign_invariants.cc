@@ -145,10 +145,25 @@ void Judge::load(CampaignTask& t, const Attribution& a) {
   }
   bool batch_may_fail = a.fails_task || a.may_fail || a.hang;
   for (std::size_t i : t.key_idx) batch_may_fail |= model_[i].poisoned;
+  // An integrity serde fails the deserialize of a damaged frame, hence the whole load.
+  if (serde_detects_corruption_) batch_may_fail |= !a.corrupt_effective.empty();
   for (std::size_t p = 0; p < n; ++p) {
     const std::size_t ki = t.key_idx[p];
     const KeyState& st = model_[ki];
     check_miss_honoured(t, a, p, "was dropped on purpose but its bit is set");
+    if (serde_detects_corruption_ && a.corrupt_effective.count(p)) {
+      if (bits.test(p)) {
+        ledger_.violate(invariant::kCorruptionNeverLoads,
+                        task_text(t) + ": key " + std::to_string(ki) +
+                            " loaded with success although its frame was damaged and the serde "
+                            "checks integrity: " +
+                            a.describe());
+      } else {
+        ledger_.pass(invariant::kCorruptionNeverLoads);
+        ledger_.update([](fault::CampaignSummary& s) { ++s.corruptions_detected; });
+      }
+      continue;
+    }
     if (!bits.test(p)) {
       if (st.present) {
         ledger_.check(batch_may_fail || a.miss.count(p) > 0, invariant::kMissExplained, [&] {

@@ -81,13 +81,17 @@ class Judge {
   // `model` is updated by what completed stores establish. `usage` reports the stack's L2
   // usage (a store failure on a full inner adapter is legitimate). `serde_injective`: the
   // serde maps different bytes to different bytes, so an effective corruption must show.
+  // `serde_detects_corruption`: the serde has an integrity stage (checksum, aesgcm), so an
+  // effective corruption or truncation must fail the load, never load as success.
   Judge(Ledger& ledger, const Workload& workload, std::vector<KeyState>& model,
-        std::function<AdapterUsage()> usage, bool serde_injective)
+        std::function<AdapterUsage()> usage, bool serde_injective,
+        bool serde_detects_corruption = false)
       : ledger_(ledger),
         workload_(workload),
         model_(model),
         usage_(std::move(usage)),
-        serde_injective_(serde_injective) {}
+        serde_injective_(serde_injective),
+        serde_detects_corruption_(serde_detects_corruption) {}
 
   void store(CampaignTask& t, const Attribution& a);
   void load(CampaignTask& t, const Attribution& a);
@@ -106,6 +110,7 @@ class Judge {
   std::vector<KeyState>& model_;
   std::function<AdapterUsage()> usage_;
   bool serde_injective_;
+  bool serde_detects_corruption_;
 };
 
 }  // namespace lmcache::fault_internal

@@ -126,10 +126,10 @@ void Workload::prepare_keys(const Json& serde_config) {
     fill_source(*src, seed_, i);
     MemoryObjPtr temp = MemoryObj::allocate(serialized_layout_desc(layout, *oracle));
     MemoryObjPtr dst = MemoryObj::allocate(layout);
-    auto ok = wait_serde(*oracle, oracle->submit_serialize({src}, {temp}), true);
+    auto ok = wait_serde(*oracle, oracle->submit_serialize({src}, {temp}, {key}), true);
     if (!ok || !*ok) throw std::runtime_error("campaign: the oracle serde failed to serialize");
     const std::size_t serialized = temp->size();
-    ok = wait_serde(*oracle, oracle->submit_deserialize({temp}, {dst}), false);
+    ok = wait_serde(*oracle, oracle->submit_deserialize({temp}, {dst}, {key}), false);
     if (!ok || !*ok) throw std::runtime_error("campaign: the oracle serde failed to deserialize");
     KeyInfo info{key, cls, {}, {}, serialized};
     auto s = std::as_const(*src).bytes();

@@ -56,13 +56,13 @@ class Gate {
 class ControlledSerializer final : public Serializer {
  public:
   explicit ControlledSerializer(Fp8SerdeOptions options = {}) : inner_(options) {}
-  std::size_t serialize(const MemoryObj& src, MemoryObj& dst) override {
+  std::size_t serialize(const MemoryObj& src, MemoryObj& dst, const ObjectKey& key) override {
     int n = calls_.fetch_add(1);
     if (Gate* g = gate.load()) g->wait();
     if (throw_on_call.load() == n || throw_always.load()) {
       throw std::runtime_error("injected serialize failure");
     }
-    return inner_.serialize(src, dst);
+    return inner_.serialize(src, dst, key);
   }
   std::size_t estimate_serialized_size(const MemoryLayoutDesc& layout) const override {
     return inner_.estimate_serialized_size(layout);
@@ -80,11 +80,11 @@ class ControlledSerializer final : public Serializer {
 class ControlledDeserializer final : public Deserializer {
  public:
   explicit ControlledDeserializer(Fp8SerdeOptions options = {}) : inner_(options) {}
-  void deserialize(const MemoryObj& src, MemoryObj& dst) override {
+  void deserialize(const MemoryObj& src, MemoryObj& dst, const ObjectKey& key) override {
     calls.fetch_add(1);
     if (Gate* g = gate.load()) g->wait();
     if (throw_always.load()) throw std::runtime_error("injected deserialize failure");
-    inner_.deserialize(src, dst);
+    inner_.deserialize(src, dst, key);
   }
   std::atomic<Gate*> gate{nullptr};
   std::atomic<bool> throw_always{false};
@@ -98,15 +98,18 @@ class ControlledDeserializer final : public Deserializer {
 class FlakySerdeProcessor final : public ForwardingSerdeProcessor {
  public:
   using ForwardingSerdeProcessor::ForwardingSerdeProcessor;
-  TaskId submit_serialize(std::vector<MemoryObjPtr> s, std::vector<MemoryObjPtr> d) override {
+  TaskId submit_serialize(std::vector<MemoryObjPtr> s, std::vector<MemoryObjPtr> d,
+                          std::vector<ObjectKey> keys) override {
     if (throw_on_submit_serialize) throw std::runtime_error("injected submit_serialize failure");
-    return ForwardingSerdeProcessor::submit_serialize(std::move(s), std::move(d));
+    return ForwardingSerdeProcessor::submit_serialize(std::move(s), std::move(d), std::move(keys));
   }
-  TaskId submit_deserialize(std::vector<MemoryObjPtr> s, std::vector<MemoryObjPtr> d) override {
+  TaskId submit_deserialize(std::vector<MemoryObjPtr> s, std::vector<MemoryObjPtr> d,
+                            std::vector<ObjectKey> keys) override {
     if (throw_on_submit_deserialize) {
       throw std::runtime_error("injected submit_deserialize failure");
     }
-    return ForwardingSerdeProcessor::submit_deserialize(std::move(s), std::move(d));
+    return ForwardingSerdeProcessor::submit_deserialize(std::move(s), std::move(d),
+                                                        std::move(keys));
   }
   std::optional<bool> query_serialize_result(TaskId id) override {
     if (throw_on_query) throw std::runtime_error("injected query_serialize_result failure");

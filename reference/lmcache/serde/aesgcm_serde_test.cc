@@ -1,0 +1,158 @@
+#include "lmcache/serde/aesgcm_serde.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <stdexcept>
+#include <string>
+
+#include "lmcache/core/testing/expect_invalid.h"
+#include "lmcache/core/testing/test_keys.h"
+
+namespace lmcache {
+namespace {
+
+using core_internal::expect_invalid;
+
+MemoryObjPtr bytes_of(std::size_t n, std::uint8_t seed = 1) {
+  auto obj =
+      MemoryObj::allocate(MemoryLayoutDesc::single({static_cast<std::int64_t>(n)}, DType::kUInt8));
+  for (std::size_t i = 0; i < n; ++i) obj->data()[i] = static_cast<std::byte>(seed + i * 7);
+  return obj;
+}
+
+AesGcmOptions options(std::string master, int bits = 128, bool bind_key = false) {
+  return {std::make_shared<AesGcmKeyring>(std::move(master), bits), bind_key};
+}
+
+MemoryObjPtr seal(AesGcmSerializer& ser, const MemoryObj& src, const ObjectKey& key) {
+  auto frame = bytes_of(ser.estimate_serialized_size(src.layout()));
+  frame->set_used_size(ser.serialize(src, *frame, key));
+  return frame;
+}
+
+ObjectKey salted(std::uint8_t hash, std::string salt) {
+  return ObjectKey(std::string(8, static_cast<char>(hash)), "m", 0, 0, std::move(salt));
+}
+
+TEST(AesGcmSerde, RoundTripsBothKeySizes) {
+  for (int bits : {128, 256}) {
+    AesGcmSerializer ser(options("master-key", bits));
+    auto src = bytes_of(5000);
+    auto frame = seal(ser, *src, salted(1, "tenant"));
+    EXPECT_EQ(frame->size(), 5000u + 29u);
+    EXPECT_NE(std::memcmp(frame->data() + 13, src->data(), 5000), 0) << "not encrypted";
+    auto dst = bytes_of(5000, 50);
+    AesGcmDeserializer(options("master-key", bits)).deserialize(*frame, *dst, salted(1, "tenant"));
+    EXPECT_EQ(std::memcmp(dst->data(), src->data(), 5000), 0);
+  }
+}
+
+TEST(AesGcmSerde, WrongMasterKeyOtherSaltAndTamperingFail) {
+  AesGcmSerializer ser(options("master-key"));
+  auto frame = seal(ser, *bytes_of(64), salted(1, "a"));
+  auto dst = bytes_of(64);
+  EXPECT_THROW(AesGcmDeserializer(options("other-key")).deserialize(*frame, *dst, salted(1, "a")),
+               std::runtime_error);
+  EXPECT_THROW(AesGcmDeserializer(options("master-key")).deserialize(*frame, *dst, salted(1, "b")),
+               std::runtime_error);
+  for (std::size_t bit = 0; bit < frame->size() * 8; bit += 13) {
+    auto copy = bytes_of(frame->size());
+    std::memcpy(copy->data(), frame->data(), frame->size());
+    copy->data()[bit / 8] ^= static_cast<std::byte>(1u << (bit % 8));
+    EXPECT_THROW(AesGcmDeserializer(options("master-key")).deserialize(*copy, *dst, salted(1, "a")),
+                 std::runtime_error)
+        << "bit " << bit;
+  }
+}
+
+TEST(AesGcmSerde, BindKeyRejectsAFrameMovedToAnotherKey) {
+  auto src = bytes_of(64);
+  AesGcmSerializer plain(options("k"));
+  auto frame = seal(plain, *src, salted(1, "a"));
+  auto dst = bytes_of(64);
+  // LMCache's frame: accepted under another key of the same tenant.
+  EXPECT_NO_THROW(AesGcmDeserializer(options("k")).deserialize(*frame, *dst, salted(2, "a")));
+  AesGcmSerializer bound(options("k", 128, true));
+  auto bound_frame = seal(bound, *src, salted(1, "a"));
+  EXPECT_THROW(
+      AesGcmDeserializer(options("k", 128, true)).deserialize(*bound_frame, *dst, salted(2, "a")),
+      std::runtime_error);
+  EXPECT_NO_THROW(
+      AesGcmDeserializer(options("k", 128, true)).deserialize(*bound_frame, *dst, salted(1, "a")));
+}
+
+TEST(AesGcmSerde, IvsAreFreshAndTheTestHookFixesThem) {
+  AesGcmSerializer ser(options("k"));
+  auto src = bytes_of(16);
+  std::set<std::string> ivs;
+  for (int i = 0; i < 1000; ++i) {
+    auto f = seal(ser, *src, salted(1, ""));
+    ivs.emplace(reinterpret_cast<const char*>(f->data()) + 1, kAesGcmIvBytes);
+  }
+  EXPECT_EQ(ivs.size(), 1000u);
+  ser.set_fixed_iv_for_testing(std::array<std::uint8_t, 12>{});
+  auto a = seal(ser, *src, salted(1, ""));
+  auto b = seal(ser, *src, salted(1, ""));
+  EXPECT_EQ(std::memcmp(a->data(), b->data(), a->size()), 0);
+}
+
+TEST(AesGcmSerde, CanonicalKeyEncoding) {
+  const ObjectKey key(std::string("\xab", 1), "mo", -1, 2, "s");
+  const std::string want = std::string("\0\0\0\1\xab", 5) + std::string("\0\0\0\2mo", 6) +
+                           std::string(8, '\xff') + std::string("\0\0\0\0\0\0\0\2", 8) +
+                           std::string("\0\0\0\1s", 5);
+  EXPECT_EQ(aesgcm_key_aad(key), want);
+}
+
+class AesGcmConfig : public testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() / ("aesgcm_test_" + std::to_string(::getpid()));
+    std::filesystem::create_directories(dir_);
+    std::ofstream(dir_ / "key", std::ios::binary) << "0123456789abcdef";
+    std::ofstream(dir_ / "empty", std::ios::binary);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  std::string path(const char* name) const { return (dir_ / name).string(); }
+  std::filesystem::path dir_;
+};
+
+TEST_F(AesGcmConfig, ErrorsNameTheProblem) {
+  auto make = [](Json j) { return make_aesgcm_serde_processor(j); };
+  expect_invalid([&] { make(Json::object()); }, {"master_key_path", "required"});
+  expect_invalid(
+      [&] {
+        make({{"master_key_path", path("missing")}});
+      },
+      {"master_key_path", "cannot be read"});
+  expect_invalid([&] { make({{"master_key_path", path("empty")}}); }, {"empty"});
+  expect_invalid(
+      [&] {
+        make({{"master_key_path", path("key")}, {"key_provider", "kms"}});
+      },
+      {"key_provider", "kms"});
+  expect_invalid(
+      [&] {
+        make({{"master_key_path", path("key")}, {"aes_bits", 192}});
+      },
+      {"aes_bits", "192"});
+  expect_invalid(
+      [&] {
+        make({{"master_key_path", path("key")}, {"fixed_iv", "0"}});
+      },
+      {"fixed_iv"});
+  EXPECT_NE(make({{"master_key_path", path("key")}, {"aes_bits", 256}, {"bind_key", true}}),
+            nullptr);
+}
+
+}  // namespace
+}  // namespace lmcache
