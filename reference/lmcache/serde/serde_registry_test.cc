@@ -65,8 +65,7 @@ TEST(SerdeRegistry, IntegritySerdesAreBuiltIns) {
   // Their config errors name the problem.
   expect_invalid([] { create_serde_processor(Json::parse(R"({"type": "aesgcm"})")); },
                  {"master_key_path"});
-  expect_invalid([] { create_serde_processor(Json::parse(R"({"type": "chain"})")); },
-                 {"stages"});
+  expect_invalid([] { create_serde_processor(Json::parse(R"({"type": "chain"})")); }, {"stages"});
 }
 
 TEST(SerdeRegistry, NamesAreSorted) {
