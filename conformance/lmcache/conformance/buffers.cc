@@ -372,14 +372,6 @@ std::string GuardedObject::CheckPayloadUnchanged(const std::vector<std::byte>& b
   return {};
 }
 
-MemoryObjPtr MakeObject(const MemoryLayoutDesc& layout, std::size_t min_physical) {
-  return MemoryObj::allocate(layout, min_physical);
-}
-
-MemoryLayoutDesc ByteLayout(std::size_t bytes) {
-  return MemoryLayoutDesc::single({static_cast<std::int64_t>(bytes)}, DType::kUInt8);
-}
-
 std::string DescribeElement(const MemoryLayoutDesc& layout, std::size_t group, std::size_t index,
                             double expected, double got) {
   std::ostringstream os;

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "lmcache/conformance/plain_objects.h"
 #include "lmcache/conformance/probe_keys.h"
 #include "lmcache/core/dtype.h"
 #include "lmcache/core/memory_layout.h"
@@ -127,17 +128,6 @@ class GuardedObject {
   std::vector<std::byte> guard_after_;
   MemoryObjPtr obj_;
 };
-
-// MakeObject()
-//
-// A plain zero-filled MemoryObj of `layout` (physical size exactly the layout's bytes, at least
-// `min_physical`).
-MemoryObjPtr MakeObject(const MemoryLayoutDesc& layout, std::size_t min_physical = 0);
-
-// ByteLayout()
-//
-// One 1-D uint8 group of `bytes` bytes: the layout of a serialized buffer.
-MemoryLayoutDesc ByteLayout(std::size_t bytes);
 
 // DescribeElementMismatch()
 //

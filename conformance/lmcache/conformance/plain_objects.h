@@ -1,0 +1,23 @@
+// Plain objects and byte layouts (part of lmcache::conformance_api, which the reference
+// descriptors and the self-test's plugins need without the suites).
+#pragma once
+
+#include <cstddef>
+
+#include "lmcache/core/memory_layout.h"
+#include "lmcache/core/memory_obj.h"
+
+namespace lmcache::conformance {
+
+// MakeObject()
+//
+// A plain zero-filled MemoryObj of `layout` (physical size exactly the layout's bytes, at least
+// `min_physical`).
+MemoryObjPtr MakeObject(const MemoryLayoutDesc& layout, std::size_t min_physical = 0);
+
+// ByteLayout()
+//
+// One 1-D uint8 group of `bytes` bytes: the layout of a serialized buffer.
+MemoryLayoutDesc ByteLayout(std::size_t bytes);
+
+}  // namespace lmcache::conformance
