@@ -58,6 +58,9 @@ class FillDeserializer : public Deserializer {
   std::atomic<std::thread::id> last_thread{};
 };
 
+// Tests hold a Rig on the heap: std::mutex has a trivial destructor, so TSan keeps a stack
+// mutex's identity after its processor is gone, and a processor at another stack offset in a
+// later test reads to it as a lock-order inversion between unrelated objects.
 struct Rig {
   std::shared_ptr<HalvingSerializer> ser = std::make_shared<HalvingSerializer>();
   std::shared_ptr<FillDeserializer> deser = std::make_shared<FillDeserializer>();
@@ -65,7 +68,8 @@ struct Rig {
 };
 
 TEST(AsyncSerdeProcessorInline, SerializeRunsOnTheCallerNarrowsAndSignalsNothing) {
-  Rig rig;
+  auto rig_owner = std::make_unique<Rig>();
+  Rig& rig = *rig_owner;
   auto src = bytes_obj(64, 7);
   auto dst = bytes_obj(64, 0);
   EXPECT_EQ(rig.processor.serialize_inline({src}, {dst}, test_keys(1)), std::optional<bool>(true));
@@ -78,7 +82,8 @@ TEST(AsyncSerdeProcessorInline, SerializeRunsOnTheCallerNarrowsAndSignalsNothing
 }
 
 TEST(AsyncSerdeProcessorInline, DeserializeRunsOnTheCaller) {
-  Rig rig;
+  auto rig_owner = std::make_unique<Rig>();
+  Rig& rig = *rig_owner;
   auto src = bytes_obj(8, 0x5A);
   auto dst = bytes_obj(16, 0);
   EXPECT_EQ(rig.processor.deserialize_inline({src}, {dst}, test_keys(1)),
@@ -89,7 +94,8 @@ TEST(AsyncSerdeProcessorInline, DeserializeRunsOnTheCaller) {
 }
 
 TEST(AsyncSerdeProcessorInline, FailingPairEndsTheTaskFalseAndIsCounted) {
-  Rig rig;
+  auto rig_owner = std::make_unique<Rig>();
+  Rig& rig = *rig_owner;
   auto good = bytes_obj(8, 1);
   auto bad = bytes_obj(8, 0xFF);
   auto after = bytes_obj(8, 2);
@@ -105,7 +111,8 @@ TEST(AsyncSerdeProcessorInline, FailingPairEndsTheTaskFalseAndIsCounted) {
 }
 
 TEST(AsyncSerdeProcessorInline, MismatchedListsAndUseAfterCloseThrow) {
-  Rig rig;
+  auto rig_owner = std::make_unique<Rig>();
+  Rig& rig = *rig_owner;
   EXPECT_THROW(rig.processor.serialize_inline({bytes_obj(4)}, {}, test_keys(1)),
                std::invalid_argument);
   EXPECT_THROW(rig.processor.deserialize_inline({}, {bytes_obj(4)}, test_keys(0)),
@@ -119,7 +126,8 @@ TEST(AsyncSerdeProcessorInline, MismatchedListsAndUseAfterCloseThrow) {
 
 // Inline runs do not disturb submitted tasks: ids, results and notifications stay one each.
 TEST(AsyncSerdeProcessorInlineConcurrency, InlineBesideSubmittedTasks) {
-  Rig rig;
+  auto rig_owner = std::make_unique<Rig>();
+  Rig& rig = *rig_owner;
   std::atomic<int> inline_ok{0};
   std::thread inliner([&] {
     for (int i = 0; i < 200; ++i) {
