@@ -197,7 +197,7 @@ Verdict CloseIsIdempotent(const AdapterUnderTest& aut) {
         expect_logic_error("submit_load_task()", [&] { a->submit_load_task({key}, {obj}); })}) {
     if (!msg.empty()) return Verdict::Fail(msg);
   }
-  // SPEC §7: what completed stays retrievable; other calls may throw std::logic_error.
+  // docs/l2-adapter.md: what completed stays retrievable; other calls may throw std::logic_error.
   try {
     (void)a->pop_completed_store_tasks();
     (void)a->query_load_result(s);

@@ -1,7 +1,7 @@
 // File: lmcache/conformance/processor_conformance.h
 //
 // ProcessorConformance: the abstract suite every asynchronous SerdeProcessor must pass (the
-// submit -> eventfd -> one-shot query contract of SPEC §2 and §5). Instantiate it with your
+// submit -> eventfd -> one-shot query contract of docs/async-completion.md and docs/serde.md). Instantiate it with your
 // descriptors:
 //
 //   INSTANTIATE_TEST_SUITE_P(Vendor, ProcessorConformance,

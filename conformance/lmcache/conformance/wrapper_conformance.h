@@ -1,7 +1,7 @@
 // File: lmcache/conformance/wrapper_conformance.h
 //
-// WrapperConformance: the abstract suite for implementations of the serde L2 wrapper (SPEC §7,
-// seeds/serde-l2-wrapper.md). The kit builds each wrapper around its own collaborators
+// WrapperConformance: the abstract suite for implementations of the serde L2 wrapper
+// (docs/wrapper.md). The kit builds each wrapper around its own collaborators
 // (doubles.h): an fp8 serde processor and an inner mock adapter whose every failure point can be
 // switched on, plus an L1Manager whose capacity it can exhaust. Then it checks, over generated
 // batches (1-4 objects, 1-2 groups, float32 / float16 / bfloat16), the all-or-nothing policy at
