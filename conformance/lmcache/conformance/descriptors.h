@@ -165,9 +165,9 @@ struct AdapterUnderTest {
 
 // WrapperUnderTest
 //
-// An implementation of the serde L2 wrapper (docs/wrapper.md): given an inner adapter, a serde processor
-// and the L1Manager holding its temps, it returns the wrapping adapter, which owns the first two.
-// The kit composes it with failing serdes and failing inner adapters of its own.
+// An implementation of the serde L2 wrapper (docs/wrapper.md): given an inner adapter, a serde
+// processor and the L1Manager holding its temps, it returns the wrapping adapter, which owns the
+// first two. The kit composes it with failing serdes and failing inner adapters of its own.
 struct WrapperUnderTest {
   std::string name;
   std::function<L2AdapterPtr(L2AdapterPtr inner, SerdeProcessorPtr serde,
