@@ -16,18 +16,14 @@
 
 #include "lmcache/core/testing/expect_invalid.h"
 #include "lmcache/core/testing/test_keys.h"
+#include "lmcache/core/testing/test_objects.h"
 
 namespace lmcache {
 namespace {
 
 using core_internal::expect_invalid;
 
-MemoryObjPtr bytes_of(std::size_t n, std::uint8_t seed = 1) {
-  auto obj =
-      MemoryObj::allocate(MemoryLayoutDesc::single({static_cast<std::int64_t>(n)}, DType::kUInt8));
-  for (std::size_t i = 0; i < n; ++i) obj->data()[i] = static_cast<std::byte>(seed + i * 7);
-  return obj;
-}
+using core_internal::bytes_of;
 
 AesGcmOptions options(std::string master, int bits = 128, bool bind_key = false) {
   return {std::make_shared<AesGcmKeyring>(std::move(master), bits), bind_key};

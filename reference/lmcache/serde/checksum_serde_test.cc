@@ -10,18 +10,14 @@
 
 #include "lmcache/core/testing/expect_invalid.h"
 #include "lmcache/core/testing/test_keys.h"
+#include "lmcache/core/testing/test_objects.h"
 
 namespace lmcache {
 namespace {
 
 using core_internal::expect_invalid;
 
-MemoryObjPtr bytes_of(std::size_t n, std::uint8_t seed = 1) {
-  auto obj =
-      MemoryObj::allocate(MemoryLayoutDesc::single({static_cast<std::int64_t>(n)}, DType::kUInt8));
-  for (std::size_t i = 0; i < n; ++i) obj->data()[i] = static_cast<std::byte>(seed + i * 7);
-  return obj;
-}
+using core_internal::bytes_of;
 
 MemoryObjPtr frame_of(const MemoryObj& src, const ObjectKey& key) {
   ChecksumSerializer ser;
