@@ -104,8 +104,8 @@ class Stack {
 };
 
 Json resp_config(const RedisServer& s) {
-  return {{"type", "resp"},   {"host", s.host()},     {"port", s.port()},
-          {"num_workers", 2}, {"io_timeout_ms", 500}, {"task_deadline_ms", 5000}};
+  return {{"type", "resp"},   {"host", s.host()},      {"port", s.port()},
+          {"num_workers", 2}, {"io_timeout_ms", 1000}, {"task_deadline_ms", 5000}};
 }
 
 Json fs_config(const std::filesystem::path& base) {
