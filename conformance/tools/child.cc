@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "adapter_config_source.h"
 #include "lmcache/conformance/adapter_conformance.h"
 #include "lmcache/conformance/descriptors.h"
 #include "lmcache/conformance/processor_conformance.h"
@@ -70,7 +71,10 @@ int RunChild(int argc, char** argv) {
   const std::string mode = argv[2];
   const std::string source = Arg(argc, argv, "--source");
   const std::string out = Arg(argc, argv, "--out");
-  if (std::string error = LoadSource(source, GlobalRegistry()); !error.empty()) {
+  if (std::string error = IsAdapterConfigSource(source)
+                              ? LoadAdapterConfigSource(source, GlobalRegistry())
+                              : LoadSource(source, GlobalRegistry());
+      !error.empty()) {
     std::cerr << error << "\n";
     return 3;
   }

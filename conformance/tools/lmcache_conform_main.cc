@@ -19,12 +19,14 @@
 #include <random>
 #include <sstream>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include "adapter_config_source.h"
 #include "child.h"
 #include "lmcache/conformance/depth.h"
 #include "lmcache/conformance/plugin_abi.h"
@@ -41,6 +43,7 @@ using Clock = std::chrono::steady_clock;
 struct Options {
   bool reference = false;
   std::vector<std::string> plugins;
+  std::vector<std::string> adapter_configs;  // --adapter
   std::string filter = "*";
   bool list = false;
   std::string json_path;
@@ -352,6 +355,11 @@ int Main(int argc, char** argv) {
                  "A plugin shared object exporting " LMCACHE_CONFORMANCE_ENTRY_POINT_V2
                  " (repeatable)")
       ->check(CLI::ExistingFile);
+  app.add_option("--adapter", o.adapter_configs,
+                 "An L2 adapter config (JSON, as given to create_l2_adapter, e.g. "
+                 "'{\"type\":\"resp\",\"host\":\"127.0.0.1\",\"port\":6379}'): run the "
+                 "adapter suite against live adapters built from it, each in a key namespace of "
+                 "its own (repeatable)");
   app.add_option("--filter", o.filter,
                  "gtest-style filter over '<impl>.<Property>' (and '<impl>.<Suite>.<Property>'), "
                  "e.g. 'fp8*:*.RoundTrip-*.Close*'");
@@ -387,8 +395,9 @@ int Main(int argc, char** argv) {
     return 2;
   }
   if (o.timeout_s <= 0) o.timeout_s = *parse_depth(o.depth) == Depth::kExhaustive ? 1800 : 300;
-  if (!o.reference && o.plugins.empty()) {
-    std::cerr << "lmcache-conform: give --reference and/or --plugin FILE\n" << app.help();
+  if (!o.reference && o.plugins.empty() && o.adapter_configs.empty()) {
+    std::cerr << "lmcache-conform: give --reference, --plugin FILE and/or --adapter JSON\n"
+              << app.help();
     return 2;
   }
   if (!o.rc_params_given) {
@@ -426,6 +435,7 @@ int Main(int argc, char** argv) {
   std::vector<std::string> sources;
   if (o.reference) sources.push_back(kReferenceSource);
   for (auto& p : o.plugins) sources.push_back(fs::absolute(p).string());
+  for (auto& c : o.adapter_configs) sources.push_back(kAdapterConfigPrefix + c);
   std::vector<Impl> impls;
   for (std::size_t i = 0; i < sources.size(); ++i) {
     if (std::string e = ListSource(exe, sources[i], dir, i, &impls); !e.empty()) {
@@ -507,7 +517,11 @@ int Main(int argc, char** argv) {
       // A scenario property draws nothing random; it still ran under the run's seed.
       if (!pr.rc_seed) pr.rc_seed = SeedOf(o.rc_params);
       std::string src =
-          im.source == kReferenceSource ? "--reference" : "--plugin " + ShellQuote(im.source);
+          im.source == kReferenceSource ? "--reference"
+          : IsAdapterConfigSource(im.source)
+              ? "--adapter " +
+                    ShellQuote(im.source.substr(std::string_view(kAdapterConfigPrefix).size()))
+              : "--plugin " + ShellQuote(im.source);
       pr.reproduce = "lmcache-conform " + src + " --depth " + o.depth + " --filter " +
                      ShellQuote(im.name + "." + j.property) + " --rc-params " +
                      ShellQuote(pr.rc_params.empty() ? o.rc_params : pr.rc_params);

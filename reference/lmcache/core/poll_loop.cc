@@ -83,6 +83,7 @@ void PollLoop::run() {
   for (int fd : fds_) pfds.push_back({fd, POLLIN, 0});
   pfds.push_back({wake_.fd(), POLLIN, 0});
   const auto max_wait = options_.max_wait;
+  loop_thread_.store(std::this_thread::get_id(), std::memory_order_release);
   while (!stop_.load(std::memory_order_acquire)) {
     auto wait = max_wait;
     if (next_deadline_) {
@@ -95,8 +96,15 @@ void PollLoop::run() {
     const int rc = ::poll(pfds.data(), pfds.size(), static_cast<int>(wait.count()));
     if (rc < 0 && errno != EINTR) continue;
     // Drain the counters *before* scanning: a completion stored after this point signals again.
-    for (auto& p : pfds) {
-      if (p.revents & POLLIN) consume_fd(p.fd);
+    // The wake fd is always ours to drain; the others only when options_.consume_fds.
+    for (std::size_t i = 0; i < pfds.size(); ++i) {
+      pollfd& p = pfds[i];
+      const bool ours = i + 1 == pfds.size();
+      if ((p.revents & POLLIN) && (ours || options_.consume_fds)) consume_fd(p.fd);
+      if (!ours && (p.revents & (POLLERR | POLLNVAL)) && p.fd >= 0) {
+        p.fd = -1;  // poll() ignores negative fds
+        broken_fds_.fetch_add(1, std::memory_order_acq_rel);
+      }
       p.revents = 0;
     }
     if (stop_.load(std::memory_order_acquire)) break;

@@ -21,6 +21,14 @@
 //      can report it. Only a component breaking its contract makes a step throw.
 //   4. stop() wakes the loop through its own fd (never waiting out a poll timeout), joins the
 //      thread and closes the wake fd. After stop() returns no scan step runs again.
+//   5. An fd that reports POLLERR or POLLNVAL (closed under the loop) is dropped from the wait
+//      set, so the loop never spins on it; broken_fd_count() counts them and the owner's steps
+//      keep running on the other events.
+//
+// options.consume_fds = false leaves the counters to the owner: the loop only waits, and the
+// steps drain what is readable themselves. For fds whose owner's own call must do the draining
+// (a native connector's drain_completions(), storage/README.md), where a read by the loop would
+// swallow the signal the connector relies on.
 //
 // Thread safety: wake(), exceptions_swallowed() and last_exception() may be called from any
 // thread, including from a scan step. start() and stop() are for the owner (not from a step).
@@ -42,6 +50,9 @@ namespace lmcache {
 struct PollLoopOptions {
   // Upper bound of one wait: only a safety net, since every event wakes the loop.
   std::chrono::milliseconds max_wait{500};
+  // Whether the loop drains the counters of readable fds before the steps (rule 2). false: the
+  // steps drain them (rule 2's "drain before scan" is then the owner's to keep).
+  bool consume_fds = true;
 };
 
 class PollLoop {
@@ -85,6 +96,19 @@ class PollLoop {
   std::uint64_t exceptions_swallowed() const;
   std::string last_exception() const;
 
+  // broken_fd_count()
+  //
+  // How many of the watched fds have been dropped for POLLERR / POLLNVAL (rule 5).
+  std::uint64_t broken_fd_count() const { return broken_fds_.load(std::memory_order_acquire); }
+
+  // on_loop_thread()
+  //
+  // True when called on the loop's thread (from a scan step or what it calls): owners use it to
+  // refuse waits the loop itself would have to finish.
+  bool on_loop_thread() const {
+    return loop_thread_.load(std::memory_order_acquire) == std::this_thread::get_id();
+  }
+
  private:
   void run();
   void record_exception(std::string what);
@@ -97,6 +121,8 @@ class PollLoop {
   std::mutex wake_mu_;        // wake() against stop() closing wake_
   bool wake_closed_ = false;  // guarded by wake_mu_
   std::atomic<bool> stop_{false};
+  std::atomic<std::uint64_t> broken_fds_{0};
+  std::atomic<std::thread::id> loop_thread_{};  // set by run(), before the first step
   std::thread thread_;
   std::mutex lifecycle_mu_;  // start() / stop()
   bool started_ = false;

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <memory>
 #include <mutex>
 #include <stdexcept>
 
@@ -107,6 +108,48 @@ TEST(PollLoop, StopIsPromptIdempotentAndFinal) {
   loop.wake();  // a no-op now
   EXPECT_EQ(scans.load(), after_stop);
   EXPECT_THROW(loop.start(), std::logic_error);
+}
+
+TEST(PollLoop, WithoutConsumeFdsTheStepsDrainTheFds) {
+  EventNotifier source;
+  std::atomic<std::uint64_t> drained{0};
+  ScanCounter counter;
+  PollLoopOptions options = kNoTimeout;
+  options.consume_fds = false;
+  PollLoop loop({source.fd()}, {[&] {
+                  drained.fetch_add(source.consume());
+                  counter.scanned();
+                }},
+                options);
+  loop.start();
+  source.notify();
+  source.notify();
+  ASSERT_TRUE(counter.wait_for(1));
+  loop.stop();
+  EXPECT_EQ(drained.load(), 2u) << "the loop must leave the counter to the step";
+}
+
+TEST(PollLoop, AClosedFdIsDroppedAndTheLoopKeepsServing) {
+  auto closed = std::make_unique<EventNotifier>();
+  ScanCounter counter;
+  std::atomic<bool> saw_loop_thread{false};
+  PollLoop* self = nullptr;
+  PollLoop loop({closed->fd()}, {[&] {
+                  if (self->on_loop_thread()) saw_loop_thread = true;
+                  counter.scanned();
+                }},
+                kNoTimeout);
+  self = &loop;
+  closed.reset();  // after the loop made its wake fd, so the number is not reused: POLLNVAL
+  loop.start();
+  ASSERT_TRUE(counter.wait_for(1));  // the POLLNVAL wake-up
+  const int before = counter.scans();
+  loop.wake();
+  EXPECT_TRUE(counter.wait_for(before + 1));
+  loop.stop();
+  EXPECT_EQ(loop.broken_fd_count(), 1u);
+  EXPECT_TRUE(saw_loop_thread.load());
+  EXPECT_FALSE(loop.on_loop_thread());
 }
 
 TEST(PollLoop, BadArgumentsAreRejected) {

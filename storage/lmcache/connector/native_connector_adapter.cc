@@ -6,17 +6,17 @@
 // deadlines, cleanup deletes) under one mutex, whose invariants (every task completes exactly
 // once; a failed store's keys stay hidden until their delete is confirmed; no buffer is released
 // while a batch may still touch it) span the submit, completion, deadline and close paths.
-// Per-key bookkeeping (internal/bridge_keys.h) and the poll loop (internal/poll_loop.h) live on
-// their own.
+// Per-key bookkeeping (internal/bridge_keys.h) lives on its own; the loop is core's PollLoop.
 #include "lmcache/connector/native_connector_adapter.h"
 
-#include <climits>
+#include <poll.h>
+
 #include <cmath>
 #include <stdexcept>
 #include <unordered_set>
 
 #include "lmcache/connector/internal/bridge_keys.h"
-#include "lmcache/connector/internal/poll_loop.h"
+#include "lmcache/core/poll_loop.h"
 
 namespace lmcache::connector {
 
@@ -147,15 +147,15 @@ NativeConnectorL2Adapter::NativeConnectorL2Adapter(ErasedConnectorPtr connector,
       throw std::invalid_argument("NativeConnectorL2Adapter: task_deadline must be > 0, got " +
                                   std::to_string(options_.task_deadline.count()) + " ms");
     }
-    connector_internal::PollLoop::Callbacks callbacks;
-    callbacks.next_timeout_ms = [this] { return poll_timeout_ms(); };
-    callbacks.on_wake = [this](const std::vector<bool>& readable) { on_wake(readable[0]); };
-    callbacks.on_broken = [this](std::size_t) {
-      std::lock_guard lock(mu_);
-      connector_fd_valid_ = false;  // deadlines still fail what is pending
-    };
-    loop_ = std::make_unique<connector_internal::PollLoop>(std::vector<int>{connector_fd_},
-                                                           std::move(callbacks));
+    // The connector's drain_completions() drains its own fd (the contract: the only call to
+    // make when it is readable), so the loop only waits on it.
+    PollLoopOptions loop_options;
+    loop_options.consume_fds = false;
+    loop_options.max_wait = std::chrono::hours(1);  // every event and deadline wakes it
+    loop_ = std::make_unique<PollLoop>(std::vector<int>{connector_fd_},
+                                       std::vector<PollLoop::Step>{[this] { on_wake(); }},
+                                       loop_options, [this] { return next_deadline(); });
+    loop_->start();
   } catch (...) {
     try {
       connector_->close();
@@ -784,20 +784,23 @@ void NativeConnectorL2Adapter::expire_locked(Clock::time_point now, Outbox& out,
 // ---------------------------------------------------------------------------------------------
 // The loop.
 
-int NativeConnectorL2Adapter::poll_timeout_ms() {
+NativeConnectorL2Adapter::Clock::time_point NativeConnectorL2Adapter::next_deadline() {
   std::lock_guard lock(mu_);
-  if (deadlines_.empty()) {
-    planned_wake_ = Clock::time_point::max();
-    return -1;
-  }
-  planned_wake_ = deadlines_.begin()->first;
-  const Clock::time_point now = Clock::now();
-  if (planned_wake_ <= now) return 0;
-  const auto ms = std::chrono::ceil<std::chrono::milliseconds>(planned_wake_ - now).count();
-  return ms > INT_MAX ? INT_MAX : static_cast<int>(ms);
+  planned_wake_ = deadlines_.empty() ? Clock::time_point::max() : deadlines_.begin()->first;
+  return planned_wake_;
 }
 
-void NativeConnectorL2Adapter::on_wake(bool connector_readable) {
+void NativeConnectorL2Adapter::on_wake() {
+  // The loop leaves the connector's fd to us: look whether it is readable (or broken) now.
+  pollfd p{connector_fd_, POLLIN, 0};
+  bool connector_readable = false;
+  if (::poll(&p, 1, 0) > 0) {
+    connector_readable = (p.revents & POLLIN) != 0;
+    if ((p.revents & (POLLERR | POLLNVAL)) != 0) {
+      std::lock_guard lock(mu_);
+      connector_fd_valid_ = false;  // deadlines still fail what is pending
+    }
+  }
   std::vector<Completion> done;
   bool drain_failed = false;
   if (connector_readable) {

@@ -90,9 +90,12 @@
 #include "lmcache/l2/l2_adapter.h"
 #include "lmcache/l2/usage_tracker.h"
 
+namespace lmcache {
+class PollLoop;  // lmcache/core/poll_loop.h
+}  // namespace lmcache
+
 namespace lmcache::connector_internal {
 class BridgeKeys;  // internal/bridge_keys.h
-class PollLoop;    // internal/poll_loop.h
 }  // namespace lmcache::connector_internal
 
 namespace lmcache::connector {
@@ -239,9 +242,9 @@ class NativeConnectorL2Adapter final : public L2AdapterInterface {
   void forget_known_locked(const std::vector<ObjectKey>& keys, Outbox& out);
   // A known key reported missing by a probe submitted at `epoch` is dropped from the usage.
   void reconcile_miss_locked(const ObjectKey& key, std::uint64_t epoch, Outbox& out);
-  // The loop's callbacks.
-  int poll_timeout_ms();
-  void on_wake(bool connector_readable);
+  // The loop's deadline function and scan step.
+  Clock::time_point next_deadline();
+  void on_wake();
   void check_open_locked(const char* what) const;
   // check_open_locked(), then counts the caller until its CallerGuard goes.
   void enter_locked(const char* what);
@@ -277,7 +280,7 @@ class NativeConnectorL2Adapter final : public L2AdapterInterface {
 
   std::mutex close_mu_;  // serialises close() callers
   bool close_done_ = false;
-  std::unique_ptr<connector_internal::PollLoop> loop_;  // last: started once the rest exists
+  std::unique_ptr<PollLoop> loop_;  // last: started once the rest exists
 };
 
 // make_native_connector_adapter()

@@ -1,0 +1,102 @@
+#include "adapter_config_source.h"
+
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+#include <exception>
+#include <random>
+#include <string_view>
+
+#include "lmcache/conformance/reference_impls.h"
+#include "lmcache/fs/fs_adapter.h"
+#include "lmcache/l1/l1_manager.h"
+#include "lmcache/resp/resp_adapter.h"
+#include "lmcache/wrapper/adapter_factory.h"
+
+namespace lmcache::conformance::tools {
+namespace {
+
+// The storage types whose configs take "key_namespace" (storage/README.md).
+bool takes_key_namespace(std::string_view type) { return type == "resp" || type == "fs"; }
+
+// A namespace no other adapter of this run, of another process of this run or of another run
+// shares: "<user namespace>-" (when set) "conform-<run>-<pid>-<n>", within the 64-byte limit.
+std::string fresh_namespace(const std::string& user) {
+  static const std::uint32_t run = std::random_device{}();
+  static std::atomic<std::uint64_t> counter{0};
+  char suffix[64];
+  std::snprintf(suffix, sizeof suffix, "conform-%08x-%d-%llu", run, static_cast<int>(::getpid()),
+                static_cast<unsigned long long>(counter.fetch_add(1)));
+  return user.empty() ? std::string(suffix) : user + "-" + suffix;
+}
+
+}  // namespace
+
+bool IsAdapterConfigSource(const std::string& source) {
+  return source.rfind(kAdapterConfigPrefix, 0) == 0;
+}
+
+std::string LoadAdapterConfigSource(const std::string& source, Registry& registry) {
+  const std::string text = source.substr(std::string_view(kAdapterConfigPrefix).size());
+  Json config;
+  try {
+    config = Json::parse(text);
+  } catch (const std::exception& e) {
+    return std::string("--adapter: the config is not valid JSON: ") + e.what();
+  }
+  if (!config.is_object() || !config.contains("type") || !config["type"].is_string()) {
+    return "--adapter: the config must be a JSON object with a string \"type\", got " +
+           config.dump();
+  }
+  resp::register_resp_adapter_type();
+  fs::register_fs_adapter_type();
+  const std::string type = config["type"].get<std::string>();
+  bool fp8 = false;
+  if (config.contains("serde")) {
+    const Json& serde = config["serde"];
+    fp8 = serde.is_object() && serde.value("type", "") == "fp8" &&
+          serde.value("fp8_dtype", "float8_e4m3fn") == "float8_e4m3fn";
+    if (!fp8) {
+      return "--adapter: \"serde\" " + serde.dump() +
+             " is not supported: the kit knows the round trip of {\"type\": \"fp8\"} (e4m3fn) "
+             "only; test other serdes with --plugin";
+    }
+  }
+  const bool namespaced = takes_key_namespace(type);
+  const std::string user_ns =
+      namespaced && config.contains("key_namespace") && config["key_namespace"].is_string()
+          ? config["key_namespace"].get<std::string>()
+          : "";
+  auto make = [config, namespaced, user_ns]() -> L2AdapterPtr {
+    Json c = config;
+    if (namespaced) c["key_namespace"] = fresh_namespace(user_ns);
+    AdapterContext ctx;
+    ctx.l1_manager = std::make_shared<L1Manager>(256u << 20);  // the serde wrapper's temps
+    return create_l2_adapter(c, ctx);
+  };
+  // Build one now: a config its type refuses is reported here, naming the key, not per property.
+  try {
+    make()->close();
+  } catch (const std::exception& e) {
+    return "--adapter: cannot build the adapter: " + std::string(e.what());
+  }
+  AdapterUnderTest a;
+  if (fp8) {
+    a = ReferenceWrappedMockAdapter();  // fp8 (e4m3fn) wrapper semantics: sizes and round trip
+  } else {
+    a.object_dtypes = {DType::kUInt8, DType::kFloat32, DType::kBFloat16};
+  }
+  // The bridge behind the storage types reports its lookup locks (storage/README.md).
+  if (!fp8) a.capabilities.reports_lock_count = namespaced;
+  a.name = "config_" + type + (fp8 ? "_fp8" : "");
+  a.make = make;
+  try {
+    registry.add_adapter(std::move(a));
+  } catch (const std::exception& e) {
+    return std::string("--adapter: registering the adapter failed: ") + e.what();
+  }
+  return {};
+}
+
+}  // namespace lmcache::conformance::tools

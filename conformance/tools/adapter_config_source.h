@@ -1,0 +1,35 @@
+// File: conformance/tools/adapter_config_source.h
+//
+// `lmcache-conform --adapter '<json config>'`: the adapter a deployment configures (e.g. a
+// user's own Redis through the "resp" type, a cache directory through "fs", with or without a
+// "serde" object) as an implementation source, beside "reference" and plugins. Each property
+// gets fresh adapters built from the config with create_l2_adapter(); for the storage types
+// ("resp", "fs") every adapter gets a key namespace of its own (the config's, if any, plus a
+// per-run, per-process, per-instance suffix), so a property that needs a clean store sees one
+// and never touches keys it did not write.
+#pragma once
+
+#include <string>
+
+#include "lmcache/conformance/registry.h"
+
+namespace lmcache::conformance::tools {
+
+// Sources of this kind are this prefix followed by the JSON config.
+inline constexpr const char* kAdapterConfigPrefix = "adapter-config:";
+
+// IsAdapterConfigSource()
+//
+// Whether `source` is an --adapter source (starts with kAdapterConfigPrefix).
+bool IsAdapterConfigSource(const std::string& source);
+
+// LoadAdapterConfigSource()
+//
+// Registers the adapter of the config in `source` into `registry` as "config_<type>" (plus
+// "_fp8" when it carries an fp8 serde). Returns an empty string on success, else why not: the
+// JSON does not parse or is not an object, "type" is missing or unknown, the config is refused
+// by its type (its error names the key), or its "serde" is not one whose round trip the kit
+// knows (none, or "fp8" with the default e4m3fn format).
+std::string LoadAdapterConfigSource(const std::string& source, Registry& registry);
+
+}  // namespace lmcache::conformance::tools

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# adapter_config_test.sh <lmcache-conform> fs|resp: runs `lmcache-conform --adapter` against a
+# live store made here (a temporary directory; or a private redis-server on a free 127.0.0.1
+# port, no persistence, in a temporary directory), raw and under the fp8 serde. A key the run
+# did not write is planted first and must be untouched afterwards (per-run key namespaces).
+# Exit 77 (ctest: skipped) when redis-server is not installed.
+set -euo pipefail
+conform=$1 type=$2
+tmp=$(mktemp -d)
+server=
+cleanup() {
+  if [[ -n $server ]]; then kill "$server" 2>/dev/null || true; wait "$server" 2>/dev/null || true; fi
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+case $type in
+  fs)
+    mkdir -p "$tmp/cache"
+    printf 'not the kit'\''s' >"$tmp/cache/foreign.data"
+    configs=("{\"type\":\"fs\",\"base_path\":\"$tmp/cache\",\"checksum\":\"crc32\"}"
+             "{\"type\":\"fs\",\"base_path\":\"$tmp/cache\",\"serde\":{\"type\":\"fp8\"}}")
+    check_foreign() { [[ $(cat "$tmp/cache/foreign.data") == "not the kit's" ]]; }
+    ;;
+  resp)
+    command -v redis-server >/dev/null || { echo "redis-server is not installed: skipped"; exit 77; }
+    port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+    redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no --dir "$tmp" \
+      >"$tmp/redis.log" 2>&1 &
+    server=$!
+    for _ in $(seq 100); do
+      redis-cli -p "$port" ping >/dev/null 2>&1 && break
+      sleep 0.1
+    done
+    redis-cli -p "$port" set foreign "not the kit's" >/dev/null
+    configs=("{\"type\":\"resp\",\"host\":\"127.0.0.1\",\"port\":$port,\"num_workers\":2}"
+             "{\"type\":\"resp\",\"host\":\"127.0.0.1\",\"port\":$port,\"serde\":{\"type\":\"fp8\"}}")
+    check_foreign() { [[ $(redis-cli -p "$port" get foreign) == "not the kit's" ]]; }
+    ;;
+  *) echo "usage: $0 <lmcache-conform> fs|resp" >&2; exit 2 ;;
+esac
+
+args=()
+for c in "${configs[@]}"; do args+=(--adapter "$c"); done
+"$conform" "${args[@]}" --quiet --json "$tmp/report.json"
+grep -q '"config_'"$type"'_fp8"' "$tmp/report.json" || { echo "no fp8 column in the report"; exit 1; }
+check_foreign || { echo "a key the run did not write was changed"; exit 1; }
+echo "lmcache-conform --adapter passes against a live $type store"
