@@ -166,7 +166,11 @@ TEST(StorageFaults, RedisClientKillCostsAtMostABatchAndNoData) {
   bool stored = false;
   for (int attempt = 0; attempt < 3 && !stored; ++attempt) stored = stack.store(2);
   EXPECT_TRUE(stored) << "no reconnect after CLIENT KILL";
-  EXPECT_EQ(stack.load({1, 2}), "11");
+  // Each of the two workers finds its killed connection on its next batch, so a load may still
+  // miss once per worker; the data itself must survive the kill.
+  std::string hits;
+  for (int attempt = 0; attempt < 3 && hits != "11"; ++attempt) hits = stack.load({1, 2});
+  EXPECT_EQ(hits, "11") << "objects stored before CLIENT KILL were lost";
 }
 
 TEST(StorageFaults, RedisMaxmemoryRefusesStoresWithoutLosingData) {
