@@ -59,8 +59,8 @@ struct SerdeWrapperOptions {
   // submit_store_task() takes the serialize's time (0: never, the default; the caller opts in).
   std::size_t inline_serialize_max_bytes = 0;
   // A load whose loaded serialized bytes are at most this many is deserialized on the wrapper's
-  // loop thread instead of a serde worker (0: never).
-  std::size_t inline_deserialize_max_bytes = std::size_t{1} << 20;
+  // loop thread instead of a serde worker (0: never, the default; opt in).
+  std::size_t inline_deserialize_max_bytes = 0;
   // Where the metrics go (a fresh registry when null) and labels added to every series.
   std::shared_ptr<prometheus::Registry> metrics_registry;
   std::map<std::string, std::string> metrics_labels;
