@@ -42,10 +42,11 @@ struct WrapperKnobs {
   bool unlock_not_forwarded = false;
   bool no_global_eviction = false;
   bool close_leaves_serde_open = false;
-  bool temp_size_cached = false;         // the temp size of the first layout, for every layout
-  bool resizes_inner_bitmap = false;     // an inner bitmap of the wrong size is cut or padded
-  bool drops_results_at_close = false;   // results completed before close() are discarded
-  bool keeps_load_destinations = false;  // every load's destinations kept until close()
+  bool temp_size_cached = false;            // the temp size of the first layout, for every layout
+  bool resizes_inner_bitmap = false;        // an inner bitmap of the wrong size is cut or padded
+  bool drops_results_at_close = false;      // results completed before close() are discarded
+  bool keeps_load_destinations = false;     // every load's destinations kept until close()
+  bool lookup_answers_after_close = false;  // "no result yet" instead of a throw after close()
 };
 
 // A serde processor whose failed deserializations report success.
@@ -141,6 +142,11 @@ class KnobWrapper final : public ForwardingL2Adapter {
       s.original += o->layout().total_bytes();
     }
     return id;
+  }
+
+  std::optional<Bitmap> query_lookup_and_lock_result(TaskId id) override {
+    if (k_.lookup_answers_after_close && closed_) return std::nullopt;
+    return ForwardingL2Adapter::query_lookup_and_lock_result(id);
   }
 
   std::map<TaskId, L2StoreResult> pop_completed_store_tasks() override {
@@ -477,6 +483,20 @@ void AddWrapperMutants(std::vector<Mutant>& out) {
         wait_load(*s.w, s.w->submit_load_task(keys, dsts));
         std::this_thread::sleep_for(20ms);
         return dsts[0].use_count() > 1 ? "a loaded destination is still referenced" : "";
+      }));
+  add(out, "lookup_answers_after_close", BugClass::kWrapperSurface, "CloseFailsInFlightTasks",
+      "query_lookup_and_lock_result() after close() answers \"not yet\" for a lookup whose "
+      "locks close() dropped",
+      {.lookup_answers_after_close = true}, with_wrapper([](WitnessStack& s) -> std::string {
+        TaskId id = s.w->submit_lookup_and_lock_task(witness_keys(1));
+        wait_readable(s.w->get_lookup_and_lock_event_fd(), 5s);
+        s.w->close();
+        try {
+          (void)s.w->query_lookup_and_lock_result(id);
+        } catch (const std::logic_error&) {
+          return "";
+        }
+        return "query_lookup_and_lock_result() after close() did not throw";
       }));
   add(out, "drops_results_at_close", BugClass::kFailureOrder, "CloseFailsInFlightTasks",
       "close() throws away results that completed and were not taken",

@@ -43,6 +43,14 @@ Verdict CloseFailsInFlightTasks(const WrapperUnderTest& wut, const WrapperRigOpt
         Require(CollectNotifies(w.get_load_event_fd(), 1) == 1,
                 "a load did not signal its completion once");
 
+        // A lookup that completes before close() and is left unqueried: its result and its
+        // locks belong to the inner adapter, which close() closes (docs/wrapper.md).
+        // At least one notify: the lookup fd is the inner adapter's, passed through, and an
+        // inner may wake it spuriously (docs/async-completion.md).
+        TaskId done_lookup = w.submit_lookup_and_lock_task(keys);
+        Require(CollectNotifies(w.get_lookup_and_lock_event_fd(), 1) >= 1,
+                "a lookup did not signal its completion");
+
         // Hold the inner adapter's results: the next store and load stay in flight.
         rig->inner->hold_results = true;
         auto more = make_keys(n, 62);
@@ -95,6 +103,13 @@ Verdict CloseFailsInFlightTasks(const WrapperUnderTest& wut, const WrapperRigOpt
         try {
           w.submit_store_task(keys, objs);
           FailCase("submit_store_task() after close() did not throw");
+        } catch (const std::logic_error&) {
+        }
+        try {
+          (void)w.query_lookup_and_lock_result(done_lookup);
+          FailCase(
+              "query_lookup_and_lock_result() after close() did not throw std::logic_error (the "
+              "inner adapter that held the result and its locks is closed)");
         } catch (const std::logic_error&) {
         }
       });

@@ -215,7 +215,10 @@ struct WrappedStack {
     log = std::make_shared<FaultLog>();
     hook = std::make_unique<L1AllocFaultHook>(l1_faults, 1, log);
     l1 = std::make_shared<L1Manager>(std::size_t{4} << 20, hook->factory());
-    auto inner = std::make_unique<MockL2Adapter>(MockL2AdapterOptions::from_gb(0.01, 10));
+    // A FlakyAdapter lends no store buffers, so stores take their temps from L1 (the hook's
+    // target) instead of serializing into the mock's lent buffers.
+    auto inner = std::make_unique<lmcache::wrapper_internal::FlakyAdapter>(
+        std::make_unique<MockL2Adapter>(MockL2AdapterOptions::from_gb(0.01, 10)));
     auto serde =
         make_faulty_serde_processor(Json::parse(R"({"type": "fp8"})"), serde_faults, 1, log);
     wrapper =

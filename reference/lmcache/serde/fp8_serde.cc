@@ -137,9 +137,11 @@ std::size_t Fp8Serializer::serialize(const MemoryObj& src, MemoryObj& dst, const
   check_tensor_side(kWho, "source", layout);
   check_byte_side(kWho, "destination", dst.layout(), layout, options_.format);
   const std::size_t need = layout.total_elements();
-  if (dst.physical_size() < need) {
-    fail(kWho, "destination buffer too small: got " + std::to_string(dst.physical_size()) +
-                   " bytes, need " + std::to_string(need));
+  // The logical size, as the deserializer checks its source: a narrowed destination offers
+  // only its size() bytes.
+  if (dst.size() < need) {
+    fail(kWho, "destination buffer too small: got " + std::to_string(dst.size()) + " bytes, need " +
+                   std::to_string(need));
   }
   auto* out = reinterpret_cast<std::uint8_t*>(dst.data());
   std::size_t offset = 0;

@@ -332,13 +332,18 @@ TEST(Fp8Serde, ShortDestinationRejectedWithNothingWritten) {
   EXPECT_TRUE(all_guard(bytes->physical_bytes()));
 }
 
-TEST(Fp8Serde, DestinationCapacityIsPhysicalSize) {
-  // The logical size of a destination is an output: a temp narrowed by an earlier serialize
-  // (here to 0) can be serialized into again.
+TEST(Fp8Serde, DestinationCapacityIsLogicalSize) {
+  // One rule for both directions: the logical size() is what a buffer offers. A destination
+  // narrowed below the payload (here by an earlier serialize, to 0) is rejected, with nothing
+  // written past its size(), however large its physical buffer; widened back, it is accepted.
   const MemoryLayoutDesc layout = MemoryLayoutDesc::single({8}, DType::kFloat32);
   auto src = filled(layout);
   auto bytes = guarded_bytes(12);
-  bytes->set_used_size(0);
+  bytes->set_used_size(7);
+  expect_invalid([&] { Fp8Serializer().serialize(*src, *bytes, test_key()); },
+                 {"destination buffer too small: got 7 bytes, need 8"});
+  EXPECT_TRUE(all_guard(bytes->physical_bytes()));
+  bytes->set_used_size(bytes->physical_size());
   EXPECT_EQ(Fp8Serializer().serialize(*src, *bytes, test_key()), 8u);
   EXPECT_EQ(code_at(*bytes, 2), kE4M3Codes[2]);
 }

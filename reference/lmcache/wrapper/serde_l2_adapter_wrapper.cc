@@ -1,5 +1,6 @@
 #include "lmcache/wrapper/serde_l2_adapter_wrapper.h"
 
+#include <cstring>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -93,40 +94,92 @@ void SerdeL2AdapterWrapper::validate_batch(const char* op, const std::vector<Obj
   }
 }
 
-bool SerdeL2AdapterWrapper::allocate_temps(Task& task, const MemoryLayoutDesc& layout) {
+bool SerdeL2AdapterWrapper::allocate_temps(Task& task, const MemoryLayoutDesc& layout,
+                                           bool zero_fill) {
+  bool reserved = false;
   try {
+    // Every allocation this function makes happens before reserve_write(): once temps are
+    // reserved nothing below throws, and the catch releases them if something did.
     MemoryLayoutDesc temp_layout = serialized_layout_desc(layout, *serde_);
     task.temp_keys.reserve(task.keys.size());
     for (const auto& key : task.keys) task.temp_keys.push_back(make_temp_key(key));
-    auto results = l1_->reserve_write(task.temp_keys, std::vector<bool>(task.keys.size(), true),
-                                      temp_layout, ReserveMode::kNew);
+    task.temp_objects.reserve(task.keys.size());
+    const std::vector<bool> is_temporary(task.keys.size(), true);
+    const std::uint64_t bytes =
+        static_cast<std::uint64_t>(temp_layout.total_bytes()) * task.keys.size();
+    auto results = l1_->reserve_write(task.temp_keys, is_temporary, temp_layout, ReserveMode::kNew);
+    reserved = true;
     if (!all_succeeded(results)) {
-      // All or nothing: release the temps that were reserved.
-      std::vector<ObjectKey> reserved;
-      for (std::size_t i = 0; i < results.size(); ++i) {
-        if (results[i].error == L1Error::kSuccess) reserved.push_back(task.temp_keys[i]);
-      }
-      if (!reserved.empty()) {
-        l1_->finish_write(reserved);
-        l1_->delete_keys(reserved);
-      }
-      task.temp_keys.clear();
+      // All or nothing. The temp keys are unique to this task, so finishing and deleting all of
+      // them releases exactly the ones that were reserved (the others answer kNotFound).
+      release_unpublished_temps(task);
       return false;
     }
-    task.temp_objects.reserve(results.size());
     for (auto& r : results) task.temp_objects.push_back(std::move(r.obj));
-    task.temp_bytes = static_cast<std::uint64_t>(temp_layout.total_bytes()) * task.keys.size();
+    if (zero_fill) {
+      // Pool-recycled temps hold another task's bytes (maybe another cache_salt's): a load
+      // temp is zeroed so that an inner adapter that writes fewer bytes than it claims cannot
+      // hand those bytes to the deserializer (docs/wrapper.md, "No stale bytes").
+      for (const auto& obj : task.temp_objects) {
+        std::memset(obj->data(), 0, obj->physical_size());
+      }
+    }
+    task.temp_bytes = bytes;
     metrics_.temp_bytes_reserved(task.temp_bytes);
     return true;
   } catch (...) {
-    // An estimate, key generation or L1 failure: nothing was reserved (reserve_write is atomic).
+    // An estimate, key generation, allocation or L1 failure. reserve_write() is atomic, so
+    // before it returned nothing is held; after it, release what it reserved.
+    if (reserved) release_unpublished_temps(task);
     task.temp_keys.clear();
     task.temp_objects.clear();
     return false;
   }
 }
 
+void SerdeL2AdapterWrapper::release_unpublished_temps(Task& task) noexcept {
+  try {
+    l1_->finish_write(task.temp_keys);
+    l1_->delete_keys(task.temp_keys);
+  } catch (...) {
+    // L1 closed under us (nothing left to release) or out of memory for the answers.
+  }
+  task.temp_keys.clear();
+  task.temp_objects.clear();
+}
+
+bool SerdeL2AdapterWrapper::borrow_store_buffers(Task& task, const MemoryLayoutDesc& layout) {
+  try {
+    MemoryLayoutDesc buffer_layout = serialized_layout_desc(layout, *serde_);
+    std::vector<MemoryObjPtr> lent = inner_->lend_store_buffers(task.keys, buffer_layout);
+    if (lent.size() != task.keys.size()) return false;  // lends nothing (now): temps of our own
+    for (const auto& obj : lent) {
+      // A lent buffer that cannot hold the estimate is the inner's bug: use temps instead (the
+      // lent ones go back when `lent` is dropped).
+      if (!obj || obj->physical_size() < buffer_layout.total_bytes()) return false;
+    }
+    task.temp_objects = std::move(lent);
+    task.lent = true;
+    task.lent_bytes = static_cast<std::uint64_t>(buffer_layout.total_bytes()) * task.keys.size();
+    metrics_.lent_bytes_acquired(task.lent_bytes);
+    return true;
+  } catch (...) {
+    // An inner that throws from the optional capability is treated as one that does not lend.
+    task.temp_objects.clear();
+    return false;
+  }
+}
+
+void SerdeL2AdapterWrapper::release_lent_buffers(Task& task) noexcept {
+  // Dropping our references gives buffers never adopted back to the inner; adopted ones are
+  // the inner's stored bytes now.
+  task.temp_objects.clear();
+  metrics_.lent_bytes_released(task.lent_bytes);
+  task.lent_bytes = 0;
+}
+
 void SerdeL2AdapterWrapper::release_write_locked_temps(Task& task) {
+  if (task.lent) return release_lent_buffers(task);
   if (task.temp_keys.empty()) return;
   try {
     l1_->finish_write(task.temp_keys);
@@ -141,6 +194,7 @@ void SerdeL2AdapterWrapper::release_write_locked_temps(Task& task) {
 }
 
 void SerdeL2AdapterWrapper::release_read_locked_temps(Task& task) {
+  if (task.lent) return release_lent_buffers(task);
   if (task.temp_keys.empty()) return;
   try {
     l1_->finish_read(task.temp_keys);  // temporaries delete themselves on their last read
@@ -177,10 +231,14 @@ void SerdeL2AdapterWrapper::finish_store(TaskId id, L2StoreResult result) {
   store_done_.complete(id, result);
 }
 
-void SerdeL2AdapterWrapper::finish_load(TaskId id, Bitmap result) {
+void SerdeL2AdapterWrapper::finish_load(TaskId id, Bitmap result, bool failed) {
   std::lock_guard lock(mu_);
   tasks_.erase(id);
-  metrics_.task_finished(/*is_store=*/false, result.popcount() > 0 || result.size() == 0);
+  if (!failed && result.size() > 0 && result.none()) {
+    metrics_.load_missed();  // every key absent: an answer, not a failure
+  } else {
+    metrics_.task_finished(/*is_store=*/false, !failed);
+  }
   load_done_.complete(id, std::move(result));
 }
 
@@ -199,9 +257,28 @@ TaskId SerdeL2AdapterWrapper::submit_store_task(const std::vector<ObjectKey>& ke
   Task task;
   task.is_store = true;
   task.keys = keys;
-  if (!allocate_temps(task, objects[0]->layout())) {
+  // Buffers the inner adapter lends (the serializer writes the stored bytes in place, the inner
+  // keeps them without a copy), else temps in L1.
+  if (!borrow_store_buffers(task, objects[0]->layout()) &&
+      !allocate_temps(task, objects[0]->layout(), /*zero_fill=*/false)) {
     finish_store(id, L2StoreResult::failure());
     return id;
+  }
+  const std::size_t wide_bytes = objects[0]->layout().total_bytes() * objects.size();
+  if (wide_bytes <= options_.inline_serialize_max_bytes) {
+    const Clock::time_point started = Clock::now();
+    std::optional<bool> serialized;
+    try {
+      serialized = serde_->serialize_inline(objects, task.temp_objects, keys);
+    } catch (...) {
+      serialized = false;  // all or nothing, as a failed submitted serialize
+    }
+    if (serialized) {
+      metrics_.enter(WrapperStep::kSerialize);
+      metrics_.leave(WrapperStep::kSerialize, Clock::now() - started);
+      metrics_.inline_step(WrapperStep::kSerialize);
+      return continue_inline_store(id, std::move(task), *serialized);
+    }
   }
   std::lock_guard lock(mu_);
   if (closing_) {
@@ -210,7 +287,16 @@ TaskId SerdeL2AdapterWrapper::submit_store_task(const std::vector<ObjectKey>& ke
     store_done_.complete(id, L2StoreResult::failure());
     return id;
   }
-  Task& t = tasks_.emplace(id, std::move(task)).first->second;
+  Task* added = nullptr;
+  try {
+    // reserve() first, so that emplace can only fail allocating its node, before the move.
+    tasks_.reserve(tasks_.size() + 1);
+    added = &tasks_.emplace(id, std::move(task)).first->second;
+  } catch (...) {
+    release_write_locked_temps(task);  // out of memory: the caller gets std::bad_alloc
+    throw;
+  }
+  Task& t = *added;
   enter_phase(t, Phase::kSerialize);
   try {
     TaskId serde_id = serde_->submit_serialize(objects, t.temp_objects, keys);  // the original keys
@@ -218,6 +304,54 @@ TaskId SerdeL2AdapterWrapper::submit_store_task(const std::vector<ObjectKey>& ke
   } catch (...) {
     leave_phase(t);
     release_write_locked_temps(t);
+    tasks_.erase(id);
+    metrics_.task_finished(true, false);
+    store_done_.complete(id, L2StoreResult::failure());
+  }
+  return id;
+}
+
+TaskId SerdeL2AdapterWrapper::continue_inline_store(TaskId id, Task task, bool serialized) {
+  bool read_locked = false;
+  try {
+    if (serialized &&
+        (task.lent || all_succeeded(l1_->finish_write_and_reserve_read(task.temp_keys)))) {
+      read_locked = true;
+    } else if (serialized) {
+      l1_->finish_read(task.temp_keys);  // someone touched our temps
+    }
+  } catch (...) {
+    // L1 closed under us: fail below.
+  }
+  if (!read_locked) {
+    release_write_locked_temps(task);
+    finish_store(id, L2StoreResult::failure());
+    return id;
+  }
+  std::lock_guard lock(mu_);
+  if (closing_) {
+    release_read_locked_temps(task);
+    metrics_.task_finished(true, false);
+    store_done_.complete(id, L2StoreResult::failure());
+    return id;
+  }
+  Task* added = nullptr;
+  try {
+    tasks_.reserve(tasks_.size() + 1);
+    added = &tasks_.emplace(id, std::move(task)).first->second;
+  } catch (...) {
+    release_read_locked_temps(task);  // out of memory: the caller gets std::bad_alloc
+    throw;
+  }
+  Task& t = *added;
+  enter_phase(t, Phase::kInnerStore);
+  try {
+    // Under mu_, so the loop cannot look the inner id up before it is mapped.
+    TaskId inner_id = inner_->submit_store_task(t.keys, t.temp_objects);
+    inner_store_to_task_.emplace(inner_id, id);
+  } catch (...) {
+    leave_phase(t);
+    release_read_locked_temps(t);
     tasks_.erase(id);
     metrics_.task_finished(true, false);
     store_done_.complete(id, L2StoreResult::failure());
@@ -247,29 +381,38 @@ void SerdeL2AdapterWrapper::drain_serialize() {
       task = &tasks_.at(id);  // nodes stay put; only this thread erases from here on
     }
     leave_phase(*task);
-    if (!*ok) {
-      release_write_locked_temps(*task);
-      finish_store(id, L2StoreResult::failure());
-      continue;
-    }
-    auto moved = l1_->finish_write_and_reserve_read(task->temp_keys);
-    if (!all_succeeded(moved)) {
-      // Someone touched our temps: release them from whichever state they are in.
-      l1_->finish_read(task->temp_keys);
-      release_write_locked_temps(*task);
-      finish_store(id, L2StoreResult::failure());
-      continue;
-    }
-    enter_phase(*task, Phase::kInnerStore);
+    // Whatever throws from here on (an L1 call after L1's close(), an allocation) still
+    // completes the store as failed, exactly once, with its temps released and its phase left.
+    bool read_locked = false;
+    bool in_inner_store = false;
+    bool failed = false;
     try {
-      TaskId inner_id = inner_->submit_store_task(task->keys, task->temp_objects);
-      std::lock_guard lock(mu_);
-      inner_store_to_task_.emplace(inner_id, id);
+      if (!*ok) {
+        failed = true;
+      } else if (!task->lent &&
+                 !all_succeeded(l1_->finish_write_and_reserve_read(task->temp_keys))) {
+        // Someone touched our temps: release them from whichever state they are in.
+        l1_->finish_read(task->temp_keys);
+        failed = true;
+      } else {
+        read_locked = true;
+        enter_phase(*task, Phase::kInnerStore);
+        in_inner_store = true;
+        TaskId inner_id = inner_->submit_store_task(task->keys, task->temp_objects);
+        std::lock_guard lock(mu_);
+        inner_store_to_task_.emplace(inner_id, id);
+      }
     } catch (...) {
-      leave_phase(*task);
-      release_read_locked_temps(*task);
-      finish_store(id, L2StoreResult::failure());
+      failed = true;
     }
+    if (!failed) continue;
+    if (in_inner_store) leave_phase(*task);
+    if (read_locked) {
+      release_read_locked_temps(*task);
+    } else {
+      release_write_locked_temps(*task);
+    }
+    finish_store(id, L2StoreResult::failure());
   }
 }
 
@@ -301,15 +444,15 @@ TaskId SerdeL2AdapterWrapper::submit_load_task(const std::vector<ObjectKey>& key
   validate_batch("submit_load_task", keys, objects);
   const TaskId id = ids_.next();
   if (keys.empty()) {
-    finish_load(id, Bitmap(0));
+    finish_load(id, Bitmap(0), /*failed=*/false);
     return id;
   }
   Task task;
   task.is_store = false;
   task.keys = keys;
   task.dst_objects = objects;
-  if (!allocate_temps(task, objects[0]->layout())) {
-    finish_load(id, Bitmap(keys.size()));
+  if (!allocate_temps(task, objects[0]->layout(), /*zero_fill=*/true)) {
+    finish_load(id, Bitmap(keys.size()), /*failed=*/true);
     return id;
   }
   std::lock_guard lock(mu_);
@@ -319,7 +462,16 @@ TaskId SerdeL2AdapterWrapper::submit_load_task(const std::vector<ObjectKey>& key
     load_done_.complete(id, Bitmap(keys.size()));
     return id;
   }
-  Task& t = tasks_.emplace(id, std::move(task)).first->second;
+  Task* added = nullptr;
+  try {
+    // reserve() first, so that emplace can only fail allocating its node, before the move.
+    tasks_.reserve(tasks_.size() + 1);
+    added = &tasks_.emplace(id, std::move(task)).first->second;
+  } catch (...) {
+    release_write_locked_temps(task);  // out of memory: the caller gets std::bad_alloc
+    throw;
+  }
+  Task& t = *added;
   enter_phase(t, Phase::kInnerLoad);
   try {
     TaskId inner_id = inner_->submit_load_task(keys, t.temp_objects);
@@ -360,31 +512,66 @@ void SerdeL2AdapterWrapper::drain_inner_load() {
     }
     leave_phase(*task);
     const std::size_t n = task->keys.size();
-    if (loaded->size() != n || loaded->none()) {
-      // Nothing to deserialize (or a malformed bitmap, treated as a failed load).
-      release_write_locked_temps(*task);
-      finish_load(id, loaded->size() == n ? std::move(*loaded) : Bitmap(n));
-      continue;
-    }
-    std::vector<MemoryObjPtr> srcs, dsts;
-    std::vector<ObjectKey> keys;  // the original keys, never the temps' (docs/serde.md)
-    for (std::size_t i : loaded->set_indices()) {
-      srcs.push_back(task->temp_objects[i]);
-      dsts.push_back(task->dst_objects[i]);
-      keys.push_back(task->keys[i]);
-    }
-    task->inner_bitmap = std::move(*loaded);
-    enter_phase(*task, Phase::kDeserialize);
+    // Whatever throws from here on (an allocation) still completes the load as failed, exactly
+    // once, with its temps released and its phase left.
+    bool in_deserialize = false;
+    std::optional<bool> deserialized_inline;
     try {
-      TaskId serde_id =
-          serde_->submit_deserialize(std::move(srcs), std::move(dsts), std::move(keys));
-      std::lock_guard lock(mu_);
-      deserialize_to_task_.emplace(serde_id, id);
+      if (loaded->size() != n || loaded->none()) {
+        // Nothing to deserialize: every key absent (a miss, not a failure), or a malformed
+        // bitmap (a failed load).
+        const bool malformed = loaded->size() != n;
+        release_write_locked_temps(*task);
+        finish_load(id, malformed ? Bitmap(n) : std::move(*loaded), /*failed=*/malformed);
+        continue;
+      }
+      std::vector<MemoryObjPtr> srcs, dsts;
+      std::vector<ObjectKey> keys;  // the original keys, never the temps' (docs/serde.md)
+      const std::vector<std::size_t> hits = loaded->set_indices();
+      srcs.reserve(hits.size());
+      dsts.reserve(hits.size());
+      keys.reserve(hits.size());
+      for (std::size_t i : hits) {
+        srcs.push_back(task->temp_objects[i]);
+        dsts.push_back(task->dst_objects[i]);
+        keys.push_back(task->keys[i]);
+      }
+      task->inner_bitmap = std::move(*loaded);
+      enter_phase(*task, Phase::kDeserialize);
+      in_deserialize = true;
+      std::size_t loaded_bytes = 0;
+      for (const auto& src : srcs) loaded_bytes += src->size();
+      if (loaded_bytes <= options_.inline_deserialize_max_bytes) {
+        // On this thread: no hand-off to a serde worker and back.
+        try {
+          deserialized_inline = serde_->deserialize_inline(srcs, dsts, keys);
+        } catch (...) {
+          deserialized_inline = false;  // all or nothing, as a failed submitted deserialize
+        }
+      }
+      if (!deserialized_inline) {
+        TaskId serde_id =
+            serde_->submit_deserialize(std::move(srcs), std::move(dsts), std::move(keys));
+        std::lock_guard lock(mu_);
+        deserialize_to_task_.emplace(serde_id, id);
+        continue;
+      }
     } catch (...) {
+    }
+    if (deserialized_inline) {
+      metrics_.inline_step(WrapperStep::kDeserialize);
       leave_phase(*task);
       release_write_locked_temps(*task);
-      finish_load(id, Bitmap(n));
+      if (*deserialized_inline) {
+        finish_load(id, std::move(task->inner_bitmap), /*failed=*/false);
+      } else {
+        finish_load(id, Bitmap(n), /*failed=*/true);
+      }
+      continue;
     }
+    if (in_deserialize) leave_phase(*task);
+    release_write_locked_temps(*task);
+    finish_load(id, Bitmap(n), /*failed=*/true);
   }
 }
 
@@ -406,7 +593,11 @@ void SerdeL2AdapterWrapper::drain_deserialize() {
     }
     leave_phase(*task);
     release_write_locked_temps(*task);
-    finish_load(id, *ok ? std::move(task->inner_bitmap) : Bitmap(task->keys.size()));
+    if (*ok) {
+      finish_load(id, std::move(task->inner_bitmap), /*failed=*/false);
+    } else {
+      finish_load(id, Bitmap(task->keys.size()), /*failed=*/true);
+    }
   }
 }
 

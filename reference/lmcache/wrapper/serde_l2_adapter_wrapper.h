@@ -6,6 +6,9 @@
 //
 //   store: reserve temps -> serialize(objs -> temps) -> inner store(original keys, temps)
 //          -> finish_read(temps) (they delete themselves) -> signal store fd
+//          When the inner adapter lends store buffers (L2AdapterInterface::lend_store_buffers),
+//          they replace the temps: the serializer writes the stored bytes in place and the
+//          inner keeps them without copying; no L1 temp is used.
 //   load:  reserve temps -> inner load(original keys -> temps) -> deserialize(set bits only)
 //          -> finish_write + delete(temps) -> signal load fd
 // Lookup, unlock, delete, usage, eviction support and listeners pass straight to the inner
@@ -18,7 +21,8 @@
 //
 // Failure policy: all or nothing per submit. submit_* throws only std::invalid_argument (length
 // mismatch, a null object, objects whose layouts differ from objects[0], naming the index) and
-// std::logic_error after close(). Every other failure -- temp allocation on any key, a throw
+// std::logic_error after close() (and std::bad_alloc when memory runs out before the task
+// holds anything). Every other failure -- temp allocation on any key, a throw
 // from the serde or the inner adapter at submit or while draining, a false serialize or
 // deserialize, a failed inner store, an inner bitmap of the wrong size -- completes the task as
 // failed exactly once (store: success=false, 0 bytes; load: all-zero bitmap of keys.size())
@@ -49,6 +53,14 @@ class PollLoop;  // lmcache/core/poll_loop.h
 struct SerdeWrapperOptions {
   // Upper bound of one poll; only a safety net, since every event wakes the loop.
   std::chrono::milliseconds poll_timeout{500};
+  // Inline serde steps (fewer thread hand-offs; the processor must implement
+  // SerdeProcessor::serialize_inline / deserialize_inline, else the step is submitted as usual):
+  // a store of at most this many bytes of objects is serialized on the submitting thread, so
+  // submit_store_task() takes the serialize's time (0: never, the default; the caller opts in).
+  std::size_t inline_serialize_max_bytes = 0;
+  // A load whose loaded serialized bytes are at most this many is deserialized on the wrapper's
+  // loop thread instead of a serde worker (0: never, the default; opt in).
+  std::size_t inline_deserialize_max_bytes = 0;
   // Where the metrics go (a fresh registry when null) and labels added to every series.
   std::shared_ptr<prometheus::Registry> metrics_registry;
   std::map<std::string, std::string> metrics_labels;
@@ -73,6 +85,11 @@ class SerdeL2AdapterWrapper final : public L2AdapterInterface {
   std::map<TaskId, L2StoreResult> pop_completed_store_tasks() override;
 
   TaskId submit_lookup_and_lock_task(const std::vector<ObjectKey>& keys) override;
+  // query_lookup_and_lock_result()
+  //
+  // The inner adapter's answer. Throws std::logic_error after close(), also for a lookup that
+  // completed before: the result and the locks it reports are the inner's, which close()
+  // closes (docs/wrapper.md).
   std::optional<Bitmap> query_lookup_and_lock_result(TaskId id) override;
   void submit_unlock(const std::vector<ObjectKey>& keys) override;
 
@@ -119,8 +136,12 @@ class SerdeL2AdapterWrapper final : public L2AdapterInterface {
     std::vector<ObjectKey> keys;
     std::vector<MemoryObjPtr> dst_objects;  // loads: the caller's destinations
     std::vector<ObjectKey> temp_keys;
+    // The serialized bytes: temps in L1 (temp_keys), or buffers the inner lent (lent == true,
+    // no temp_keys).
     std::vector<MemoryObjPtr> temp_objects;
     std::uint64_t temp_bytes = 0;
+    bool lent = false;
+    std::uint64_t lent_bytes = 0;
     Bitmap inner_bitmap;  // loads: what the inner adapter loaded
   };
 
@@ -128,10 +149,19 @@ class SerdeL2AdapterWrapper final : public L2AdapterInterface {
   void validate_batch(const char* op, const std::vector<ObjectKey>& keys,
                       const std::vector<MemoryObjPtr>& objects) const;
 
-  // Reserves one temp per key in one batched reserve_write. On any failure releases what was
-  // reserved and returns false.
-  bool allocate_temps(Task& task, const MemoryLayoutDesc& layout);
-  // Releases temps that are still write-locked (finish_write + delete_keys).
+  // Reserves one temp per key in one batched reserve_write (zero-filled when `zero_fill`). On
+  // any failure, a throw included, releases what was reserved and returns false.
+  bool allocate_temps(Task& task, const MemoryLayoutDesc& layout, bool zero_fill);
+  // Releases temps reserved by allocate_temps() that the task never published (finish_write +
+  // delete_keys on every temp key of the task); swallows L1's errors.
+  void release_unpublished_temps(Task& task) noexcept;
+  // Stores: asks the inner adapter to lend one buffer per key for the serialized bytes. False
+  // (nothing held) when it lends nothing, lends a wrong count or too small a buffer, or throws.
+  bool borrow_store_buffers(Task& task, const MemoryLayoutDesc& layout);
+  // Drops the task's references to lent buffers (the inner gets back those it did not adopt).
+  void release_lent_buffers(Task& task) noexcept;
+  // Releases temps that are still write-locked (finish_write + delete_keys). The release
+  // functions below release lent buffers instead when the task has them.
   void release_write_locked_temps(Task& task);
   // Releases temps that were moved to read-locked (finish_read deletes them).
   void release_read_locked_temps(Task& task);
@@ -140,9 +170,14 @@ class SerdeL2AdapterWrapper final : public L2AdapterInterface {
   void enter_phase(Task& task, Phase phase);
   void leave_phase(Task& task);
 
-  // Removes the task and publishes its result (store: `store_result`; load: `load_result`).
+  // Removes the task and publishes its result. A load that did not fail and found no key
+  // counts as a miss in the metrics, not as a failure.
   void finish_store(TaskId id, L2StoreResult result);
-  void finish_load(TaskId id, Bitmap result);
+  void finish_load(TaskId id, Bitmap result, bool failed);
+
+  // A store whose serialize finished inline (in submit_store_task): moves its temps to read
+  // and submits the inner store, or completes it as failed. Returns `id`.
+  TaskId continue_inline_store(TaskId id, Task task, bool serialized);
 
   void drain_serialize();
   void drain_inner_store();

@@ -15,6 +15,7 @@
 #include "lmcache/serde/async_serde_processor.h"
 #include "lmcache/serde/serde_registry.h"
 #include "lmcache/wrapper/adapter_factory.h"
+#include "lmcache/wrapper/testing/alloc_failure.h"
 #include "lmcache/wrapper/testing/wrapper_test_support.h"
 
 namespace lmcache {
@@ -354,6 +355,138 @@ TEST_F(WrapperFailureConcurrency, DeserializeQueryThrows) {
   expect_load_fails_once(s);
 }
 
+// Every phase gauge reads zero (a negative one means a phase was left twice).
+void expect_no_task_in_any_phase(const SerdeL2AdapterWrapper& w, const std::string& when) {
+  for (std::size_t i = 0; i < kWrapperStepCount; ++i) {
+    auto step = static_cast<WrapperStep>(i);
+    EXPECT_EQ(w.metrics().in_flight(step), 0) << wrapper_step_name(step) << " " << when;
+  }
+}
+
+TEST_F(WrapperFailureConcurrency, L1ClosedDuringSerializeCompletesTheStoreAsFailedAtOnce) {
+  Gate gate;
+  Stack s;
+  s.serializer->gate = &gate;
+  TaskId id = s.wrapper->submit_store_task(keys(10, 2), make_objects(layout_, 2, 1));
+  ASSERT_TRUE(gate.wait_entered());
+  s.l1->close();  // the serialize drain's next L1 call throws
+  gate.open();
+  auto r = wait_store(*s.wrapper, id);
+  ASSERT_TRUE(r.has_value()) << "the store must complete without waiting for close()";
+  EXPECT_FALSE(r->is_successful());
+  expect_no_task_in_any_phase(*s.wrapper, "after the failed store");
+  EXPECT_EQ(s.wrapper->metrics().temp_bytes(), 0u);
+  s.wrapper->close();
+  expect_no_task_in_any_phase(*s.wrapper, "after close()");
+  EXPECT_TRUE(s.wrapper->pop_completed_store_tasks().empty()) << "completed once";
+}
+
+TEST_F(WrapperFailureConcurrency, AllocationFailureInTheInnerLoadDrainFailsTheLoadOnce) {
+  Stack s;
+  prestore(s, 3);
+  const std::size_t baseline = s.l1_used();
+  int k = 0;
+  for (;; ++k) {
+    ASSERT_LT(k, 200) << "the drain never got past its allocations";
+    const int fired = wrapper_internal::injected_allocation_failures();
+    s.inner->fail_allocation_after_query_load = k;  // the k-th allocation of the drain throws
+    auto dst = make_objects(layout_, 3, 0, false);
+    auto bits = wait_load(*s.wrapper, s.wrapper->submit_load_task(keys(0, 3), dst));
+    s.inner->fail_allocation_after_query_load = -1;
+    ASSERT_TRUE(bits.has_value()) << "allocation " << k << ": the load never completed";
+    expect_no_task_in_any_phase(*s.wrapper, "allocation " + std::to_string(k));
+    EXPECT_EQ(s.wrapper->metrics().temp_bytes(), 0u) << k;
+    EXPECT_EQ(s.l1_used(), baseline) << "allocation " << k << ": a temp leaked";
+    if (wrapper_internal::injected_allocation_failures() == fired) {
+      EXPECT_TRUE(bits->all()) << "no failure injected: the load succeeds";
+      break;
+    }
+    EXPECT_EQ(*bits, Bitmap(3)) << "allocation " << k << " failed: all-zero bitmap";
+  }
+  EXPECT_GT(k, 0) << "the drain allocates, so some failure must have been injected";
+  EXPECT_EQ(s.wrapper->metrics().summary()["tasks"]["load_failure"].get<std::uint64_t>(),
+            static_cast<std::uint64_t>(k));
+}
+
+TEST_F(WrapperFailureConcurrency, AllocationFailureAnywhereInASubmitReleasesItsTemps) {
+  Stack s;
+  prestore(s, 3);
+  const std::size_t baseline = s.l1_used();
+  for (bool store : {true, false}) {
+    int k = 0;
+    for (;; ++k) {
+      ASSERT_LT(k, 500) << "the submit never got past its allocations";
+      auto objs = make_objects(layout_, 3, 5, /*fill=*/store);
+      auto ks = keys(store ? 20 : 0, 3);
+      const int fired = wrapper_internal::injected_allocation_failures();
+      std::optional<TaskId> id;
+      wrapper_internal::fail_allocation_on_this_thread(k);
+      try {
+        id = store ? s.wrapper->submit_store_task(ks, objs) : s.wrapper->submit_load_task(ks, objs);
+      } catch (const std::bad_alloc&) {
+        // Allowed only while the task holds nothing: checked below.
+      }
+      wrapper_internal::fail_allocation_on_this_thread(-1);
+      const bool injected = wrapper_internal::injected_allocation_failures() != fired;
+      const std::string what =
+          (store ? "store" : "load") + std::string(", allocation ") + std::to_string(k);
+      if (id && store) {
+        ASSERT_TRUE(wait_store(*s.wrapper, *id).has_value()) << what;
+      } else if (id) {
+        ASSERT_TRUE(wait_load(*s.wrapper, *id).has_value()) << what;
+      }
+      EXPECT_EQ(s.l1_used(), baseline) << what << ": a temp leaked";
+      EXPECT_EQ(s.wrapper->metrics().temp_bytes(), 0u) << what;
+      expect_no_task_in_any_phase(*s.wrapper, what);
+      if (!injected) break;
+    }
+    EXPECT_GT(k, 0) << (store ? "store" : "load");
+  }
+}
+
+// A broken inner adapter reports keys loaded without writing the temps: the deserializer must
+// then see zeros, never the bytes an earlier task (of another cache_salt) left in a recycled
+// temp.
+TEST_F(WrapperFailureConcurrency, RecycledTempsNeverCarryAnotherTenantsBytesToTheDeserializer) {
+  Stack s;
+  auto tenant_a = std::vector<ObjectKey>{key(1, "tenant-a"), key(2, "tenant-a")};
+  auto a_src = make_objects(layout_, 2, 17);
+  for (auto& obj : a_src) {
+    for (auto& b : obj->bytes()) b = std::byte{0x3c};  // bf16 1.46875 -> fp8 nonzero
+  }
+  auto stored = wait_store(*s.wrapper, s.wrapper->submit_store_task(tenant_a, a_src));
+  ASSERT_TRUE(stored && stored->is_successful());
+  auto a_dst = make_objects(layout_, 2, 0, false);
+  auto a_bits = wait_load(*s.wrapper, s.wrapper->submit_load_task(tenant_a, a_dst));
+  ASSERT_TRUE(a_bits && a_bits->all());
+
+  s.inner->claim_loads = true;
+  auto tenant_b = std::vector<ObjectKey>{key(1, "tenant-b"), key(2, "tenant-b")};
+  auto b_dst = make_objects(layout_, 2, 0, false);
+  auto b_bits = wait_load(*s.wrapper, s.wrapper->submit_load_task(tenant_b, b_dst));
+  ASSERT_TRUE(b_bits.has_value());
+  for (std::size_t i = 0; i < b_dst.size(); ++i) {
+    for (std::byte b : b_dst[i]->bytes()) {
+      ASSERT_EQ(b, std::byte{0}) << "object " << i << " decoded bytes left by tenant-a's temps";
+    }
+  }
+}
+
+TEST_F(WrapperFailureConcurrency, LoadsThatFindNoKeyAreMissesNotFailures) {
+  Stack s;
+  auto dst = make_objects(layout_, 3, 0, false);
+  auto bits = wait_load(*s.wrapper, s.wrapper->submit_load_task(keys(900, 3), dst));
+  ASSERT_TRUE(bits.has_value());
+  EXPECT_EQ(*bits, Bitmap(3));
+  Json tasks = s.wrapper->metrics().summary()["tasks"];
+  EXPECT_EQ(tasks["load_failure"].get<std::uint64_t>(), 0u) << tasks.dump();
+  EXPECT_EQ(tasks["load_miss"].get<std::uint64_t>(), 1u) << tasks.dump();
+  s.inner->throw_on_submit_load = true;
+  expect_load_fails_once(s);
+  EXPECT_EQ(s.wrapper->metrics().summary()["tasks"]["load_failure"].get<std::uint64_t>(), 1u)
+      << "a real failure still counts";
+}
+
 TEST_F(WrapperFailureConcurrency, MissingKeysCompleteWithZerosWithoutDeserializing) {
   Stack s;
   expect_load_fails_once(s);
@@ -381,6 +514,164 @@ TEST_F(WrapperFailureConcurrency, PartialInnerLoadKeepsItsBitmapAndDeserializesO
 
 // ---------------------------------------------------------------------------------------------
 // Submit-time validation.
+
+// ---------------------------------------------------------------------------------------------
+// Lent store buffers: the serializer writes the inner's own buffers, no L1 temp is used.
+
+// The inner's lent bytes outstanding once nothing holds them any more: the processor's workers
+// may drop their last references just after a failed store completed, and the buffers go back
+// then (a bounded wait for that, not a timing assertion).
+std::uint64_t lent_bytes_once_released(const L2AdapterInterface& inner) {
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (inner.lent_bytes_outstanding() != 0 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(1ms);
+  }
+  return inner.lent_bytes_outstanding();
+}
+
+TEST(WrapperLentBuffersConcurrency, StoreSerializesIntoLentBuffersWithoutTemps) {
+  Gate gate;
+  Stack s;
+  s.inner->lend = true;
+  const auto layout = MemoryLayoutDesc::single({4, 64}, DType::kBFloat16);
+  auto ks = keys(300, 3);
+  auto src = make_objects(layout, 3, 9);
+  s.serializer->gate = &gate;
+  TaskId id = s.wrapper->submit_store_task(ks, src);
+  ASSERT_TRUE(gate.wait_entered());
+  EXPECT_EQ(s.l1_used(), 0u) << "no L1 temp while serializing into lent buffers";
+  EXPECT_EQ(s.wrapper->metrics().temp_bytes(), 0u);
+  EXPECT_EQ(s.wrapper->metrics().lent_bytes(), 3u * 384u) << "three buffers of 1.5 x 256 bytes";
+  EXPECT_GT(s.inner->lent_bytes_outstanding(), 0u);
+  gate.open();
+  auto r = wait_store(*s.wrapper, id);
+  ASSERT_TRUE(r && r->is_successful());
+  EXPECT_EQ(r->bytes_transferred(), 3u * 256u) << "the narrowed size, one byte per element";
+  EXPECT_EQ(s.wrapper->metrics().lent_bytes(), 0u);
+  EXPECT_EQ(s.inner->lent_bytes_outstanding(), 0u) << "every lent buffer was adopted";
+  auto dst = make_objects(layout, 3, 0, false);
+  auto bits = wait_load(*s.wrapper, s.wrapper->submit_load_task(ks, dst));
+  ASSERT_TRUE(bits && bits->all());
+  for (int i = 0; i < 3; ++i) EXPECT_TRUE(same_bytes(*src[i], *dst[i])) << i;
+  EXPECT_EQ(s.l1_used(), 0u);
+}
+
+TEST(WrapperLentBuffersConcurrency, FailedSerializeGivesEveryLentBufferBackAndStoresNothing) {
+  Stack s;
+  s.inner->lend = true;
+  s.serializer->throw_on_call = 1;
+  const auto layout = MemoryLayoutDesc::single({4, 64}, DType::kBFloat16);
+  auto ks = keys(400, 3);
+  auto r = wait_store(*s.wrapper, s.wrapper->submit_store_task(ks, make_objects(layout, 3, 2)));
+  ASSERT_TRUE(r.has_value());
+  EXPECT_FALSE(r->is_successful());
+  EXPECT_EQ(s.wrapper->metrics().lent_bytes(), 0u);
+  EXPECT_EQ(lent_bytes_once_released(*s.inner), 0u) << "the buffers went back to the inner";
+  EXPECT_EQ(s.wrapper->get_usage().total_bytes_used, 0u) << "nothing became visible";
+  expect_no_task_in_any_phase(*s.wrapper, "after the failed store");
+}
+
+TEST(WrapperLentBuffersConcurrency, ClosingWithAStoreInSerializeGivesTheLentBuffersBack) {
+  Gate gate;
+  Stack s;
+  s.inner->lend = true;
+  s.serializer->gate = &gate;
+  const auto layout = MemoryLayoutDesc::single({4, 64}, DType::kBFloat16);
+  TaskId id = s.wrapper->submit_store_task(keys(500, 2), make_objects(layout, 2, 4));
+  ASSERT_TRUE(gate.wait_entered());
+  std::thread opener([&] {
+    std::this_thread::sleep_for(20ms);
+    gate.open();
+  });
+  s.wrapper->close();
+  opener.join();
+  auto done = s.wrapper->pop_completed_store_tasks();
+  ASSERT_EQ(done.count(id), 1u);
+  EXPECT_FALSE(done.at(id).is_successful());
+  EXPECT_EQ(s.wrapper->metrics().lent_bytes(), 0u);
+  expect_no_task_in_any_phase(*s.wrapper, "after close()");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Inline serde steps: the AsyncSerdeProcessor runs them on the submitting / loop thread.
+
+struct InlineStack {
+  explicit InlineStack(SerdeWrapperOptions options) {
+    auto ser = std::make_shared<ControlledSerializer>();
+    serializer = ser.get();
+    auto inner_adapter = std::make_unique<FlakyAdapter>(
+        std::make_unique<MockL2Adapter>(MockL2AdapterOptions::from_gb(1.0, 100.0)));
+    inner = inner_adapter.get();
+    l1 = std::make_shared<L1Manager>(kL1Capacity);
+    wrapper = std::make_unique<SerdeL2AdapterWrapper>(
+        std::move(inner_adapter),
+        std::make_unique<AsyncSerdeProcessor>(ser, std::make_shared<Fp8Deserializer>(), 2), l1,
+        std::move(options));
+  }
+  std::shared_ptr<L1Manager> l1;
+  ControlledSerializer* serializer;
+  FlakyAdapter* inner;
+  std::unique_ptr<SerdeL2AdapterWrapper> wrapper;
+};
+
+TEST(WrapperInlineConcurrency, SmallTasksRunTheirSerdeStepsInlineAndRoundTripExactly) {
+  for (bool lend : {false, true}) {
+    SerdeWrapperOptions options;
+    options.inline_serialize_max_bytes = 1 << 20;
+    options.inline_deserialize_max_bytes = 1 << 20;
+    InlineStack s(options);
+    s.inner->lend = lend;
+    const auto layout = MemoryLayoutDesc::single({4, 64}, DType::kBFloat16);
+    auto ks = keys(600, 3);
+    auto src = make_objects(layout, 3, 21);
+    auto r = wait_store(*s.wrapper, s.wrapper->submit_store_task(ks, src));
+    ASSERT_TRUE(r && r->is_successful()) << "lend " << lend;
+    EXPECT_EQ(r->bytes_transferred(), 3u * 256u);
+    auto dst = make_objects(layout, 3, 0, false);
+    auto bits = wait_load(*s.wrapper, s.wrapper->submit_load_task(ks, dst));
+    ASSERT_TRUE(bits && bits->all());
+    for (int i = 0; i < 3; ++i) EXPECT_TRUE(same_bytes(*src[i], *dst[i])) << i;
+    EXPECT_EQ(s.wrapper->metrics().inline_steps(WrapperStep::kSerialize), 1u);
+    EXPECT_EQ(s.wrapper->metrics().inline_steps(WrapperStep::kDeserialize), 1u);
+    EXPECT_EQ(s.l1->get_memory_usage().used_bytes, 0u) << "temps released";
+    EXPECT_EQ(s.wrapper->metrics().lent_bytes(), 0u);
+    expect_no_task_in_any_phase(*s.wrapper, "after the round trip");
+  }
+}
+
+TEST(WrapperInlineConcurrency, AFailedInlineSerializeFailsTheStoreOnceAndReleasesItsBuffers) {
+  for (bool lend : {false, true}) {
+    SerdeWrapperOptions options;
+    options.inline_serialize_max_bytes = 1 << 20;
+    InlineStack s(options);
+    s.inner->lend = lend;
+    s.serializer->throw_on_call = 1;
+    const auto layout = MemoryLayoutDesc::single({4, 64}, DType::kBFloat16);
+    TaskId id = s.wrapper->submit_store_task(keys(700, 3), make_objects(layout, 3, 1));
+    auto now = s.wrapper->pop_completed_store_tasks();
+    ASSERT_EQ(now.count(id), 1u) << "an inline failure completes inside submit";
+    EXPECT_FALSE(now.at(id).is_successful());
+    EXPECT_EQ(s.l1->get_memory_usage().used_bytes, 0u);
+    EXPECT_EQ(lent_bytes_once_released(*s.inner), 0u);
+    EXPECT_EQ(s.wrapper->get_usage().total_bytes_used, 0u) << "nothing stored";
+    expect_no_task_in_any_phase(*s.wrapper, "after the failed store");
+  }
+}
+
+TEST(WrapperInlineConcurrency, LargeTasksAndTheDefaultOptionsStillUseTheWorkers) {
+  InlineStack s(SerdeWrapperOptions{});
+  const auto layout = MemoryLayoutDesc::single({1024, 1025}, DType::kBFloat16);
+  auto ks = keys(800, 1);
+  auto src = make_objects(layout, 1, 5);
+  auto r = wait_store(*s.wrapper, s.wrapper->submit_store_task(ks, src));
+  ASSERT_TRUE(r && r->is_successful());
+  auto dst = make_objects(layout, 1, 0, false);
+  auto bits = wait_load(*s.wrapper, s.wrapper->submit_load_task(ks, dst));
+  ASSERT_TRUE(bits && bits->all());
+  EXPECT_TRUE(same_bytes(*src[0], *dst[0]));
+  EXPECT_EQ(s.wrapper->metrics().inline_steps(WrapperStep::kSerialize), 0u) << "opt-in only";
+  EXPECT_EQ(s.wrapper->metrics().inline_steps(WrapperStep::kDeserialize), 0u);
+}
 
 TEST(WrapperValidation, HomogeneityAndLengthsThrowNamingTheIndex) {
   Stack s;

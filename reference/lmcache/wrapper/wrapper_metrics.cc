@@ -98,6 +98,9 @@ WrapperMetrics::WrapperMetrics(std::shared_ptr<prometheus::Registry> registry,
       tasks_[store][ok] = &tasks.Add(l);
     }
   }
+  auto miss = with(labels, "op", "load");
+  miss["outcome"] = "miss";
+  load_miss_ = &tasks.Add(miss);
 }
 
 void WrapperMetrics::leave(WrapperStep phase, std::chrono::steady_clock::duration took) {
@@ -163,7 +166,8 @@ Json WrapperMetrics::summary() const {
            {{"store_success", count(1, 1)},
             {"store_failure", count(1, 0)},
             {"load_success", count(0, 1)},
-            {"load_failure", count(0, 0)}}},
+            {"load_failure", count(0, 0)},
+            {"load_miss", static_cast<std::uint64_t>(std::llround(load_miss_->Value()))}}},
           {"step_latency_seconds", steps}};
 }
 

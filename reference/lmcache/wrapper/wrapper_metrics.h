@@ -14,7 +14,8 @@
 //                                                        (step = serialize|deserialize) instead
 //                                                        of on the processor's workers
 //   lmcache_serde_wrapper_tasks_total{op, outcome}      counter; op = store|load,
-//                                                        outcome = success|failure
+//                                                        outcome = success|failure, and
+//                                                        miss for a load that found no key
 //
 // Thread-safe (prometheus-cpp metrics are atomic).
 #pragma once
@@ -74,6 +75,8 @@ class WrapperMetrics {
   void inline_step(WrapperStep step);
 
   void task_finished(bool is_store, bool success);
+  // A load completed without error and found none of its keys (outcome="miss"; not a failure).
+  void load_missed() { load_miss_->Increment(); }
 
   // Current in-flight count of a phase, temp bytes held, lent bytes held, and the serde steps
   // of `step` run inline so far.
@@ -85,8 +88,9 @@ class WrapperMetrics {
   // summary()
   //
   // {"tasks_in_flight": {phase: n}, "temp_bytes_held": n, "lent_bytes_held": n,
-  //  "inline_steps": {"serialize": n, "deserialize": n}, "tasks": {"store_success": n, ...},
-  //  "step_latency_seconds": {step: {"count", "sum", "mean", "p50", "p99"}}}. Percentiles are
+  //  "inline_steps": {"serialize": n, "deserialize": n}, "tasks": {"store_success": n, ...,
+  //  "load_miss": n}}, "step_latency_seconds": {step: {"count", "sum", "mean", "p50", "p99"}}}.
+  //  Percentiles are
   // interpolated inside histogram buckets, so they are estimates.
   Json summary() const;
 
@@ -102,6 +106,7 @@ class WrapperMetrics {
   prometheus::Counter* inline_deserialize_ = nullptr;
   // [is_store][success]
   std::array<std::array<prometheus::Counter*, 2>, 2> tasks_{};
+  prometheus::Counter* load_miss_ = nullptr;
 };
 
 }  // namespace lmcache

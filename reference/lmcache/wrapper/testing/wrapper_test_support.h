@@ -20,6 +20,7 @@
 #include "lmcache/l2/forwarding_adapter.h"
 #include "lmcache/serde/forwarding_serde_processor.h"
 #include "lmcache/serde/fp8_serde.h"
+#include "lmcache/wrapper/testing/alloc_failure.h"
 
 namespace lmcache::wrapper_internal {
 
@@ -105,6 +106,9 @@ class FlakySerdeProcessor final : public ForwardingSerdeProcessor {
   }
   TaskId submit_deserialize(std::vector<MemoryObjPtr> s, std::vector<MemoryObjPtr> d,
                             std::vector<ObjectKey> keys) override {
+    // The wrapper's inner-load drain ends here when nothing failed: an allocation failure armed
+    // by FlakyAdapter::fail_allocation_after_query_load never outlives it.
+    fail_allocation_on_this_thread(-1);
     if (throw_on_submit_deserialize) {
       throw std::runtime_error("injected submit_deserialize failure");
     }
@@ -134,6 +138,12 @@ class FlakyAdapter final : public ForwardingL2Adapter {
     if (throw_on_submit_store) throw std::runtime_error("injected inner submit_store failure");
     return ForwardingL2Adapter::submit_store_task(k, o);
   }
+  // Lends the inner's buffers only when `lend` is set, so that tests of the temp path keep it.
+  std::vector<MemoryObjPtr> lend_store_buffers(const std::vector<ObjectKey>& k,
+                                               const MemoryLayoutDesc& layout) override {
+    if (!lend) return {};
+    return ForwardingL2Adapter::lend_store_buffers(k, layout);
+  }
   std::map<TaskId, L2StoreResult> pop_completed_store_tasks() override {
     auto done = ForwardingL2Adapter::pop_completed_store_tasks();
     if (fail_stores) {
@@ -144,12 +154,20 @@ class FlakyAdapter final : public ForwardingL2Adapter {
   TaskId submit_load_task(const std::vector<ObjectKey>& k,
                           const std::vector<MemoryObjPtr>& o) override {
     if (throw_on_submit_load) throw std::runtime_error("injected inner submit_load failure");
+    if (claim_loads) {
+      // The inner writes scratch buffers; the caller's stay as they were.
+      std::vector<MemoryObjPtr> scratch;
+      for (const auto& obj : o) scratch.push_back(MemoryObj::allocate(obj->layout()));
+      return ForwardingL2Adapter::submit_load_task(k, scratch);
+    }
     return ForwardingL2Adapter::submit_load_task(k, o);
   }
   std::optional<Bitmap> query_load_result(TaskId id) override {
     if (hold_loads) return std::nullopt;
     if (throw_on_query_load) throw std::runtime_error("injected inner query_load failure");
     auto bits = ForwardingL2Adapter::query_load_result(id);
+    if (bits && claim_loads) bits = Bitmap(bits->size(), bits->size());
+    if (bits) fail_allocation_on_this_thread(fail_allocation_after_query_load.load());
     if (bits) {
       for (std::size_t i : drop_load_indices) bits->clear(i);
     }
@@ -163,6 +181,12 @@ class FlakyAdapter final : public ForwardingL2Adapter {
   std::atomic<bool> throw_on_submit_load{false};
   std::atomic<bool> throw_on_query_load{false};
   std::atomic<bool> hold_loads{false};
+  // A broken inner: reports every key loaded but writes none of the caller's buffers.
+  std::atomic<bool> claim_loads{false};
+  std::atomic<bool> lend{false};
+  // >= 0: the n-th allocation on the calling thread after a load result is handed out throws
+  // std::bad_alloc (the wrapper's inner-load drain runs there); see alloc_failure.h.
+  std::atomic<int> fail_allocation_after_query_load{-1};
   std::set<std::size_t> drop_load_indices;
 };
 
