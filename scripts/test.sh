@@ -69,5 +69,5 @@ UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 step "TSan build and the concurrency tests"
 configure_and_build "$root/build/tsan" --target lmcache_concurrency_tests \
   -DLMCACHE_SANITIZE=thread "${san_flags[@]}"
-TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1:suppressions=$root/scripts/tsan.supp \
+TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
   run_tests "$root/build/tsan" -L concurrency

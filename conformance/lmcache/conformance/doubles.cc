@@ -19,10 +19,35 @@ std::size_t ScriptedSerializer::serialize(const MemoryObj& src, MemoryObj& dst,
 
 void ScriptedDeserializer::deserialize(const MemoryObj& src, MemoryObj& dst, const ObjectKey& key) {
   long n = faults_->deserialize_calls.fetch_add(1);
-  if (faults_->deserialize_fail_always || n == faults_->deserialize_fail_at) {
+  if (faults_->count_deserialize_into(dst) || faults_->deserialize_fail_always) {
     throw std::runtime_error("injected deserialize failure (call " + std::to_string(n) + ")");
   }
   inner_.deserialize(src, dst, key);
+}
+
+void SerdeFaults::watch_deserialize_into(const std::vector<MemoryObjPtr>& dsts, long i) {
+  std::lock_guard lock(watch_mu_);
+  watched_dsts_.clear();
+  for (const auto& d : dsts) watched_dsts_.insert(d.get());
+  watched_calls_ = 0;
+  watched_fail_at_ = i;
+}
+
+void SerdeFaults::unwatch_deserialize() {
+  std::lock_guard lock(watch_mu_);
+  watched_dsts_.clear();
+  watched_fail_at_ = -1;
+}
+
+long SerdeFaults::watched_deserialize_calls() const {
+  std::lock_guard lock(watch_mu_);
+  return watched_calls_;
+}
+
+bool SerdeFaults::count_deserialize_into(const MemoryObj& dst) {
+  std::lock_guard lock(watch_mu_);
+  if (!watched_dsts_.count(&dst)) return false;
+  return watched_calls_++ == watched_fail_at_;
 }
 
 ScriptedProcessor::ScriptedProcessor(std::shared_ptr<SerdeFaults> faults)

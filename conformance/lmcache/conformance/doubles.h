@@ -33,14 +33,16 @@ namespace lmcache::conformance {
 
 // SerdeFaults
 //
-// Calls are counted from construction; a call whose 0-based index equals *_fail_at throws
-// std::runtime_error; *_fail_always makes every call throw.
+// Calls are counted from construction; a serialize call whose 0-based index equals
+// serialize_fail_at throws std::runtime_error; *_fail_always makes every call throw.
+// Deserialize failures are aimed at one task's destinations instead of a global call index,
+// because a failed load may complete while pairs of its deserialize task still run: counted
+// globally, those late calls would take the index meant for the next load.
 struct SerdeFaults {
   std::atomic<long> serialize_calls{0};
   std::atomic<long> serialize_fail_at{-1};
   std::atomic<bool> serialize_fail_always{false};
   std::atomic<long> deserialize_calls{0};
-  std::atomic<long> deserialize_fail_at{-1};
   std::atomic<bool> deserialize_fail_always{false};
   std::atomic<bool> throw_on_submit_serialize{false};
   std::atomic<bool> throw_on_submit_deserialize{false};
@@ -51,10 +53,23 @@ struct SerdeFaults {
 
   // Makes the `i`-th serialize call from now on (0 = the next one) throw.
   void FailSerializeCallFromNow(long i) { serialize_fail_at = serialize_calls.load() + i; }
-  // Makes the `i`-th deserialize call from now on (0 = the next one) throw.
-  void fail_deserialize_call_from_now(long i) {
-    deserialize_fail_at = deserialize_calls.load() + i;
-  }
+  // Watches the deserialize calls that write into one of `dsts` (the destinations of the load
+  // about to be submitted): the `i`-th of them (0 = the first) throws; i < 0 only counts. Calls
+  // into other destinations neither count nor fail. Replaces an earlier watch.
+  void watch_deserialize_into(const std::vector<MemoryObjPtr>& dsts, long i);
+  // Ends the watch; deserialize calls no longer fail through it.
+  void unwatch_deserialize();
+  // The deserialize calls into the watched destinations so far.
+  long watched_deserialize_calls() const;
+  // Called by the scripted deserializer: counts the call when `dst` is watched; true when this
+  // call is the one to fail.
+  bool count_deserialize_into(const MemoryObj& dst);
+
+ private:
+  mutable std::mutex watch_mu_;
+  std::set<const MemoryObj*> watched_dsts_;
+  long watched_calls_ = 0;
+  long watched_fail_at_ = -1;
 };
 
 // ScriptedSerializer / ScriptedDeserializer

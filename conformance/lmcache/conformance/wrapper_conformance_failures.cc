@@ -102,7 +102,9 @@ void arm(Rig& rig, StoreFault f, long pair) {
   }
 }
 
-void arm(Rig& rig, LoadFault f, long pair) {
+// `dsts`: the destinations of the load about to be submitted (a deserialize failure is aimed
+// at that load's calls only).
+void arm(Rig& rig, LoadFault f, long pair, const std::vector<MemoryObjPtr>& dsts) {
   switch (f) {
     case LoadFault::kTempAllocation:
       rig.exhaust_l1();
@@ -123,7 +125,7 @@ void arm(Rig& rig, LoadFault f, long pair) {
       rig.serde->throw_on_submit_deserialize = true;
       break;
     case LoadFault::kDeserialize:
-      rig.serde->fail_deserialize_call_from_now(pair);
+      rig.serde->watch_deserialize_into(dsts, pair);
       break;
     case LoadFault::kDeserializeQuery:
       rig.serde->throw_on_query = true;
@@ -136,7 +138,7 @@ void disarm(Rig& rig) {
   rig.serde->throw_on_submit_serialize = false;
   rig.serde->throw_on_submit_deserialize = false;
   rig.serde->serialize_fail_at = -1;
-  rig.serde->deserialize_fail_at = -1;
+  rig.serde->unwatch_deserialize();
   rig.serde->throw_on_query = false;
   rig.inner->throw_on_submit_store = false;
   rig.inner->throw_on_submit_load = false;
@@ -212,13 +214,16 @@ Verdict AllOrNothingLoad(const WrapperUnderTest& wut, const WrapperRigOptions& r
       const std::string what = "load with " + name(f, pair) + " (" + std::to_string(n) +
                                " objects " + layout.to_string() + ")";
       const std::size_t baseline = rig->l1_used();
-      const long calls_before = rig->serde->deserialize_calls.load();
-      arm(*rig, f, pair);
       std::vector<MemoryObjPtr> dsts;
       for (std::size_t i = 0; i < n; ++i) dsts.push_back(MakeObject(layout));
+      // This load's deserialize calls are told apart by their destinations (the wrapper
+      // deserializes straight into the caller's, docs/wrapper.md), so pairs of an earlier
+      // failed load still running neither take the failure nor count.
+      rig->serde->watch_deserialize_into(dsts, -1);
+      arm(*rig, f, pair, dsts);
       TaskId l = submit_no_throw([&] { return w.submit_load_task(keys, dsts); }, what);
       Bitmap bits = wait_load_once(w, l, what);
-      const long calls = rig->serde->deserialize_calls.load() - calls_before;
+      const long calls = rig->serde->watched_deserialize_calls();
       disarm(*rig);
       if (f == LoadFault::kDeserialize && calls <= pair) {
         // The failing call never came: an inner that loses keys (a fault plan's drop) left
@@ -226,7 +231,8 @@ Verdict AllOrNothingLoad(const WrapperUnderTest& wut, const WrapperRigOptions& r
         Require(bits.popcount() <= static_cast<std::size_t>(calls) &&
                     static_cast<std::size_t>(calls) < n,
                 what + " (the failing call never came: " + std::to_string(calls) +
-                    " deserialize calls) returned bitmap " + bits.to_string() +
+                    " deserialize calls into its destinations) returned bitmap " +
+                    bits.to_string() +
                     ": more keys loaded than deserialized, or every key deserialized but the "
                     "failing call skipped");
       } else {
@@ -387,7 +393,7 @@ Verdict StatefulModel(const WrapperUnderTest& wut, const WrapperRigOptions& rig_
               const bool fails = step.fault >= 0 &&
                                  (static_cast<LoadFault>(step.fault) != LoadFault::kDeserialize ||
                                   static_cast<std::size_t>(step.pair) < want.popcount());
-              if (step.fault >= 0) arm(*rig, static_cast<LoadFault>(step.fault), step.pair);
+              if (step.fault >= 0) arm(*rig, static_cast<LoadFault>(step.fault), step.pair, dsts);
               TaskId id = submit_no_throw([&] { return w.submit_load_task(keys, dsts); }, at);
               Bitmap bits = wait_load_quietly(w, id, at);
               disarm(*rig);

@@ -188,16 +188,16 @@ void AsyncSerdeProcessor::close() {
   if (pool_.is_worker_thread()) {
     throw std::logic_error("AsyncSerdeProcessor::close: called from inside a serde task");
   }
-  std::lock_guard close_lock(close_mu_);
-  {
-    std::lock_guard lock(submit_mu_);
-    if (closed_) return;
-    closed_ = true;
-  }
-  // Queued and running tasks finish and signal before the fds go away.
-  pool_.shutdown();
-  serialize_done_.close();
-  deserialize_done_.close();
+  std::call_once(close_once_, [this] {
+    {
+      std::lock_guard lock(submit_mu_);
+      closed_ = true;
+    }
+    // Queued and running tasks finish and signal before the fds go away.
+    pool_.shutdown();
+    serialize_done_.close();
+    deserialize_done_.close();
+  });
 }
 
 std::size_t AsyncSerdeProcessor::failed_task_count() const {

@@ -135,11 +135,11 @@ class AsyncSerdeProcessor final : public SerdeProcessor {
   CompletionQueue<bool> serialize_done_;
   CompletionQueue<bool> deserialize_done_;
 
-  // submit_mu_ makes "not closed -> queue the job" atomic against close(); close_mu_ keeps a
-  // second close() waiting until the first has finished.
+  // submit_mu_ makes "not closed -> queue the job" atomic against close(); close_once_ keeps a
+  // second close() waiting until the first has finished (no lock nested in another).
   std::mutex submit_mu_;
   bool closed_ = false;  // guarded by submit_mu_
-  std::mutex close_mu_;
+  std::once_flag close_once_;
 
   mutable std::mutex failures_mu_;
   std::size_t failed_tasks_ = 0;                // guarded by failures_mu_
