@@ -20,7 +20,7 @@ namespace {
 
 MemoryObjPtr bytes_view(MemoryObj& whole, std::size_t n) {
   // A byte view of the first n bytes of `whole`, sharing its buffer.
-  return std::make_shared<MemoryObj>(std::shared_ptr<void>(), whole.data(), n, ByteLayout(n));
+  return std::make_shared<MemoryObj>(std::shared_ptr<void>(), whole.data(), n, byte_layout(n));
 }
 
 MemoryObjPtr const_bytes_view(const MemoryObj& whole, std::size_t n) {
@@ -63,7 +63,7 @@ struct SkipLastDeserializer final : Deserializer {
 // checksum that writes the fingerprint but never compares it on load.
 struct NoFingerprintDeserializer final : Deserializer {
   void deserialize(const MemoryObj& src, MemoryObj& dst, const ObjectKey& key) override {
-    MemoryObjPtr copy = MakeObject(ByteLayout(src.size()));
+    MemoryObjPtr copy = make_object(byte_layout(src.size()));
     if (src.size() > 0) std::memcpy(copy->data(), src.data(), src.size());
     if (copy->size() >= 9) {
       const auto fp = checksum_fingerprint(key);
@@ -92,7 +92,7 @@ struct AcceptsShortDeserializer final : Deserializer {
 // checksum that overwrites the version byte with the one it knows instead of checking it.
 struct IgnoresVersionDeserializer final : Deserializer {
   void deserialize(const MemoryObj& src, MemoryObj& dst, const ObjectKey& key) override {
-    MemoryObjPtr copy = MakeObject(ByteLayout(src.size()));
+    MemoryObjPtr copy = make_object(byte_layout(src.size()));
     if (src.size() > 0) {
       std::memcpy(copy->data(), src.data(), src.size());
       copy->data()[0] = static_cast<std::byte>(kChecksumFrameVersion);
@@ -161,16 +161,16 @@ Impl serde_impl(SerdeUnderTest s) {
 
 // Serializes a 16-byte object under `key`; the narrowed frame.
 MemoryObjPtr frame_of(const SerdeUnderTest& s, const ObjectKey& key, std::uint8_t seed = 1) {
-  MemoryObjPtr src = MakeObject(ByteLayout(16));
+  MemoryObjPtr src = make_object(byte_layout(16));
   for (std::size_t b = 0; b < 16; ++b) src->data()[b] = static_cast<std::byte>(seed + 3 * b);
   SerializerPtr ser = s.make_serializer();
-  MemoryObjPtr frame = MakeObject(ByteLayout(ser->estimate_serialized_size(src->layout())));
+  MemoryObjPtr frame = make_object(byte_layout(ser->estimate_serialized_size(src->layout())));
   frame->set_used_size(ser->serialize(*src, *frame, key));
   return frame;
 }
 
 bool loads(const SerdeUnderTest& s, const MemoryObj& frame, const ObjectKey& key) {
-  MemoryObjPtr dst = MakeObject(ByteLayout(16));
+  MemoryObjPtr dst = make_object(byte_layout(16));
   try {
     s.make_deserializer()->deserialize(frame, *dst, key);
   } catch (...) {
@@ -266,7 +266,7 @@ void AddIntegrityMutants(std::vector<Mutant>& out) {
                "frame",
                i, aesgcm, [](const Impl& impl) -> std::string {
                  MemoryObjPtr frame = frame_of(impl.serde, probe_key(1));
-                 MemoryObjPtr dst = MakeObject(ByteLayout(16));
+                 MemoryObjPtr dst = make_object(byte_layout(16));
                  try {
                    impl.serde.integrity.make_deserializer_with_other_secret()->deserialize(
                        *frame, *dst, probe_key(1));
@@ -289,7 +289,7 @@ void AddIntegrityMutants(std::vector<Mutant>& out) {
         "IntegrityCiphertextNotPlaintext", "a null cipher left in: the payload is framed in clear",
         i, aesgcm, [](const Impl& impl) -> std::string {
           MemoryObjPtr frame = frame_of(impl.serde, probe_key(1));
-          MemoryObjPtr clear = MakeObject(ByteLayout(16));
+          MemoryObjPtr clear = make_object(byte_layout(16));
           for (std::size_t b = 0; b < 16; ++b) {
             clear->data()[b] = static_cast<std::byte>(1 + 3 * b);
           }

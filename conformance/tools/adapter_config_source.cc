@@ -83,7 +83,7 @@ std::string LoadAdapterConfigSource(const std::string& source, Registry& registr
   }
   AdapterUnderTest a;
   if (fp8) {
-    a = ReferenceWrappedMockAdapter();  // fp8 (e4m3fn) wrapper semantics: sizes and round trip
+    a = reference_wrapped_mock_adapter();  // fp8 (e4m3fn) wrapper semantics: sizes and round trip
   } else {
     a.object_dtypes = {DType::kUInt8, DType::kFloat32, DType::kBFloat16};
   }

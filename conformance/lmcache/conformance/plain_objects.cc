@@ -6,11 +6,11 @@
 
 namespace lmcache::conformance {
 
-MemoryObjPtr MakeObject(const MemoryLayoutDesc& layout, std::size_t min_physical) {
+MemoryObjPtr make_object(const MemoryLayoutDesc& layout, std::size_t min_physical) {
   return MemoryObj::allocate(layout, min_physical);
 }
 
-MemoryLayoutDesc ByteLayout(std::size_t bytes) {
+MemoryLayoutDesc byte_layout(std::size_t bytes) {
   return MemoryLayoutDesc::single({static_cast<std::int64_t>(bytes)}, DType::kUInt8);
 }
 

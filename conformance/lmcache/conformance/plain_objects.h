@@ -9,15 +9,15 @@
 
 namespace lmcache::conformance {
 
-// MakeObject()
+// make_object()
 //
 // A plain zero-filled MemoryObj of `layout` (physical size exactly the layout's bytes, at least
 // `min_physical`).
-MemoryObjPtr MakeObject(const MemoryLayoutDesc& layout, std::size_t min_physical = 0);
+MemoryObjPtr make_object(const MemoryLayoutDesc& layout, std::size_t min_physical = 0);
 
-// ByteLayout()
+// byte_layout()
 //
 // One 1-D uint8 group of `bytes` bytes: the layout of a serialized buffer.
-MemoryLayoutDesc ByteLayout(std::size_t bytes);
+MemoryLayoutDesc byte_layout(std::size_t bytes);
 
 }  // namespace lmcache::conformance

@@ -18,7 +18,8 @@
 #include "lmcache/conformance/internal/serde_properties.h"
 #include "lmcache/conformance/rapidcheck_driver.h"
 
-namespace lmcache::conformance::internal::serde_properties {
+namespace lmcache::conformance_internal::serde_properties {
+using namespace ::lmcache::conformance;  // the kit's public types
 
 namespace {
 
@@ -31,7 +32,7 @@ MemoryObjPtr small_source(const SerdeUnderTest& serde) {
   const DType dtype = *rc::gen::elementOf(serde.input_dtypes);
   const auto n = *uniform_in_range<std::size_t>(1, kMaxElements);
   SerdeCase c{MemoryLayoutDesc::single({static_cast<std::int64_t>(n)}, dtype), *gen_seed()};
-  return MakeSource(c, ValueSpecFor(serde));
+  return make_source(c, value_spec_for(serde));
 }
 
 // A key with an 8..32-byte chunk hash and the given salt.
@@ -42,14 +43,14 @@ ObjectKey key_with(std::string chunk_hash, std::string salt) {
 std::string random_hash() {
   const auto n = *uniform_in_range<std::size_t>(8, 32);
   std::string h(n, '\0');
-  FillBytes(std::span(reinterpret_cast<std::byte*>(h.data()), n), *gen_seed());
+  fill_bytes(std::span(reinterpret_cast<std::byte*>(h.data()), n), *gen_seed());
   return h;
 }
 
 // serialize() into an estimate-sized buffer, narrowed to the count.
 MemoryObjPtr frame_of(const SerdeUnderTest& serde, const MemoryObj& src, const ObjectKey& key) {
   SerializerPtr ser = serde.make_serializer();
-  MemoryObjPtr frame = MakeObject(ByteLayout(ser->estimate_serialized_size(src.layout())));
+  MemoryObjPtr frame = make_object(byte_layout(ser->estimate_serialized_size(src.layout())));
   frame->set_used_size(ser->serialize(src, *frame, key));
   return frame;
 }
@@ -57,7 +58,7 @@ MemoryObjPtr frame_of(const SerdeUnderTest& serde, const MemoryObj& src, const O
 // A narrowed copy of the first `len` bytes of `frame`, optionally with one bit flipped.
 MemoryObjPtr copy_of(const MemoryObj& frame, std::size_t len,
                      std::optional<std::size_t> flip = {}) {
-  MemoryObjPtr out = MakeObject(ByteLayout(len));
+  MemoryObjPtr out = make_object(byte_layout(len));
   if (len > 0) std::memcpy(out->data(), frame.data(), len);
   if (flip) out->data()[*flip / 8] ^= static_cast<std::byte>(1u << (*flip % 8));
   return out;
@@ -66,7 +67,7 @@ MemoryObjPtr copy_of(const MemoryObj& frame, std::size_t len,
 // True when deserialize() rejects the frame (throws).
 bool rejects(Deserializer& deser, const MemoryObj& frame, const MemoryLayoutDesc& layout,
              const ObjectKey& key) {
-  MemoryObjPtr dst = MakeObject(layout);
+  MemoryObjPtr dst = make_object(layout);
   try {
     deser.deserialize(frame, *dst, key);
   } catch (...) {
@@ -78,7 +79,7 @@ bool rejects(Deserializer& deser, const MemoryObj& frame, const MemoryLayoutDesc
 // The frame deserializes under the same key (else the other checks prove nothing).
 void require_round_trip(const SerdeUnderTest& serde, const MemoryObj& frame,
                         const MemoryLayoutDesc& layout, const ObjectKey& key) {
-  Require(!rejects(*serde.make_deserializer(), frame, layout, key),
+  require(!rejects(*serde.make_deserializer(), frame, layout, key),
           "an untouched frame was rejected under its own key");
 }
 
@@ -88,7 +89,7 @@ Verdict IntegrityBitFlipsDetected(const SerdeUnderTest& serde) {
   if (!serde.integrity.detects_corruption) {
     return Verdict::NotSupported("the serde does not claim integrity.detects_corruption");
   }
-  return RunRcProperty(rc_id("IntegrityBitFlipsDetected", serde), {.max_success = 10}, [&] {
+  return run_rc_property(rc_id("IntegrityBitFlipsDetected", serde), {.max_success = 10}, [&] {
     MemoryObjPtr src = small_source(serde);
     const ObjectKey key = key_with(random_hash(), "");
     MemoryObjPtr frame = frame_of(serde, *src, key);
@@ -96,9 +97,9 @@ Verdict IntegrityBitFlipsDetected(const SerdeUnderTest& serde) {
     DeserializerPtr deser = serde.make_deserializer();
     for (std::size_t bit = 0; bit < frame->size() * 8; ++bit) {
       if (!rejects(*deser, *copy_of(*frame, frame->size(), bit), src->layout(), key)) {
-        FailCase("a frame of " + std::to_string(frame->size()) + " bytes with bit " +
-                 std::to_string(bit % 8) + " of byte " + std::to_string(bit / 8) +
-                 " flipped deserialized without error");
+        fail_case("a frame of " + std::to_string(frame->size()) + " bytes with bit " +
+                  std::to_string(bit % 8) + " of byte " + std::to_string(bit / 8) +
+                  " flipped deserialized without error");
       }
     }
   });
@@ -108,7 +109,7 @@ Verdict IntegrityTruncationsDetected(const SerdeUnderTest& serde) {
   if (!serde.integrity.detects_corruption) {
     return Verdict::NotSupported("the serde does not claim integrity.detects_corruption");
   }
-  return RunRcProperty(rc_id("IntegrityTruncationsDetected", serde), {.max_success = 10}, [&] {
+  return run_rc_property(rc_id("IntegrityTruncationsDetected", serde), {.max_success = 10}, [&] {
     MemoryObjPtr src = small_source(serde);
     const ObjectKey key = key_with(random_hash(), "");
     MemoryObjPtr frame = frame_of(serde, *src, key);
@@ -116,8 +117,8 @@ Verdict IntegrityTruncationsDetected(const SerdeUnderTest& serde) {
     DeserializerPtr deser = serde.make_deserializer();
     for (std::size_t len = 0; len < frame->size(); ++len) {
       if (!rejects(*deser, *copy_of(*frame, len), src->layout(), key)) {
-        FailCase("the frame truncated to " + std::to_string(len) + " of " +
-                 std::to_string(frame->size()) + " bytes deserialized without error");
+        fail_case("the frame truncated to " + std::to_string(len) + " of " +
+                  std::to_string(frame->size()) + " bytes deserialized without error");
       }
     }
   });
@@ -127,13 +128,13 @@ Verdict IntegrityVersionChecked(const SerdeUnderTest& serde) {
   if (!serde.integrity.detects_corruption) {
     return Verdict::NotSupported("the serde does not claim integrity.detects_corruption");
   }
-  return RunRcProperty(rc_id("IntegrityVersionChecked", serde), {.max_success = 10}, [&] {
+  return run_rc_property(rc_id("IntegrityVersionChecked", serde), {.max_success = 10}, [&] {
     MemoryObjPtr src = small_source(serde);
     const ObjectKey key = key_with(random_hash(), "");
     MemoryObjPtr frame = frame_of(serde, *src, key);
     require_round_trip(serde, *frame, src->layout(), key);
     const std::size_t at = serde.integrity.version_byte_offset;
-    Require(at < frame->size(), "version_byte_offset is past the frame");
+    require(at < frame->size(), "version_byte_offset is past the frame");
     const auto version = std::to_integer<unsigned>(frame->data()[at]);
     DeserializerPtr deser = serde.make_deserializer();
     for (unsigned other : {0u, version + 1, version - 1, 0x7fu, 0xffu}) {
@@ -142,8 +143,8 @@ Verdict IntegrityVersionChecked(const SerdeUnderTest& serde) {
       MemoryObjPtr bad = copy_of(*frame, frame->size());
       bad->data()[at] = static_cast<std::byte>(other);
       if (!rejects(*deser, *bad, src->layout(), key)) {
-        FailCase("a frame with version byte " + std::to_string(other) + " instead of " +
-                 std::to_string(version) + " deserialized without error");
+        fail_case("a frame with version byte " + std::to_string(other) + " instead of " +
+                  std::to_string(version) + " deserialized without error");
       }
     }
   });
@@ -153,7 +154,7 @@ Verdict IntegrityOtherChunkRejected(const SerdeUnderTest& serde) {
   if (!serde.integrity.binds_chunk_hash) {
     return Verdict::NotSupported("the serde does not claim integrity.binds_chunk_hash");
   }
-  return RunRcProperty(rc_id("IntegrityOtherChunkRejected", serde), {}, [&] {
+  return run_rc_property(rc_id("IntegrityOtherChunkRejected", serde), {}, [&] {
     MemoryObjPtr src = small_source(serde);
     const std::string hash = random_hash();
     // Another chunk: one byte changed within the first 8 (what a fingerprint covers).
@@ -162,7 +163,7 @@ Verdict IntegrityOtherChunkRejected(const SerdeUnderTest& serde) {
     other[at] = static_cast<char>(other[at] ^ static_cast<char>(*uniform_in_range<int>(1, 256)));
     MemoryObjPtr frame = frame_of(serde, *src, key_with(hash, "t"));
     require_round_trip(serde, *frame, src->layout(), key_with(hash, "t"));
-    Require(rejects(*serde.make_deserializer(), *frame, src->layout(), key_with(other, "t")),
+    require(rejects(*serde.make_deserializer(), *frame, src->layout(), key_with(other, "t")),
             "a frame stored under chunk hash byte " + std::to_string(at) +
                 " = another value deserialized under the other key without error");
   });
@@ -172,7 +173,7 @@ Verdict IntegrityOtherSaltRejected(const SerdeUnderTest& serde) {
   if (!serde.integrity.binds_cache_salt) {
     return Verdict::NotSupported("the serde does not claim integrity.binds_cache_salt");
   }
-  return RunRcProperty(rc_id("IntegrityOtherSaltRejected", serde), {}, [&] {
+  return run_rc_property(rc_id("IntegrityOtherSaltRejected", serde), {}, [&] {
     MemoryObjPtr src = small_source(serde);
     const std::string hash = random_hash();
     const std::string salt = *rc::gen::elementOf(std::vector<std::string>{"", "tenant-a", "t1"});
@@ -180,7 +181,7 @@ Verdict IntegrityOtherSaltRejected(const SerdeUnderTest& serde) {
         *rc::gen::elementOf(std::vector<std::string>{"tenant-b", "t2", "tenant-a2"});
     MemoryObjPtr frame = frame_of(serde, *src, key_with(hash, salt));
     require_round_trip(serde, *frame, src->layout(), key_with(hash, salt));
-    Require(rejects(*serde.make_deserializer(), *frame, src->layout(), key_with(hash, other)),
+    require(rejects(*serde.make_deserializer(), *frame, src->layout(), key_with(hash, other)),
             "a frame of cache_salt '" + salt + "' deserialized under cache_salt '" + other + "'");
   });
 }
@@ -190,12 +191,12 @@ Verdict IntegrityOtherSecretRejected(const SerdeUnderTest& serde) {
     return Verdict::NotSupported(
         "the serde declares no integrity.make_deserializer_with_other_secret");
   }
-  return RunRcProperty(rc_id("IntegrityOtherSecretRejected", serde), {}, [&] {
+  return run_rc_property(rc_id("IntegrityOtherSecretRejected", serde), {}, [&] {
     MemoryObjPtr src = small_source(serde);
     const ObjectKey key = key_with(random_hash(), "");
     MemoryObjPtr frame = frame_of(serde, *src, key);
     require_round_trip(serde, *frame, src->layout(), key);
-    Require(
+    require(
         rejects(*serde.integrity.make_deserializer_with_other_secret(), *frame, src->layout(), key),
         "a frame deserialized with another secret (wrong master key) without error");
   });
@@ -207,23 +208,23 @@ Verdict IntegrityNoncesDistinct(const SerdeUnderTest& serde) {
     return Verdict::NotSupported("the serde does not claim integrity.randomized with nonce_bytes");
   }
   // One scenario, run once: the count is the property.
-  return RunRcProperty(
+  return run_rc_property(
       rc_id("IntegrityNoncesDistinct", serde), {.max_success = 1, .scale_with_depth = false}, [&] {
         MemoryObjPtr src =
-            MakeSource(SerdeCase{MemoryLayoutDesc::single({1}, serde.input_dtypes.front()), 1},
-                       ValueSpecFor(serde));
+            make_source(SerdeCase{MemoryLayoutDesc::single({1}, serde.input_dtypes.front()), 1},
+                        value_spec_for(serde));
         const ObjectKey key = key_with(std::string(8, 'n'), "");
         SerializerPtr ser = serde.make_serializer();
-        MemoryObjPtr frame = MakeObject(ByteLayout(ser->estimate_serialized_size(src->layout())));
+        MemoryObjPtr frame = make_object(byte_layout(ser->estimate_serialized_size(src->layout())));
         std::unordered_set<std::string> seen;
         seen.reserve(kNonceSerializations);
         for (std::size_t i = 0; i < kNonceSerializations; ++i) {
           const std::size_t n = ser->serialize(*src, *frame, key);
-          Require(c.nonce_offset + c.nonce_bytes <= n, "the frame is shorter than its nonce");
+          require(c.nonce_offset + c.nonce_bytes <= n, "the frame is shorter than its nonce");
           if (!seen.emplace(reinterpret_cast<const char*>(frame->data()) + c.nonce_offset,
                             c.nonce_bytes)
                    .second) {
-            FailCase("serialization " + std::to_string(i) + " reused a nonce of an earlier one");
+            fail_case("serialization " + std::to_string(i) + " reused a nonce of an earlier one");
           }
         }
       });
@@ -233,19 +234,19 @@ Verdict IntegrityCiphertextNotPlaintext(const SerdeUnderTest& serde) {
   if (!serde.integrity.randomized) {
     return Verdict::NotSupported("the serde does not claim integrity.randomized (encryption)");
   }
-  return RunRcProperty(rc_id("IntegrityCiphertextNotPlaintext", serde), {}, [&] {
+  return run_rc_property(rc_id("IntegrityCiphertextNotPlaintext", serde), {}, [&] {
     // At least 16 bytes of varied payload, so a match by chance is out of the question.
     const DType dtype = *rc::gen::elementOf(serde.input_dtypes);
     const std::size_t esize = element_size(dtype);
     const std::size_t n = std::max<std::size_t>((16 + esize - 1) / esize, kMaxElements);
-    MemoryObjPtr src = MakeObject(MemoryLayoutDesc::single({static_cast<std::int64_t>(n)}, dtype));
-    FillBytes(src->bytes(), *gen_seed());
+    MemoryObjPtr src = make_object(MemoryLayoutDesc::single({static_cast<std::int64_t>(n)}, dtype));
+    fill_bytes(src->bytes(), *gen_seed());
     MemoryObjPtr frame = frame_of(serde, *src, key_with(random_hash(), ""));
     auto in = std::as_const(*src).bytes();
     auto out = std::as_const(*frame).bytes();
-    Require(std::search(out.begin(), out.end(), in.begin(), in.end()) == out.end(),
+    require(std::search(out.begin(), out.end(), in.begin(), in.end()) == out.end(),
             "the frame holds its " + std::to_string(in.size()) + "-byte payload in clear");
   });
 }
 
-}  // namespace lmcache::conformance::internal::serde_properties
+}  // namespace lmcache::conformance_internal::serde_properties
