@@ -101,7 +101,7 @@ int run(int argc, char** argv) {
 
   // The reference serdes and processors, then the plugins', through the conformance ABI.
   lmcache::conformance::Registry registry;
-  lmcache::conformance::RegisterReferenceImplementations(registry);
+  lmcache::conformance::register_reference_implementations(registry);
   lb::add_fp8_simd_descriptors(registry);  // the fp8 serde pinned to the SIMD kernels
   for (const std::string& path : flags.plugins) {
     try {

@@ -4,9 +4,9 @@
 #include "lmcache/conformance/serde_conformance.h"
 #include "vendor_copy_serde.h"
 
-INSTANTIATE_TEST_SUITE_P(Vendor, SerdeConformance, ::testing::Values(vendor::CopySerdeDescriptor()),
+INSTANTIATE_TEST_SUITE_P(Vendor, SerdeConformance, ::testing::Values(vendor::copy_serde_descriptor()),
                          lmcache::conformance::ParamName());
 
 INSTANTIATE_TEST_SUITE_P(Vendor, ProcessorConformance,
-                         ::testing::Values(vendor::CopyProcessorDescriptor()),
+                         ::testing::Values(vendor::copy_processor_descriptor()),
                          lmcache::conformance::ParamName());

@@ -40,7 +40,7 @@ void CopyDeserializer::deserialize(const lmcache::MemoryObj& src, lmcache::Memor
   if (need > 0) std::memcpy(dst.data(), src.data(), need);
 }
 
-lmcache::conformance::SerdeUnderTest CopySerdeDescriptor() {
+lmcache::conformance::SerdeUnderTest copy_serde_descriptor() {
   lmcache::conformance::SerdeUnderTest d;
   d.name = "vendor_copy";
   d.make_serializer = [] { return std::make_shared<CopySerializer>(); };
@@ -50,7 +50,7 @@ lmcache::conformance::SerdeUnderTest CopySerdeDescriptor() {
   return d;
 }
 
-lmcache::conformance::ProcessorUnderTest CopyProcessorDescriptor() {
+lmcache::conformance::ProcessorUnderTest copy_processor_descriptor() {
   lmcache::conformance::ProcessorUnderTest d;
   d.name = "vendor_copy_async";
   d.make = []() -> lmcache::SerdeProcessorPtr {

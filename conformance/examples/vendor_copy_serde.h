@@ -25,14 +25,14 @@ class CopyDeserializer final : public lmcache::Deserializer {
   void deserialize(const lmcache::MemoryObj& src, lmcache::MemoryObj& dst) override;
 };
 
-// CopySerdeDescriptor()
+// copy_serde_descriptor()
 //
 // "vendor_copy": lossless, every dtype.
-lmcache::conformance::SerdeUnderTest CopySerdeDescriptor();
+lmcache::conformance::SerdeUnderTest copy_serde_descriptor();
 
-// CopyProcessorDescriptor()
+// copy_processor_descriptor()
 //
 // "vendor_copy_async": the same pair behind lmcache's AsyncSerdeProcessor with 2 workers.
-lmcache::conformance::ProcessorUnderTest CopyProcessorDescriptor();
+lmcache::conformance::ProcessorUnderTest copy_processor_descriptor();
 
 }  // namespace vendor

@@ -4,6 +4,6 @@
 #include "vendor_copy_serde.h"
 
 LMCACHE_CONFORMANCE_PLUGIN(registry) {
-  registry.add_serde(vendor::CopySerdeDescriptor());
-  registry.add_processor(vendor::CopyProcessorDescriptor());
+  registry.add_serde(vendor::copy_serde_descriptor());
+  registry.add_processor(vendor::copy_processor_descriptor());
 }

@@ -8,11 +8,11 @@
 
 LMCACHE_CONFORMANCE_PLUGIN(registry) {
   using namespace lmcache::conformance::selftest;
-  registry.add_serde(CopySerde());
+  registry.add_serde(copy_serde());
   const std::set<std::string> broken = {"under_estimate",         "missing_notify",
                                         "load_ignores_bitmap",    "failed_store_succeeds",
                                         "above_soft_error_bound", "one_fd_for_both_directions"};
-  for (const Mutant& m : AllMutants()) {
-    if (broken.count(m.name)) RegisterMutant(m, registry);
+  for (const Mutant& m : all_mutants()) {
+    if (broken.count(m.name)) register_mutant(m, registry);
   }
 }

@@ -43,8 +43,8 @@ class HangingProcessor final : public ForwardingSerdeProcessor {
 
 LMCACHE_CONFORMANCE_PLUGIN(registry) {
   using namespace lmcache::conformance;
-  registry.add_serde(selftest::CopySerde());
-  SerdeUnderTest crashing = selftest::CopySerde();
+  registry.add_serde(selftest::copy_serde());
+  SerdeUnderTest crashing = selftest::copy_serde();
   crashing.name = "crashing_serde";
   crashing.make_serializer = [] { return std::make_shared<CrashingSerializer>(); };
   registry.add_serde(crashing);

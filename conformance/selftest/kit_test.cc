@@ -57,21 +57,21 @@ class ScopedEnv {
 
 TEST(Registry, RejectsDuplicateAndInvalidNames) {
   Registry r;
-  r.add_serde(CopySerde());
-  EXPECT_THROW(r.add_serde(CopySerde()), std::invalid_argument);
-  SerdeUnderTest bad = CopySerde();
+  r.add_serde(copy_serde());
+  EXPECT_THROW(r.add_serde(copy_serde()), std::invalid_argument);
+  SerdeUnderTest bad = copy_serde();
   bad.name = "has space";
   EXPECT_THROW(r.add_serde(bad), std::invalid_argument);
   bad.name = "no_factory";
   bad.make_serializer = nullptr;
   EXPECT_THROW(r.add_serde(bad), std::invalid_argument);
-  r.add_adapter(ReferenceMockAdapter());
+  r.add_adapter(reference_mock_adapter());
   EXPECT_EQ(r.size(), 2u);
   // A wrapper is also registered as an adapter of its name, which must then be free.
-  r.add_wrapper(SequentialWrapper());
+  r.add_wrapper(sequential_wrapper());
   EXPECT_EQ(r.size(), 4u);
   EXPECT_TRUE(r.contains(ImplementationKind::kAdapter, "sequential_wrapper"));
-  WrapperUnderTest clash = SequentialWrapper();
+  WrapperUnderTest clash = sequential_wrapper();
   clash.name = "mock";
   EXPECT_THROW(r.add_wrapper(clash), std::invalid_argument);
   EXPECT_EQ(r.size(), 4u);
@@ -81,8 +81,8 @@ TEST(Registry, RejectsDuplicateAndInvalidNames) {
   EXPECT_EQ(r.size(), 0u);
 }
 
-void RegisterOne(Registry& r) { r.add_serde(CopySerde()); }
-void RegisterThrows(Registry&) { throw std::runtime_error("boom"); }
+void register_one(Registry& r) { r.add_serde(copy_serde()); }
+void register_throws(Registry&) { throw std::runtime_error("boom"); }
 
 TEST(PluginAbi, EntryChecksVersionsAndReportsErrors) {
   Registry r;
@@ -93,32 +93,32 @@ TEST(PluginAbi, EntryChecksVersionsAndReportsErrors) {
                                 &r,
                                 error,
                                 sizeof(error)};
-  EXPECT_EQ(internal::RunPluginEntry(&host, &RegisterOne), LMCACHE_CONFORMANCE_OK);
+  EXPECT_EQ(conformance_internal::run_plugin_entry(&host, &register_one), LMCACHE_CONFORMANCE_OK);
   EXPECT_EQ(r.size(), 1u);
-  EXPECT_EQ(internal::RunPluginEntry(&host, &RegisterThrows), LMCACHE_CONFORMANCE_E_REGISTER);
+  EXPECT_EQ(conformance_internal::run_plugin_entry(&host, &register_throws), LMCACHE_CONFORMANCE_E_REGISTER);
   EXPECT_STREQ(error, "boom");
   host.project_version = "999.0.0";
-  EXPECT_EQ(internal::RunPluginEntry(&host, &RegisterOne), LMCACHE_CONFORMANCE_E_VERSION);
+  EXPECT_EQ(conformance_internal::run_plugin_entry(&host, &register_one), LMCACHE_CONFORMANCE_E_VERSION);
   host.project_version = LMCACHE_CONFORMANCE_PROJECT_VERSION;
   host.abi_version = LMCACHE_CONFORMANCE_ABI_VERSION + 1;
-  EXPECT_EQ(internal::RunPluginEntry(&host, &RegisterOne), LMCACHE_CONFORMANCE_E_VERSION);
-  EXPECT_TRUE(internal::SameMajorMinor("1.2.3", "1.2.9"));
-  EXPECT_FALSE(internal::SameMajorMinor("1.2.3", "1.3.0"));
+  EXPECT_EQ(conformance_internal::run_plugin_entry(&host, &register_one), LMCACHE_CONFORMANCE_E_VERSION);
+  EXPECT_TRUE(conformance_internal::same_major_minor("1.2.3", "1.2.9"));
+  EXPECT_FALSE(conformance_internal::same_major_minor("1.2.3", "1.3.0"));
 }
 
 // ---------------------------------------------------------------------------------------------
 // Tools the properties are built from.
 
 TEST(Buffers, HalfAndBfloatConversionsRoundToNearestEven) {
-  EXPECT_EQ(FloatToHalfBits(1.0f), 0x3C00);
-  EXPECT_EQ(FloatToHalfBits(65504.0f), 0x7BFF);
-  EXPECT_EQ(FloatToHalfBits(65520.0f), 0x7C00);  // rounds to inf
-  EXPECT_EQ(FloatToHalfBits(std::ldexp(1.0f, -24)), 0x0001);
-  EXPECT_EQ(HalfBitsToFloat(0x0001), std::ldexp(1.0f, -24));
-  EXPECT_EQ(FloatToBf16Bits(1.0f), 0x3F80);
-  EXPECT_EQ(Bf16BitsToFloat(0x3F80), 1.0f);
-  EXPECT_EQ(FloatToBf16Bits(std::bit_cast<float>(0x3F808000u)), 0x3F80);  // tie to even
-  EXPECT_EQ(FloatToBf16Bits(std::bit_cast<float>(0x3F818000u)), 0x3F82);
+  EXPECT_EQ(float_to_half_bits(1.0f), 0x3C00);
+  EXPECT_EQ(float_to_half_bits(65504.0f), 0x7BFF);
+  EXPECT_EQ(float_to_half_bits(65520.0f), 0x7C00);  // rounds to inf
+  EXPECT_EQ(float_to_half_bits(std::ldexp(1.0f, -24)), 0x0001);
+  EXPECT_EQ(half_bits_to_float(0x0001), std::ldexp(1.0f, -24));
+  EXPECT_EQ(float_to_bf16_bits(1.0f), 0x3F80);
+  EXPECT_EQ(bf16_bits_to_float(0x3F80), 1.0f);
+  EXPECT_EQ(float_to_bf16_bits(std::bit_cast<float>(0x3F808000u)), 0x3F80);  // tie to even
+  EXPECT_EQ(float_to_bf16_bits(std::bit_cast<float>(0x3F818000u)), 0x3F82);
 }
 
 TEST(Buffers, GuardedObjectSeesWritesOutside) {
@@ -133,16 +133,16 @@ TEST(Buffers, GuardedObjectSeesWritesOutside) {
 }
 
 TEST(Verify, HelpersWorkOnTheirOwn) {
-  MemoryObjPtr src = MakeObject(MemoryLayoutDesc::single({3, 5}, DType::kFloat16));
-  FillValues(*src, ValueSpec{448.0, true, false}, 7);
-  SerdeUnderTest fp8 = ReferenceFp8Serde(Fp8Format::kE4M3FN);
-  EXPECT_TRUE(VerifySerdeRoundTrip(fp8, *src));
-  EXPECT_TRUE(VerifyShortBufferRejected(fp8, *src, 1));
-  EXPECT_TRUE(VerifyBridgeEquivalence(fp8, *src));
+  MemoryObjPtr src = make_object(MemoryLayoutDesc::single({3, 5}, DType::kFloat16));
+  fill_values(*src, ValueSpec{448.0, true, false}, 7);
+  SerdeUnderTest fp8 = reference_fp8_serde(Fp8Format::kE4M3FN);
+  EXPECT_TRUE(verify_serde_round_trip(fp8, *src));
+  EXPECT_TRUE(verify_short_buffer_rejected(fp8, *src, 1));
+  EXPECT_TRUE(verify_bridge_equivalence(fp8, *src));
   // fp8 is lossy: claiming it lossless must fail with a message naming an element.
   SerdeUnderTest claimed = fp8;
   claimed.lossiness = Lossiness::Lossless();
-  ::testing::AssertionResult r = VerifySerdeRoundTrip(claimed, *src);
+  ::testing::AssertionResult r = verify_serde_round_trip(claimed, *src);
   EXPECT_FALSE(r);
   EXPECT_NE(std::string(r.message()).find("element"), std::string::npos) << r.message();
 }
@@ -161,17 +161,17 @@ std::string rule_and_case(const std::string& m) {
 
 TEST(RapidCheck, AFailureCarriesAReplayableSeed) {
   SerdeUnderTest under;
-  for (const Mutant& m : AllMutants()) {
+  for (const Mutant& m : all_mutants()) {
     if (m.name == "under_estimate") under = m.serde;
   }
-  Verdict first = RunSerdeProperty("EstimateIsUpperBound", under);
+  Verdict first = run_serde_property("EstimateIsUpperBound", under);
   ASSERT_EQ(first.status, Status::kFail);
   ASSERT_TRUE(first.rc_seed.has_value());
   ASSERT_NE(first.rc_params.find("reproduce="), std::string::npos) << first.rc_params;
   Verdict replay;
   {
     ScopedEnv env("RC_PARAMS", first.rc_params.c_str());
-    replay = RunSerdeProperty("EstimateIsUpperBound", under);
+    replay = run_serde_property("EstimateIsUpperBound", under);
   }
   EXPECT_EQ(replay.status, Status::kFail);
   // The replay reaches the same rule and the same minimal counterexample.
@@ -183,10 +183,10 @@ TEST(RapidCheck, TheReasonIsKeptWhenTheReplayPasses) {
   // Fails the first time it runs, passes ever after: what a timing failure looks like to
   // RapidCheck, whose replay of the minimal case then passes.
   int runs = 0;
-  Verdict v = RunRcProperty("Selftest.Flaky/none", {.max_success = 5, .shrink = true}, [&] {
+  Verdict v = run_rc_property("Selftest.Flaky/none", {.max_success = 5, .shrink = true}, [&] {
     const int n = *rc::gen::inRange(0, 100);
     (void)n;
-    Require(runs++ > 0, "the broken rule, said once");
+    require(runs++ > 0, "the broken rule, said once");
   });
   ASSERT_EQ(v.status, Status::kFail);
   EXPECT_NE(v.message.find("the broken rule, said once"), std::string::npos) << v.message;
@@ -214,7 +214,7 @@ TEST(Depth, NamesParseAndTheEnvironmentChooses) {
     ScopedEnv env("LMCACHE_CONFORMANCE_DEPTH", "deep");
     EXPECT_THROW(current_depth(), std::invalid_argument);
     // A property then fails naming the value instead of running at some other depth.
-    Verdict v = RunSerdeProperty("RoundTrip", CopySerde());
+    Verdict v = run_serde_property("RoundTrip", copy_serde());
     EXPECT_EQ(v.status, Status::kFail);
     EXPECT_NE(v.message.find("deep"), std::string::npos) << v.message;
   }
@@ -232,7 +232,7 @@ TEST(Depth, NamesParseAndTheEnvironmentChooses) {
 template <class T>
 std::vector<T> sample(const rc::Gen<T>& gen, int n) {
   std::vector<T> out;
-  Verdict v = RunRcProperty("Selftest.Sample/none",
+  Verdict v = run_rc_property("Selftest.Sample/none",
                             {.max_success = 1, .shrink = false, .scale_with_depth = false}, [&] {
                               out.clear();
                               for (int i = 0; i < n; ++i) out.push_back(*gen);
@@ -293,29 +293,29 @@ TEST(Generators, KeyFamiliesAreDistinctAndDifferInOneField) {
 // ---------------------------------------------------------------------------------------------
 // The reference implementations and the mutants' conformant bases pass every property:
 // instantiated exactly as a vendor instantiates the suites. (The reference wrapper as an adapter,
-// ReferenceWrappedMockAdapter(), runs in lmcache-conform --reference: conformance_runner.)
+// reference_wrapped_mock_adapter(), runs in lmcache-conform --reference: conformance_runner.)
 
 using lmcache::Fp8Format;
 namespace conf = lmcache::conformance;
 
 INSTANTIATE_TEST_SUITE_P(Reference, SerdeConformance,
-                         ::testing::Values(conf::ReferenceFp8Serde(Fp8Format::kE4M3FN),
-                                           conf::ReferenceFp8Serde(Fp8Format::kE5M2),
-                                           conf::selftest::CopySerde()),
+                         ::testing::Values(conf::reference_fp8_serde(Fp8Format::kE4M3FN),
+                                           conf::reference_fp8_serde(Fp8Format::kE5M2),
+                                           conf::selftest::copy_serde()),
                          conf::ParamName());
 INSTANTIATE_TEST_SUITE_P(Reference, ProcessorConformance,
-                         ::testing::Values(conf::ReferenceAsyncFp8Processor(Fp8Format::kE4M3FN, 1),
-                                           conf::ReferenceAsyncFp8Processor(Fp8Format::kE5M2, 3),
-                                           conf::selftest::QueueProcessor()),
+                         ::testing::Values(conf::reference_async_fp8_processor(Fp8Format::kE4M3FN, 1),
+                                           conf::reference_async_fp8_processor(Fp8Format::kE5M2, 3),
+                                           conf::selftest::queue_processor()),
                          conf::ParamName());
 INSTANTIATE_TEST_SUITE_P(
     Reference, AdapterConformance,
-    ::testing::Values(conf::ReferenceMockAdapter(), conf::selftest::DecoratedMockAdapter(),
-                      conf::adapter_of_wrapper(conf::selftest::DecoratedWrapper()),
-                      conf::adapter_of_wrapper(conf::selftest::SequentialWrapper())),
+    ::testing::Values(conf::reference_mock_adapter(), conf::selftest::decorated_mock_adapter(),
+                      conf::adapter_of_wrapper(conf::selftest::decorated_wrapper()),
+                      conf::adapter_of_wrapper(conf::selftest::sequential_wrapper())),
     conf::ParamName());
 INSTANTIATE_TEST_SUITE_P(Reference, WrapperConformance,
-                         ::testing::Values(conf::ReferenceSerdeWrapper(),
-                                           conf::selftest::DecoratedWrapper(),
-                                           conf::selftest::SequentialWrapper()),
+                         ::testing::Values(conf::reference_serde_wrapper(),
+                                           conf::selftest::decorated_wrapper(),
+                                           conf::selftest::sequential_wrapper()),
                          conf::ParamName());

@@ -440,9 +440,9 @@ std::string store_then_check(L2AdapterInterface& a, std::size_t n) {
 
 }  // namespace
 
-AdapterUnderTest DecoratedMockAdapter() { return make_knob_adapter({}); }
+AdapterUnderTest decorated_mock_adapter() { return make_knob_adapter({}); }
 
-void AddAdapterMutants(std::vector<Mutant>& out) {
+void add_adapter_mutants(std::vector<Mutant>& out) {
   add(out, "load_fd_is_store_fd", BugClass::kFailureOrder, "DistinctEventFds",
       "the load fd is the store fd", {.same_fd = true},
       with_adapter([](L2AdapterInterface& a) -> std::string {
@@ -548,7 +548,7 @@ void AddAdapterMutants(std::vector<Mutant>& out) {
         ResourceSnapshot before = ResourceSnapshot::Take();
         L2AdapterPtr a = i.adapter.make();
         a->close();
-        std::string leak = WaitForResources(before, 1s);
+        std::string leak = wait_for_resources(before, 1s);
         return leak.empty() ? "" : "after close(): " + leak;
       });
 
@@ -703,10 +703,10 @@ void AddAdapterMutants(std::vector<Mutant>& out) {
       "starts a helper thread per load and joins them only in close()", {.thread_per_load = true},
       with_adapter([](L2AdapterInterface& a) -> std::string {
         load(a, {key(1)}, {object(0)});
-        const std::size_t before = CountThreads();
+        const std::size_t before = count_threads();
         for (int i = 0; i < 10; ++i) load(a, {key(1)}, {object(0)});
-        return CountThreads() > before
-                   ? "10 loads left " + std::to_string(CountThreads() - before) + " threads"
+        return count_threads() > before
+                   ? "10 loads left " + std::to_string(count_threads() - before) + " threads"
                    : "";
       }));
   add(out, "flaky_every_40th_load", BugClass::kLuck, "PartialLoadBitmap",

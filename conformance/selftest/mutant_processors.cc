@@ -339,9 +339,9 @@ void add(std::vector<Mutant>& out, std::string name, BugClass c, std::string pro
 
 }  // namespace
 
-ProcessorUnderTest QueueProcessor() { return make_queue({}); }
+ProcessorUnderTest queue_processor() { return make_queue({}); }
 
-void AddProcessorMutants(std::vector<Mutant>& out) {
+void add_processor_mutants(std::vector<Mutant>& out) {
   add(out, "one_fd_for_both_directions", BugClass::kFailureOrder, "DistinctEventFds",
       "one eventfd for both directions", {.same_fd = true}, with_processor([](SerdeProcessor& p) {
         return p.get_serialize_event_fd() == p.get_deserialize_event_fd()
@@ -403,7 +403,7 @@ void AddProcessorMutants(std::vector<Mutant>& out) {
       SerdeProcessorPtr p = i.processor.make();
       run_task(*p, true, {input(1)}, {temp()});
       p->close();
-      std::string leak = WaitForResources(before, 1s);
+      std::string leak = wait_for_resources(before, 1s);
       if (!leak.empty()) return "after close(): " + leak;
     }
     return {};
@@ -490,10 +490,10 @@ void AddProcessorMutants(std::vector<Mutant>& out) {
       "opens an eventfd every 64 tasks and closes them only in close()",
       {.fd_leak_every_64_tasks = true}, with_processor([](SerdeProcessor& p) -> std::string {
         run_task(p, true, {input(1)}, {temp()});
-        const std::size_t before = CountOpenFds();
+        const std::size_t before = count_open_fds();
         for (int i = 0; i < 200; ++i) run_task(p, true, {input(1)}, {temp()});
-        return CountOpenFds() > before
-                   ? "200 tasks opened " + std::to_string(CountOpenFds() - before) + " fds"
+        return count_open_fds() > before
+                   ? "200 tasks opened " + std::to_string(count_open_fds() - before) + " fds"
                    : "";
       }));
   add(out, "keeps_task_buffers", BugClass::kState, "ResourcesBoundedOverManyTasks",

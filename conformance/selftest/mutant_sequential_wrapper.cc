@@ -462,9 +462,9 @@ Impl sequential_impl(SequentialKnobs k) {
 
 }  // namespace
 
-WrapperUnderTest SequentialWrapper() { return make_sequential({}); }
+WrapperUnderTest sequential_wrapper() { return make_sequential({}); }
 
-void AddSequentialWrapperMutants(std::vector<Mutant>& out) {
+void add_sequential_wrapper_mutants(std::vector<Mutant>& out) {
   out.push_back(mutant(
       "temps_leak_when_first_pair_fails", ImplementationKind::kWrapper, BugClass::kFailureOrder,
       "AllOrNothingStore",

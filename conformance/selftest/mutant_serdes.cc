@@ -368,9 +368,9 @@ const MemoryLayoutDesc kSmall = MemoryLayoutDesc::single({3, 5}, DType::kFloat32
 
 }  // namespace
 
-SerdeUnderTest CopySerde() { return make_copy({}); }
+SerdeUnderTest copy_serde() { return make_copy({}); }
 
-void AddSerdeMutants(std::vector<Mutant>& out) {
+void add_serde_mutants(std::vector<Mutant>& out) {
   // One per property.
   add(out, "nondeterministic_output", BugClass::kState, "DeterministicOutput",
       "a trailing byte from a counter kept across calls", copy_impl({.nondeterministic = true}),
@@ -455,7 +455,7 @@ void AddSerdeMutants(std::vector<Mutant>& out) {
       return {};
     };
     Impl base = truncating(1.0);
-    base.serde.make_serializer = CopySerde().make_serializer;
+    base.serde.make_serializer = copy_serde().make_serializer;
     add(
         out, "above_soft_error_bound", BugClass::kData, "RoundTrip",
         "loses 12 mantissa bits where it declares a soft bound of 2^-20",

@@ -290,9 +290,9 @@ void add(std::vector<Mutant>& out, std::string name, BugClass c, std::string pro
 
 }  // namespace
 
-WrapperUnderTest DecoratedWrapper() { return make_knob_wrapper({}); }
+WrapperUnderTest decorated_wrapper() { return make_knob_wrapper({}); }
 
-void AddWrapperMutants(std::vector<Mutant>& out) {
+void add_wrapper_mutants(std::vector<Mutant>& out) {
   add(out, "empty_batch_never_completes", BugClass::kFailureOrder, "EmptyBatchCompletes",
       "an empty batch gets an id and never completes", {.empty_batch_never_completes = true},
       with_wrapper([](WitnessStack& s) -> std::string {
@@ -443,7 +443,7 @@ void AddWrapperMutants(std::vector<Mutant>& out) {
         WitnessStack s(i.wrapper);
         wait_store(*s.w, s.w->submit_store_task(witness_keys(1), witness_objects(1, 1)));
         s.w->close();
-        std::string leak = WaitForResources(before, 1s);
+        std::string leak = wait_for_resources(before, 1s);
         return leak.empty() ? "" : "after close(): " + leak;
       });
   add(out, "temp_size_cached_from_first_layout", BugClass::kState, "StatefulModel",

@@ -24,7 +24,7 @@ std::string bug_class_name(BugClass c) {
   return "?";
 }
 
-void RegisterMutant(const Mutant& m, Registry& registry) {
+void register_mutant(const Mutant& m, Registry& registry) {
   switch (m.kind) {
     case ImplementationKind::kSerde:
       registry.add_serde(m.serde);
@@ -41,13 +41,13 @@ void RegisterMutant(const Mutant& m, Registry& registry) {
   }
 }
 
-std::vector<Mutant> AllMutants() {
+std::vector<Mutant> all_mutants() {
   std::vector<Mutant> all;
-  AddSerdeMutants(all);
-  AddProcessorMutants(all);
-  AddAdapterMutants(all);
-  AddWrapperMutants(all);
-  AddSequentialWrapperMutants(all);
+  add_serde_mutants(all);
+  add_processor_mutants(all);
+  add_adapter_mutants(all);
+  add_wrapper_mutants(all);
+  add_sequential_wrapper_mutants(all);
   return all;
 }
 

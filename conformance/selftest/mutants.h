@@ -75,21 +75,21 @@ struct Mutant : Impl {
   std::function<std::string(const Impl&)> witness;
 };
 
-// AllMutants()
+// all_mutants()
 //
 // Every mutant, serdes first.
-std::vector<Mutant> AllMutants();
+std::vector<Mutant> all_mutants();
 
 // The conformant bases of the mutant families.
-SerdeUnderTest CopySerde();
-ProcessorUnderTest QueueProcessor();
-AdapterUnderTest DecoratedMockAdapter();
-WrapperUnderTest DecoratedWrapper();
-WrapperUnderTest SequentialWrapper();
+SerdeUnderTest copy_serde();
+ProcessorUnderTest queue_processor();
+AdapterUnderTest decorated_mock_adapter();
+WrapperUnderTest decorated_wrapper();
+WrapperUnderTest sequential_wrapper();
 
-// RegisterMutant()
+// register_mutant()
 //
 // Adds the mutant's descriptor to `registry` (for the broken plugin).
-void RegisterMutant(const Mutant& mutant, Registry& registry);
+void register_mutant(const Mutant& mutant, Registry& registry);
 
 }  // namespace lmcache::conformance::selftest

@@ -1,6 +1,6 @@
 // File: conformance/selftest/mutants_internal.h
 //
-// Each mutant family appends its mutants; AllMutants() concatenates them. mutant() builds one
+// Each mutant family appends its mutants; all_mutants() concatenates them. mutant() builds one
 // entry of a family.
 #pragma once
 
@@ -13,11 +13,11 @@
 
 namespace lmcache::conformance::selftest {
 
-void AddSerdeMutants(std::vector<Mutant>& out);
-void AddProcessorMutants(std::vector<Mutant>& out);
-void AddAdapterMutants(std::vector<Mutant>& out);
-void AddWrapperMutants(std::vector<Mutant>& out);
-void AddSequentialWrapperMutants(std::vector<Mutant>& out);
+void add_serde_mutants(std::vector<Mutant>& out);
+void add_processor_mutants(std::vector<Mutant>& out);
+void add_adapter_mutants(std::vector<Mutant>& out);
+void add_wrapper_mutants(std::vector<Mutant>& out);
+void add_sequential_wrapper_mutants(std::vector<Mutant>& out);
 
 // A mutant of `kind` caught by `property` of the same kind's suite. `impl` and `base` have
 // the field of `kind` filled; the mutant's implementation is renamed `name`.

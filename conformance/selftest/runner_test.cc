@@ -26,7 +26,7 @@ struct RunResult {
 };
 
 // Runs the runner with `args` plus --json / --junit into a fresh directory.
-RunResult RunConform(const std::string& args) {
+RunResult run_conform(const std::string& args) {
   static int n = 0;
   fs::path dir = fs::temp_directory_path() /
                  ("lmcache_conform_test_" + std::to_string(getpid()) + "_" + std::to_string(n++));
@@ -56,7 +56,7 @@ RunResult RunConform(const std::string& args) {
 }
 
 // The result object of `impl`.`property`, or null.
-nlohmann::json Result(const RunResult& r, const std::string& impl, const std::string& property) {
+nlohmann::json result(const RunResult& r, const std::string& impl, const std::string& property) {
   for (auto& i : r.json["implementations"]) {
     if (i["name"] != impl) continue;
     for (auto& res : i["properties"]) {
@@ -66,19 +66,19 @@ nlohmann::json Result(const RunResult& r, const std::string& impl, const std::st
   return nullptr;
 }
 
-std::string StatusOf(const RunResult& r, const std::string& impl, const std::string& property) {
-  nlohmann::json res = Result(r, impl, property);
+std::string status_of(const RunResult& r, const std::string& impl, const std::string& property) {
+  nlohmann::json res = result(r, impl, property);
   return res.is_null() ? "(missing)" : res["status"].get<std::string>();
 }
 
-std::size_t CountResults(const RunResult& r) {
+std::size_t count_results(const RunResult& r) {
   std::size_t n = 0;
   for (auto& i : r.json["implementations"]) n += i["properties"].size();
   return n;
 }
 
 TEST(Runner, ReferencePassesEveryProperty) {
-  RunResult r = RunConform("--reference --quiet");
+  RunResult r = run_conform("--reference --quiet");
   EXPECT_EQ(r.exit_code, 0) << r.output;
   ASSERT_TRUE(r.json_written);
   EXPECT_TRUE(r.junit_written);
@@ -92,11 +92,11 @@ TEST(Runner, ReferencePassesEveryProperty) {
 }
 
 TEST(Runner, ExamplePluginPassesAndWritesBothReports) {
-  RunResult r = RunConform(std::string("--plugin ") + LMCONF_EXAMPLE_PLUGIN);
+  RunResult r = run_conform(std::string("--plugin ") + LMCONF_EXAMPLE_PLUGIN);
   EXPECT_EQ(r.exit_code, 0) << r.output;
   ASSERT_TRUE(r.json_written);
   EXPECT_TRUE(r.junit_written);
-  EXPECT_GT(CountResults(r), 0u);
+  EXPECT_GT(count_results(r), 0u);
   EXPECT_EQ(r.json["summary"]["Fail"], 0) << r.output;
   EXPECT_NE(r.junit.find("<testcase"), std::string::npos);
   EXPECT_NE(r.output.find("Summary:"), std::string::npos);
@@ -104,25 +104,25 @@ TEST(Runner, ExamplePluginPassesAndWritesBothReports) {
 
 TEST(Runner, BrokenPluginFailsNamingTheProperty) {
   RunResult r =
-      RunConform(std::string("--plugin ") + LMCONF_BROKEN_PLUGIN +
+      run_conform(std::string("--plugin ") + LMCONF_BROKEN_PLUGIN +
                  " --filter 'copy_serde.*:under_estimate.EstimateIsUpperBound:"
                  "missing_notify.OneNotifyPerTask:load_ignores_bitmap.PartialLoadBitmap:"
                  "failed_store_succeeds.AllOrNothingStore:above_soft_error_bound.RoundTrip:"
                  "one_fd_for_both_directions.DistinctEventFds'");
   EXPECT_EQ(r.exit_code, 1) << r.output;
   ASSERT_TRUE(r.json_written) << r.output;
-  EXPECT_EQ(StatusOf(r, "under_estimate", "EstimateIsUpperBound"), "Fail");
-  EXPECT_EQ(StatusOf(r, "missing_notify", "OneNotifyPerTask"), "Fail");
-  EXPECT_EQ(StatusOf(r, "load_ignores_bitmap", "PartialLoadBitmap"), "Fail");
-  EXPECT_EQ(StatusOf(r, "failed_store_succeeds", "AllOrNothingStore"), "Fail");
-  EXPECT_EQ(StatusOf(r, "above_soft_error_bound", "RoundTrip"), "QualityWarning");
-  EXPECT_EQ(StatusOf(r, "copy_serde", "RoundTrip"), "Pass");
+  EXPECT_EQ(status_of(r, "under_estimate", "EstimateIsUpperBound"), "Fail");
+  EXPECT_EQ(status_of(r, "missing_notify", "OneNotifyPerTask"), "Fail");
+  EXPECT_EQ(status_of(r, "load_ignores_bitmap", "PartialLoadBitmap"), "Fail");
+  EXPECT_EQ(status_of(r, "failed_store_succeeds", "AllOrNothingStore"), "Fail");
+  EXPECT_EQ(status_of(r, "above_soft_error_bound", "RoundTrip"), "QualityWarning");
+  EXPECT_EQ(status_of(r, "copy_serde", "RoundTrip"), "Pass");
   EXPECT_NE(r.output.find("FAIL under_estimate (serde) SerdeConformance.EstimateIsUpperBound"),
             std::string::npos)
       << r.output;
   EXPECT_NE(r.output.find("AdapterConformance.PartialLoadBitmap"), std::string::npos);
   // A failure names its seed and how to replay it.
-  nlohmann::json f = Result(r, "under_estimate", "EstimateIsUpperBound");
+  nlohmann::json f = result(r, "under_estimate", "EstimateIsUpperBound");
   EXPECT_FALSE(f["rc_seed"].is_null());
   EXPECT_NE(f["rc_params"].get<std::string>().find("reproduce="), std::string::npos);
   EXPECT_NE(f["reproduce"].get<std::string>().find("under_estimate.EstimateIsUpperBound"),
@@ -133,7 +133,7 @@ TEST(Runner, BrokenPluginFailsNamingTheProperty) {
   EXPECT_NE(f["rule"].get<std::string>().find("is not an upper bound"), std::string::npos) << f;
   EXPECT_NE(f["counterexample"].get<std::string>().find("SerdeCase"), std::string::npos) << f;
   // A scenario property (no generated input) still names the run's seed.
-  nlohmann::json scenario = Result(r, "one_fd_for_both_directions", "DistinctEventFds");
+  nlohmann::json scenario = result(r, "one_fd_for_both_directions", "DistinctEventFds");
   EXPECT_EQ(scenario["status"], "Fail") << scenario;
   EXPECT_FALSE(scenario["rc_seed"].is_null()) << scenario;
   EXPECT_NE(scenario["counterexample"].get<std::string>().find("fixed scenario"), std::string::npos)
@@ -149,31 +149,31 @@ TEST(Runner, BrokenPluginFailsNamingTheProperty) {
 }
 
 TEST(Runner, QualityWarningAloneIsNotAFailure) {
-  RunResult r = RunConform(std::string("--plugin ") + LMCONF_BROKEN_PLUGIN +
+  RunResult r = run_conform(std::string("--plugin ") + LMCONF_BROKEN_PLUGIN +
                            " --filter 'above_soft_error_bound.RoundTrip'");
   EXPECT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_EQ(StatusOf(r, "above_soft_error_bound", "RoundTrip"), "QualityWarning");
+  EXPECT_EQ(status_of(r, "above_soft_error_bound", "RoundTrip"), "QualityWarning");
 }
 
 TEST(Runner, CrashAndHangAreReportedNotFatal) {
   RunResult r =
-      RunConform(std::string("--plugin ") + LMCONF_CRASHING_PLUGIN +
+      run_conform(std::string("--plugin ") + LMCONF_CRASHING_PLUGIN +
                  " --timeout 5 --filter 'copy_serde.DeterministicOutput:copy_serde.RoundTrip:"
                  "crashing_serde.DeterministicOutput:crashing_serde.RoundTrip:"
                  "hanging_processor.DistinctEventFds:hanging_processor.OneShotQueries'");
   EXPECT_EQ(r.exit_code, 1) << r.output;
   ASSERT_TRUE(r.json_written) << r.output;
-  EXPECT_EQ(CountResults(r), 6u) << "the run must go on after a crash";
-  EXPECT_EQ(StatusOf(r, "copy_serde", "DeterministicOutput"), "Pass");
-  EXPECT_EQ(StatusOf(r, "copy_serde", "RoundTrip"), "Pass");
-  EXPECT_EQ(StatusOf(r, "hanging_processor", "DistinctEventFds"), "Pass");
+  EXPECT_EQ(count_results(r), 6u) << "the run must go on after a crash";
+  EXPECT_EQ(status_of(r, "copy_serde", "DeterministicOutput"), "Pass");
+  EXPECT_EQ(status_of(r, "copy_serde", "RoundTrip"), "Pass");
+  EXPECT_EQ(status_of(r, "hanging_processor", "DistinctEventFds"), "Pass");
   for (const char* p : {"DeterministicOutput", "RoundTrip"}) {
-    nlohmann::json res = Result(r, "crashing_serde", p);
+    nlohmann::json res = result(r, "crashing_serde", p);
     ASSERT_FALSE(res.is_null());
     EXPECT_EQ(res["status"], "Fail");
     EXPECT_NE(res["message"].get<std::string>().find("crash"), std::string::npos) << res["message"];
   }
-  nlohmann::json hang = Result(r, "hanging_processor", "OneShotQueries");
+  nlohmann::json hang = result(r, "hanging_processor", "OneShotQueries");
   ASSERT_FALSE(hang.is_null());
   EXPECT_EQ(hang["status"], "Fail");
   EXPECT_NE(hang["message"].get<std::string>().find("hang (timeout after 5 s)"), std::string::npos)
@@ -181,19 +181,19 @@ TEST(Runner, CrashAndHangAreReportedNotFatal) {
 }
 
 TEST(Runner, UnloadablePluginIsAUsageError) {
-  RunResult r = RunConform(std::string("--plugin ") + LMCONF_NOT_A_PLUGIN);
+  RunResult r = run_conform(std::string("--plugin ") + LMCONF_NOT_A_PLUGIN);
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("does not export lmcache_conformance_plugin_v1"), std::string::npos)
       << r.output;
-  RunResult none = RunConform("");
+  RunResult none = run_conform("");
   EXPECT_EQ(none.exit_code, 2) << none.output;
-  RunResult deep = RunConform("--reference --depth deep");
+  RunResult deep = run_conform("--reference --depth deep");
   EXPECT_EQ(deep.exit_code, 2) << deep.output;
   EXPECT_NE(deep.output.find("'deep'"), std::string::npos) << deep.output;
 }
 
 TEST(Runner, ListShowsImplementationsAndProperties) {
-  RunResult r = RunConform(std::string("--list --reference --plugin ") + LMCONF_EXAMPLE_PLUGIN);
+  RunResult r = run_conform(std::string("--list --reference --plugin ") + LMCONF_EXAMPLE_PLUGIN);
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("serde fp8_e4m3fn"), std::string::npos) << r.output;
   // The wrapper is listed as an adapter too (the adapter suite runs over wrappers).

@@ -28,7 +28,7 @@
 namespace lmcache::conformance::selftest {
 
 void PrintTo(const Mutant& m, std::ostream* os) {
-  *os << m.name << " (" << KindName(m.kind) << ", caught by " << SuiteName(m.suite) << "."
+  *os << m.name << " (" << kind_name(m.kind) << ", caught by " << suite_name(m.suite) << "."
       << m.property << ")";
 }
 
@@ -41,15 +41,15 @@ constexpr ImplementationKind kKinds[] = {ImplementationKind::kSerde, Implementat
 Verdict run_mutant(const Mutant& m) {
   switch (m.suite) {
     case ImplementationKind::kSerde:
-      return RunSerdeProperty(m.property, m.serde);
+      return run_serde_property(m.property, m.serde);
     case ImplementationKind::kProcessor:
-      return RunProcessorProperty(m.property, m.processor);
+      return run_processor_property(m.property, m.processor);
     case ImplementationKind::kAdapter:
-      return RunAdapterProperty(m.property, m.kind == ImplementationKind::kWrapper
+      return run_adapter_property(m.property, m.kind == ImplementationKind::kWrapper
                                                 ? adapter_of_wrapper(m.wrapper)
                                                 : m.adapter);
     case ImplementationKind::kWrapper:
-      return RunWrapperProperty(m.property, m.wrapper);
+      return run_wrapper_property(m.property, m.wrapper);
   }
   return Verdict::Fail("unknown kind");
 }
@@ -76,7 +76,7 @@ bool is_concurrency(const Mutant& m) { return m.bug_class == BugClass::kConcurre
 
 std::vector<Mutant> mutants_where(bool concurrency) {
   std::vector<Mutant> out;
-  for (const Mutant& m : AllMutants()) {
+  for (const Mutant& m : all_mutants()) {
     if (is_concurrency(m) == concurrency) out.push_back(m);
   }
   return out;
@@ -127,10 +127,10 @@ TEST_P(MutantIsCaught, UnderItsProperty) {
   const Mutant& m = GetParam().mutant;
   ScopedSeed seed(GetParam().seed);
   Verdict v = run_mutant(m);
-  EXPECT_EQ(v.status, m.expected) << m.name << " (" << m.bug << ") under " << SuiteName(m.suite)
+  EXPECT_EQ(v.status, m.expected) << m.name << " (" << m.bug << ") under " << suite_name(m.suite)
                                   << "." << m.property << " with seed " << GetParam().seed
-                                  << " ended " << StatusName(v.status) << " instead of "
-                                  << StatusName(m.expected) << ":\n"
+                                  << " ended " << status_name(v.status) << " instead of "
+                                  << status_name(m.expected) << ":\n"
                                   << v.message;
   if (m.expected == Status::kFail && v.status == Status::kFail) {
     EXPECT_FALSE(v.message.empty()) << "a failure must say what broke";
@@ -185,11 +185,11 @@ INSTANTIATE_TEST_SUITE_P(SelftestConcurrency, MutantWitness,
 
 TEST(Catalogue, EveryPropertyHasAMutant) {
   std::set<std::pair<ImplementationKind, std::string>> covered;
-  for (const Mutant& m : AllMutants()) covered.insert({m.suite, m.property});
+  for (const Mutant& m : all_mutants()) covered.insert({m.suite, m.property});
   for (auto kind : kKinds) {
-    for (const auto& p : PropertiesOf(kind)) {
+    for (const auto& p : properties_of(kind)) {
       EXPECT_TRUE(covered.count({kind, std::string(p.name)}))
-          << SuiteName(kind) << "." << p.name << " has no self-test mutant";
+          << suite_name(kind) << "." << p.name << " has no self-test mutant";
     }
   }
 }
@@ -197,7 +197,7 @@ TEST(Catalogue, EveryPropertyHasAMutant) {
 TEST(Catalogue, MutationSuiteCoversEveryClassAndKind) {
   std::map<BugClass, int> classes;
   std::map<ImplementationKind, int> kinds;
-  const auto all = AllMutants();
+  const auto all = all_mutants();
   for (const Mutant& m : all) {
     ++classes[m.bug_class];
     ++kinds[m.kind];
@@ -207,7 +207,7 @@ TEST(Catalogue, MutationSuiteCoversEveryClassAndKind) {
     EXPECT_GT(classes[static_cast<BugClass>(c)], 0)
         << "no mutant of class " << bug_class_name(static_cast<BugClass>(c));
   }
-  for (auto k : kKinds) EXPECT_GT(kinds[k], 0) << "no mutant of kind " << KindName(k);
+  for (auto k : kKinds) EXPECT_GT(kinds[k], 0) << "no mutant of kind " << kind_name(k);
   std::cout << "  " << all.size() << " mutants:";
   for (auto& [c, n] : classes) std::cout << " [" << bug_class_name(c) << ": " << n << "]";
   std::cout << "\n";
@@ -215,12 +215,12 @@ TEST(Catalogue, MutationSuiteCoversEveryClassAndKind) {
 
 TEST(Catalogue, MutantsNameExistingPropertiesAndAreUnique) {
   std::set<std::string> names;
-  for (const Mutant& m : AllMutants()) {
+  for (const Mutant& m : all_mutants()) {
     EXPECT_TRUE(names.insert(m.name).second) << "duplicate mutant " << m.name;
-    EXPECT_TRUE(IsValidImplementationName(m.name)) << m.name;
+    EXPECT_TRUE(is_valid_implementation_name(m.name)) << m.name;
     EXPECT_FALSE(m.bug.empty()) << m.name << " does not say what it gets wrong";
     bool found = false;
-    for (const auto& p : PropertiesOf(m.suite)) found |= p.name == m.property;
+    for (const auto& p : properties_of(m.suite)) found |= p.name == m.property;
     EXPECT_TRUE(found) << m.name << " names unknown property " << m.property;
     EXPECT_TRUE(m.suite == m.kind ||
                 (m.kind == ImplementationKind::kWrapper && m.suite == ImplementationKind::kAdapter))
@@ -250,7 +250,7 @@ TEST(Catalogue, MustpassListMatchesTheSuites) {
   EXPECT_TRUE(versioned) << "mustpass.txt must carry version " LMCACHE_CONFORMANCE_MUSTPASS_VERSION;
   std::vector<std::string> expected;
   for (auto kind : kKinds) {
-    for (const auto& p : PropertiesOf(kind)) {
+    for (const auto& p : properties_of(kind)) {
       expected.push_back(std::string(p.suite) + "." + std::string(p.name));
     }
   }
@@ -262,20 +262,20 @@ TEST(Catalogue, ReadmeHasARowForEveryPropertyAndMutant) {
   for (const std::string& line : lines_of(LMCACHE_CONFORMANCE_README_FILE)) readme += line + "\n";
   ASSERT_FALSE(readme.empty()) << LMCACHE_CONFORMANCE_README_FILE;
   for (auto kind : kKinds) {
-    for (const auto& p : PropertiesOf(kind)) {
+    for (const auto& p : properties_of(kind)) {
       EXPECT_NE(readme.find("| `" + std::string(p.name) + "` |"), std::string::npos)
-          << "conformance/README.md has no row for " << SuiteName(kind) << "." << p.name;
+          << "conformance/README.md has no row for " << suite_name(kind) << "." << p.name;
     }
   }
-  for (const Mutant& m : AllMutants()) {
+  for (const Mutant& m : all_mutants()) {
     EXPECT_NE(readme.find("`" + m.name + "`"), std::string::npos)
         << "conformance/README.md does not list mutant " << m.name;
   }
 }
 
 TEST(Catalogue, UnknownPropertyIsAFail) {
-  EXPECT_EQ(RunSerdeProperty("NoSuchProperty", CopySerde()).status, Status::kFail);
-  EXPECT_EQ(RunAdapterProperty("NoSuchProperty", DecoratedMockAdapter()).status, Status::kFail);
+  EXPECT_EQ(run_serde_property("NoSuchProperty", copy_serde()).status, Status::kFail);
+  EXPECT_EQ(run_adapter_property("NoSuchProperty", decorated_mock_adapter()).status, Status::kFail);
 }
 
 }  // namespace

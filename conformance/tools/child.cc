@@ -20,16 +20,16 @@
 // The suites over whatever the child registered; gtest evaluates these at InitGoogleTest(),
 // after the source has been loaded.
 INSTANTIATE_TEST_SUITE_P(Registered, SerdeConformance,
-                         ::testing::ValuesIn(lmcache::conformance::GlobalRegistry().serdes()),
+                         ::testing::ValuesIn(lmcache::conformance::global_registry().serdes()),
                          lmcache::conformance::ParamName());
 INSTANTIATE_TEST_SUITE_P(Registered, ProcessorConformance,
-                         ::testing::ValuesIn(lmcache::conformance::GlobalRegistry().processors()),
+                         ::testing::ValuesIn(lmcache::conformance::global_registry().processors()),
                          lmcache::conformance::ParamName());
 INSTANTIATE_TEST_SUITE_P(Registered, AdapterConformance,
-                         ::testing::ValuesIn(lmcache::conformance::GlobalRegistry().adapters()),
+                         ::testing::ValuesIn(lmcache::conformance::global_registry().adapters()),
                          lmcache::conformance::ParamName());
 INSTANTIATE_TEST_SUITE_P(Registered, WrapperConformance,
-                         ::testing::ValuesIn(lmcache::conformance::GlobalRegistry().wrappers()),
+                         ::testing::ValuesIn(lmcache::conformance::global_registry().wrappers()),
                          lmcache::conformance::ParamName());
 
 namespace lmcache::conformance::tools {
@@ -37,19 +37,19 @@ namespace lmcache::conformance::tools {
 namespace {
 
 // Returns the value after `flag`, or "".
-std::string Arg(int argc, char** argv, const std::string& flag) {
+std::string arg(int argc, char** argv, const std::string& flag) {
   for (int i = 2; i + 1 < argc; ++i) {
     if (flag == argv[i]) return argv[i + 1];
   }
   return {};
 }
 
-int List(const std::string& out_path) {
+int list(const std::string& out_path) {
   nlohmann::json j;
   j["implementations"] = nlohmann::json::array();
-  const Registry& r = GlobalRegistry();
+  const Registry& r = global_registry();
   auto add = [&](ImplementationKind kind, const std::string& name) {
-    j["implementations"].push_back({{"kind", std::string(KindName(kind))}, {"name", name}});
+    j["implementations"].push_back({{"kind", std::string(kind_name(kind))}, {"name", name}});
   };
   for (const auto& d : r.serdes()) add(ImplementationKind::kSerde, d.name);
   for (const auto& d : r.processors()) add(ImplementationKind::kProcessor, d.name);
@@ -62,33 +62,33 @@ int List(const std::string& out_path) {
 
 }  // namespace
 
-int RunChild(int argc, char** argv) {
+int run_child(int argc, char** argv) {
   if (argc < 3) {
     std::cerr << "lmcache-conform --child: missing mode\n";
     return 4;
   }
   const std::string mode = argv[2];
-  const std::string source = Arg(argc, argv, "--source");
-  const std::string out = Arg(argc, argv, "--out");
-  if (std::string error = LoadSource(source, GlobalRegistry()); !error.empty()) {
+  const std::string source = arg(argc, argv, "--source");
+  const std::string out = arg(argc, argv, "--out");
+  if (std::string error = load_source(source, global_registry()); !error.empty()) {
     std::cerr << error << "\n";
     return 3;
   }
-  if (mode == "list") return List(out);
+  if (mode == "list") return list(out);
   if (mode != "run") {
     std::cerr << "lmcache-conform --child: unknown mode '" << mode << "'\n";
     return 4;
   }
-  const ImplementationKind kind = ParseKind(Arg(argc, argv, "--kind"));
-  const std::string impl = Arg(argc, argv, "--impl");
-  const std::string property = Arg(argc, argv, "--property");
-  if (!GlobalRegistry().retain_only(kind, impl)) {
-    std::cerr << "no " << KindName(kind) << " named '" << impl << "' in " << source << "\n";
+  const ImplementationKind kind = parse_kind(arg(argc, argv, "--kind"));
+  const std::string impl = arg(argc, argv, "--impl");
+  const std::string property = arg(argc, argv, "--property");
+  if (!global_registry().retain_only(kind, impl)) {
+    std::cerr << "no " << kind_name(kind) << " named '" << impl << "' in " << source << "\n";
     return 4;
   }
   std::vector<std::string> args = {
       argv[0],
-      "--gtest_filter=Registered/" + std::string(SuiteName(kind)) + "." + property + "/" + impl,
+      "--gtest_filter=Registered/" + std::string(suite_name(kind)) + "." + property + "/" + impl,
       "--gtest_output=json:" + out,
   };
   std::vector<char*> cargs;

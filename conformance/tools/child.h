@@ -14,9 +14,9 @@
 
 namespace lmcache::conformance::tools {
 
-// RunChild()
+// run_child()
 //
 // Entry point for argv[1] == "--child"; returns the process exit status.
-int RunChild(int argc, char** argv);
+int run_child(int argc, char** argv);
 
 }  // namespace lmcache::conformance::tools

@@ -51,7 +51,7 @@ struct Options {
   int jobs = 0;
   std::string keep_logs;
   bool quiet = false;
-  std::string depth;  // resolved in Main(): --depth, else $LMCACHE_CONFORMANCE_DEPTH, else standard
+  std::string depth;  // resolved in run_main(): --depth, else $LMCACHE_CONFORMANCE_DEPTH, else standard
 };
 
 struct Impl {
@@ -73,21 +73,21 @@ struct Job {
   double duration_s = 0;
 };
 
-std::string SelfExe() {
+std::string self_exe() {
   std::error_code ec;
   fs::path p = fs::read_symlink("/proc/self/exe", ec);
   return ec ? std::string("/proc/self/exe") : p.string();
 }
 
 // A gtest-style glob: '*' any run, '?' one character.
-bool Glob(const char* p, const char* s) {
+bool glob(const char* p, const char* s) {
   if (*p == '\0') return *s == '\0';
-  if (*p == '*') return Glob(p + 1, s) || (*s != '\0' && Glob(p, s + 1));
-  if (*s != '\0' && (*p == '?' || *p == *s)) return Glob(p + 1, s + 1);
+  if (*p == '*') return glob(p + 1, s) || (*s != '\0' && glob(p, s + 1));
+  if (*s != '\0' && (*p == '?' || *p == *s)) return glob(p + 1, s + 1);
   return false;
 }
 
-std::vector<std::string> Split(const std::string& s, char sep) {
+std::vector<std::string> split(const std::string& s, char sep) {
   std::vector<std::string> out;
   std::string cur;
   for (char c : s) {
@@ -104,7 +104,7 @@ std::vector<std::string> Split(const std::string& s, char sep) {
 
 // gtest filter semantics: "POS1:POS2-NEG1:NEG2"; a subject is "<impl>.<Property>" or
 // "<impl>.<Suite>.<Property>".
-bool FilterMatches(const std::string& filter, const std::vector<std::string>& subjects) {
+bool filter_matches(const std::string& filter, const std::vector<std::string>& subjects) {
   std::string pos = filter, neg;
   if (auto dash = filter.find('-'); dash != std::string::npos) {
     pos = filter.substr(0, dash);
@@ -112,10 +112,10 @@ bool FilterMatches(const std::string& filter, const std::vector<std::string>& su
   }
   if (pos.empty()) pos = "*";
   auto any = [&](const std::string& patterns) {
-    for (const auto& pat : Split(patterns, ':')) {
+    for (const auto& pat : split(patterns, ':')) {
       if (pat.empty()) continue;
       for (const auto& s : subjects) {
-        if (Glob(pat.c_str(), s.c_str())) return true;
+        if (glob(pat.c_str(), s.c_str())) return true;
       }
     }
     return false;
@@ -123,13 +123,13 @@ bool FilterMatches(const std::string& filter, const std::vector<std::string>& su
   return any(pos) && !(neg.size() && any(neg));
 }
 
-std::string ShellQuote(const std::string& s) {
+std::string shell_quote(const std::string& s) {
   std::string out = "'";
   for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
   return out + "'";
 }
 
-std::string Tail(const std::string& path, std::size_t lines) {
+std::string tail(const std::string& path, std::size_t lines) {
   std::ifstream in(path);
   std::vector<std::string> all;
   std::string line;
@@ -143,7 +143,7 @@ std::string Tail(const std::string& path, std::size_t lines) {
 
 // fork + exec of this binary with `args`, stdout and stderr to `log`, RC_PARAMS and the depth
 // in the env.
-pid_t Spawn(const std::string& exe, const std::vector<std::string>& args, const std::string& log,
+pid_t spawn(const std::string& exe, const std::vector<std::string>& args, const std::string& log,
             const std::string& rc_params, const std::string& depth) {
   // Everything the child needs is built before fork(): only async-signal-safe calls after it.
   std::vector<std::string> argv_s = {exe};
@@ -180,7 +180,7 @@ pid_t Spawn(const std::string& exe, const std::vector<std::string>& args, const 
 }
 
 // Waits for `pid` up to `timeout_s`; kills its process group on a timeout.
-void WaitChild(pid_t pid, double timeout_s, int* status, bool* timed_out) {
+void wait_child(pid_t pid, double timeout_s, int* status, bool* timed_out) {
   auto deadline = Clock::now() + std::chrono::duration<double>(timeout_s);
   *timed_out = false;
   for (;;) {
@@ -196,7 +196,7 @@ void WaitChild(pid_t pid, double timeout_s, int* status, bool* timed_out) {
   }
 }
 
-std::string SignalName(int sig) {
+std::string signal_name(int sig) {
   const char* abbrev = sigabbrev_np(sig);
   const char* desc = strsignal(sig);
   return std::string("SIG") + (abbrev ? abbrev : std::to_string(sig)) + " (" + (desc ? desc : "?") +
@@ -204,22 +204,22 @@ std::string SignalName(int sig) {
 }
 
 // Loads `source` in a child and returns its implementations, or an error.
-std::string ListSource(const std::string& exe, const std::string& source, const fs::path& dir,
+std::string list_source(const std::string& exe, const std::string& source, const fs::path& dir,
                        std::size_t index, std::vector<Impl>* impls) {
   std::string out = (dir / ("list_" + std::to_string(index) + ".json")).string();
   std::string log = (dir / ("list_" + std::to_string(index) + ".log")).string();
-  pid_t pid = Spawn(exe, {"--child", "list", "--source", source, "--out", out}, log, "", "");
+  pid_t pid = spawn(exe, {"--child", "list", "--source", source, "--out", out}, log, "", "");
   if (pid < 0) return "cannot fork to load " + source;
   int status = 0;
   bool timed_out = false;
-  WaitChild(pid, 60, &status, &timed_out);
+  wait_child(pid, 60, &status, &timed_out);
   if (timed_out) return "loading " + source + " hung (no answer after 60 s)";
   if (WIFSIGNALED(status)) {
-    return "loading " + source + " crashed with signal " + SignalName(WTERMSIG(status)) + "\n" +
-           Tail(log, 15);
+    return "loading " + source + " crashed with signal " + signal_name(WTERMSIG(status)) + "\n" +
+           tail(log, 15);
   }
   if (WEXITSTATUS(status) != 0) {
-    std::string why = Tail(log, 15);
+    std::string why = tail(log, 15);
     return "cannot use " + source + " (exit status " + std::to_string(WEXITSTATUS(status)) +
            "):\n" + why;
   }
@@ -228,7 +228,7 @@ std::string ListSource(const std::string& exe, const std::string& source, const 
     nlohmann::json j = nlohmann::json::parse(in);
     for (auto& e : j.at("implementations")) {
       impls->push_back(
-          {source, ParseKind(e.at("kind").get<std::string>()), e.at("name").get<std::string>()});
+          {source, parse_kind(e.at("kind").get<std::string>()), e.at("name").get<std::string>()});
     }
   } catch (const std::exception& e) {
     return "unreadable implementation list from " + source + ": " + e.what();
@@ -237,7 +237,7 @@ std::string ListSource(const std::string& exe, const std::string& source, const 
 }
 
 // The seed of a run's RC_PARAMS ("... seed=N ..."), if any.
-std::optional<std::uint64_t> SeedOf(const std::string& rc_params) {
+std::optional<std::uint64_t> seed_of(const std::string& rc_params) {
   std::istringstream in(rc_params);
   std::string token;
   while (in >> token) {
@@ -252,7 +252,7 @@ std::optional<std::uint64_t> SeedOf(const std::string& rc_params) {
   return std::nullopt;
 }
 
-PropertyResult Collect(const Job& job, const Impl& impl, double timeout_s) {
+PropertyResult collect(const Job& job, const Impl& impl, double timeout_s) {
   PropertyResult r;
   r.suite = job.suite;
   r.property = job.property;
@@ -262,13 +262,13 @@ PropertyResult Collect(const Job& job, const Impl& impl, double timeout_s) {
     std::ostringstream m;
     m << "hang (timeout after " << timeout_s << " s): the property did not finish and its "
       << "process was killed\n"
-      << Tail(job.log, 12);
+      << tail(job.log, 12);
     r.message = m.str();
     return r;
   }
   if (WIFSIGNALED(job.wait_status)) {
-    r.message = "crashed with signal " + SignalName(WTERMSIG(job.wait_status)) +
-                " inside the implementation\n" + Tail(job.log, 12);
+    r.message = "crashed with signal " + signal_name(WTERMSIG(job.wait_status)) +
+                " inside the implementation\n" + tail(job.log, 12);
     return r;
   }
   nlohmann::json j;
@@ -279,7 +279,7 @@ PropertyResult Collect(const Job& job, const Impl& impl, double timeout_s) {
   } catch (const std::exception&) {
     r.message = "crashed: the child exited with status " +
                 std::to_string(WEXITSTATUS(job.wait_status)) + " before writing its report\n" +
-                Tail(job.log, 12);
+                tail(job.log, 12);
     return r;
   }
   // The child ran exactly one test: take the first testcase of the first suite.
@@ -310,7 +310,7 @@ PropertyResult Collect(const Job& job, const Impl& impl, double timeout_s) {
   for (auto& f : test->value("failures", nlohmann::json::array())) {
     failures += f.value("failure", std::string()) + "\n";
   }
-  if (auto s = ParseStatus(verdict)) {
+  if (auto s = parse_status(verdict)) {
     r.status = *s;
     // A gtest failure outside the verdict (e.g. an exception) still fails the property.
     if (r.status != Status::kFail && !failures.empty()) {
@@ -330,17 +330,17 @@ PropertyResult Collect(const Job& job, const Impl& impl, double timeout_s) {
     r.status = Status::kFail;
     r.message = "the property finished as " + verdict + " but the child then exited with status " +
                 std::to_string(WEXITSTATUS(job.wait_status)) + " (an error at exit?)\n" +
-                Tail(job.log, 12);
+                tail(job.log, 12);
   }
   if (r.status == Status::kFail && r.message.empty()) {
     r.message = "failed (exit status " + std::to_string(WEXITSTATUS(job.wait_status)) + ")\n" +
-                Tail(job.log, 12);
+                tail(job.log, 12);
   }
   (void)impl;
   return r;
 }
 
-int Main(int argc, char** argv) {
+int run_main(int argc, char** argv) {
   Options o;
   CLI::App app{
       "lmcache-conform: run the lmcache conformance suites against serdes, serde processors, L2 "
@@ -405,7 +405,7 @@ int Main(int argc, char** argv) {
     o.jobs = static_cast<int>(std::clamp(std::thread::hardware_concurrency(), 1u, 4u));
   }
 
-  const std::string exe = SelfExe();
+  const std::string exe = self_exe();
   fs::path dir;
   if (!o.keep_logs.empty()) {
     dir = fs::absolute(o.keep_logs);
@@ -428,7 +428,7 @@ int Main(int argc, char** argv) {
   for (auto& p : o.plugins) sources.push_back(fs::absolute(p).string());
   std::vector<Impl> impls;
   for (std::size_t i = 0; i < sources.size(); ++i) {
-    if (std::string e = ListSource(exe, sources[i], dir, i, &impls); !e.empty()) {
+    if (std::string e = list_source(exe, sources[i], dir, i, &impls); !e.empty()) {
       report.errors.push_back(e);
     }
   }
@@ -436,12 +436,12 @@ int Main(int argc, char** argv) {
   if (o.list) {
     std::cout << "Implementations:\n";
     for (auto& im : impls) {
-      std::cout << "  " << KindName(im.kind) << " " << im.name << "  (" << im.source << ")\n";
+      std::cout << "  " << kind_name(im.kind) << " " << im.name << "  (" << im.source << ")\n";
     }
     for (auto kind : {ImplementationKind::kSerde, ImplementationKind::kProcessor,
                       ImplementationKind::kAdapter, ImplementationKind::kWrapper}) {
-      std::cout << "\n" << SuiteName(kind) << " (" << KindName(kind) << "s):\n";
-      for (auto& p : PropertiesOf(kind)) std::cout << "  " << p.name << ": " << p.checks << "\n";
+      std::cout << "\n" << suite_name(kind) << " (" << kind_name(kind) << "s):\n";
+      for (auto& p : properties_of(kind)) std::cout << "  " << p.name << ": " << p.checks << "\n";
     }
     for (auto& e : report.errors) std::cerr << "ERROR: " << e << "\n";
     if (o.keep_logs.empty()) fs::remove_all(dir);
@@ -451,10 +451,10 @@ int Main(int argc, char** argv) {
   for (auto& im : impls) report.implementations.push_back({im.name, im.kind, im.source, {}});
   std::vector<Job> jobs;
   for (std::size_t i = 0; i < impls.size(); ++i) {
-    const std::string suite(SuiteName(impls[i].kind));
-    for (const auto& p : PropertiesOf(impls[i].kind)) {
+    const std::string suite(suite_name(impls[i].kind));
+    for (const auto& p : properties_of(impls[i].kind)) {
       std::string prop(p.name);
-      if (!FilterMatches(o.filter,
+      if (!filter_matches(o.filter,
                          {impls[i].name + "." + prop, impls[i].name + "." + suite + "." + prop})) {
         continue;
       }
@@ -479,8 +479,8 @@ int Main(int argc, char** argv) {
       const Impl& im = impls[j.impl_index];
       j.start = Clock::now();
       j.pid =
-          Spawn(exe,
-                {"--child", "run", "--source", im.source, "--kind", std::string(KindName(im.kind)),
+          spawn(exe,
+                {"--child", "run", "--source", im.source, "--kind", std::string(kind_name(im.kind)),
                  "--impl", im.name, "--property", j.property, "--out", j.out_json},
                 j.log, o.rc_params, o.depth);
       running.push_back(next++);
@@ -503,18 +503,18 @@ int Main(int argc, char** argv) {
       j.wait_status = status;
       j.duration_s = std::chrono::duration<double>(Clock::now() - j.start).count();
       const Impl& im = impls[j.impl_index];
-      PropertyResult pr = Collect(j, im, o.timeout_s);
+      PropertyResult pr = collect(j, im, o.timeout_s);
       // A scenario property draws nothing random; it still ran under the run's seed.
-      if (!pr.rc_seed) pr.rc_seed = SeedOf(o.rc_params);
+      if (!pr.rc_seed) pr.rc_seed = seed_of(o.rc_params);
       std::string src =
-          im.source == kReferenceSource ? "--reference" : "--plugin " + ShellQuote(im.source);
+          im.source == kReferenceSource ? "--reference" : "--plugin " + shell_quote(im.source);
       pr.reproduce = "lmcache-conform " + src + " --depth " + o.depth + " --filter " +
-                     ShellQuote(im.name + "." + j.property) + " --rc-params " +
-                     ShellQuote(pr.rc_params.empty() ? o.rc_params : pr.rc_params);
+                     shell_quote(im.name + "." + j.property) + " --rc-params " +
+                     shell_quote(pr.rc_params.empty() ? o.rc_params : pr.rc_params);
       ++finished;
       if (!o.quiet) {
         std::cout << "[" << finished << "/" << jobs.size() << "] " << im.name << " " << j.suite
-                  << "." << j.property << " ... " << StatusName(pr.status) << " ("
+                  << "." << j.property << " ... " << status_name(pr.status) << " ("
                   << static_cast<int>(j.duration_s * 1000) << " ms)" << std::endl;
       }
       results[*it] = std::move(pr);
@@ -527,16 +527,16 @@ int Main(int argc, char** argv) {
   }
   report.duration_s = std::chrono::duration<double>(Clock::now() - run_start).count();
 
-  PrintMatrix(report, std::cout);
+  print_matrix(report, std::cout);
   int exit_code = report.ExitCode();
   if (!o.json_path.empty()) {
-    if (std::string e = WriteJsonReport(report, o.json_path); !e.empty()) {
+    if (std::string e = write_json_report(report, o.json_path); !e.empty()) {
       std::cerr << "lmcache-conform: " << e << "\n";
       exit_code = std::max(exit_code, 2);
     }
   }
   if (!o.junit_path.empty()) {
-    if (std::string e = WriteJUnitReport(report, o.junit_path); !e.empty()) {
+    if (std::string e = write_junit_report(report, o.junit_path); !e.empty()) {
       std::cerr << "lmcache-conform: " << e << "\n";
       exit_code = std::max(exit_code, 2);
     }
@@ -550,7 +550,7 @@ int Main(int argc, char** argv) {
 
 int main(int argc, char** argv) {
   if (argc > 1 && std::strcmp(argv[1], "--child") == 0) {
-    return lmcache::conformance::tools::RunChild(argc, argv);
+    return lmcache::conformance::tools::run_child(argc, argv);
   }
-  return lmcache::conformance::tools::Main(argc, argv);
+  return lmcache::conformance::tools::run_main(argc, argv);
 }

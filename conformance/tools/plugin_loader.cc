@@ -9,10 +9,10 @@
 
 namespace lmcache::conformance::tools {
 
-std::string LoadSource(const std::string& source, Registry& registry) {
+std::string load_source(const std::string& source, Registry& registry) {
   if (source == kReferenceSource) {
     try {
-      RegisterReferenceImplementations(registry);
+      register_reference_implementations(registry);
     } catch (const std::exception& e) {
       return std::string("registering the reference implementations failed: ") + e.what();
     }

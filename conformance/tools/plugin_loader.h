@@ -13,11 +13,11 @@ namespace lmcache::conformance::tools {
 // The source name that stands for the reference implementations.
 inline constexpr const char* kReferenceSource = "reference";
 
-// LoadSource()
+// load_source()
 //
 // Registers the implementations of `source` ("reference" or a plugin path) into `registry`.
 // Returns an empty string on success, else why it failed (dlopen error, missing entry point,
 // version mismatch, registration error). The plugin stays loaded for the life of the process.
-std::string LoadSource(const std::string& source, Registry& registry);
+std::string load_source(const std::string& source, Registry& registry);
 
 }  // namespace lmcache::conformance::tools

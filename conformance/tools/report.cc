@@ -14,7 +14,7 @@ namespace lmcache::conformance::tools {
 
 namespace {
 
-std::string Indent(const std::string& text, const std::string& prefix, std::size_t max_lines) {
+std::string indent(const std::string& text, const std::string& prefix, std::size_t max_lines) {
   std::istringstream in(text);
   std::string line, out;
   std::size_t n = 0;
@@ -28,7 +28,7 @@ std::string Indent(const std::string& text, const std::string& prefix, std::size
   return out;
 }
 
-std::string XmlEscape(const std::string& s) {
+std::string xml_escape(const std::string& s) {
   std::string out;
   out.reserve(s.size());
   for (char c : s) {
@@ -60,7 +60,7 @@ std::string XmlEscape(const std::string& s) {
   return out;
 }
 
-std::string FirstLine(const std::string& s) {
+std::string first_line(const std::string& s) {
   auto nl = s.find('\n');
   return nl == std::string::npos ? s : s.substr(0, nl);
 }
@@ -68,9 +68,9 @@ std::string FirstLine(const std::string& s) {
 constexpr std::string_view kCounterexample = "counterexample (after";
 
 // `label` then `text`, its further lines indented under the label's margin plus two.
-std::string Hang(const std::string& label, const std::string& text, std::size_t max_lines) {
+std::string hang(const std::string& label, const std::string& text, std::size_t max_lines) {
   const std::size_t margin = label.find_first_not_of(' ');
-  std::string indented = Indent(text, std::string(margin + 2, ' '), max_lines);
+  std::string indented = indent(text, std::string(margin + 2, ' '), max_lines);
   if (indented.size() < margin + 2) return label + "\n";
   return label + indented.substr(margin + 2);
 }
@@ -106,7 +106,7 @@ int RunReport::ExitCode() const {
   return errors.empty() ? 0 : 2;
 }
 
-void PrintMatrix(const RunReport& report, std::ostream& os) {
+void print_matrix(const RunReport& report, std::ostream& os) {
   os << "lmcache-conform " << LMCACHE_CONFORMANCE_PROJECT_VERSION << " (plugin ABI v"
      << LMCACHE_CONFORMANCE_ABI_VERSION << ", mustpass " << LMCACHE_CONFORMANCE_MUSTPASS_VERSION
      << ")  depth " << report.depth << "  RC_PARAMS=\"" << report.rc_params << "\"\n";
@@ -119,7 +119,7 @@ void PrintMatrix(const RunReport& report, std::ostream& os) {
     if (impls.empty()) continue;
     // Rows: the catalogue's properties that ran for at least one implementation.
     std::vector<std::string> rows;
-    for (const auto& p : PropertiesOf(kind)) {
+    for (const auto& p : properties_of(kind)) {
       for (auto* i : impls) {
         bool ran = std::any_of(i->results.begin(), i->results.end(),
                                [&](const PropertyResult& r) { return r.property == p.name; });
@@ -129,12 +129,12 @@ void PrintMatrix(const RunReport& report, std::ostream& os) {
         }
       }
     }
-    std::size_t first = std::string(SuiteName(kind)).size();
+    std::size_t first = std::string(suite_name(kind)).size();
     for (auto& r : rows) first = std::max(first, r.size() + 2);
     first += 2;
     std::vector<std::size_t> widths;
     for (auto* i : impls) widths.push_back(std::max<std::size_t>(i->name.size(), 14) + 2);
-    os << "\n" << std::left << std::setw(static_cast<int>(first)) << SuiteName(kind);
+    os << "\n" << std::left << std::setw(static_cast<int>(first)) << suite_name(kind);
     for (std::size_t c = 0; c < impls.size(); ++c) {
       os << std::setw(static_cast<int>(widths[c])) << impls[c]->name;
     }
@@ -144,7 +144,7 @@ void PrintMatrix(const RunReport& report, std::ostream& os) {
       for (std::size_t c = 0; c < impls.size(); ++c) {
         std::string cell = "-";
         for (const auto& r : impls[c]->results) {
-          if (r.property == row) cell = std::string(StatusName(r.status));
+          if (r.property == row) cell = std::string(status_name(r.status));
         }
         os << std::setw(static_cast<int>(widths[c])) << cell;
       }
@@ -157,10 +157,10 @@ void PrintMatrix(const RunReport& report, std::ostream& os) {
       if (r.status != Status::kFail) continue;
       if (!header) os << "\nFailures:\n";
       header = true;
-      os << "  FAIL " << impl.name << " (" << KindName(impl.kind) << ") " << r.suite << "."
+      os << "  FAIL " << impl.name << " (" << kind_name(impl.kind) << ") " << r.suite << "."
          << r.property << "\n"
-         << Hang("      rule: ", rule_of(r.message), 12)
-         << Hang("      ", counterexample_of(r.message), 20);
+         << hang("      rule: ", rule_of(r.message), 12)
+         << hang("      ", counterexample_of(r.message), 20);
       if (r.rc_seed) os << "      seed: " << *r.rc_seed << "\n";
       if (!r.rc_params.empty()) os << "      RC_PARAMS=\"" << r.rc_params << "\"\n";
       os << "      reproduce: " << r.reproduce << "\n";
@@ -172,8 +172,8 @@ void PrintMatrix(const RunReport& report, std::ostream& os) {
       if (r.status != Status::kQualityWarning && r.status != Status::kNotSupported) continue;
       if (!header) os << "\nNotes:\n";
       header = true;
-      os << "  " << StatusName(r.status) << " " << impl.name << " " << r.suite << "." << r.property
-         << ": " << FirstLine(r.message) << "\n";
+      os << "  " << status_name(r.status) << " " << impl.name << " " << r.suite << "." << r.property
+         << ": " << first_line(r.message) << "\n";
     }
   }
   for (const auto& e : report.errors) os << "\nERROR: " << e << "\n";
@@ -185,7 +185,7 @@ void PrintMatrix(const RunReport& report, std::ostream& os) {
      << " s -> " << (report.ExitCode() == 0 ? "CONFORMANT" : "NOT CONFORMANT") << "\n";
 }
 
-std::string WriteJsonReport(const RunReport& report, const std::string& path) {
+std::string write_json_report(const RunReport& report, const std::string& path) {
   nlohmann::json j;
   j["tool"] = "lmcache-conform";
   j["project_version"] = LMCACHE_CONFORMANCE_PROJECT_VERSION;
@@ -198,14 +198,14 @@ std::string WriteJsonReport(const RunReport& report, const std::string& path) {
   for (const auto& impl : report.implementations) {
     nlohmann::json ji;
     ji["name"] = impl.name;
-    ji["kind"] = std::string(KindName(impl.kind));
+    ji["kind"] = std::string(kind_name(impl.kind));
     ji["source"] = impl.source;
     ji["properties"] = nlohmann::json::array();
     for (const auto& r : impl.results) {
       nlohmann::json jr;
       jr["suite"] = r.suite;
       jr["property"] = r.property;
-      jr["status"] = std::string(StatusName(r.status));
+      jr["status"] = std::string(status_name(r.status));
       jr["message"] = r.message;
       if (r.status == Status::kFail) {
         jr["rule"] = rule_of(r.message);
@@ -221,7 +221,7 @@ std::string WriteJsonReport(const RunReport& report, const std::string& path) {
   }
   j["errors"] = report.errors;
   nlohmann::json summary;
-  for (auto& [status, n] : report.Summary()) summary[std::string(StatusName(status))] = n;
+  for (auto& [status, n] : report.Summary()) summary[std::string(status_name(status))] = n;
   j["summary"] = summary;
   j["exit_code"] = report.ExitCode();
   std::ofstream out(path);
@@ -230,7 +230,7 @@ std::string WriteJsonReport(const RunReport& report, const std::string& path) {
   return out ? std::string() : "failed writing '" + path + "'";
 }
 
-std::string WriteJUnitReport(const RunReport& report, const std::string& path) {
+std::string write_junit_report(const RunReport& report, const std::string& path) {
   auto counts = report.Summary();
   std::ostringstream x;
   x << std::fixed << std::setprecision(3);
@@ -249,23 +249,23 @@ std::string WriteJUnitReport(const RunReport& report, const std::string& path) {
       skips += r.status == Status::kNotSupported;
       time += r.duration_s;
     }
-    x << "  <testsuite name=\"" << XmlEscape(impl.name) << "\" tests=\"" << impl.results.size()
+    x << "  <testsuite name=\"" << xml_escape(impl.name) << "\" tests=\"" << impl.results.size()
       << "\" failures=\"" << fails << "\" skipped=\"" << skips << "\" errors=\"0\" time=\"" << time
       << "\">\n"
       << "    <properties>\n"
-      << "      <property name=\"kind\" value=\"" << KindName(impl.kind) << "\"/>\n"
-      << "      <property name=\"source\" value=\"" << XmlEscape(impl.source) << "\"/>\n"
-      << "      <property name=\"rc_params\" value=\"" << XmlEscape(report.rc_params) << "\"/>\n"
-      << "      <property name=\"depth\" value=\"" << XmlEscape(report.depth) << "\"/>\n"
+      << "      <property name=\"kind\" value=\"" << kind_name(impl.kind) << "\"/>\n"
+      << "      <property name=\"source\" value=\"" << xml_escape(impl.source) << "\"/>\n"
+      << "      <property name=\"rc_params\" value=\"" << xml_escape(report.rc_params) << "\"/>\n"
+      << "      <property name=\"depth\" value=\"" << xml_escape(report.depth) << "\"/>\n"
       << "    </properties>\n";
     for (const auto& r : impl.results) {
-      x << "    <testcase classname=\"" << XmlEscape(impl.name + "." + r.suite) << "\" name=\""
-        << XmlEscape(r.property) << "\" time=\"" << r.duration_s << "\">\n";
+      x << "    <testcase classname=\"" << xml_escape(impl.name + "." + r.suite) << "\" name=\""
+        << xml_escape(r.property) << "\" time=\"" << r.duration_s << "\">\n";
       switch (r.status) {
         case Status::kFail:
-          x << "      <failure message=\"" << XmlEscape(FirstLine(rule_of(r.message)))
+          x << "      <failure message=\"" << xml_escape(first_line(rule_of(r.message)))
             << "\" type=\"Fail\">"
-            << XmlEscape("property: " + impl.name + "." + r.suite + "." + r.property +
+            << xml_escape("property: " + impl.name + "." + r.suite + "." + r.property +
                          "\nrule: " + rule_of(r.message) + "\n" + counterexample_of(r.message) +
                          (r.rc_seed ? "\nseed: " + std::to_string(*r.rc_seed) : "") +
                          (r.rc_params.empty() ? "" : "\nRC_PARAMS=\"" + r.rc_params + "\"") +
@@ -273,11 +273,11 @@ std::string WriteJUnitReport(const RunReport& report, const std::string& path) {
             << "</failure>\n";
           break;
         case Status::kNotSupported:
-          x << "      <skipped message=\"" << XmlEscape("NotSupported: " + FirstLine(r.message))
+          x << "      <skipped message=\"" << xml_escape("NotSupported: " + first_line(r.message))
             << "\"/>\n";
           break;
         case Status::kQualityWarning:
-          x << "      <system-out>" << XmlEscape("QualityWarning: " + r.message)
+          x << "      <system-out>" << xml_escape("QualityWarning: " + r.message)
             << "</system-out>\n";
           break;
         case Status::kPass:

@@ -58,16 +58,16 @@ struct RunReport {
   int ExitCode() const;
 };
 
-// PrintMatrix()
+// print_matrix()
 //
 // The console report: a table per suite, then every Fail (message, seed, reproducing command),
 // QualityWarning and NotSupported reason, then a summary line.
-void PrintMatrix(const RunReport& report, std::ostream& os);
+void print_matrix(const RunReport& report, std::ostream& os);
 
-// WriteJsonReport() / WriteJUnitReport()
+// write_json_report() / write_junit_report()
 //
 // Write the reports to `path`; return an empty string or why writing failed.
-std::string WriteJsonReport(const RunReport& report, const std::string& path);
-std::string WriteJUnitReport(const RunReport& report, const std::string& path);
+std::string write_json_report(const RunReport& report, const std::string& path);
+std::string write_junit_report(const RunReport& report, const std::string& path);
 
 }  // namespace lmcache::conformance::tools

@@ -3,7 +3,7 @@
 // Loads a conformance plugin for `lmcache-bench --plugin`: the same shared object, the same
 // versioned extern "C" entry point (lmcache_conformance_plugin_v1, plugin_abi.h) and the same
 // loader code as `lmcache-conform --plugin`. There is no bench-specific ABI: this forwards to
-// the conformance runner's LoadSource() (conformance/tools/plugin_loader.h, the
+// the conformance runner's load_source() (conformance/tools/plugin_loader.h, the
 // lmcache_conformance_plugin_loader library both programs link), so a plugin that the
 // conformance runner accepts is benchmarked unchanged, and a version-mismatched one is refused with
 // the runner's message.

@@ -287,7 +287,7 @@ Json fp8_row_config(const std::string& row, const std::string& simd_target) {
 void add_fp8_simd_descriptors(conformance::Registry& registry) {
   for (Fp8Format format : {Fp8Format::kE4M3FN, Fp8Format::kE5M2}) {
     // The reference descriptor's declarations (dtypes, bounds) with the serde pinned to SIMD.
-    conformance::SerdeUnderTest d = conformance::ReferenceFp8Serde(format);
+    conformance::SerdeUnderTest d = conformance::reference_fp8_serde(format);
     d.name = format == Fp8Format::kE4M3FN ? "fp8_simd_e4m3fn" : "fp8_simd_e5m2";
     Fp8SerdeOptions o = fp8_row_options(kFp8SimdRow);
     o.format = format;

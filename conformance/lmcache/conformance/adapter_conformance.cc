@@ -13,9 +13,8 @@
 #include "lmcache/conformance/process_stats.h"
 #include "lmcache/core/event_notifier.h"
 
-namespace lmcache::conformance {
-
-namespace internal::adapter_properties {
+namespace lmcache::conformance_internal::adapter_properties {
+using namespace ::lmcache::conformance;  // the kit's public types
 
 // ---------------------------------------------------------------------------------------------
 // Shared helpers (internal/adapter_properties.h).
@@ -45,12 +44,12 @@ std::vector<TaskId> pop_stores_until(L2AdapterInterface& a, const std::vector<Ta
     }
     return out;
   };
-  PollUntil(
+  poll_until(
       [&]() -> std::optional<bool> {
         for (auto& kv : a.pop_completed_store_tasks()) got->insert(kv);
         return missing().empty() ? std::optional<bool>(true) : std::nullopt;
       },
-      ResultTimeout());
+      result_timeout());
   return missing();
 }
 
@@ -107,7 +106,7 @@ Verdict DistinctEventFds(const AdapterUnderTest& aut) {
                           "second instance's store fd",
                           "second instance's lookup fd",
                           "second instance's load fd"};
-  if (std::string problem = DistinctOpenFdsProblem(fds, names); !problem.empty()) {
+  if (std::string problem = distinct_open_fds_problem(fds, names); !problem.empty()) {
     return Verdict::Fail(problem);
   }
   return Verdict::Pass();
@@ -137,18 +136,18 @@ Verdict UnknownIdsGiveNone(const AdapterUnderTest& aut) {
     return Verdict::Fail("a fresh adapter's pop_completed_store_tasks() returned results");
   }
   ObjectKey key(int_hash_to_bytes(77), "conformance-model", 0);
-  MemoryObjPtr obj = MakeObject(MemoryLayoutDesc::single({8}, aut.object_dtypes.front()));
+  MemoryObjPtr obj = make_object(MemoryLayoutDesc::single({8}, aut.object_dtypes.front()));
   TaskId s = a->submit_store_task({key}, {obj});
   std::map<TaskId, L2StoreResult> got;
-  PollUntil(
+  poll_until(
       [&]() -> std::optional<bool> {
         for (auto& kv : a->pop_completed_store_tasks()) got.insert(kv);
         return got.count(s) ? std::optional<bool>(true) : std::nullopt;
       },
-      ResultTimeout());
+      result_timeout());
   if (!got.count(s)) return Verdict::Fail("store task " + std::to_string(s) + " did not complete");
-  TaskId l = a->submit_load_task({key}, {MakeObject(obj->layout())});
-  if (!PollUntil([&] { return a->query_load_result(l); }, ResultTimeout())) {
+  TaskId l = a->submit_load_task({key}, {make_object(obj->layout())});
+  if (!poll_until([&] { return a->query_load_result(l); }, result_timeout())) {
     return Verdict::Fail("load task " + std::to_string(l) + " did not complete");
   }
   for (TaskId id : {std::max(s, l) + 1000, std::max(s, l) + 99999}) {
@@ -160,14 +159,14 @@ Verdict UnknownIdsGiveNone(const AdapterUnderTest& aut) {
 Verdict CloseIsIdempotent(const AdapterUnderTest& aut) {
   L2AdapterPtr a = aut.make();
   ObjectKey key(int_hash_to_bytes(78), "conformance-model", 0);
-  MemoryObjPtr obj = MakeObject(MemoryLayoutDesc::single({8}, aut.object_dtypes.front()));
+  MemoryObjPtr obj = make_object(MemoryLayoutDesc::single({8}, aut.object_dtypes.front()));
   TaskId s = a->submit_store_task({key}, {obj});
-  bool done = PollUntil(
+  bool done = poll_until(
                   [&]() -> std::optional<bool> {
                     return a->pop_completed_store_tasks().count(s) ? std::optional<bool>(true)
                                                                    : std::nullopt;
                   },
-                  ResultTimeout())
+                  result_timeout())
                   .has_value();
   if (!done) {
     a->close();
@@ -211,28 +210,30 @@ Verdict CloseReleasesResources(const AdapterUnderTest& aut) {
   ResourceSnapshot baseline = ResourceSnapshot::Take();
   L2AdapterPtr a = aut.make();
   ObjectKey key(int_hash_to_bytes(79), "conformance-model", 0);
-  MemoryObjPtr obj = MakeObject(MemoryLayoutDesc::single({8}, aut.object_dtypes.front()));
+  MemoryObjPtr obj = make_object(MemoryLayoutDesc::single({8}, aut.object_dtypes.front()));
   TaskId s = a->submit_store_task({key}, {obj});
-  PollUntil(
+  poll_until(
       [&]() -> std::optional<bool> {
         return a->pop_completed_store_tasks().count(s) ? std::optional<bool>(true) : std::nullopt;
       },
-      ResultTimeout());
-  TaskId l = a->submit_load_task({key}, {MakeObject(obj->layout())});
-  PollUntil([&] { return a->query_load_result(l); }, ResultTimeout());
+      result_timeout());
+  TaskId l = a->submit_load_task({key}, {make_object(obj->layout())});
+  poll_until([&] { return a->query_load_result(l); }, result_timeout());
   a->close();
-  if (std::string leak = WaitForResources(baseline, SettleTimeout()); !leak.empty()) {
+  if (std::string leak = wait_for_resources(baseline, settle_timeout()); !leak.empty()) {
     return Verdict::Fail("after close() the process holds " + leak +
                          " of the adapter: close() must release its fds and threads");
   }
   return Verdict::Pass();
 }
 
-}  // namespace internal::adapter_properties
+}  // namespace lmcache::conformance_internal::adapter_properties
 
-Verdict RunAdapterProperty(std::string_view property, const AdapterUnderTest& adapter) {
+namespace lmcache::conformance {
+
+Verdict run_adapter_property(std::string_view property, const AdapterUnderTest& adapter) {
   using Fn = Verdict (*)(const AdapterUnderTest&);
-#define LMCACHE_ADAPTER_ENTRY(Name, Checks) {#Name, &internal::adapter_properties::Name},
+#define LMCACHE_ADAPTER_ENTRY(Name, Checks) {#Name, &conformance_internal::adapter_properties::Name},
   static const std::pair<std::string_view, Fn> kTable[] = {
       LMCACHE_CONFORMANCE_ADAPTER_PROPERTIES(LMCACHE_ADAPTER_ENTRY)};
 #undef LMCACHE_ADAPTER_ENTRY
@@ -248,14 +249,19 @@ Verdict RunAdapterProperty(std::string_view property, const AdapterUnderTest& ad
   return Verdict::Fail("unknown adapter property '" + std::string(property) + "'");
 }
 
-namespace internal {
-int AdapterConformanceLinkAnchor() { return 0; }
-}  // namespace internal
+}  // namespace lmcache::conformance
+
+namespace lmcache::conformance_internal {
+using namespace ::lmcache::conformance;  // the kit's public types
+int adapter_conformance_link_anchor() { return 0; }
+}  // namespace lmcache::conformance_internal
+
+namespace lmcache::conformance {
 
 GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(AdapterConformance);
 
 #define LMCACHE_ADAPTER_TEST(Name, Checks) \
-  LMCACHE_CONFORMANCE_PROPERTY(AdapterConformance, Name, RunAdapterProperty)
+  LMCACHE_CONFORMANCE_PROPERTY(AdapterConformance, Name, run_adapter_property)
 LMCACHE_CONFORMANCE_ADAPTER_PROPERTIES(LMCACHE_ADAPTER_TEST)
 #undef LMCACHE_ADAPTER_TEST
 

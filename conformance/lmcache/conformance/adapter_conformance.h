@@ -27,17 +27,17 @@ namespace lmcache::conformance {
 
 class AdapterConformance : public ::testing::TestWithParam<AdapterUnderTest> {};
 
-// RunAdapterProperty()
+// run_adapter_property()
 //
 // The verdict of one property (by name) for `adapter`; an unknown name is a Fail.
-Verdict RunAdapterProperty(std::string_view property, const AdapterUnderTest& adapter);
-
-namespace internal {
-int AdapterConformanceLinkAnchor();
-[[maybe_unused]] static const int kAdapterConformanceLinked = AdapterConformanceLinkAnchor();
-}  // namespace internal
+Verdict run_adapter_property(std::string_view property, const AdapterUnderTest& adapter);
 
 }  // namespace lmcache::conformance
+
+namespace lmcache::conformance_internal {
+int adapter_conformance_link_anchor();
+[[maybe_unused]] static const int kAdapterConformanceLinked = adapter_conformance_link_anchor();
+}  // namespace lmcache::conformance_internal
 
 // Unqualified for INSTANTIATE_TEST_SUITE_P (see serde_conformance.h).
 using lmcache::conformance::AdapterConformance;

@@ -21,7 +21,8 @@
 #include "lmcache/conformance/rapidcheck_driver.h"
 #include "lmcache/core/event_notifier.h"
 
-namespace lmcache::conformance::internal::adapter_properties {
+namespace lmcache::conformance_internal::adapter_properties {
+using namespace ::lmcache::conformance;  // the kit's public types
 
 namespace {
 
@@ -34,14 +35,14 @@ struct Objects {
   std::uint64_t seed;
 
   MemoryObjPtr content(std::size_t k) const {
-    MemoryObjPtr obj = MakeObject(layout);
-    FillBytes(obj->physical_bytes(), seed * 131 + k + 1);
+    MemoryObjPtr obj = make_object(layout);
+    fill_bytes(obj->physical_bytes(), seed * 131 + k + 1);
     return obj;
   }
   MemoryObjPtr expected(std::size_t k) const {
     MemoryObjPtr c = content(k);
     if (!aut->expected_load) return c;
-    MemoryObjPtr out = MakeObject(layout);
+    MemoryObjPtr out = make_object(layout);
     aut->expected_load(*c, *out);
     return out;
   }
@@ -73,7 +74,7 @@ std::string on_threads(Body body) {
 }  // namespace
 
 Verdict ConcurrentSubmitters(const AdapterUnderTest& aut) {
-  return RunRcProperty(
+  return run_rc_property(
       rc_id("ConcurrentSubmitters", aut), {.max_success = 6, .shrink = false}, [&] {
         SizeLimits limits = size_limits();
         limits.max_groups = 2;
@@ -90,7 +91,7 @@ Verdict ConcurrentSubmitters(const AdapterUnderTest& aut) {
         auto key_of = [&](std::size_t t, std::size_t i) { return keys[t * per + i]; };
         auto absent_key = [&](std::size_t t) { return keys[kThreads * per + t]; };
         L2AdapterPtr adapter = aut.make();
-        Require(adapter != nullptr, "the adapter factory returned null");
+        require(adapter != nullptr, "the adapter factory returned null");
         Closer closer{adapter.get()};
         L2AdapterInterface& a = *adapter;
         const std::string shape = std::to_string(kThreads) + " threads, " + std::to_string(per) +
@@ -116,7 +117,7 @@ Verdict ConcurrentSubmitters(const AdapterUnderTest& aut) {
           if (--submitters_left == 0) submitted_all = true;
           if (t >= 2) return;
           // A popper: until every store is in, pop and keep what comes.
-          auto deadline = std::chrono::steady_clock::now() + ResultTimeout();
+          auto deadline = std::chrono::steady_clock::now() + result_timeout();
           while (std::chrono::steady_clock::now() < deadline) {
             std::map<TaskId, L2StoreResult> got = a.pop_completed_store_tasks();
             {
@@ -129,31 +130,31 @@ Verdict ConcurrentSubmitters(const AdapterUnderTest& aut) {
             std::this_thread::yield();  // two poppers as close together as they get
           }
         });
-        Require(error.empty(), "a concurrent submit threw: " + error);
+        require(error.empty(), "a concurrent submit threw: " + error);
         std::set<TaskId> ids;
         for (auto& list : store_ids) {
           for (TaskId id : list) {
-            Require(ids.insert(id).second, "two stores submitted at once got the same id " +
+            require(ids.insert(id).second, "two stores submitted at once got the same id " +
                                                std::to_string(id) + " (" + shape + ")");
           }
         }
         std::vector<TaskId> all(ids.begin(), ids.end());
         std::vector<TaskId> missing = pop_stores_until(a, all, &popped);
-        Require(popped_twice.empty(),
+        require(popped_twice.empty(),
                 "store " +
                     (popped_twice.empty() ? std::string() : std::to_string(popped_twice[0])) +
                     " was handed out twice to two threads popping at once (" + shape + ")");
-        Require(missing.empty(), std::to_string(missing.size()) + " of " +
+        require(missing.empty(), std::to_string(missing.size()) + " of " +
                                      std::to_string(all.size()) +
                                      " stores submitted at once never came out of "
                                      "pop_completed_store_tasks() (" +
                                      shape + ")");
         for (auto& [id, r] : popped) {
-          Require(ids.count(id), "pop_completed_store_tasks() returned id " + std::to_string(id) +
+          require(ids.count(id), "pop_completed_store_tasks() returned id " + std::to_string(id) +
                                      ", which no store was given");
-          Require(r.is_successful(), "store " + std::to_string(id) + " of " + shape + " failed");
+          require(r.is_successful(), "store " + std::to_string(id) + " of " + shape + " failed");
         }
-        Require(CollectNotifies(a.get_store_event_fd(), all.size()) == all.size(),
+        require(collect_notifies(a.get_store_event_fd(), all.size()) == all.size(),
                 std::to_string(all.size()) +
                     " stores submitted at once did not give one store notify "
                     "each");
@@ -162,7 +163,7 @@ Verdict ConcurrentSubmitters(const AdapterUnderTest& aut) {
           for (std::size_t t = 0; t < kThreads; ++t) {
             want += per * stored_size_of(aut, objects.layout, objects.layout.total_bytes());
           }
-          Require(a.get_usage().total_bytes_used == want,
+          require(a.get_usage().total_bytes_used == want,
                   "after stores submitted at once, get_usage().total_bytes_used = " +
                       std::to_string(a.get_usage().total_bytes_used) + ", the keys hold " +
                       std::to_string(want) + " (" + shape + ")");
@@ -180,43 +181,43 @@ Verdict ConcurrentSubmitters(const AdapterUnderTest& aut) {
           for (std::size_t i = 0; i < per; ++i) ks.push_back(key_of(t, i));
           ks.push_back(absent_key(t));
           for (std::size_t i = 0; i < ks.size(); ++i)
-            issued[t].dsts.push_back(MakeObject(objects.layout));
+            issued[t].dsts.push_back(make_object(objects.layout));
           issued[t].lookup = a.submit_lookup_and_lock_task(ks);
           issued[t].load = a.submit_load_task(ks, issued[t].dsts);
         });
-        Require(error.empty(), "a concurrent submit threw: " + error);
+        require(error.empty(), "a concurrent submit threw: " + error);
         const Bitmap want(per + 1, per);  // every own key, not the absent one
         std::set<TaskId> lookup_ids, load_ids;
         for (std::size_t t = 0; t < kThreads; ++t) {
-          Require(lookup_ids.insert(issued[t].lookup).second,
+          require(lookup_ids.insert(issued[t].lookup).second,
                   "two lookups submitted at once got the same id");
-          Require(load_ids.insert(issued[t].load).second,
+          require(load_ids.insert(issued[t].load).second,
                   "two loads submitted at once got the same id");
         }
         for (std::size_t t = 0; t < kThreads; ++t) {
-          auto bits = PollUntil([&] { return a.query_lookup_and_lock_result(issued[t].lookup); },
-                                ResultTimeout());
-          Require(bits.has_value(), "a lookup submitted with 3 others never completed");
-          Require(*bits == want, "thread " + std::to_string(t) + "'s lookup of its " +
+          auto bits = poll_until([&] { return a.query_lookup_and_lock_result(issued[t].lookup); },
+                                result_timeout());
+          require(bits.has_value(), "a lookup submitted with 3 others never completed");
+          require(*bits == want, "thread " + std::to_string(t) + "'s lookup of its " +
                                      std::to_string(per) + " stored keys and one absent key gave " +
                                      bits->to_string() + " (" + shape + ")");
           auto loaded =
-              PollUntil([&] { return a.query_load_result(issued[t].load); }, ResultTimeout());
-          Require(loaded.has_value(), "a load submitted with 3 others never completed");
-          Require(*loaded == want, "thread " + std::to_string(t) + "'s load of its " +
+              poll_until([&] { return a.query_load_result(issued[t].load); }, result_timeout());
+          require(loaded.has_value(), "a load submitted with 3 others never completed");
+          require(*loaded == want, "thread " + std::to_string(t) + "'s load of its " +
                                        std::to_string(per) +
                                        " stored keys and one absent key gave " +
                                        loaded->to_string() + " (" + shape + ")");
           for (std::size_t i = 0; i < per; ++i) {
             MemoryObjPtr w = objects.expected(t * per + i);
-            Require(std::memcmp(issued[t].dsts[i]->data(), w->data(), w->size()) == 0,
+            require(std::memcmp(issued[t].dsts[i]->data(), w->data(), w->size()) == 0,
                     "thread " + std::to_string(t) + "'s load of key " + std::to_string(i) +
                         " did not give its own bytes back (" + shape + ")");
           }
         }
-        Require(CollectNotifies(a.get_lookup_and_lock_event_fd(), kThreads) == kThreads,
+        require(collect_notifies(a.get_lookup_and_lock_event_fd(), kThreads) == kThreads,
                 "4 lookups submitted at once did not give one lookup notify each");
-        Require(CollectNotifies(a.get_load_event_fd(), kThreads) == kThreads,
+        require(collect_notifies(a.get_load_event_fd(), kThreads) == kThreads,
                 "4 loads submitted at once did not give one load notify each");
 
         // Phase 3: every thread unlocks and deletes its keys at once.
@@ -226,21 +227,21 @@ Verdict ConcurrentSubmitters(const AdapterUnderTest& aut) {
           a.submit_unlock(ks);
           if (aut.capabilities.supports_delete) a.delete_keys(ks);
         });
-        Require(error.empty(), "a concurrent unlock or delete threw: " + error);
+        require(error.empty(), "a concurrent unlock or delete threw: " + error);
         if (aut.capabilities.reports_lock_count) {
-          auto zero = PollUntil(
+          auto zero = poll_until(
               [&]() -> std::optional<bool> {
                 auto n = locked_key_count(a);
                 return n && *n == 0 ? std::optional<bool>(true) : std::nullopt;
               },
-              SettleTimeout());
-          Require(zero.has_value(),
+              settle_timeout());
+          require(zero.has_value(),
                   "after every thread unlocked its keys at once, "
                   "report_status().locked_key_count = " +
                       std::to_string(locked_key_count(a).value_or(0)) + " (" + shape + ")");
         }
         if (aut.capabilities.reports_usage && aut.capabilities.supports_delete) {
-          Require(a.get_usage().total_bytes_used == 0,
+          require(a.get_usage().total_bytes_used == 0,
                   "after every thread deleted its keys at once, get_usage().total_bytes_used = " +
                       std::to_string(a.get_usage().total_bytes_used) + " (" + shape + ")");
         }
@@ -265,7 +266,7 @@ Verdict ResourcesBoundedOverManyTasks(const AdapterUnderTest& aut) {
     std::vector<MemoryObjPtr> objs, dsts;
     for (std::size_t i = 0; i < kKeys; ++i) {
       objs.push_back(objects.content(i));
-      dsts.push_back(MakeObject(objects.layout));
+      dsts.push_back(make_object(objects.layout));
       handed.push_back(objs.back());
       handed.push_back(dsts.back());
     }
@@ -280,13 +281,13 @@ Verdict ResourcesBoundedOverManyTasks(const AdapterUnderTest& aut) {
              " tasks";
     }
     TaskId l = a.submit_load_task(ks, dsts);
-    auto bits = PollUntil([&] { return a.query_load_result(l); }, ResultTimeout());
+    auto bits = poll_until([&] { return a.query_load_result(l); }, result_timeout());
     if (!bits || !bits->all()) {
       return "load " + std::to_string(l) + " of 4 stored keys after " + std::to_string(tasks) +
              " tasks gave " + (bits ? bits->to_string() : std::string("nothing"));
     }
     TaskId k = a.submit_lookup_and_lock_task(ks);
-    auto hits = PollUntil([&] { return a.query_lookup_and_lock_result(k); }, ResultTimeout());
+    auto hits = poll_until([&] { return a.query_lookup_and_lock_result(k); }, result_timeout());
     if (!hits || !hits->all()) {
       return "lookup " + std::to_string(k) + " of 4 stored keys after " + std::to_string(tasks) +
              " tasks gave " + (hits ? hits->to_string() : std::string("nothing"));
@@ -307,7 +308,7 @@ Verdict ResourcesBoundedOverManyTasks(const AdapterUnderTest& aut) {
     if (std::string e = round(r); !e.empty()) return Verdict::Fail(e);
     if (r == rounds / 2) halfway = ResourceSnapshot::Take();
   }
-  if (std::string grew = WaitForResources(halfway, SettleTimeout()); !grew.empty()) {
+  if (std::string grew = wait_for_resources(halfway, settle_timeout()); !grew.empty()) {
     ResourceSnapshot end = ResourceSnapshot::Take();
     return Verdict::Fail("the adapter keeps growing: after " + std::to_string(tasks) +
                          " tasks the process holds " + std::to_string(end.fds) + " fds and " +
@@ -315,13 +316,13 @@ Verdict ResourcesBoundedOverManyTasks(const AdapterUnderTest& aut) {
                          std::to_string(halfway.fds) + " and " + std::to_string(halfway.threads) +
                          " halfway (a leak per task or every few tasks)");
   }
-  auto held = PollUntil(
+  auto held = poll_until(
       [&]() -> std::optional<std::size_t> {
         std::size_t n = static_cast<std::size_t>(std::count_if(
             handed.begin(), handed.end(), [](const auto& w) { return !w.expired(); }));
         return n <= 2 * kKeys ? std::optional<std::size_t>(n) : std::nullopt;
       },
-      SettleTimeout());
+      settle_timeout());
   if (!held) {
     std::size_t n = static_cast<std::size_t>(
         std::count_if(handed.begin(), handed.end(), [](const auto& w) { return !w.expired(); }));
@@ -335,4 +336,4 @@ Verdict ResourcesBoundedOverManyTasks(const AdapterUnderTest& aut) {
   return Verdict::Pass();
 }
 
-}  // namespace lmcache::conformance::internal::adapter_properties
+}  // namespace lmcache::conformance_internal::adapter_properties

@@ -28,7 +28,8 @@
 
 #include "lmcache/conformance/internal/adapter_model.h"
 
-namespace lmcache::conformance::internal::adapter_properties {
+namespace lmcache::conformance_internal::adapter_properties {
+using namespace ::lmcache::conformance;  // the kit's public types
 
 namespace {
 
@@ -123,9 +124,9 @@ struct Store : AdapterCommand {
     std::size_t ev = sut.listener->count();
     TaskId id = sut.submit_store(pick.idx, what);
     L2StoreResult r = sut.wait_stores({id}, what).at(id);
-    Require(r.is_successful(), what + " failed");
+    require(r.is_successful(), what + " failed");
     if (sut.on(kStoreBytes)) {
-      Require(r.bytes_transferred() >= new_bytes && r.bytes_transferred() <= all_bytes,
+      require(r.bytes_transferred() >= new_bytes && r.bytes_transferred() <= all_bytes,
               what + " reported " + std::to_string(r.bytes_transferred()) +
                   " bytes transferred; the new keys hold " + std::to_string(new_bytes) +
                   " and the batch's distinct keys " + std::to_string(all_bytes));
@@ -165,14 +166,14 @@ struct StoreTwiceInFlight : AdapterCommand {
     std::size_t ev = sut.listener->count();
     TaskId first = sut.submit_store(a.idx, what);
     TaskId second = sut.submit_store(b, what);
-    if (sut.on(kOneShot)) Require(first != second, what + ": two stores got the same id");
+    if (sut.on(kOneShot)) require(first != second, what + ": two stores got the same id");
     auto results = sut.wait_stores({first, second}, what);
-    Require(results.at(first).is_successful() && results.at(second).is_successful(),
+    require(results.at(first).is_successful() && results.at(second).is_successful(),
             what + ": a store failed");
     if (sut.on(kStoreBytes)) {
       const std::uint64_t sum =
           results.at(first).bytes_transferred() + results.at(second).bytes_transferred();
-      Require(sum >= new_bytes, what + " reported " + std::to_string(sum) +
+      require(sum >= new_bytes, what + " reported " + std::to_string(sum) +
                                     " bytes in all, less than the " + std::to_string(new_bytes) +
                                     " bytes of the keys that were new");
     }
@@ -199,7 +200,7 @@ struct StoreThenLoadInFlight : AdapterCommand {
     TaskId s = sut.submit_store(pick.idx, what);
     TaskId l = sut.submit_load(pick.idx, &dsts, &before, what);
     Bitmap bits = sut.wait_load(l, what + " (its load)");
-    Require(sut.wait_stores({s}, what).at(s).is_successful(), what + ": the store failed");
+    require(sut.wait_stores({s}, what).at(s).is_successful(), what + ": the store failed");
     std::vector<std::optional<bool>> must;
     for (int k : pick.idx) {
       must.push_back(m.present.count(k) ? std::optional<bool>(true) : std::nullopt);
@@ -231,26 +232,26 @@ struct LookupAndLock : AdapterCommand {
     TaskId id = sut.adapter->submit_lookup_and_lock_task(sut.keys_of(pick.idx));
     const bool fresh = sut.lookup_ids.insert(id).second;
     if (sut.on(kOneShot)) {
-      Require(fresh, "submit_lookup_and_lock_task() reused id " + std::to_string(id));
+      require(fresh, "submit_lookup_and_lock_task() reused id " + std::to_string(id));
     }
     auto bits =
-        PollUntil([&] { return sut.adapter->query_lookup_and_lock_result(id); }, ResultTimeout());
-    Require(bits.has_value(), what + " did not complete");
+        poll_until([&] { return sut.adapter->query_lookup_and_lock_result(id); }, result_timeout());
+    require(bits.has_value(), what + " did not complete");
     if (sut.on(kOneShot)) {
-      Require(!sut.adapter->query_lookup_and_lock_result(id),
+      require(!sut.adapter->query_lookup_and_lock_result(id),
               "query_lookup_and_lock_result(" + std::to_string(id) + ") answered twice");
       if (!sut.load_ids.count(id)) {
-        Require(!sut.adapter->query_load_result(id),
+        require(!sut.adapter->query_load_result(id),
                 "query_load_result() answered for lookup id " + std::to_string(id));
       }
     }
     if (sut.on(kLookup)) {
-      Require(bits->size() == pick.idx.size(),
+      require(bits->size() == pick.idx.size(),
               what + " returned a bitmap of " + std::to_string(bits->size()) + " bits");
       for (std::size_t i = 0; i < pick.idx.size(); ++i) {
         const int k = pick.idx[i];
         const bool present = m.present.count(k) > 0;
-        Require(bits->test(i) == present,
+        require(bits->test(i) == present,
                 what + " bit " + std::to_string(i) + " (k" + std::to_string(k) + ") is " +
                     (bits->test(i) ? "set" : "clear") + " but the key is " +
                     (present ? "stored" : "absent") + " (bitmap " + bits->to_string() +
@@ -346,7 +347,7 @@ std::vector<LayoutClass> gen_classes(const AdapterUnderTest& aut) {
     if (narrowed) {
       // A serialized temp: an estimate-sized byte buffer holding fewer bytes.
       const std::size_t physical = std::max<std::size_t>(2, *gen_element_count(1u << 15));
-      lc.layout = ByteLayout(physical);
+      lc.layout = byte_layout(physical);
       lc.used = *uniform_in_range<std::size_t>(1, physical);
     } else {
       lc.layout = *gen_layout(aut.object_dtypes, limits);
@@ -375,7 +376,7 @@ Verdict run_stateful(std::string_view property, const AdapterUnderTest& aut, uns
   }
   const DepthProfile& profile = current_profile();
   RcOptions options{.max_success = 40, .max_size = profile.max_commands, .shrink = false};
-  return RunRcProperty(rc_id(property, aut), options, [&] {
+  return run_rc_property(rc_id(property, aut), options, [&] {
     AdapterSut sut;
     sut.aut = &aut;
     sut.checks = checks;
@@ -399,7 +400,7 @@ Verdict run_stateful(std::string_view property, const AdapterUnderTest& aut, uns
     }
     sut.listener = std::make_shared<RecordingListener>();
     L2AdapterPtr adapter = aut.make();
-    Require(adapter != nullptr, "the adapter factory returned null");
+    require(adapter != nullptr, "the adapter factory returned null");
     Closer closer{adapter.get()};
     sut.adapter = adapter.get();
     if (caps.supports_listeners) adapter->register_listener(sut.listener);
@@ -423,11 +424,11 @@ Verdict run_stateful(std::string_view property, const AdapterUnderTest& aut, uns
       for (int fd : {adapter->get_store_event_fd(), adapter->get_lookup_and_lock_event_fd(),
                      adapter->get_load_event_fd()}) {
         std::uint64_t n = consume_fd(fd);
-        Require(n == 0, "an fd counted " + std::to_string(n) +
+        require(n == 0, "an fd counted " + std::to_string(n) +
                             " notifies after every task had completed and been counted");
       }
     }
   });
 }
 
-}  // namespace lmcache::conformance::internal::adapter_properties
+}  // namespace lmcache::conformance_internal::adapter_properties

@@ -29,37 +29,37 @@ struct SplitMix64 {
   double uniform() { return static_cast<double>((*this)() >> 11) * 0x1.0p-53; }
 };
 
-Fp8Format FormatOf(DType dtype) {
+Fp8Format format_of(DType dtype) {
   return dtype == DType::kFloat8E4M3FN ? Fp8Format::kE4M3FN : Fp8Format::kE5M2;
 }
 
 // The largest value of `dtype` that is <= bound (bound > 0).
-double RepresentableAtMost(DType dtype, double bound) {
+double representable_at_most(DType dtype, double bound) {
   std::byte buf[4];
-  WriteElement(dtype, buf, bound);
-  double v = ReadElement(dtype, buf);
+  write_element(dtype, buf, bound);
+  double v = read_element(dtype, buf);
   if (v <= bound) return v;
   switch (dtype) {
     case DType::kFloat32:
       return std::nextafter(static_cast<float>(bound), 0.0f);
     case DType::kFloat16: {
-      std::uint16_t bits = FloatToHalfBits(static_cast<float>(v));
-      return HalfBitsToFloat(static_cast<std::uint16_t>(bits - 1));
+      std::uint16_t bits = float_to_half_bits(static_cast<float>(v));
+      return half_bits_to_float(static_cast<std::uint16_t>(bits - 1));
     }
     case DType::kBFloat16: {
-      std::uint16_t bits = FloatToBf16Bits(static_cast<float>(v));
-      return Bf16BitsToFloat(static_cast<std::uint16_t>(bits - 1));
+      std::uint16_t bits = float_to_bf16_bits(static_cast<float>(v));
+      return bf16_bits_to_float(static_cast<std::uint16_t>(bits - 1));
     }
     default:
       return std::floor(bound);
   }
 }
 
-bool IsNonFinite(double v) { return !std::isfinite(v); }
+bool is_non_finite(double v) { return !std::isfinite(v); }
 
 // double -> float with round-to-nearest-even and overflow to +-inf, without the undefined
 // behaviour of converting an out-of-range double.
-float ToFloat(double value) {
+float to_float(double value) {
   if (std::isfinite(value) && std::fabs(value) > FLT_MAX) {
     // Halfway between FLT_MAX and 2^128 and above rounds to infinity.
     const double inf_threshold = std::ldexp(2.0 - std::ldexp(1.0, -24), 127);
@@ -72,7 +72,7 @@ float ToFloat(double value) {
 
 }  // namespace
 
-std::uint16_t FloatToHalfBits(float value) {
+std::uint16_t float_to_half_bits(float value) {
   std::uint32_t x = std::bit_cast<std::uint32_t>(value);
   std::uint16_t sign = static_cast<std::uint16_t>((x >> 16) & 0x8000u);
   std::uint32_t absx = x & 0x7FFFFFFFu;
@@ -92,7 +92,7 @@ std::uint16_t FloatToHalfBits(float value) {
   return static_cast<std::uint16_t>(sign | (absx >> 13));
 }
 
-float HalfBitsToFloat(std::uint16_t bits) {
+float half_bits_to_float(std::uint16_t bits) {
   std::uint32_t sign = static_cast<std::uint32_t>(bits & 0x8000u) << 16;
   std::uint32_t exp = (bits >> 10) & 0x1Fu;
   std::uint32_t mant = bits & 0x3FFu;
@@ -104,20 +104,20 @@ float HalfBitsToFloat(std::uint16_t bits) {
   return std::bit_cast<float>(sign | ((exp + 112u) << 23) | (mant << 13));
 }
 
-std::uint16_t FloatToBf16Bits(float value) {
+std::uint16_t float_to_bf16_bits(float value) {
   std::uint32_t x = std::bit_cast<std::uint32_t>(value);
   if ((x & 0x7FFFFFFFu) > 0x7F800000u) return static_cast<std::uint16_t>((x >> 16) | 0x40u);
   x += 0x7FFFu + ((x >> 16) & 1u);
   return static_cast<std::uint16_t>(x >> 16);
 }
 
-float Bf16BitsToFloat(std::uint16_t bits) {
+float bf16_bits_to_float(std::uint16_t bits) {
   return std::bit_cast<float>(static_cast<std::uint32_t>(bits) << 16);
 }
 
-bool IsFloatDType(DType dtype) { return dtype != DType::kUInt8; }
+bool is_float_dtype(DType dtype) { return dtype != DType::kUInt8; }
 
-double ReadElement(DType dtype, const std::byte* p) {
+double read_element(DType dtype, const std::byte* p) {
   switch (dtype) {
     case DType::kUInt8:
       return static_cast<double>(std::to_integer<std::uint8_t>(*p));
@@ -129,24 +129,24 @@ double ReadElement(DType dtype, const std::byte* p) {
     case DType::kFloat16: {
       std::uint16_t b;
       std::memcpy(&b, p, 2);
-      return HalfBitsToFloat(b);
+      return half_bits_to_float(b);
     }
     case DType::kBFloat16: {
       std::uint16_t b;
       std::memcpy(&b, p, 2);
-      return Bf16BitsToFloat(b);
+      return bf16_bits_to_float(b);
     }
     case DType::kFloat8E4M3FN:
     case DType::kFloat8E5M2: {
       std::uint32_t bits =
-          fp8_decode_to_f32_bits(std::to_integer<std::uint8_t>(*p), FormatOf(dtype));
+          fp8_decode_to_f32_bits(std::to_integer<std::uint8_t>(*p), format_of(dtype));
       return std::bit_cast<float>(bits);
     }
   }
   return 0.0;
 }
 
-void WriteElement(DType dtype, std::byte* p, double value) {
+void write_element(DType dtype, std::byte* p, double value) {
   switch (dtype) {
     case DType::kUInt8: {
       double m = std::fmod(std::isfinite(value) ? std::floor(value) : 0.0, 256.0);
@@ -155,29 +155,29 @@ void WriteElement(DType dtype, std::byte* p, double value) {
       return;
     }
     case DType::kFloat32: {
-      float f = ToFloat(value);
+      float f = to_float(value);
       std::memcpy(p, &f, 4);
       return;
     }
     case DType::kFloat16: {
-      std::uint16_t b = FloatToHalfBits(ToFloat(value));
+      std::uint16_t b = float_to_half_bits(to_float(value));
       std::memcpy(p, &b, 2);
       return;
     }
     case DType::kBFloat16: {
-      std::uint16_t b = FloatToBf16Bits(ToFloat(value));
+      std::uint16_t b = float_to_bf16_bits(to_float(value));
       std::memcpy(p, &b, 2);
       return;
     }
     case DType::kFloat8E4M3FN:
     case DType::kFloat8E5M2:
       *p = static_cast<std::byte>(
-          fp8_encode_f32(ToFloat(value), FormatOf(dtype), Fp8Overflow::kNonSaturating));
+          fp8_encode_f32(to_float(value), format_of(dtype), Fp8Overflow::kNonSaturating));
       return;
   }
 }
 
-double MaxFinite(DType dtype) {
+double max_finite(DType dtype) {
   switch (dtype) {
     case DType::kUInt8:
       return 255.0;
@@ -186,7 +186,7 @@ double MaxFinite(DType dtype) {
     case DType::kFloat16:
       return 65504.0;
     case DType::kBFloat16:
-      return Bf16BitsToFloat(0x7F7F);
+      return bf16_bits_to_float(0x7F7F);
     case DType::kFloat8E4M3FN:
       return 448.0;
     case DType::kFloat8E5M2:
@@ -195,7 +195,7 @@ double MaxFinite(DType dtype) {
   return 0.0;
 }
 
-double MinSubnormal(DType dtype) {
+double min_subnormal(DType dtype) {
   switch (dtype) {
     case DType::kUInt8:
       return 1.0;
@@ -213,7 +213,7 @@ double MinSubnormal(DType dtype) {
   return 1.0;
 }
 
-double MinNormal(DType dtype) {
+double min_normal(DType dtype) {
   switch (dtype) {
     case DType::kUInt8:
       return 1.0;
@@ -229,7 +229,7 @@ double MinNormal(DType dtype) {
   return 1.0;
 }
 
-void FillBytes(std::span<std::byte> bytes, std::uint64_t seed) {
+void fill_bytes(std::span<std::byte> bytes, std::uint64_t seed) {
   SplitMix64 rng{seed};
   std::size_t i = 0;
   while (i < bytes.size()) {
@@ -240,7 +240,7 @@ void FillBytes(std::span<std::byte> bytes, std::uint64_t seed) {
   }
 }
 
-void FillValues(MemoryObj& obj, const ValueSpec& spec, std::uint64_t seed) {
+void fill_values(MemoryObj& obj, const ValueSpec& spec, std::uint64_t seed) {
   const MemoryLayoutDesc& layout = obj.layout();
   for (std::size_t g = 0; g < layout.num_groups(); ++g) {
     DType dtype = layout.dtypes()[g];
@@ -249,16 +249,16 @@ void FillValues(MemoryObj& obj, const ValueSpec& spec, std::uint64_t seed) {
     std::size_t es = element_size(dtype);
     SplitMix64 rng{seed * 0x100000001B3ull + g + 1};
     if (dtype == DType::kUInt8) {
-      FillBytes(bytes, rng());
+      fill_bytes(bytes, rng());
       continue;
     }
-    double bound = MaxFinite(dtype);
+    double bound = max_finite(dtype);
     if (spec.max_abs && *spec.max_abs < bound) bound = *spec.max_abs;
     if (dtype == DType::kFloat8E4M3FN || dtype == DType::kFloat8E5M2) {
       // Arbitrary codes, with the ones the spec excludes replaced by zero.
       for (std::size_t i = 0; i < n; ++i) {
         auto code = static_cast<std::byte>(rng());
-        double v = ReadElement(dtype, &code);
+        double v = read_element(dtype, &code);
         if ((std::isnan(v) && !spec.allow_nan) || (std::isinf(v) && !spec.allow_inf) ||
             (std::isfinite(v) && std::fabs(v) > bound)) {
           code = std::byte{0};
@@ -267,10 +267,10 @@ void FillValues(MemoryObj& obj, const ValueSpec& spec, std::uint64_t seed) {
       }
       continue;
     }
-    const double top = RepresentableAtMost(dtype, bound);
-    const double tiny = MinSubnormal(dtype);
+    const double top = representable_at_most(dtype, bound);
+    const double tiny = min_subnormal(dtype);
     std::vector<double> specials = {0.0,  -0.0,  1.0 <= top ? 1.0 : top, -(1.0 <= top ? 1.0 : top),
-                                    tiny, -tiny, MinNormal(dtype),       top,
+                                    tiny, -tiny, min_normal(dtype),       top,
                                     -top};
     if (spec.allow_nan) specials.push_back(std::numeric_limits<double>::quiet_NaN());
     if (spec.allow_inf) {
@@ -290,12 +290,12 @@ void FillValues(MemoryObj& obj, const ValueSpec& spec, std::uint64_t seed) {
         v = std::ldexp(1.0 + rng.uniform(), e);
         if (rng() & 1) v = -v;
       }
-      WriteElement(dtype, p, v);
-      double stored = ReadElement(dtype, p);
-      if (!IsNonFinite(stored) && std::fabs(stored) > top) {
-        WriteElement(dtype, p, stored < 0 ? -top : top);
-      } else if (IsNonFinite(stored) && !IsNonFinite(v)) {
-        WriteElement(dtype, p, 0.0);  // rounding overflowed; keep the case finite
+      write_element(dtype, p, v);
+      double stored = read_element(dtype, p);
+      if (!is_non_finite(stored) && std::fabs(stored) > top) {
+        write_element(dtype, p, stored < 0 ? -top : top);
+      } else if (is_non_finite(stored) && !is_non_finite(v)) {
+        write_element(dtype, p, 0.0);  // rounding overflowed; keep the case finite
       }
     }
   }
@@ -312,7 +312,7 @@ GuardedObject::GuardedObject(MemoryLayoutDesc layout, std::size_t physical_size,
   const std::size_t total = guard_ + physical_size + guard_;
   storage_ = std::shared_ptr<std::byte[]>(new std::byte[total]);
   std::span<std::byte> all(storage_.get(), total);
-  FillBytes(all, fill_seed ^ 0xC0FFEEull);
+  fill_bytes(all, fill_seed ^ 0xC0FFEEull);
   guard_before_.assign(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(guard_));
   guard_after_.assign(all.end() - static_cast<std::ptrdiff_t>(guard_), all.end());
   obj_ = std::make_shared<MemoryObj>(std::shared_ptr<void>(storage_), storage_.get() + guard_,
@@ -321,7 +321,7 @@ GuardedObject::GuardedObject(MemoryLayoutDesc layout, std::size_t physical_size,
 
 GuardedObject GuardedObject::Bytes(std::size_t bytes, std::uint64_t fill_seed,
                                    std::size_t guard_bytes) {
-  return GuardedObject(ByteLayout(bytes), bytes, fill_seed, guard_bytes);
+  return GuardedObject(byte_layout(bytes), bytes, fill_seed, guard_bytes);
 }
 
 std::span<const std::byte> GuardedObject::payload() const {
@@ -365,22 +365,22 @@ std::string GuardedObject::CheckPayloadUnchanged(const std::vector<std::byte>& b
   for (std::size_t i = from; i < to; ++i) {
     if (now[i] != before[i]) {
       return "byte " + std::to_string(i) + " changed (" +
-             HexPreview(std::span<const std::byte>(before.data() + i, 1)) + " -> " +
-             HexPreview(now.subspan(i, 1)) + ")";
+             hex_preview(std::span<const std::byte>(before.data() + i, 1)) + " -> " +
+             hex_preview(now.subspan(i, 1)) + ")";
     }
   }
   return {};
 }
 
-MemoryObjPtr MakeObject(const MemoryLayoutDesc& layout, std::size_t min_physical) {
+MemoryObjPtr make_object(const MemoryLayoutDesc& layout, std::size_t min_physical) {
   return MemoryObj::allocate(layout, min_physical);
 }
 
-MemoryLayoutDesc ByteLayout(std::size_t bytes) {
+MemoryLayoutDesc byte_layout(std::size_t bytes) {
   return MemoryLayoutDesc::single({static_cast<std::int64_t>(bytes)}, DType::kUInt8);
 }
 
-std::string DescribeElement(const MemoryLayoutDesc& layout, std::size_t group, std::size_t index,
+std::string describe_element(const MemoryLayoutDesc& layout, std::size_t group, std::size_t index,
                             double expected, double got) {
   std::ostringstream os;
   os << std::setprecision(9) << "group " << group << " element " << index << " ("
@@ -388,7 +388,7 @@ std::string DescribeElement(const MemoryLayoutDesc& layout, std::size_t group, s
   return os.str();
 }
 
-std::string HexPreview(std::span<const std::byte> bytes, std::size_t max_bytes) {
+std::string hex_preview(std::span<const std::byte> bytes, std::size_t max_bytes) {
   std::ostringstream os;
   os << std::hex << std::setfill('0');
   for (std::size_t i = 0; i < bytes.size() && i < max_bytes; ++i) {

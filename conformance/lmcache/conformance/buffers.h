@@ -22,34 +22,34 @@ namespace lmcache::conformance {
 
 // Exact-as-possible conversions (round to nearest, ties to even) between float and the 16-bit
 // float formats, as raw bits.
-std::uint16_t FloatToHalfBits(float value);
-float HalfBitsToFloat(std::uint16_t bits);
-std::uint16_t FloatToBf16Bits(float value);
-float Bf16BitsToFloat(std::uint16_t bits);
+std::uint16_t float_to_half_bits(float value);
+float half_bits_to_float(std::uint16_t bits);
+std::uint16_t float_to_bf16_bits(float value);
+float bf16_bits_to_float(std::uint16_t bits);
 
-// IsFloatDType()
+// is_float_dtype()
 //
 // float16, bfloat16, float32 and the fp8 dtypes (everything but uint8).
-bool IsFloatDType(DType dtype);
+bool is_float_dtype(DType dtype);
 
-// ReadElement()
+// read_element()
 //
 // The value of the element at `p` (element_size(dtype) bytes, any alignment) as a double; exact
 // for every dtype. uint8 reads as its integer value.
-double ReadElement(DType dtype, const std::byte* p);
+double read_element(DType dtype, const std::byte* p);
 
-// WriteElement()
+// write_element()
 //
 // Stores `value` at `p`, rounded to nearest-even into `dtype`. uint8 takes the value modulo 256.
-void WriteElement(DType dtype, std::byte* p, double value);
+void write_element(DType dtype, std::byte* p, double value);
 
-// MaxFinite() / MinSubnormal() / MinNormal()
+// max_finite() / min_subnormal() / min_normal()
 //
 // The dtype's largest finite value, smallest positive subnormal and smallest positive normal
 // (uint8: 255, 1, 1).
-double MaxFinite(DType dtype);
-double MinSubnormal(DType dtype);
-double MinNormal(DType dtype);
+double max_finite(DType dtype);
+double min_subnormal(DType dtype);
+double min_normal(DType dtype);
 
 // ValueSpec
 //
@@ -61,18 +61,18 @@ struct ValueSpec {
   bool allow_inf = true;
 };
 
-// FillValues()
+// fill_values()
 //
 // Fills every group of `obj` deterministically from `seed`: about a quarter of the elements are
 // special values (+-0, +-1, the smallest subnormal and normal, the largest value allowed, NaN
 // and +-inf when allowed), the rest spread over every exponent the dtype and `spec` allow, so
 // subnormals and extremes are common. uint8 and fp8 groups get arbitrary bytes within `spec`.
-void FillValues(MemoryObj& obj, const ValueSpec& spec, std::uint64_t seed);
+void fill_values(MemoryObj& obj, const ValueSpec& spec, std::uint64_t seed);
 
-// FillBytes()
+// fill_bytes()
 //
 // Deterministic pseudo-random bytes from `seed`.
-void FillBytes(std::span<std::byte> bytes, std::uint64_t seed);
+void fill_bytes(std::span<std::byte> bytes, std::uint64_t seed);
 
 // GuardedObject
 //
@@ -126,26 +126,26 @@ class GuardedObject {
   MemoryObjPtr obj_;
 };
 
-// MakeObject()
+// make_object()
 //
 // A plain zero-filled MemoryObj of `layout` (physical size exactly the layout's bytes, at least
 // `min_physical`).
-MemoryObjPtr MakeObject(const MemoryLayoutDesc& layout, std::size_t min_physical = 0);
+MemoryObjPtr make_object(const MemoryLayoutDesc& layout, std::size_t min_physical = 0);
 
-// ByteLayout()
+// byte_layout()
 //
 // One 1-D uint8 group of `bytes` bytes: the layout of a serialized buffer.
-MemoryLayoutDesc ByteLayout(std::size_t bytes);
+MemoryLayoutDesc byte_layout(std::size_t bytes);
 
 // DescribeElementMismatch()
 //
 // "group 1 element 7 (bfloat16): expected 0.5, got 0.625" for diagnostics.
-std::string DescribeElement(const MemoryLayoutDesc& layout, std::size_t group, std::size_t index,
+std::string describe_element(const MemoryLayoutDesc& layout, std::size_t group, std::size_t index,
                             double expected, double got);
 
-// HexPreview()
+// hex_preview()
 //
 // The first `max_bytes` bytes as hex, for messages.
-std::string HexPreview(std::span<const std::byte> bytes, std::size_t max_bytes = 16);
+std::string hex_preview(std::span<const std::byte> bytes, std::size_t max_bytes = 16);
 
 }  // namespace lmcache::conformance

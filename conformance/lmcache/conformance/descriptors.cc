@@ -4,7 +4,7 @@ namespace lmcache::conformance {
 
 namespace {
 
-void PrintDtypes(const std::vector<DType>& dtypes, std::ostream* os) {
+void print_dtypes(const std::vector<DType>& dtypes, std::ostream* os) {
   *os << "[";
   for (std::size_t i = 0; i < dtypes.size(); ++i) {
     *os << (i ? ", " : "") << dtype_name(dtypes[i]);
@@ -16,7 +16,7 @@ void PrintDtypes(const std::vector<DType>& dtypes, std::ostream* os) {
 
 void PrintTo(const SerdeUnderTest& serde, std::ostream* os) {
   *os << "serde " << serde.name << " (inputs ";
-  PrintDtypes(serde.input_dtypes, os);
+  print_dtypes(serde.input_dtypes, os);
   if (serde.lossiness.lossless) {
     *os << ", lossless";
   } else {
@@ -29,7 +29,7 @@ void PrintTo(const SerdeUnderTest& serde, std::ostream* os) {
 
 void PrintTo(const ProcessorUnderTest& processor, std::ostream* os) {
   *os << "processor " << processor.name << " (inputs ";
-  PrintDtypes(processor.input_dtypes, os);
+  print_dtypes(processor.input_dtypes, os);
   *os << ")";
 }
 
@@ -38,7 +38,7 @@ void PrintTo(const AdapterUnderTest& adapter, std::ostream* os) {
   *os << "adapter " << adapter.name << " (delete " << c.supports_delete << ", listeners "
       << c.supports_listeners << ", usage " << c.reports_usage << ", lock count "
       << c.reports_lock_count << ", objects ";
-  PrintDtypes(adapter.object_dtypes, os);
+  print_dtypes(adapter.object_dtypes, os);
   *os << ")";
 }
 
@@ -46,7 +46,7 @@ void PrintTo(const WrapperUnderTest& wrapper, std::ostream* os) {
   *os << "wrapper " << wrapper.name;
 }
 
-bool IsValidImplementationName(std::string_view name) {
+bool is_valid_implementation_name(std::string_view name) {
   if (name.empty()) return false;
   for (char c : name) {
     bool ok =

@@ -161,9 +161,9 @@ struct ParamName {
   }
 };
 
-// IsValidImplementationName()
+// is_valid_implementation_name()
 //
 // True for a non-empty name of letters, digits and '_' (what gtest accepts as a parameter name).
-bool IsValidImplementationName(std::string_view name);
+bool is_valid_implementation_name(std::string_view name);
 
 }  // namespace lmcache::conformance

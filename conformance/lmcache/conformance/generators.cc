@@ -11,7 +11,7 @@
 
 namespace lmcache::conformance {
 
-rc::Gen<Shape> GenShape(std::size_t max_elements) {
+rc::Gen<Shape> gen_small_shape(std::size_t max_elements) {
   return rc::gen::exec([max_elements] {
     const int rank = *uniform_in_range(0, 4);
     Shape shape;
@@ -40,14 +40,14 @@ rc::Gen<Shape> GenShape(std::size_t max_elements) {
   });
 }
 
-rc::Gen<MemoryLayoutDesc> GenLayout(std::vector<DType> dtypes, LayoutLimits limits) {
-  if (dtypes.empty()) throw std::invalid_argument("GenLayout: no dtypes to draw from");
+rc::Gen<MemoryLayoutDesc> gen_small_layout(std::vector<DType> dtypes, LayoutLimits limits) {
+  if (dtypes.empty()) throw std::invalid_argument("gen_small_layout: no dtypes to draw from");
   return rc::gen::exec([dtypes, limits] {
     const int groups = *uniform_in_range(limits.min_groups, limits.max_groups + 1);
     std::vector<Shape> shapes;
     std::vector<DType> types;
     for (int g = 0; g < groups; ++g) {
-      shapes.push_back(*GenShape(limits.max_group_elements));
+      shapes.push_back(*gen_small_shape(limits.max_group_elements));
       types.push_back(*rc::gen::elementOf(dtypes));
     }
     return MemoryLayoutDesc(std::move(shapes), std::move(types));
@@ -303,10 +303,10 @@ std::ostream& operator<<(std::ostream& os, const SerdeCase& c) {
   return os;
 }
 
-rc::Gen<SerdeCase> GenSerdeCase(std::vector<DType> dtypes, LayoutLimits limits) {
+rc::Gen<SerdeCase> gen_small_serde_case(std::vector<DType> dtypes, LayoutLimits limits) {
   return rc::gen::exec([dtypes = std::move(dtypes), limits] {
     SerdeCase c;
-    c.layout = *GenLayout(dtypes, limits);
+    c.layout = *gen_small_layout(dtypes, limits);
     c.data_seed = *gen_seed();
     return c;
   });
@@ -324,16 +324,16 @@ rc::Gen<SerdeCase> gen_serde_case(std::vector<DType> dtypes, SizeLimits limits) 
   });
 }
 
-ValueSpec ValueSpecFor(const SerdeUnderTest& serde) {
+ValueSpec value_spec_for(const SerdeUnderTest& serde) {
   return ValueSpec{serde.max_abs_input, serde.preserves_nan, serde.preserves_inf};
 }
 
-MemoryObjPtr MakeSource(const SerdeCase& c, const ValueSpec& spec) {
+MemoryObjPtr make_source(const SerdeCase& c, const ValueSpec& spec) {
   const std::size_t bytes = c.layout.total_bytes();
-  MemoryObjPtr obj = MakeObject(c.layout, bytes + c.slack);
-  FillValues(*obj, spec, c.data_seed);
+  MemoryObjPtr obj = make_object(c.layout, bytes + c.slack);
+  fill_values(*obj, spec, c.data_seed);
   if (obj->physical_size() > bytes) {
-    FillBytes(obj->physical_bytes().subspan(bytes), c.data_seed ^ 0x5A5A5A5Aull);
+    fill_bytes(obj->physical_bytes().subspan(bytes), c.data_seed ^ 0x5A5A5A5Aull);
   }
   return obj;
 }

@@ -11,10 +11,10 @@
 //     object_group_id, cache_salt up to its 128-byte limit) and key families whose members
 //     differ in exactly one field;
 //   - serde cases: a layout, a data seed and slack (junk bytes past the layout in the source).
-// Values are filled from a seed (buffers.h FillValues) rather than generated element by
+// Values are filled from a seed (buffers.h fill_values) rather than generated element by
 // element: a case stays cheap to generate and print, and shrinking still minimises the layout.
 //
-// GenShape / GenLayout (small, tidy shapes) are kept for callers that want only those.
+// gen_small_shape / gen_small_layout (small, tidy shapes) are kept for callers that want only those.
 //
 // Choices are uniform from the first case on: RapidCheck scales rc::gen::inRange and
 // rc::gen::arbitrary with the case's size (size 0 draws the minimum), which would leave the
@@ -45,17 +45,17 @@ struct LayoutLimits {
   std::size_t max_group_elements = 300;
 };
 
-// GenShape()
+// gen_small_shape()
 //
 // A shape of rank 0-3 whose dims are 0, 1, odd or small even numbers, with at most
 // `max_elements` elements.
-rc::Gen<Shape> GenShape(std::size_t max_elements);
+rc::Gen<Shape> gen_small_shape(std::size_t max_elements);
 
-// GenLayout()
+// gen_small_layout()
 //
 // A layout of limits.min_groups..limits.max_groups groups, each with a dtype drawn from `dtypes`
 // (which must not be empty).
-rc::Gen<MemoryLayoutDesc> GenLayout(std::vector<DType> dtypes, LayoutLimits limits = {});
+rc::Gen<MemoryLayoutDesc> gen_small_layout(std::vector<DType> dtypes, LayoutLimits limits = {});
 
 // uniform_in_range()
 //
@@ -138,26 +138,26 @@ struct SerdeCase {
 };
 std::ostream& operator<<(std::ostream& os, const SerdeCase& c);
 
-// GenSerdeCase()
+// gen_small_serde_case()
 //
-// A case whose layout comes from GenLayout(dtypes, limits) (small shapes), no slack.
-rc::Gen<SerdeCase> GenSerdeCase(std::vector<DType> dtypes, LayoutLimits limits = {});
+// A case whose layout comes from gen_small_layout(dtypes, limits) (small shapes), no slack.
+rc::Gen<SerdeCase> gen_small_serde_case(std::vector<DType> dtypes, LayoutLimits limits = {});
 
 // gen_serde_case()
 //
 // A case whose layout comes from gen_layout(dtypes, limits), with slack 0, 1-63 or a page.
 rc::Gen<SerdeCase> gen_serde_case(std::vector<DType> dtypes, SizeLimits limits);
 
-// ValueSpecFor()
+// value_spec_for()
 //
 // The values a serde accepts, from its declarations (max_abs_input, preserves_nan / _inf).
-ValueSpec ValueSpecFor(const SerdeUnderTest& serde);
+ValueSpec value_spec_for(const SerdeUnderTest& serde);
 
-// MakeSource()
+// make_source()
 //
 // A fresh object of `c.layout` filled from `c.data_seed` within `spec`, with `c.slack` junk
 // bytes past the layout.
-MemoryObjPtr MakeSource(const SerdeCase& c, const ValueSpec& spec);
+MemoryObjPtr make_source(const SerdeCase& c, const ValueSpec& spec);
 
 }  // namespace lmcache::conformance
 

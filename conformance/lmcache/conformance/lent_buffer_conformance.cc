@@ -20,7 +20,8 @@
 #include "lmcache/serde/async_serde_processor.h"
 #include "lmcache/serde/fp8_serde.h"
 
-namespace lmcache::conformance::internal::lent_buffer_properties {
+namespace lmcache::conformance_internal::lent_buffer_properties {
+using namespace ::lmcache::conformance;  // the kit's public types
 
 namespace {
 
@@ -134,14 +135,14 @@ L2StoreResult store(L2AdapterInterface& a, const std::vector<ObjectKey>& ks,
                     const std::vector<MemoryObjPtr>& objs) {
   const TaskId id = a.submit_store_task(ks, objs);
   std::optional<L2StoreResult> result;
-  PollUntil(
+  poll_until(
       [&]() -> std::optional<bool> {
         for (auto& [done, r] : a.pop_completed_store_tasks()) {
           if (done == id) result = r;
         }
         return result ? std::optional<bool>(true) : std::nullopt;
       },
-      ResultTimeout());
+      result_timeout());
   require(result.has_value(), "store task " + std::to_string(id) + " did not complete");
   return *result;
 }
@@ -149,7 +150,7 @@ L2StoreResult store(L2AdapterInterface& a, const std::vector<ObjectKey>& ks,
 Bitmap load(L2AdapterInterface& a, const std::vector<ObjectKey>& ks,
             const std::vector<MemoryObjPtr>& dsts) {
   const TaskId id = a.submit_load_task(ks, dsts);
-  auto bits = PollUntil([&] { return a.query_load_result(id); }, ResultTimeout());
+  auto bits = poll_until([&] { return a.query_load_result(id); }, result_timeout());
   require(bits.has_value(), "load task " + std::to_string(id) + " did not complete");
   require(bits->size() == ks.size(), "load bitmap of " + std::to_string(bits->size()) +
                                          " bits for " + std::to_string(ks.size()) + " keys");
@@ -159,7 +160,7 @@ Bitmap load(L2AdapterInterface& a, const std::vector<ObjectKey>& ks,
 // Lookup-and-lock of `ks`; the hits are unlocked again.
 Bitmap lookup(L2AdapterInterface& a, const std::vector<ObjectKey>& ks) {
   const TaskId id = a.submit_lookup_and_lock_task(ks);
-  auto bits = PollUntil([&] { return a.query_lookup_and_lock_result(id); }, ResultTimeout());
+  auto bits = poll_until([&] { return a.query_lookup_and_lock_result(id); }, result_timeout());
   require(bits.has_value(), "lookup task " + std::to_string(id) + " did not complete");
   require(bits->size() == ks.size(), "lookup bitmap of " + std::to_string(bits->size()) +
                                          " bits for " + std::to_string(ks.size()) + " keys");
@@ -311,8 +312,8 @@ Verdict LentBufferReleasedOnFailure(const AdapterUnderTest& aut) {
     auto outstanding = [&] { return a->lent_bytes_outstanding(); };
     auto expect_outstanding = [&](std::uint64_t want, const std::string& when) {
       // Allow the adapter a moment for what it does on its own threads.
-      PollUntil([&] { return outstanding() == want ? std::optional<bool>(true) : std::nullopt; },
-                SettleTimeout());
+      poll_until([&] { return outstanding() == want ? std::optional<bool>(true) : std::nullopt; },
+                settle_timeout());
       require(outstanding() == want, "lent_bytes_outstanding() is " +
                                          std::to_string(outstanding()) + " " + when +
                                          ", expected " + std::to_string(want));
@@ -463,12 +464,12 @@ Verdict WrapperLentBuffersReleasedOnFailure(const WrapperUnderTest& wut) {
   return run([&] {
     const MemoryLayoutDesc layout = MemoryLayoutDesc::single({4096 + 7}, DType::kFloat32);
     auto expect_released = [](const WrapperRig& rig, const std::string& when) {
-      PollUntil(
+      poll_until(
           [&] {
             return rig.inner->lent_bytes_outstanding() == 0 ? std::optional<bool>(true)
                                                             : std::nullopt;
           },
-          SettleTimeout());
+          settle_timeout());
       require(rig.inner->lent_bytes_outstanding() == 0,
               "the inner adapter still has " + std::to_string(rig.inner->lent_bytes_outstanding()) +
                   " lent bytes outstanding " + when);
@@ -527,11 +528,11 @@ Verdict WrapperLentBuffersReleasedOnFailure(const WrapperUnderTest& wut) {
       }
       rig.wrapper->close();
       // The inner is closed and still alive (the wrapper owns it): its count must be 0 now.
-      PollUntil(
+      poll_until(
           [&] {
             return inner->lent_bytes_outstanding() == 0 ? std::optional<bool>(true) : std::nullopt;
           },
-          SettleTimeout());
+          settle_timeout());
       require(inner->lent_bytes_outstanding() == 0,
               "the inner adapter still has " + std::to_string(inner->lent_bytes_outstanding()) +
                   " lent bytes outstanding after close()");
@@ -540,4 +541,4 @@ Verdict WrapperLentBuffersReleasedOnFailure(const WrapperUnderTest& wut) {
   });
 }
 
-}  // namespace lmcache::conformance::internal::lent_buffer_properties
+}  // namespace lmcache::conformance_internal::lent_buffer_properties

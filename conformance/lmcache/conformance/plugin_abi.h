@@ -96,12 +96,13 @@ typedef int (*LmcacheConformancePluginV1Fn)(LmcacheConformanceHostV1* host);
 
 #include "lmcache/conformance/registry.h"
 
-namespace lmcache::conformance::internal {
+namespace lmcache::conformance_internal {
+using namespace ::lmcache::conformance;  // the kit's public types
 
-// SameMajorMinor()
+// same_major_minor()
 //
 // Whether two "MAJOR.MINOR[.PATCH]" strings agree on MAJOR.MINOR.
-inline bool SameMajorMinor(const char* a, const char* b) {
+inline bool same_major_minor(const char* a, const char* b) {
   if (a == nullptr || b == nullptr) return false;
   auto prefix = [](const char* v) {
     std::string s(v);
@@ -113,48 +114,48 @@ inline bool SameMajorMinor(const char* a, const char* b) {
   return prefix(a) == prefix(b);
 }
 
-inline void WriteError(LmcacheConformanceHostV1* host, const std::string& message) {
+inline void write_error(LmcacheConformanceHostV1* host, const std::string& message) {
   if (host->error != nullptr && host->error_size > 0) {
     std::snprintf(host->error, host->error_size, "%s", message.c_str());
   }
 }
 
-// RunPluginEntry()
+// run_plugin_entry()
 //
 // The body of every generated entry point: checks the ABI and project versions, then calls
 // `register_fn` on the host's registry, turning exceptions into LMCACHE_CONFORMANCE_E_REGISTER.
-inline int RunPluginEntry(LmcacheConformanceHostV1* host, void (*register_fn)(Registry&)) {
+inline int run_plugin_entry(LmcacheConformanceHostV1* host, void (*register_fn)(Registry&)) {
   if (host == nullptr) return LMCACHE_CONFORMANCE_E_VERSION;
   if (host->abi_version != LMCACHE_CONFORMANCE_ABI_VERSION ||
       host->struct_size < sizeof(LmcacheConformanceHostV1)) {
-    WriteError(host, "plugin ABI v" + std::to_string(LMCACHE_CONFORMANCE_ABI_VERSION) +
+    write_error(host, "plugin ABI v" + std::to_string(LMCACHE_CONFORMANCE_ABI_VERSION) +
                          " does not match the runner's v" + std::to_string(host->abi_version));
     return LMCACHE_CONFORMANCE_E_VERSION;
   }
-  if (!SameMajorMinor(host->project_version, LMCACHE_CONFORMANCE_PROJECT_VERSION)) {
-    WriteError(host, std::string("plugin built against lmcache ") +
+  if (!same_major_minor(host->project_version, LMCACHE_CONFORMANCE_PROJECT_VERSION)) {
+    write_error(host, std::string("plugin built against lmcache ") +
                          LMCACHE_CONFORMANCE_PROJECT_VERSION + ", runner is lmcache " +
                          (host->project_version ? host->project_version : "(unknown)") +
                          " (MAJOR.MINOR must match)");
     return LMCACHE_CONFORMANCE_E_VERSION;
   }
   if (host->registry == nullptr) {
-    WriteError(host, "runner passed no registry");
+    write_error(host, "runner passed no registry");
     return LMCACHE_CONFORMANCE_E_REGISTER;
   }
   try {
     register_fn(*static_cast<Registry*>(host->registry));
   } catch (const std::exception& e) {
-    WriteError(host, e.what());
+    write_error(host, e.what());
     return LMCACHE_CONFORMANCE_E_REGISTER;
   } catch (...) {
-    WriteError(host, "unknown exception during registration");
+    write_error(host, "unknown exception during registration");
     return LMCACHE_CONFORMANCE_E_REGISTER;
   }
   return LMCACHE_CONFORMANCE_OK;
 }
 
-}  // namespace lmcache::conformance::internal
+}  // namespace lmcache::conformance_internal
 
 // LMCACHE_CONFORMANCE_PLUGIN(registry)
 //
@@ -164,7 +165,7 @@ inline int RunPluginEntry(LmcacheConformanceHostV1* host, void (*register_fn)(Re
   static void LmcacheConformanceRegisterPlugin(::lmcache::conformance::Registry& registry);     \
   extern "C" __attribute__((visibility("default"))) int lmcache_conformance_plugin_v1(          \
       LmcacheConformanceHostV1* host) {                                                         \
-    return ::lmcache::conformance::internal::RunPluginEntry(host,                               \
+    return ::lmcache::conformance_internal::run_plugin_entry(host,                               \
                                                             &LmcacheConformanceRegisterPlugin); \
   }                                                                                             \
   static void LmcacheConformanceRegisterPlugin(::lmcache::conformance::Registry& registry)

@@ -11,7 +11,7 @@ namespace {
 
 // Entries of a /proc directory, "." and ".." excluded; `minus_own_fd` drops the descriptor
 // opendir() itself holds while listing /proc/self/fd.
-std::size_t CountEntries(const char* path, bool minus_own_fd) {
+std::size_t count_entries(const char* path, bool minus_own_fd) {
   DIR* dir = opendir(path);
   if (dir == nullptr) return 0;
   std::size_t n = 0;
@@ -25,13 +25,13 @@ std::size_t CountEntries(const char* path, bool minus_own_fd) {
 
 }  // namespace
 
-std::size_t CountOpenFds() { return CountEntries("/proc/self/fd", true); }
+std::size_t count_open_fds() { return count_entries("/proc/self/fd", true); }
 
-std::size_t CountThreads() { return CountEntries("/proc/self/task", false); }
+std::size_t count_threads() { return count_entries("/proc/self/task", false); }
 
-ResourceSnapshot ResourceSnapshot::Take() { return {CountOpenFds(), CountThreads()}; }
+ResourceSnapshot ResourceSnapshot::Take() { return {count_open_fds(), count_threads()}; }
 
-std::string WaitForResources(const ResourceSnapshot& baseline, std::chrono::milliseconds timeout) {
+std::string wait_for_resources(const ResourceSnapshot& baseline, std::chrono::milliseconds timeout) {
   auto deadline = std::chrono::steady_clock::now() + timeout;
   ResourceSnapshot now = ResourceSnapshot::Take();
   while ((now.fds > baseline.fds || now.threads > baseline.threads) &&
@@ -46,11 +46,11 @@ std::string WaitForResources(const ResourceSnapshot& baseline, std::chrono::mill
          " thread(s) more than before creation";
 }
 
-bool IsOpenFd(int fd) { return fd >= 0 && fcntl(fd, F_GETFD) != -1; }
+bool is_open_fd(int fd) { return fd >= 0 && fcntl(fd, F_GETFD) != -1; }
 
-std::string DistinctOpenFdsProblem(std::span<const int> fds, std::span<const char* const> names) {
+std::string distinct_open_fds_problem(std::span<const int> fds, std::span<const char* const> names) {
   for (std::size_t i = 0; i < fds.size(); ++i) {
-    if (!IsOpenFd(fds[i])) {
+    if (!is_open_fd(fds[i])) {
       return std::string(names[i]) + " " + std::to_string(fds[i]) +
              " is not an open file descriptor";
     }

@@ -19,9 +19,8 @@
 #include "lmcache/conformance/rapidcheck_driver.h"
 #include "lmcache/core/event_notifier.h"
 
-namespace lmcache::conformance {
-
-namespace internal::processor_properties {
+namespace lmcache::conformance_internal::processor_properties {
+using namespace ::lmcache::conformance;  // the kit's public types
 
 // ---------------------------------------------------------------------------------------------
 // Shared helpers (internal/processor_properties.h).
@@ -61,21 +60,21 @@ std::string rc_id(std::string_view property, const ProcessorUnderTest& put) {
 
 MemoryObjPtr safe_input(const MemoryLayoutDesc& layout, std::uint64_t seed) {
   static constexpr double kValues[] = {0.0, 0.5, -1.0, 2.0, 0.25, -0.125, 1.5, 3.0};
-  MemoryObjPtr obj = MakeObject(layout);
+  MemoryObjPtr obj = make_object(layout);
   std::uint64_t x = seed | 1;
   for (std::size_t g = 0; g < layout.num_groups(); ++g) {
     DType d = layout.dtypes()[g];
     auto bytes = obj->group_bytes(g);
     for (std::size_t i = 0; i < layout.group_elements(g); ++i) {
       x = x * 6364136223846793005ull + 1442695040888963407ull;
-      WriteElement(d, bytes.data() + i * element_size(d), kValues[(x >> 33) % 8]);
+      write_element(d, bytes.data() + i * element_size(d), kValues[(x >> 33) % 8]);
     }
   }
   return obj;
 }
 
 MemoryObjPtr temp_for(SerdeProcessor& p, const MemoryLayoutDesc& layout, std::size_t extra) {
-  return MakeObject(ByteLayout(p.estimate_serialized_size(layout) + extra));
+  return make_object(byte_layout(p.estimate_serialized_size(layout) + extra));
 }
 
 MemoryLayoutDesc gen_processor_layout(const ProcessorUnderTest& put, std::size_t max_elements) {
@@ -94,10 +93,10 @@ MemoryLayoutDesc fixed_layout(const ProcessorUnderTest& put) {
 }
 
 bool take_result(SerdeProcessor& p, Dir d, TaskId id, const std::string& what) {
-  std::optional<bool> r = PollUntil([&] { return query_of(p, d, id); }, ResultTimeout());
+  std::optional<bool> r = poll_until([&] { return query_of(p, d, id); }, result_timeout());
   if (!r) {
-    FailCase(what + ": " + dir_name(d) + " task " + std::to_string(id) +
-             " did not complete within " + std::to_string(ResultTimeout().count()) + " ms");
+    fail_case(what + ": " + dir_name(d) + " task " + std::to_string(id) +
+             " did not complete within " + std::to_string(result_timeout().count()) + " ms");
   }
   return *r;
 }
@@ -112,8 +111,8 @@ std::string decoded_mismatch(const MemoryObj& input, const MemoryObj& decoded) {
     const std::size_t es = element_size(dtype);
     for (std::size_t i = 0; i < layout.group_elements(g); ++i) {
       if (std::memcmp(a.data() + i * es, b.data() + i * es, es) != 0) {
-        return DescribeElement(layout, g, i, ReadElement(dtype, a.data() + i * es),
-                               ReadElement(dtype, b.data() + i * es)) +
+        return describe_element(layout, g, i, read_element(dtype, a.data() + i * es),
+                               read_element(dtype, b.data() + i * es)) +
                " in " + layout.to_string();
       }
     }
@@ -144,7 +143,7 @@ void run_notify_scenario(SerdeProcessor& p, const std::vector<std::vector<Memory
         temps.push_back(dsts);
         ids.push_back(submit_of(p, d, batches[t], dsts));
       } else {
-        for (auto& src : batches[t]) dsts.push_back(MakeObject(src->layout()));
+        for (auto& src : batches[t]) dsts.push_back(make_object(src->layout()));
         outs.push_back(dsts);
         ids.push_back(submit_of(p, d, temps[t], dsts));
       }
@@ -153,12 +152,12 @@ void run_notify_scenario(SerdeProcessor& p, const std::vector<std::vector<Memory
     std::uint64_t notified = 0;
     std::size_t taken = 0;
     std::vector<bool> done(ids.size(), false);
-    auto deadline = std::chrono::steady_clock::now() + ResultTimeout();
+    auto deadline = std::chrono::steady_clock::now() + result_timeout();
     while (taken < ids.size()) {
       if (std::chrono::steady_clock::now() > deadline) {
-        FailCase(std::to_string(ids.size() - taken) + " of " + std::to_string(ids.size()) + " " +
+        fail_case(std::to_string(ids.size() - taken) + " of " + std::to_string(ids.size()) + " " +
                  dir_name(d) + " tasks did not complete within " +
-                 std::to_string(ResultTimeout().count()) + " ms");
+                 std::to_string(result_timeout().count()) + " ms");
       }
       wait_readable(fd, std::chrono::milliseconds(2));
       std::uint64_t before_scan = notified + consume_fd(fd);
@@ -166,28 +165,28 @@ void run_notify_scenario(SerdeProcessor& p, const std::vector<std::vector<Memory
       for (std::size_t i = 0; i < ids.size(); ++i) {
         if (done[i]) continue;
         if (auto r = query_of(p, d, ids[i])) {
-          Require(*r, std::string(dir_name(d)) + " task " + std::to_string(ids[i]) +
+          require(*r, std::string(dir_name(d)) + " task " + std::to_string(ids[i]) +
                           " completed false on a valid input");
           done[i] = true;
           ++taken;
         }
       }
-      Require(taken >= before_scan, std::to_string(before_scan) + " " + dir_name(d) +
+      require(taken >= before_scan, std::to_string(before_scan) + " " + dir_name(d) +
                                         " notifies were read but only " + std::to_string(taken) +
                                         " results were stored: a notify came before its result");
     }
-    std::uint64_t total = CollectNotifies(fd, ids.size(), notified);
-    Require(total == ids.size(), std::to_string(ids.size()) + " " + dir_name(d) +
+    std::uint64_t total = collect_notifies(fd, ids.size(), notified);
+    require(total == ids.size(), std::to_string(ids.size()) + " " + dir_name(d) +
                                      " tasks completed but the " + dir_name(d) + " fd counted " +
                                      std::to_string(total) + " notifies (exactly one per task)");
     std::uint64_t cross = consume_fd(fd_of(p, other(d)));
-    Require(cross == 0, std::string(dir_name(d)) + " tasks notified the " + dir_name(other(d)) +
+    require(cross == 0, std::string(dir_name(d)) + " tasks notified the " + dir_name(other(d)) +
                             " fd " + std::to_string(cross) + " time(s)");
   }
   for (std::size_t t = 0; t < batches.size(); ++t) {
     for (std::size_t i = 0; i < batches[t].size(); ++i) {
       std::string m = decoded_mismatch(*batches[t][i], *outs[t][i]);
-      Require(m.empty(), "task " + std::to_string(t) + " pair " + std::to_string(i) + " of " +
+      require(m.empty(), "task " + std::to_string(t) + " pair " + std::to_string(i) + " of " +
                              std::to_string(batches[t].size()) +
                              " did not decode to its own input: " + m);
     }
@@ -206,14 +205,14 @@ Verdict DistinctEventFds(const ProcessorUnderTest& put) {
                 b->get_serialize_event_fd(), b->get_deserialize_event_fd()};
   const char* names[4] = {"serialize fd", "deserialize fd", "second instance's serialize fd",
                           "second instance's deserialize fd"};
-  if (std::string problem = DistinctOpenFdsProblem(fds, names); !problem.empty()) {
+  if (std::string problem = distinct_open_fds_problem(fds, names); !problem.empty()) {
     return Verdict::Fail(problem);
   }
   return Verdict::Pass();
 }
 
 Verdict OneNotifyPerTask(const ProcessorUnderTest& put) {
-  return RunRcProperty(rc_id("OneNotifyPerTask", put), {.max_success = 10, .shrink = false}, [&] {
+  return run_rc_property(rc_id("OneNotifyPerTask", put), {.max_success = 10, .shrink = false}, [&] {
     const std::size_t budget = current_profile().max_group_elements;
     MemoryLayoutDesc layout = gen_processor_layout(put, budget / 4);
     const std::size_t max_pairs = pairs_within(layout, current_profile().max_batch, budget);
@@ -232,45 +231,45 @@ Verdict OneNotifyPerTask(const ProcessorUnderTest& put) {
 }
 
 Verdict OneShotQueries(const ProcessorUnderTest& put) {
-  return RunRcProperty(rc_id("OneShotQueries", put), {.max_success = 10, .shrink = false}, [&] {
+  return run_rc_property(rc_id("OneShotQueries", put), {.max_success = 10, .shrink = false}, [&] {
     MemoryLayoutDesc layout = gen_processor_layout(put, 1u << 16);
     OwnedProcessor p(put);
     MemoryObjPtr src = safe_input(layout, 3);
     MemoryObjPtr temp = temp_for(*p, layout);
     TaskId s1 = p->submit_serialize({src}, {temp});
-    Require(take_result(*p, Dir::kSerialize, s1, "OneShotQueries"), "serialize returned false");
+    require(take_result(*p, Dir::kSerialize, s1, "OneShotQueries"), "serialize returned false");
     for (int i = 0; i < 3; ++i) {
-      Require(!p->query_serialize_result(s1), "query_serialize_result(" + std::to_string(s1) +
+      require(!p->query_serialize_result(s1), "query_serialize_result(" + std::to_string(s1) +
                                                   ") answered again after its result was taken");
     }
     // A completed, untaken serialize id is invisible to the deserialize direction.
-    CollectNotifies(p->get_serialize_event_fd(), 1);
+    collect_notifies(p->get_serialize_event_fd(), 1);
     MemoryObjPtr temp2 = temp_for(*p, layout);
     TaskId s2 = p->submit_serialize({src}, {temp2});
-    Require(wait_readable(p->get_serialize_event_fd(), ResultTimeout()),
+    require(wait_readable(p->get_serialize_event_fd(), result_timeout()),
             "serialize fd never signalled");
     auto cross = p->query_deserialize_result(s2);
-    Require(!cross, "query_deserialize_result() answered for serialize task " + std::to_string(s2));
-    Require(take_result(*p, Dir::kSerialize, s2, "OneShotQueries"), "serialize returned false");
-    MemoryObjPtr out = MakeObject(layout);
+    require(!cross, "query_deserialize_result() answered for serialize task " + std::to_string(s2));
+    require(take_result(*p, Dir::kSerialize, s2, "OneShotQueries"), "serialize returned false");
+    MemoryObjPtr out = make_object(layout);
     TaskId d1 = p->submit_deserialize({temp}, {out});
-    Require(take_result(*p, Dir::kDeserialize, d1, "OneShotQueries"), "deserialize returned false");
-    Require(!p->query_deserialize_result(d1),
+    require(take_result(*p, Dir::kDeserialize, d1, "OneShotQueries"), "deserialize returned false");
+    require(!p->query_deserialize_result(d1),
             "query_deserialize_result(" + std::to_string(d1) + ") answered twice");
-    Require(!p->query_serialize_result(d1),
+    require(!p->query_serialize_result(d1),
             "query_serialize_result() answered for deserialize task " + std::to_string(d1));
     // Failures are results too: handed out once, in their own direction only.
-    TaskId f1 = p->submit_serialize({src}, {MakeObject(ByteLayout(0))});
-    TaskId f2 = p->submit_deserialize({MakeObject(ByteLayout(0))}, {MakeObject(layout)});
-    Require(!take_result(*p, Dir::kSerialize, f1, "a failing serialize"),
+    TaskId f1 = p->submit_serialize({src}, {make_object(byte_layout(0))});
+    TaskId f2 = p->submit_deserialize({make_object(byte_layout(0))}, {make_object(layout)});
+    require(!take_result(*p, Dir::kSerialize, f1, "a failing serialize"),
             "a serialize into a 0-byte destination completed true");
-    Require(!take_result(*p, Dir::kDeserialize, f2, "a failing deserialize"),
+    require(!take_result(*p, Dir::kDeserialize, f2, "a failing deserialize"),
             "a deserialize from an empty source completed true");
     for (int i = 0; i < 3; ++i) {
-      Require(!p->query_serialize_result(f1) && !p->query_deserialize_result(f1),
+      require(!p->query_serialize_result(f1) && !p->query_deserialize_result(f1),
               "the failed serialize task " + std::to_string(f1) +
                   " answered again after its false was taken");
-      Require(!p->query_deserialize_result(f2) && !p->query_serialize_result(f2),
+      require(!p->query_deserialize_result(f2) && !p->query_serialize_result(f2),
               "the failed deserialize task " + std::to_string(f2) +
                   " answered again after its false was taken");
     }
@@ -295,7 +294,7 @@ Verdict UnknownIdsGiveNone(const ProcessorUnderTest& put) {
   }
   MemoryLayoutDesc layout = fixed_layout(put);
   TaskId id = p->submit_serialize({safe_input(layout, 5)}, {temp_for(*p, layout)});
-  if (!PollUntil([&] { return p->query_serialize_result(id); }, ResultTimeout())) {
+  if (!poll_until([&] { return p->query_serialize_result(id); }, result_timeout())) {
     return Verdict::Fail("serialize task " + std::to_string(id) + " did not complete");
   }
   for (TaskId probe : {id + 1000, id + 12345}) {
@@ -317,13 +316,13 @@ Verdict FailureReportedAsFalse(const ProcessorUnderTest& put) {
   MemoryObjPtr good_temp = temp_for(*p, layout);
   {
     TaskId id = p->submit_serialize({src}, {good_temp});
-    if (!PollUntil([&] { return p->query_serialize_result(id); }, ResultTimeout())
+    if (!poll_until([&] { return p->query_serialize_result(id); }, result_timeout())
              .value_or(false)) {
       return Verdict::Fail(
           "serialize of a valid pair into an estimate-sized temp did not "
           "complete true");
     }
-    CollectNotifies(p->get_serialize_event_fd(), 1);
+    collect_notifies(p->get_serialize_event_fd(), 1);
   }
   // Batches of 1, 2, 3 and 5 pairs with the failing pair at every position (a failing pair
   // before good ones included), each followed by an all-good batch: a failure is per task.
@@ -342,10 +341,10 @@ Verdict FailureReportedAsFalse(const ProcessorUnderTest& put) {
           const bool fails = i == bad;
           if (d == Dir::kSerialize) {
             srcs.push_back(src);
-            dsts.push_back(fails ? MakeObject(ByteLayout(0)) : temp_for(*p, layout));
+            dsts.push_back(fails ? make_object(byte_layout(0)) : temp_for(*p, layout));
           } else {
-            srcs.push_back(fails ? MakeObject(ByteLayout(0)) : good_temp);
-            dsts.push_back(MakeObject(layout));
+            srcs.push_back(fails ? make_object(byte_layout(0)) : good_temp);
+            dsts.push_back(make_object(layout));
           }
         }
         std::string what =
@@ -357,7 +356,7 @@ Verdict FailureReportedAsFalse(const ProcessorUnderTest& put) {
       }
     }
     for (const Task& t : tasks) {
-      auto r = PollUntil([&] { return query_of(*p, t.dir, t.id); }, ResultTimeout());
+      auto r = poll_until([&] { return query_of(*p, t.dir, t.id); }, result_timeout());
       if (!r) return Verdict::Fail("the " + t.what + " never completed");
       if (*r != t.expected) {
         return Verdict::Fail("the " + t.what + " completed " + (*r ? "true" : "false") +
@@ -365,7 +364,7 @@ Verdict FailureReportedAsFalse(const ProcessorUnderTest& put) {
                              (t.expected ? "" : " (the task fails at its first failing pair)"));
       }
     }
-    std::uint64_t n = CollectNotifies(fd_of(*p, d), tasks.size());
+    std::uint64_t n = collect_notifies(fd_of(*p, d), tasks.size());
     if (n != tasks.size()) {
       return Verdict::Fail(std::to_string(tasks.size()) + " " + dir_name(d) + " tasks (" +
                            std::to_string(tasks.size() - 4) + " failing) gave " +
@@ -376,7 +375,7 @@ Verdict FailureReportedAsFalse(const ProcessorUnderTest& put) {
 }
 
 Verdict ConcurrentSubmitters(const ProcessorUnderTest& put) {
-  return RunRcProperty(
+  return run_rc_property(
       rc_id("ConcurrentSubmitters", put), {.max_success = 8, .shrink = false}, [&] {
         constexpr int kThreads = 4;
         constexpr int kPerThread = 6;
@@ -391,11 +390,11 @@ Verdict ConcurrentSubmitters(const ProcessorUnderTest& put) {
           MemoryLayoutDesc layout = gen_processor_layout(put, 1u << 14);
           Input in{safe_input(layout, 11 + static_cast<std::uint64_t>(t)), temp_for(*p, layout)};
           TaskId r = p->submit_serialize({in.src}, {in.reference});
-          Require(take_result(*p, Dir::kSerialize, r, "reference serialize"),
+          require(take_result(*p, Dir::kSerialize, r, "reference serialize"),
                   "serialize returned false");
           inputs.push_back(in);
         }
-        CollectNotifies(p->get_serialize_event_fd(), kThreads);
+        collect_notifies(p->get_serialize_event_fd(), kThreads);
 
         struct Submitted {
           Dir dir;
@@ -420,7 +419,7 @@ Verdict ConcurrentSubmitters(const ProcessorUnderTest& put) {
                 for (std::size_t k = 0; k < pairs; ++k) {
                   srcs.push_back(d == Dir::kSerialize ? in.src : in.reference);
                   dsts.push_back(d == Dir::kSerialize ? temp_for(*p, in.src->layout())
-                                                      : MakeObject(in.src->layout()));
+                                                      : make_object(in.src->layout()));
                 }
                 per_thread[static_cast<std::size_t>(t)].push_back(
                     {d, submit_of(*p, d, srcs, dsts), t, dsts});
@@ -431,13 +430,13 @@ Verdict ConcurrentSubmitters(const ProcessorUnderTest& put) {
           });
         }
         for (auto& th : threads) th.join();
-        for (auto& e : errors) Require(e.empty(), "a concurrent submit threw: " + e);
+        for (auto& e : errors) require(e.empty(), "a concurrent submit threw: " + e);
         std::set<TaskId> seen[2];
         std::size_t count[2] = {0, 0};
         for (auto& list : per_thread) {
           for (auto& s : list) {
             const int k = s.dir == Dir::kSerialize ? 0 : 1;
-            Require(seen[k].insert(s.id).second, std::string("two concurrent ") + dir_name(s.dir) +
+            require(seen[k].insert(s.id).second, std::string("two concurrent ") + dir_name(s.dir) +
                                                      " submits got the same id " +
                                                      std::to_string(s.id));
             ++count[k];
@@ -446,7 +445,7 @@ Verdict ConcurrentSubmitters(const ProcessorUnderTest& put) {
         for (auto& list : per_thread) {
           for (auto& s : list) {
             const Input& in = inputs[static_cast<std::size_t>(s.thread)];
-            Require(
+            require(
                 take_result(*p, s.dir, s.id, "concurrent submit"),
                 std::string(dir_name(s.dir)) + " task " + std::to_string(s.id) + " returned false");
             for (std::size_t k = 0; k < s.dsts.size(); ++k) {
@@ -455,13 +454,13 @@ Verdict ConcurrentSubmitters(const ProcessorUnderTest& put) {
                                         std::to_string(s.dsts.size()) + ") submitted by thread " +
                                         std::to_string(s.thread) + " among 4";
               if (s.dir == Dir::kSerialize) {
-                Require(
+                require(
                     dst.size() == in.reference->size() &&
                         std::memcmp(dst.data(), in.reference->data(), in.reference->size()) == 0,
                     "a serialize" + which + " produced other bytes than the same serialize alone");
               } else {
                 std::string m = decoded_mismatch(*in.src, dst);
-                Require(m.empty(),
+                require(m.empty(),
                         "a deserialize" + which + " did not decode to that thread's input: " + m);
               }
             }
@@ -469,8 +468,8 @@ Verdict ConcurrentSubmitters(const ProcessorUnderTest& put) {
         }
         for (Dir d : {Dir::kSerialize, Dir::kDeserialize}) {
           std::size_t k = d == Dir::kSerialize ? 0 : 1;
-          std::uint64_t n = CollectNotifies(fd_of(*p, d), count[k]);
-          Require(n == count[k], std::to_string(count[k]) + " concurrent " + dir_name(d) +
+          std::uint64_t n = collect_notifies(fd_of(*p, d), count[k]);
+          require(n == count[k], std::to_string(count[k]) + " concurrent " + dir_name(d) +
                                      " tasks gave " + std::to_string(n) + " notifies");
         }
       });
@@ -485,7 +484,7 @@ Verdict MismatchedBatchRejected(const ProcessorUnderTest& put) {
       if (d == Dir::kSerialize) {
         p->submit_serialize({src, src}, {temp_for(*p, layout)});
       } else {
-        p->submit_deserialize({temp_for(*p, layout)}, {MakeObject(layout), MakeObject(layout)});
+        p->submit_deserialize({temp_for(*p, layout)}, {make_object(layout), make_object(layout)});
       }
       return Verdict::Fail(std::string("submit_") + dir_name(d) +
                            "() with lists of 2 and 1 did not throw std::invalid_argument");
@@ -508,7 +507,7 @@ Verdict MismatchedBatchRejected(const ProcessorUnderTest& put) {
 }
 
 Verdict SerializeThenDeserialize(const ProcessorUnderTest& put) {
-  return RunRcProperty(
+  return run_rc_property(
       rc_id("SerializeThenDeserialize", put), {.max_success = 20, .shrink = false}, [&] {
         const DepthProfile& profile = current_profile();
         MemoryLayoutDesc layout = gen_processor_layout(put, profile.max_group_elements);
@@ -519,25 +518,25 @@ Verdict SerializeThenDeserialize(const ProcessorUnderTest& put) {
         std::vector<MemoryObjPtr> inputs, temps, roomy, outs;
         for (std::size_t i = 0; i < pairs; ++i) {
           inputs.push_back(safe_input(layout, 29 + i));
-          temps.push_back(MakeObject(ByteLayout(estimate)));
+          temps.push_back(make_object(byte_layout(estimate)));
           // The same serialize into a temp with more capacity must narrow to the same size.
-          roomy.push_back(MakeObject(ByteLayout(estimate + 64 + i)));
-          outs.push_back(MakeObject(layout));
+          roomy.push_back(make_object(byte_layout(estimate + 64 + i)));
+          outs.push_back(make_object(layout));
         }
         const std::string what = std::to_string(pairs) + " pair(s) of " + layout.to_string();
         TaskId s = p->submit_serialize(inputs, temps);
         TaskId r = p->submit_serialize(inputs, roomy);
-        Require(take_result(*p, Dir::kSerialize, s, "serialize"),
+        require(take_result(*p, Dir::kSerialize, s, "serialize"),
                 "serialize of " + what + " into estimate-sized temps (" + std::to_string(estimate) +
                     " bytes) completed false");
-        Require(take_result(*p, Dir::kSerialize, r, "serialize"),
+        require(take_result(*p, Dir::kSerialize, r, "serialize"),
                 "serialize of " + what + " into temps larger than the estimate completed false");
         for (std::size_t i = 0; i < pairs; ++i) {
-          Require(temps[i]->size() <= estimate, "after serialize, temp " + std::to_string(i) +
+          require(temps[i]->size() <= estimate, "after serialize, temp " + std::to_string(i) +
                                                     " reports " + std::to_string(temps[i]->size()) +
                                                     " bytes, more than the " +
                                                     std::to_string(estimate) + "-byte estimate");
-          Require(roomy[i]->size() == temps[i]->size() &&
+          require(roomy[i]->size() == temps[i]->size() &&
                       std::memcmp(roomy[i]->data(), temps[i]->data(), temps[i]->size()) == 0,
                   "the same input serialized into a temp of " + std::to_string(estimate) +
                       " bytes reports " + std::to_string(temps[i]->size()) +
@@ -547,21 +546,23 @@ Verdict SerializeThenDeserialize(const ProcessorUnderTest& put) {
                       "written, whatever its capacity");
         }
         TaskId d = p->submit_deserialize(temps, outs);
-        Require(take_result(*p, Dir::kDeserialize, d, "deserialize"),
+        require(take_result(*p, Dir::kDeserialize, d, "deserialize"),
                 "deserialize of the processor's own output (" + what + ") completed false");
         for (std::size_t i = 0; i < pairs; ++i) {
           std::string m = decoded_mismatch(*inputs[i], *outs[i]);
-          Require(m.empty(), "pair " + std::to_string(i) + " of " + std::to_string(pairs) +
+          require(m.empty(), "pair " + std::to_string(i) + " of " + std::to_string(pairs) +
                                  " did not come back as its own input: " + m);
         }
       });
 }
 
-}  // namespace internal::processor_properties
+}  // namespace lmcache::conformance_internal::processor_properties
 
-Verdict RunProcessorProperty(std::string_view property, const ProcessorUnderTest& processor) {
+namespace lmcache::conformance {
+
+Verdict run_processor_property(std::string_view property, const ProcessorUnderTest& processor) {
   using Fn = Verdict (*)(const ProcessorUnderTest&);
-#define LMCACHE_PROCESSOR_ENTRY(Name, Checks) {#Name, &internal::processor_properties::Name},
+#define LMCACHE_PROCESSOR_ENTRY(Name, Checks) {#Name, &conformance_internal::processor_properties::Name},
   static const std::pair<std::string_view, Fn> kTable[] = {
       LMCACHE_CONFORMANCE_PROCESSOR_PROPERTIES(LMCACHE_PROCESSOR_ENTRY)};
 #undef LMCACHE_PROCESSOR_ENTRY
@@ -577,14 +578,19 @@ Verdict RunProcessorProperty(std::string_view property, const ProcessorUnderTest
   return Verdict::Fail("unknown processor property '" + std::string(property) + "'");
 }
 
-namespace internal {
-int ProcessorConformanceLinkAnchor() { return 0; }
-}  // namespace internal
+}  // namespace lmcache::conformance
+
+namespace lmcache::conformance_internal {
+using namespace ::lmcache::conformance;  // the kit's public types
+int processor_conformance_link_anchor() { return 0; }
+}  // namespace lmcache::conformance_internal
+
+namespace lmcache::conformance {
 
 GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(ProcessorConformance);
 
 #define LMCACHE_PROCESSOR_TEST(Name, Checks) \
-  LMCACHE_CONFORMANCE_PROPERTY(ProcessorConformance, Name, RunProcessorProperty)
+  LMCACHE_CONFORMANCE_PROPERTY(ProcessorConformance, Name, run_processor_property)
 LMCACHE_CONFORMANCE_PROCESSOR_PROPERTIES(LMCACHE_PROCESSOR_TEST)
 #undef LMCACHE_PROCESSOR_TEST
 

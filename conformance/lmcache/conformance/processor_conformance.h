@@ -8,7 +8,7 @@
 //                            ::testing::Values(MyVendorProcessor()),
 //                            lmcache::conformance::ParamName());
 //
-// Properties: PropertiesOf(ImplementationKind::kProcessor) (properties.h). Each builds fresh
+// Properties: properties_of(ImplementationKind::kProcessor) (properties.h). Each builds fresh
 // processors through the descriptor and closes them. Failures are induced through the serde
 // contract itself (a destination or source too short must make the pair throw), so no test
 // hook is needed in the implementation.
@@ -25,17 +25,17 @@ namespace lmcache::conformance {
 
 class ProcessorConformance : public ::testing::TestWithParam<ProcessorUnderTest> {};
 
-// RunProcessorProperty()
+// run_processor_property()
 //
 // The verdict of one property (by name) for `processor`; an unknown name is a Fail.
-Verdict RunProcessorProperty(std::string_view property, const ProcessorUnderTest& processor);
-
-namespace internal {
-int ProcessorConformanceLinkAnchor();
-[[maybe_unused]] static const int kProcessorConformanceLinked = ProcessorConformanceLinkAnchor();
-}  // namespace internal
+Verdict run_processor_property(std::string_view property, const ProcessorUnderTest& processor);
 
 }  // namespace lmcache::conformance
+
+namespace lmcache::conformance_internal {
+int processor_conformance_link_anchor();
+[[maybe_unused]] static const int kProcessorConformanceLinked = processor_conformance_link_anchor();
+}  // namespace lmcache::conformance_internal
 
 // Unqualified for INSTANTIATE_TEST_SUITE_P (see serde_conformance.h).
 using lmcache::conformance::ProcessorConformance;

@@ -16,7 +16,8 @@
 #include "lmcache/conformance/rapidcheck_driver.h"
 #include "lmcache/core/event_notifier.h"
 
-namespace lmcache::conformance::internal::processor_properties {
+namespace lmcache::conformance_internal::processor_properties {
+using namespace ::lmcache::conformance;  // the kit's public types
 
 namespace {
 
@@ -39,13 +40,13 @@ Verdict CloseReleasesResources(const ProcessorUnderTest& put) {
       ids.push_back(p->submit_serialize({safe_input(layout, 13)}, {temp_for(*p, layout)}));
     }
     for (TaskId id : ids) {
-      if (!PollUntil([&] { return p->query_serialize_result(id); }, ResultTimeout())) {
+      if (!poll_until([&] { return p->query_serialize_result(id); }, result_timeout())) {
         p->close();
         return Verdict::Fail("serialize task " + std::to_string(id) + " never completed");
       }
     }
     p->close();
-    if (std::string leak = WaitForResources(baseline, SettleTimeout()); !leak.empty()) {
+    if (std::string leak = wait_for_resources(baseline, settle_timeout()); !leak.empty()) {
       return Verdict::Fail("after close() the process holds " + leak +
                            " of the processor: close() must release its fds and threads");
     }
@@ -73,8 +74,8 @@ Verdict CloseCompletesQueuedWork(const ProcessorUnderTest& put) {
     const std::string in_round = "round " + std::to_string(round + 1) + ": ";
     SerdeProcessorPtr p = put.make();
     TaskId done_ok = p->submit_serialize({safe_input(small, 16)}, {temp_for(*p, small)});
-    TaskId done_bad = p->submit_serialize({safe_input(small, 16)}, {MakeObject(ByteLayout(0))});
-    if (CollectNotifies(p->get_serialize_event_fd(), 2) != 2) {
+    TaskId done_bad = p->submit_serialize({safe_input(small, 16)}, {make_object(byte_layout(0))});
+    if (collect_notifies(p->get_serialize_event_fd(), 2) != 2) {
       p->close();
       return Verdict::Fail(in_round + "two serialize tasks did not signal twice");
     }
@@ -129,7 +130,7 @@ Verdict UseAfterClose(const ProcessorUnderTest& put) {
       if (d == Dir::kSerialize) {
         p->submit_serialize({src}, {temp});
       } else {
-        p->submit_deserialize({temp}, {MakeObject(layout)});
+        p->submit_deserialize({temp}, {make_object(layout)});
       }
       return Verdict::Fail(std::string("submit_") + dir_name(d) + "() after close() did not throw");
     } catch (const std::logic_error&) {
@@ -161,7 +162,7 @@ Verdict ResourcesBoundedOverManyTasks(const ProcessorUnderTest& put) {
   MemoryObjPtr good_temp = temp_for(*p, layout);
   {
     TaskId id = p->submit_serialize({src}, {good_temp});
-    if (!PollUntil([&] { return p->query_serialize_result(id); }, ResultTimeout())
+    if (!poll_until([&] { return p->query_serialize_result(id); }, result_timeout())
              .value_or(false)) {
       return Verdict::Fail("a serialize of a valid pair did not complete true");
     }
@@ -179,16 +180,16 @@ Verdict ResourcesBoundedOverManyTasks(const ProcessorUnderTest& put) {
       const Dir d = i % 2 == 0 ? Dir::kSerialize : Dir::kDeserialize;
       const bool fails = (wave + i) % 4 == 3;
       MemoryObjPtr in = d == Dir::kSerialize ? safe_input(layout, 42 + i)
-                                             : (fails ? MakeObject(ByteLayout(0)) : good_temp);
+                                             : (fails ? make_object(byte_layout(0)) : good_temp);
       MemoryObjPtr out = d == Dir::kSerialize
-                             ? (fails ? MakeObject(ByteLayout(0)) : temp_for(*p, layout))
-                             : MakeObject(layout);
+                             ? (fails ? make_object(byte_layout(0)) : temp_for(*p, layout))
+                             : make_object(layout);
       if (in != good_temp) handed.push_back(in);
       handed.push_back(out);
       tasks.push_back({d, submit_of(*p, d, {in}, {out}), !fails});
     }
     for (const Task& t : tasks) {
-      std::optional<bool> r = PollUntil([&] { return query_of(*p, t.dir, t.id); }, ResultTimeout());
+      std::optional<bool> r = poll_until([&] { return query_of(*p, t.dir, t.id); }, result_timeout());
       if (!r) {
         return std::string(dir_name(t.dir)) + " task " + std::to_string(t.id) + " (task " +
                std::to_string(done + 1) + " of the run) never completed";
@@ -212,7 +213,7 @@ Verdict ResourcesBoundedOverManyTasks(const ProcessorUnderTest& put) {
     if (w == waves / 2) halfway = ResourceSnapshot::Take();
   }
   // Settle: a joined thread or a closed fd can linger in /proc for a moment.
-  if (std::string grew = WaitForResources(halfway, SettleTimeout()); !grew.empty()) {
+  if (std::string grew = wait_for_resources(halfway, settle_timeout()); !grew.empty()) {
     ResourceSnapshot end = ResourceSnapshot::Take();
     return Verdict::Fail("the processor keeps growing: after " + std::to_string(done) +
                          " tasks it holds " + std::to_string(end.fds) + " fds and " +
@@ -220,12 +221,12 @@ Verdict ResourcesBoundedOverManyTasks(const ProcessorUnderTest& put) {
                          std::to_string(halfway.fds) + " and " + std::to_string(halfway.threads) +
                          " halfway (a leak per task or every few tasks)");
   }
-  auto held = PollUntil(
+  auto held = poll_until(
       [&]() -> std::optional<std::size_t> {
         std::size_t n = still_referenced(handed);
         return n <= kWave ? std::optional<std::size_t>(n) : std::nullopt;
       },
-      SettleTimeout());
+      settle_timeout());
   if (!held) {
     return Verdict::Fail("after " + std::to_string(done) +
                          " tasks whose results were all taken, "
@@ -237,4 +238,4 @@ Verdict ResourcesBoundedOverManyTasks(const ProcessorUnderTest& put) {
   return Verdict::Pass();
 }
 
-}  // namespace lmcache::conformance::internal::processor_properties
+}  // namespace lmcache::conformance_internal::processor_properties

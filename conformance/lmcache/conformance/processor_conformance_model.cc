@@ -18,7 +18,8 @@
 #include "lmcache/conformance/rapidcheck_driver.h"
 #include "lmcache/core/event_notifier.h"
 
-namespace lmcache::conformance::internal::processor_properties {
+namespace lmcache::conformance_internal::processor_properties {
+using namespace ::lmcache::conformance;  // the kit's public types
 
 namespace {
 
@@ -64,7 +65,7 @@ struct ModelTask {
 
 Verdict StatefulModel(const ProcessorUnderTest& put) {
   const DepthProfile& profile = current_profile();
-  return RunRcProperty(rc_id("StatefulModel", put), {.max_success = 15, .shrink = false}, [&] {
+  return run_rc_property(rc_id("StatefulModel", put), {.max_success = 15, .shrink = false}, [&] {
     const auto n_layouts = *uniform_in_range<std::size_t>(2, 4);
     std::vector<MemoryLayoutDesc> layouts;
     for (std::size_t i = 0; i < n_layouts; ++i) {
@@ -102,13 +103,13 @@ Verdict StatefulModel(const ProcessorUnderTest& put) {
     auto take = [&](std::size_t index, const std::string& when) {
       ModelTask t = std::move(pending[index]);
       pending.erase(pending.begin() + static_cast<std::ptrdiff_t>(index));
-      std::optional<bool> r = PollUntil([&] { return query_of(*p, t.dir, t.id); }, ResultTimeout());
-      Require(r.has_value(),
+      std::optional<bool> r = poll_until([&] { return query_of(*p, t.dir, t.id); }, result_timeout());
+      require(r.has_value(),
               when + ": the " + t.what + " (task " + std::to_string(t.id) + ") did not complete");
-      Require(*r == t.expected, when + ": the " + t.what + " (task " + std::to_string(t.id) +
+      require(*r == t.expected, when + ": the " + t.what + " (task " + std::to_string(t.id) +
                                     ") completed " + (*r ? "true" : "false") + ", expected " +
                                     (t.expected ? "true" : "false"));
-      Require(!query_of(*p, t.dir, t.id),
+      require(!query_of(*p, t.dir, t.id),
               when + ": task " + std::to_string(t.id) + " answered again after it was taken");
       if (!t.expected) return;
       if (t.dir == Dir::kSerialize) {
@@ -117,7 +118,7 @@ Verdict StatefulModel(const ProcessorUnderTest& put) {
       }
       for (std::size_t i = 0; i < t.inputs.size(); ++i) {
         std::string m = decoded_mismatch(*t.inputs[i], *t.outputs[i]);
-        Require(m.empty(), when + ": pair " + std::to_string(i) + " of the " + t.what +
+        require(m.empty(), when + ": pair " + std::to_string(i) + " of the " + t.what +
                                " did not decode to its input: " + m);
       }
     };
@@ -132,7 +133,7 @@ Verdict StatefulModel(const ProcessorUnderTest& put) {
         case ProcStep::Kind::kEstimate: {
           const std::size_t e = p->estimate_serialized_size(layout);
           auto [it, first] = first_estimate.emplace(step.layout, e);
-          Require(first || it->second == e, at + ": estimate_serialized_size(" +
+          require(first || it->second == e, at + ": estimate_serialized_size(" +
                                                 layout.to_string() + ") = " + std::to_string(e) +
                                                 ", earlier " + std::to_string(it->second) +
                                                 " (an estimate must depend on the layout only)");
@@ -144,7 +145,7 @@ Verdict StatefulModel(const ProcessorUnderTest& put) {
           for (std::size_t k = 0; k < step.pairs; ++k) {
             t.inputs.push_back(safe_input(layout, seed++));
             const bool fails = static_cast<long>(k) == step.fail_at;
-            t.outputs.push_back(fails ? MakeObject(ByteLayout(0)) : temp_for(*p, layout));
+            t.outputs.push_back(fails ? make_object(byte_layout(0)) : temp_for(*p, layout));
           }
           std::ostringstream os;
           os << step;
@@ -161,8 +162,8 @@ Verdict StatefulModel(const ProcessorUnderTest& put) {
           std::vector<MemoryObjPtr> srcs;
           for (std::size_t k = 0; k < from.outputs.size(); ++k) {
             const bool fails = static_cast<long>(k) == step.fail_at;
-            srcs.push_back(fails ? MakeObject(ByteLayout(0)) : from.outputs[k]);
-            t.outputs.push_back(MakeObject(from.inputs[k]->layout()));
+            srcs.push_back(fails ? make_object(byte_layout(0)) : from.outputs[k]);
+            t.outputs.push_back(make_object(from.inputs[k]->layout()));
           }
           if (step.fail_at >= static_cast<long>(srcs.size())) t.expected = true;
           std::ostringstream os;
@@ -187,8 +188,8 @@ Verdict StatefulModel(const ProcessorUnderTest& put) {
       // Every task of the sequence, true or false, came with exactly one notify.
       for (Dir d : {Dir::kSerialize, Dir::kDeserialize}) {
         const std::size_t n = submitted[d == Dir::kSerialize ? 0 : 1];
-        const std::uint64_t got = CollectNotifies(fd_of(*p, d), n);
-        Require(got == n, std::to_string(n) + " " + dir_name(d) + " tasks of the sequence gave " +
+        const std::uint64_t got = collect_notifies(fd_of(*p, d), n);
+        require(got == n, std::to_string(n) + " " + dir_name(d) + " tasks of the sequence gave " +
                               std::to_string(got) + " notifies (exactly one per task)");
       }
     }
@@ -199,10 +200,10 @@ Verdict StatefulModel(const ProcessorUnderTest& put) {
     while (!pending.empty()) take(0, "after close()");
     try {
       p->submit_serialize({late_src}, {late_temp});
-      FailCase("submit_serialize() after close() (at the end of a sequence) did not throw");
+      fail_case("submit_serialize() after close() (at the end of a sequence) did not throw");
     } catch (const std::logic_error&) {
     }
   });
 }
 
-}  // namespace lmcache::conformance::internal::processor_properties
+}  // namespace lmcache::conformance_internal::processor_properties

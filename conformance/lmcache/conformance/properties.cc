@@ -33,7 +33,7 @@ constexpr PropertyInfo kWrapperProperties[] = {
 
 }  // namespace
 
-std::string_view SuiteName(ImplementationKind kind) {
+std::string_view suite_name(ImplementationKind kind) {
   switch (kind) {
     case ImplementationKind::kSerde:
       return kSerde;
@@ -47,7 +47,7 @@ std::string_view SuiteName(ImplementationKind kind) {
   return kSerde;
 }
 
-std::span<const PropertyInfo> PropertiesOf(ImplementationKind kind) {
+std::span<const PropertyInfo> properties_of(ImplementationKind kind) {
   switch (kind) {
     case ImplementationKind::kSerde:
       return kSerdeProperties;

@@ -20,14 +20,14 @@ struct PropertyInfo {
   std::string_view checks;  // what a Pass guarantees
 };
 
-// SuiteName()
+// suite_name()
 //
 // "SerdeConformance", "ProcessorConformance", "AdapterConformance", "WrapperConformance".
-std::string_view SuiteName(ImplementationKind kind);
+std::string_view suite_name(ImplementationKind kind);
 
-// PropertiesOf()
+// properties_of()
 //
 // The properties of one kind's suite, in the order the suite defines them.
-std::span<const PropertyInfo> PropertiesOf(ImplementationKind kind);
+std::span<const PropertyInfo> properties_of(ImplementationKind kind);
 
 }  // namespace lmcache::conformance

@@ -63,14 +63,14 @@ class FailureRecorder {
   std::string last_;
 };
 
-std::uint64_t RandomSeed() {
+std::uint64_t random_seed() {
   std::random_device rd;
   return (static_cast<std::uint64_t>(rd()) << 32) ^ rd();
 }
 
 }  // namespace
 
-Verdict CheckRcProperty(std::string_view id, const RcOptions& options,
+Verdict check_rc_property(std::string_view id, const RcOptions& options,
                         const rc::detail::Property& property) {
   using namespace rc::detail;
   Configuration defaults;
@@ -85,7 +85,7 @@ Verdict CheckRcProperty(std::string_view id, const RcOptions& options,
   defaults.testParams.maxSuccess = cases;
   defaults.testParams.maxSize = options.max_size;
   defaults.testParams.disableShrinking = !options.shrink;
-  defaults.testParams.seed = RandomSeed();
+  defaults.testParams.seed = random_seed();
 
   Configuration config;
   const char* env = std::getenv("RC_PARAMS");
@@ -139,12 +139,12 @@ Verdict CheckRcProperty(std::string_view id, const RcOptions& options,
   return verdict;
 }
 
-void FailCase(std::string message) {
+void fail_case(std::string message) {
   throw rc::detail::CaseResult(rc::detail::CaseResult::Type::Failure, std::move(message));
 }
 
-void RequireOk(const ::testing::AssertionResult& result) {
-  if (!result) FailCase(result.message());
+void require_ok(const ::testing::AssertionResult& result) {
+  if (!result) fail_case(result.message());
 }
 
 }  // namespace lmcache::conformance

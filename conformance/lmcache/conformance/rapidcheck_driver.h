@@ -43,39 +43,39 @@ struct RcOptions {
   bool scale_with_depth = true;
 };
 
-// CheckRcProperty()
+// check_rc_property()
 //
 // Runs `property` (rc::detail::toProperty of a testable) under the layered configuration. `id`
 // identifies the property in `reproduce=` tokens; use "<Suite>.<Property>/<implementation>".
 // Pass on success; Fail with the first broken rule, then the minimal counterexample, otherwise,
 // including when the generator gives up, RC_PARAMS cannot be parsed or the depth is invalid.
-Verdict CheckRcProperty(std::string_view id, const RcOptions& options,
+Verdict check_rc_property(std::string_view id, const RcOptions& options,
                         const rc::detail::Property& property);
 
-// RunRcProperty()
+// run_rc_property()
 //
-// CheckRcProperty() for any testable RapidCheck accepts (a lambda taking generated arguments).
+// check_rc_property() for any testable RapidCheck accepts (a lambda taking generated arguments).
 template <class Testable>
-Verdict RunRcProperty(std::string_view id, const RcOptions& options, Testable&& testable) {
-  return CheckRcProperty(id, options, rc::detail::toProperty(std::forward<Testable>(testable)));
+Verdict run_rc_property(std::string_view id, const RcOptions& options, Testable&& testable) {
+  return check_rc_property(id, options, rc::detail::toProperty(std::forward<Testable>(testable)));
 }
 
-// FailCase()
+// fail_case()
 //
 // Fails the current RapidCheck case with `message` (no file / line noise, unlike RC_FAIL).
-[[noreturn]] void FailCase(std::string message);
+[[noreturn]] void fail_case(std::string message);
 
-// RequireOk()
+// require_ok()
 //
 // Fails the current case with the result's message unless `result` is a success; the bridge
 // from the Verify* helpers (verify.h) to RapidCheck.
-void RequireOk(const ::testing::AssertionResult& result);
+void require_ok(const ::testing::AssertionResult& result);
 
-// Require()
+// require()
 //
 // Fails the current case with `message` unless `condition` holds.
-inline void Require(bool condition, const std::string& message) {
-  if (!condition) FailCase(message);
+inline void require(bool condition, const std::string& message) {
+  if (!condition) fail_case(message);
 }
 
 }  // namespace lmcache::conformance

@@ -20,20 +20,20 @@ constexpr std::uint64_t kMockCapacityBytes = 1ull << 30;
 // 1 TiB/s: a few KiB move in nanoseconds, so the simulated bandwidth never slows the suites.
 constexpr std::uint64_t kMockBandwidth = 1ull << 40;
 
-std::string FormatSuffix(Fp8Format format) {
+std::string format_suffix(Fp8Format format) {
   return format == Fp8Format::kE4M3FN ? "e4m3fn" : "e5m2";
 }
 
-L2AdapterPtr MakeMock() {
+L2AdapterPtr make_mock() {
   return std::make_unique<MockL2Adapter>(MockL2AdapterOptions{kMockCapacityBytes, kMockBandwidth});
 }
 
 }  // namespace
 
-SerdeUnderTest ReferenceFp8Serde(Fp8Format format) {
+SerdeUnderTest reference_fp8_serde(Fp8Format format) {
   Fp8SerdeOptions options{format, Fp8Overflow::kNonSaturating};
   SerdeUnderTest s;
-  s.name = "fp8_" + FormatSuffix(format);
+  s.name = "fp8_" + format_suffix(format);
   s.make_serializer = [options] { return std::make_shared<Fp8Serializer>(options); };
   s.make_deserializer = [options] { return std::make_shared<Fp8Deserializer>(options); };
   s.input_dtypes = {DType::kFloat32, DType::kFloat16, DType::kBFloat16};
@@ -52,10 +52,10 @@ SerdeUnderTest ReferenceFp8Serde(Fp8Format format) {
   return s;
 }
 
-ProcessorUnderTest ReferenceAsyncFp8Processor(Fp8Format format, std::size_t max_workers) {
+ProcessorUnderTest reference_async_fp8_processor(Fp8Format format, std::size_t max_workers) {
   Fp8SerdeOptions options{format, Fp8Overflow::kNonSaturating};
   ProcessorUnderTest p;
-  p.name = "async_fp8_" + FormatSuffix(format) + "_w" + std::to_string(max_workers);
+  p.name = "async_fp8_" + format_suffix(format) + "_w" + std::to_string(max_workers);
   p.make = [options, max_workers]() -> SerdeProcessorPtr {
     return std::make_unique<AsyncSerdeProcessor>(std::make_shared<Fp8Serializer>(options),
                                                  std::make_shared<Fp8Deserializer>(options),
@@ -65,22 +65,22 @@ ProcessorUnderTest ReferenceAsyncFp8Processor(Fp8Format format, std::size_t max_
   return p;
 }
 
-AdapterUnderTest ReferenceMockAdapter() {
+AdapterUnderTest reference_mock_adapter() {
   AdapterUnderTest a;
   a.name = "mock";
-  a.make = &MakeMock;
+  a.make = &make_mock;
   a.capabilities.reports_lock_count = true;
   a.object_dtypes = {DType::kUInt8, DType::kFloat32, DType::kBFloat16};
   return a;
 }
 
-AdapterUnderTest ReferenceWrappedMockAdapter() {
-  AdapterUnderTest a = adapter_of_wrapper(ReferenceSerdeWrapper());
+AdapterUnderTest reference_wrapped_mock_adapter() {
+  AdapterUnderTest a = adapter_of_wrapper(reference_serde_wrapper());
   a.name = "wrapper_mock_fp8";
   return a;
 }
 
-WrapperUnderTest ReferenceSerdeWrapper() {
+WrapperUnderTest reference_serde_wrapper() {
   WrapperUnderTest w;
   w.name = "serde_l2_adapter_wrapper";
   w.make = [](L2AdapterPtr inner, SerdeProcessorPtr serde,
@@ -91,15 +91,15 @@ WrapperUnderTest ReferenceSerdeWrapper() {
   return w;
 }
 
-void RegisterReferenceImplementations(Registry& registry) {
-  registry.add_serde(ReferenceFp8Serde(Fp8Format::kE4M3FN));
-  registry.add_serde(ReferenceFp8Serde(Fp8Format::kE5M2));
-  registry.add_processor(ReferenceAsyncFp8Processor(Fp8Format::kE4M3FN, 1));
-  registry.add_processor(ReferenceAsyncFp8Processor(Fp8Format::kE5M2, 3));
-  registry.add_adapter(ReferenceMockAdapter());
+void register_reference_implementations(Registry& registry) {
+  registry.add_serde(reference_fp8_serde(Fp8Format::kE4M3FN));
+  registry.add_serde(reference_fp8_serde(Fp8Format::kE5M2));
+  registry.add_processor(reference_async_fp8_processor(Fp8Format::kE4M3FN, 1));
+  registry.add_processor(reference_async_fp8_processor(Fp8Format::kE5M2, 3));
+  registry.add_adapter(reference_mock_adapter());
   // Also registers the wrapper as an adapter (adapter_of_wrapper), the same stack as
-  // ReferenceWrappedMockAdapter().
-  registry.add_wrapper(ReferenceSerdeWrapper());
+  // reference_wrapped_mock_adapter().
+  registry.add_wrapper(reference_serde_wrapper());
 }
 
 }  // namespace lmcache::conformance

@@ -13,41 +13,41 @@
 
 namespace lmcache::conformance {
 
-// ReferenceFp8Serde()
+// reference_fp8_serde()
 //
 // "fp8_e4m3fn" / "fp8_e5m2": Fp8Serializer / Fp8Deserializer, lossy with the format's bounds,
 // inputs float32 / float16 / bfloat16 within the format's finite range (448 / 57344). e4m3fn has
 // no infinity (inf -> NaN), so it declares preserves_inf = false.
-SerdeUnderTest ReferenceFp8Serde(Fp8Format format);
+SerdeUnderTest reference_fp8_serde(Fp8Format format);
 
-// ReferenceAsyncFp8Processor()
+// reference_async_fp8_processor()
 //
 // "async_fp8_e4m3fn_w<N>": AsyncSerdeProcessor over the fp8 pair with `max_workers` threads.
-ProcessorUnderTest ReferenceAsyncFp8Processor(Fp8Format format, std::size_t max_workers);
+ProcessorUnderTest reference_async_fp8_processor(Fp8Format format, std::size_t max_workers);
 
-// ReferenceMockAdapter()
+// reference_mock_adapter()
 //
 // "mock": MockL2Adapter with 1 GiB of capacity and a bandwidth high enough that the simulated
 // transfer time is negligible. Reports its lock count.
-AdapterUnderTest ReferenceMockAdapter();
+AdapterUnderTest reference_mock_adapter();
 
-// ReferenceWrappedMockAdapter()
+// reference_wrapped_mock_adapter()
 //
 // "wrapper_mock_fp8": SerdeL2AdapterWrapper(mock, AsyncSerdeProcessor(fp8 e4m3fn), L1), i.e.
-// adapter_of_wrapper(ReferenceSerdeWrapper()) under another name. It stores one byte per
+// adapter_of_wrapper(reference_serde_wrapper()) under another name. It stores one byte per
 // element and loads back the fp8 round trip of what was stored.
-AdapterUnderTest ReferenceWrappedMockAdapter();
+AdapterUnderTest reference_wrapped_mock_adapter();
 
-// ReferenceSerdeWrapper()
+// reference_serde_wrapper()
 //
 // "serde_l2_adapter_wrapper": the reference SerdeL2AdapterWrapper for the wrapper suite.
-WrapperUnderTest ReferenceSerdeWrapper();
+WrapperUnderTest reference_serde_wrapper();
 
-// RegisterReferenceImplementations()
+// register_reference_implementations()
 //
 // Adds the reference implementations above to `registry`: both fp8 serdes, both processors, the
 // mock adapter and the wrapper (which the registry also adds as an adapter under its own name,
-// the stack ReferenceWrappedMockAdapter() describes).
-void RegisterReferenceImplementations(Registry& registry);
+// the stack reference_wrapped_mock_adapter() describes).
+void register_reference_implementations(Registry& registry);
 
 }  // namespace lmcache::conformance

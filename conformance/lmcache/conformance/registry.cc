@@ -11,9 +11,9 @@ namespace lmcache::conformance {
 namespace {
 
 template <class Descriptor>
-void CheckAndAppend(std::vector<Descriptor>& list, Descriptor d, std::string_view kind,
+void check_and_append(std::vector<Descriptor>& list, Descriptor d, std::string_view kind,
                     bool factories_ok) {
-  if (!IsValidImplementationName(d.name)) {
+  if (!is_valid_implementation_name(d.name)) {
     throw std::invalid_argument("conformance registry: invalid " + std::string(kind) + " name '" +
                                 d.name + "' (letters, digits and '_' only)");
   }
@@ -31,7 +31,7 @@ void CheckAndAppend(std::vector<Descriptor>& list, Descriptor d, std::string_vie
 }
 
 template <class Descriptor>
-bool KeepOnly(std::vector<Descriptor>& list, std::string_view name) {
+bool keep_only(std::vector<Descriptor>& list, std::string_view name) {
   auto it = std::find_if(list.begin(), list.end(), [&](const auto& d) { return d.name == name; });
   if (it == list.end()) {
     list.clear();
@@ -44,13 +44,13 @@ bool KeepOnly(std::vector<Descriptor>& list, std::string_view name) {
 }
 
 template <class Descriptor>
-bool Has(const std::vector<Descriptor>& list, std::string_view name) {
+bool has(const std::vector<Descriptor>& list, std::string_view name) {
   return std::any_of(list.begin(), list.end(), [&](const auto& d) { return d.name == name; });
 }
 
 }  // namespace
 
-std::string_view KindName(ImplementationKind kind) {
+std::string_view kind_name(ImplementationKind kind) {
   switch (kind) {
     case ImplementationKind::kSerde:
       return "serde";
@@ -64,10 +64,10 @@ std::string_view KindName(ImplementationKind kind) {
   return "serde";
 }
 
-ImplementationKind ParseKind(std::string_view name) {
+ImplementationKind parse_kind(std::string_view name) {
   for (auto k : {ImplementationKind::kSerde, ImplementationKind::kProcessor,
                  ImplementationKind::kAdapter, ImplementationKind::kWrapper}) {
-    if (KindName(k) == name) return k;
+    if (kind_name(k) == name) return k;
   }
   throw std::invalid_argument("unknown implementation kind '" + std::string(name) +
                               "' (serde, processor, adapter, wrapper)");
@@ -75,28 +75,28 @@ ImplementationKind ParseKind(std::string_view name) {
 
 void Registry::add_serde(SerdeUnderTest serde) {
   bool ok = static_cast<bool>(serde.make_serializer) && static_cast<bool>(serde.make_deserializer);
-  CheckAndAppend(serdes_, std::move(serde), "serde", ok);
+  check_and_append(serdes_, std::move(serde), "serde", ok);
 }
 
 void Registry::add_processor(ProcessorUnderTest processor) {
   bool ok = static_cast<bool>(processor.make);
-  CheckAndAppend(processors_, std::move(processor), "processor", ok);
+  check_and_append(processors_, std::move(processor), "processor", ok);
 }
 
 void Registry::add_adapter(AdapterUnderTest adapter) {
   bool ok = static_cast<bool>(adapter.make);
-  CheckAndAppend(adapters_, std::move(adapter), "adapter", ok);
+  check_and_append(adapters_, std::move(adapter), "adapter", ok);
 }
 
 void Registry::add_wrapper(WrapperUnderTest wrapper) {
   bool ok = static_cast<bool>(wrapper.make);
-  if (ok && Has(adapters_, wrapper.name)) {
+  if (ok && has(adapters_, wrapper.name)) {
     throw std::invalid_argument("conformance registry: wrapper '" + wrapper.name +
                                 "' is also run as an adapter under its own name, and an adapter '" +
                                 wrapper.name + "' is already registered: rename one of them");
   }
   AdapterUnderTest as_adapter = ok ? adapter_of_wrapper(wrapper) : AdapterUnderTest{};
-  CheckAndAppend(wrappers_, std::move(wrapper), "wrapper", ok);
+  check_and_append(wrappers_, std::move(wrapper), "wrapper", ok);
   adapters_.push_back(std::move(as_adapter));
 }
 
@@ -107,13 +107,13 @@ std::size_t Registry::size() const {
 bool Registry::contains(ImplementationKind kind, std::string_view name) const {
   switch (kind) {
     case ImplementationKind::kSerde:
-      return Has(serdes_, name);
+      return has(serdes_, name);
     case ImplementationKind::kProcessor:
-      return Has(processors_, name);
+      return has(processors_, name);
     case ImplementationKind::kAdapter:
-      return Has(adapters_, name);
+      return has(adapters_, name);
     case ImplementationKind::kWrapper:
-      return Has(wrappers_, name);
+      return has(wrappers_, name);
   }
   return false;
 }
@@ -121,22 +121,22 @@ bool Registry::contains(ImplementationKind kind, std::string_view name) const {
 bool Registry::retain_only(ImplementationKind kind, std::string_view name) {
   bool found = false;
   if (kind == ImplementationKind::kSerde) {
-    found = KeepOnly(serdes_, name);
+    found = keep_only(serdes_, name);
   } else {
     serdes_.clear();
   }
   if (kind == ImplementationKind::kProcessor) {
-    found = KeepOnly(processors_, name);
+    found = keep_only(processors_, name);
   } else {
     processors_.clear();
   }
   if (kind == ImplementationKind::kAdapter) {
-    found = KeepOnly(adapters_, name);
+    found = keep_only(adapters_, name);
   } else {
     adapters_.clear();
   }
   if (kind == ImplementationKind::kWrapper) {
-    found = KeepOnly(wrappers_, name);
+    found = keep_only(wrappers_, name);
   } else {
     wrappers_.clear();
   }
@@ -150,7 +150,7 @@ void Registry::clear() {
   wrappers_.clear();
 }
 
-Registry& GlobalRegistry() {
+Registry& global_registry() {
   static Registry* registry = new Registry();  // never destroyed: plugins may outlive exit order
   return *registry;
 }

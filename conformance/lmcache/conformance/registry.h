@@ -1,8 +1,8 @@
 // File: lmcache/conformance/registry.h
 //
 // Registry: the implementations a run of the kit covers, by kind and name. The runner
-// (lmcache-conform) fills the process-wide GlobalRegistry() from plugins (plugin_abi.h) and from
-// RegisterReferenceImplementations(), then instantiates every conformance suite over it. A
+// (lmcache-conform) fills the process-wide global_registry() from plugins (plugin_abi.h) and from
+// register_reference_implementations(), then instantiates every conformance suite over it. A
 // link-time user normally needs no registry: INSTANTIATE_TEST_SUITE_P takes descriptors directly.
 //
 // Thread safety: none. Implementations are registered during start-up, before any suite runs.
@@ -21,16 +21,16 @@ namespace lmcache::conformance {
 enum class ImplementationKind { kSerde, kProcessor, kAdapter, kWrapper };
 
 // "serde", "processor", "adapter", "wrapper".
-std::string_view KindName(ImplementationKind kind);
-// Inverse of KindName(); throws std::invalid_argument naming the text.
-ImplementationKind ParseKind(std::string_view name);
+std::string_view kind_name(ImplementationKind kind);
+// Inverse of kind_name(); throws std::invalid_argument naming the text.
+ImplementationKind parse_kind(std::string_view name);
 
 class Registry {
  public:
   // add_serde() / add_processor() / add_adapter() / add_wrapper()
   //
   // Appends a descriptor. Throws std::invalid_argument when the name is not valid
-  // (IsValidImplementationName), when a factory is empty, or when the name is already taken by
+  // (is_valid_implementation_name), when a factory is empty, or when the name is already taken by
   // an implementation of the same kind (the message names it). add_wrapper() also appends
   // adapter_of_wrapper(wrapper) to the adapters (wrapper_as_adapter.h), so the adapter suite
   // runs over every wrapper; it throws when an adapter of the wrapper's name exists.
@@ -65,9 +65,9 @@ class Registry {
   std::vector<WrapperUnderTest> wrappers_;
 };
 
-// GlobalRegistry()
+// global_registry()
 //
 // The process-wide registry the runner instantiates its suites over.
-Registry& GlobalRegistry();
+Registry& global_registry();
 
 }  // namespace lmcache::conformance

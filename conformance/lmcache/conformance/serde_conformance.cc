@@ -9,9 +9,8 @@
 #include "lmcache/conformance/rapidcheck_driver.h"
 #include "lmcache/conformance/verify.h"
 
-namespace lmcache::conformance {
-
-namespace internal::serde_properties {
+namespace lmcache::conformance_internal::serde_properties {
+using namespace ::lmcache::conformance;  // the kit's public types
 
 std::string rc_id(std::string_view property, const SerdeUnderTest& serde) {
   return "SerdeConformance." + std::string(property) + "/" + serde.name;
@@ -20,25 +19,25 @@ std::string rc_id(std::string_view property, const SerdeUnderTest& serde) {
 Verdict DeterministicOutput(const SerdeUnderTest& serde) {
   return for_each_source("DeterministicOutput", serde, {},
                          [&](const MemoryObj& src, const SerdeCase&) {
-                           RequireOk(VerifySerializeDeterministic(serde, src));
+                           require_ok(verify_serialize_deterministic(serde, src));
                          });
 }
 
 Verdict EstimateIsUpperBound(const SerdeUnderTest& serde) {
   return for_each_source("EstimateIsUpperBound", serde, {},
                          [&](const MemoryObj& src, const SerdeCase&) {
-                           RequireOk(VerifyEstimateIsUpperBound(serde, src));
+                           require_ok(verify_estimate_is_upper_bound(serde, src));
                          });
 }
 
 Verdict EstimateDependsOnLayoutOnly(const SerdeUnderTest& serde) {
-  const ValueSpec spec = ValueSpecFor(serde);
+  const ValueSpec spec = value_spec_for(serde);
   return for_each_source("EstimateDependsOnLayoutOnly", serde, {},
                          [&](const MemoryObj& a, const SerdeCase& c) {
                            SerdeCase other = c;
                            other.data_seed = *gen_seed();
-                           MemoryObjPtr b = MakeSource(other, spec);
-                           RequireOk(VerifyEstimateDependsOnLayoutOnly(serde, a, *b));
+                           MemoryObjPtr b = make_source(other, spec);
+                           require_ok(verify_estimate_depends_on_layout_only(serde, a, *b));
                          });
 }
 
@@ -46,7 +45,7 @@ Verdict RoundTrip(const SerdeUnderTest& serde) {
   QualityReport worst;
   Verdict v = for_each_source("RoundTrip", serde, {}, [&](const MemoryObj& src, const SerdeCase&) {
     QualityReport q;
-    RequireOk(VerifySerdeRoundTrip(serde, src, &q));
+    require_ok(verify_serde_round_trip(serde, src, &q));
     worst.Merge(q);
   });
   if (v.status == Status::kPass && worst.exceeded_soft) {
@@ -59,7 +58,7 @@ Verdict RoundTrip(const SerdeUnderTest& serde) {
 Verdict BytesPastCountUntouched(const SerdeUnderTest& serde) {
   return for_each_source("BytesPastCountUntouched", serde, {},
                          [&](const MemoryObj& src, const SerdeCase&) {
-                           RequireOk(VerifyBytesPastCountUntouched(serde, src));
+                           require_ok(verify_bytes_past_count_untouched(serde, src));
                          });
 }
 
@@ -68,14 +67,14 @@ Verdict ShortBufferRejected(const SerdeUnderTest& serde) {
       "ShortBufferRejected", serde, {}, [&](const MemoryObj& src, const SerdeCase&) {
         auto shortfall = *rc::gen::weightedOneOf<std::size_t>(
             {{3, rc::gen::just<std::size_t>(1)}, {2, uniform_in_range<std::size_t>(2, 4096)}});
-        RequireOk(VerifyShortBufferRejected(serde, src, shortfall));
+        require_ok(verify_short_buffer_rejected(serde, src, shortfall));
       });
 }
 
 Verdict DeserializeWritesOnlyDestination(const SerdeUnderTest& serde) {
   return for_each_source("DeserializeWritesOnlyDestination", serde, {},
                          [&](const MemoryObj& src, const SerdeCase&) {
-                           RequireOk(VerifyDeserializeWritesOnlyDestination(serde, src));
+                           require_ok(verify_deserialize_writes_only_destination(serde, src));
                          });
 }
 
@@ -84,7 +83,7 @@ Verdict ShortSourceRejected(const SerdeUnderTest& serde) {
       "ShortSourceRejected", serde, {}, [&](const MemoryObj& src, const SerdeCase&) {
         auto shortfall = *rc::gen::weightedOneOf<std::size_t>(
             {{3, rc::gen::just<std::size_t>(1)}, {2, uniform_in_range<std::size_t>(2, 4096)}});
-        RequireOk(VerifyShortSourceRejected(serde, src, shortfall));
+        require_ok(verify_short_source_rejected(serde, src, shortfall));
       });
 }
 
@@ -99,7 +98,7 @@ Verdict UnsupportedInputRejected(const SerdeUnderTest& serde) {
   if (unsupported.empty()) {
     return Verdict::NotSupported("the serde declares every dtype as an input");
   }
-  return RunRcProperty(rc_id("UnsupportedInputRejected", serde), {}, [&] {
+  return run_rc_property(rc_id("UnsupportedInputRejected", serde), {}, [&] {
     // A layout of declared dtypes with one undeclared group inserted somewhere.
     std::vector<DType> declared = serde.input_dtypes;
     MemoryLayoutDesc base = declared.empty()
@@ -117,33 +116,35 @@ Verdict UnsupportedInputRejected(const SerdeUnderTest& serde) {
     dtypes.insert(dtypes.begin() + static_cast<std::ptrdiff_t>(at),
                   *rc::gen::elementOf(unsupported));
     SerdeCase c{MemoryLayoutDesc(shapes, dtypes), *gen_seed()};
-    MemoryObjPtr src = MakeSource(c, ValueSpec{});
-    RequireOk(VerifyUnsupportedInputRejected(serde, *src));
+    MemoryObjPtr src = make_source(c, ValueSpec{});
+    require_ok(verify_unsupported_input_rejected(serde, *src));
   });
 }
 
 Verdict MultiNoneSlotRules(const SerdeUnderTest& serde) {
   return for_each_source("MultiNoneSlotRules", serde, {.max_success = 25},
                          [&](const MemoryObj& src, const SerdeCase&) {
-                           RequireOk(VerifyMultiNoneSlotRules(serde, src));
+                           require_ok(verify_multi_none_slot_rules(serde, src));
                          });
 }
 
 Verdict BridgeEquivalence(const SerdeUnderTest& serde) {
-  if (MakeMultiSerializer(serde)->group_size() != 1) {
+  if (make_multi_serializer(serde)->group_size() != 1) {
     return Verdict::NotSupported("the multi serde has group_size() != 1, so it is not a bridge");
   }
   return for_each_source("BridgeEquivalence", serde, {.max_success = 25},
                          [&](const MemoryObj& src, const SerdeCase&) {
-                           RequireOk(VerifyBridgeEquivalence(serde, src));
+                           require_ok(verify_bridge_equivalence(serde, src));
                          });
 }
 
-}  // namespace internal::serde_properties
+}  // namespace lmcache::conformance_internal::serde_properties
 
-Verdict RunSerdeProperty(std::string_view property, const SerdeUnderTest& serde) {
+namespace lmcache::conformance {
+
+Verdict run_serde_property(std::string_view property, const SerdeUnderTest& serde) {
   using Fn = Verdict (*)(const SerdeUnderTest&);
-#define LMCACHE_SERDE_ENTRY(Name, Checks) {#Name, &internal::serde_properties::Name},
+#define LMCACHE_SERDE_ENTRY(Name, Checks) {#Name, &conformance_internal::serde_properties::Name},
   static const std::pair<std::string_view, Fn> kTable[] = {
       LMCACHE_CONFORMANCE_SERDE_PROPERTIES(LMCACHE_SERDE_ENTRY)};
 #undef LMCACHE_SERDE_ENTRY
@@ -159,14 +160,19 @@ Verdict RunSerdeProperty(std::string_view property, const SerdeUnderTest& serde)
   return Verdict::Fail("unknown serde property '" + std::string(property) + "'");
 }
 
-namespace internal {
-int SerdeConformanceLinkAnchor() { return 0; }
-}  // namespace internal
+}  // namespace lmcache::conformance
+
+namespace lmcache::conformance_internal {
+using namespace ::lmcache::conformance;  // the kit's public types
+int serde_conformance_link_anchor() { return 0; }
+}  // namespace lmcache::conformance_internal
+
+namespace lmcache::conformance {
 
 GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(SerdeConformance);
 
 #define LMCACHE_SERDE_TEST(Name, Checks) \
-  LMCACHE_CONFORMANCE_PROPERTY(SerdeConformance, Name, RunSerdeProperty)
+  LMCACHE_CONFORMANCE_PROPERTY(SerdeConformance, Name, run_serde_property)
 LMCACHE_CONFORMANCE_SERDE_PROPERTIES(LMCACHE_SERDE_TEST)
 #undef LMCACHE_SERDE_TEST
 

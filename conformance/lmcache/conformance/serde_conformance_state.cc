@@ -12,7 +12,8 @@
 #include "lmcache/conformance/internal/serde_properties.h"
 #include "lmcache/conformance/verify.h"
 
-namespace lmcache::conformance::internal::serde_properties {
+namespace lmcache::conformance_internal::serde_properties {
+using namespace ::lmcache::conformance;  // the kit's public types
 
 namespace {
 
@@ -24,10 +25,10 @@ std::vector<MemoryObjPtr> gen_distinct_sources(const SerdeUnderTest& serde) {
   SizeLimits limits = size_limits();
   limits.max_total_elements = limits.max_group_elements / kThreads + 1;
   limits.max_group_elements = limits.max_total_elements;
-  const ValueSpec spec = ValueSpecFor(serde);
+  const ValueSpec spec = value_spec_for(serde);
   std::vector<MemoryObjPtr> sources;
   for (int t = 0; t < kThreads; ++t) {
-    sources.push_back(MakeSource(*gen_serde_case(serde.input_dtypes, limits), spec));
+    sources.push_back(make_source(*gen_serde_case(serde.input_dtypes, limits), spec));
   }
   return sources;
 }
@@ -73,24 +74,24 @@ rc::Gen<MemoryLayoutDesc> gen_relative(MemoryLayoutDesc of, std::vector<DType> d
 
 Verdict DeterministicAcrossThreads(const SerdeUnderTest& serde) {
   // Fewer cases: each starts four threads.
-  return RunRcProperty(rc_id("DeterministicAcrossThreads", serde), {.max_success = 15}, [&] {
+  return run_rc_property(rc_id("DeterministicAcrossThreads", serde), {.max_success = 15}, [&] {
     std::vector<MemoryObjPtr> sources = gen_distinct_sources(serde);
     for (const auto& s : sources) RC_LOG() << s->layout().to_string() << "\n";
-    RequireOk(verify_concurrent_serialize(serde, sources));
+    require_ok(verify_concurrent_serialize(serde, sources));
   });
 }
 
 Verdict ConcurrentRoundTrips(const SerdeUnderTest& serde) {
-  return RunRcProperty(rc_id("ConcurrentRoundTrips", serde), {.max_success = 15}, [&] {
+  return run_rc_property(rc_id("ConcurrentRoundTrips", serde), {.max_success = 15}, [&] {
     std::vector<MemoryObjPtr> sources = gen_distinct_sources(serde);
     for (const auto& s : sources) RC_LOG() << s->layout().to_string() << "\n";
-    RequireOk(verify_concurrent_round_trips(serde, sources));
+    require_ok(verify_concurrent_round_trips(serde, sources));
   });
 }
 
 Verdict OneInstanceManyLayouts(const SerdeUnderTest& serde) {
-  const ValueSpec spec = ValueSpecFor(serde);
-  return RunRcProperty(rc_id("OneInstanceManyLayouts", serde), {.max_success = 25}, [&] {
+  const ValueSpec spec = value_spec_for(serde);
+  return run_rc_property(rc_id("OneInstanceManyLayouts", serde), {.max_success = 25}, [&] {
     // Two to four layouts of different sizes; the sequence goes back and forth between them.
     SizeLimits limits = size_limits();
     limits.max_group_elements = std::min<std::size_t>(limits.max_group_elements, 1u << 16);
@@ -133,41 +134,41 @@ Verdict OneInstanceManyLayouts(const SerdeUnderTest& serde) {
       SerializerPtr fresh = serde.make_serializer();
       std::string error;
       std::optional<std::size_t> want_est = estimate(*fresh, layout, &error);
-      Require(want_est.has_value(), at + ": a fresh instance's " + error);
+      require(want_est.has_value(), at + ": a fresh instance's " + error);
       std::optional<std::size_t> got_est = estimate(*ser, layout, &error);
-      Require(got_est.has_value(), at + ": " + error + where(layout));
-      Require(*got_est == *want_est,
+      require(got_est.has_value(), at + ": " + error + where(layout));
+      require(*got_est == *want_est,
               at + ": estimate_serialized_size() = " + std::to_string(*got_est) +
                   " where a fresh instance says " + std::to_string(*want_est) +
                   " (an estimate cached from an earlier layout?)" + where(layout));
       if (step.kind == SerdeStep::Kind::kEstimate) continue;
       SerdeCase c{layout, step.seed, 0};
-      MemoryObjPtr src = MakeSource(c, spec);
+      MemoryObjPtr src = make_source(c, spec);
       SerializeOutcome want = run_serialize(*fresh, *src, *want_est);
-      Require(want.error.empty(), at + ": a fresh instance: " + want.error + where(layout));
+      require(want.error.empty(), at + ": a fresh instance: " + want.error + where(layout));
       // Sized from this instance's own estimate, as the wrapper sizes a temp.
       SerializeOutcome got = run_serialize(*ser, *src, *got_est, 40 + i);
-      Require(got.error.empty(), at + ": " + got.error + where(layout));
-      Require(got.bytes == want.bytes,
+      require(got.error.empty(), at + ": " + got.error + where(layout));
+      require(got.bytes == want.bytes,
               at + ": serialize() gave " + std::to_string(got.count) + " bytes where a fresh " +
                   "instance gives " + std::to_string(want.count) + "; " +
                   first_byte_difference(want.bytes, got.bytes) + where(layout));
       if (step.kind != SerdeStep::Kind::kRoundTrip) continue;
       GuardedObject bytes = serialized_buffer(got.bytes, *got_est + junk_slack(layout));
-      MemoryObjPtr want_out = MakeObject(layout);
+      MemoryObjPtr want_out = make_object(layout);
       DeserializerPtr fresh_deser = serde.make_deserializer();
       if (auto ex = throws([&] { fresh_deser->deserialize(*bytes, *want_out); })) {
-        FailCase(at + ": a fresh deserializer threw on serialize()'s output: " + *ex +
+        fail_case(at + ": a fresh deserializer threw on serialize()'s output: " + *ex +
                  where(layout));
       }
       GuardedObject got_out(layout, layout.total_bytes(), 50 + i);
       if (auto ex = throws([&] { deser->deserialize(*bytes, *got_out); })) {
-        FailCase(at + ": deserialize() threw: " + *ex + where(layout));
+        fail_case(at + ": deserialize() threw: " + *ex + where(layout));
       }
-      Require(got_out.CheckGuards().empty(),
+      require(got_out.CheckGuards().empty(),
               at + ": deserialize() wrote outside its destination: " + got_out.CheckGuards());
       const std::size_t n = layout.total_bytes();
-      Require(n == 0 || std::memcmp(got_out->data(), want_out->data(), n) == 0,
+      require(n == 0 || std::memcmp(got_out->data(), want_out->data(), n) == 0,
               at +
                   ": deserialize() decoded differently from a fresh instance (a decode plan "
                   "or scratch buffer kept from an earlier layout?)" +
@@ -176,4 +177,4 @@ Verdict OneInstanceManyLayouts(const SerdeUnderTest& serde) {
   });
 }
 
-}  // namespace lmcache::conformance::internal::serde_properties
+}  // namespace lmcache::conformance_internal::serde_properties

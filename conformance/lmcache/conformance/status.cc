@@ -2,7 +2,7 @@
 
 namespace lmcache::conformance {
 
-std::string_view StatusName(Status status) {
+std::string_view status_name(Status status) {
   switch (status) {
     case Status::kPass:
       return "Pass";
@@ -16,14 +16,14 @@ std::string_view StatusName(Status status) {
   return "Fail";
 }
 
-std::optional<Status> ParseStatus(std::string_view name) {
+std::optional<Status> parse_status(std::string_view name) {
   for (Status s : {Status::kPass, Status::kNotSupported, Status::kQualityWarning, Status::kFail}) {
-    if (StatusName(s) == name) return s;
+    if (status_name(s) == name) return s;
   }
   return std::nullopt;
 }
 
-Status Worse(Status a, Status b) {
+Status worse(Status a, Status b) {
   // Severity order; NotSupported is the mildest, so a mix of NotSupported and Pass is Pass.
   auto rank = [](Status s) {
     switch (s) {

@@ -23,16 +23,16 @@ namespace lmcache::conformance {
 
 enum class Status : std::uint8_t { kPass, kNotSupported, kQualityWarning, kFail };
 
-// StatusName()
+// status_name()
 //
 // "Pass", "NotSupported", "QualityWarning" or "Fail": the spelling used in the matrix, the JSON
 // report and the gtest property "verdict".
-std::string_view StatusName(Status status);
+std::string_view status_name(Status status);
 
-// ParseStatus()
+// parse_status()
 //
-// Inverse of StatusName(); nullopt for any other text.
-std::optional<Status> ParseStatus(std::string_view name);
+// Inverse of status_name(); nullopt for any other text.
+std::optional<Status> parse_status(std::string_view name);
 
 struct Verdict {
   Status status = Status::kPass;
@@ -56,10 +56,10 @@ struct Verdict {
   bool failed() const { return status == Status::kFail; }
 };
 
-// Worse()
+// worse()
 //
 // The more severe of two statuses: Fail > QualityWarning > Pass > NotSupported. Used to fold the
 // sub-checks of one property into a single status.
-Status Worse(Status a, Status b);
+Status worse(Status a, Status b);
 
 }  // namespace lmcache::conformance

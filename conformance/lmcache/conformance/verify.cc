@@ -13,13 +13,13 @@ namespace lmcache::conformance {
 using ::testing::AssertionFailure;
 using ::testing::AssertionResult;
 using ::testing::AssertionSuccess;
-using namespace internal;  // the serde check building blocks
+using namespace conformance_internal;  // the serde check building blocks
 
 void QualityReport::Merge(const QualityReport& other) {
   if (other.exceeded_soft && (!exceeded_soft || other.worst_ratio > worst_ratio)) *this = other;
 }
 
-AssertionResult VerifySerializeDeterministic(const SerdeUnderTest& serde, const MemoryObj& src) {
+AssertionResult verify_serialize_deterministic(const SerdeUnderTest& serde, const MemoryObj& src) {
   SerializerPtr first = serde.make_serializer();
   std::string error;
   auto est = estimate(*first, src.layout(), &error);
@@ -61,14 +61,14 @@ AssertionResult VerifySerializeDeterministic(const SerdeUnderTest& serde, const 
   return AssertionSuccess();
 }
 
-AssertionResult VerifySerializeThreadSafe(const SerdeUnderTest& serde, const MemoryObj& src,
+AssertionResult verify_serialize_thread_safe(const SerdeUnderTest& serde, const MemoryObj& src,
                                           int threads) {
   std::vector<MemoryObjPtr> copies;
   for (int t = 0; t < threads; ++t) copies.push_back(clone_object(src));
   return verify_concurrent_serialize(serde, copies);
 }
 
-AssertionResult VerifyEstimateIsUpperBound(const SerdeUnderTest& serde, const MemoryObj& src) {
+AssertionResult verify_estimate_is_upper_bound(const SerdeUnderTest& serde, const MemoryObj& src) {
   SerializerPtr s = serde.make_serializer();
   std::string error;
   auto est = estimate(*s, src.layout(), &error);
@@ -85,11 +85,11 @@ AssertionResult VerifyEstimateIsUpperBound(const SerdeUnderTest& serde, const Me
   return AssertionSuccess();
 }
 
-AssertionResult VerifyEstimateDependsOnLayoutOnly(const SerdeUnderTest& serde, const MemoryObj& a,
+AssertionResult verify_estimate_depends_on_layout_only(const SerdeUnderTest& serde, const MemoryObj& a,
                                                   const MemoryObj& b) {
   if (!(a.layout() == b.layout())) {
     return AssertionFailure()
-           << "VerifyEstimateDependsOnLayoutOnly needs two objects of one layout";
+           << "verify_estimate_depends_on_layout_only needs two objects of one layout";
   }
   const MemoryLayoutDesc& layout = a.layout();
   std::string error;
@@ -120,7 +120,7 @@ AssertionResult VerifyEstimateDependsOnLayoutOnly(const SerdeUnderTest& serde, c
   return AssertionSuccess();
 }
 
-AssertionResult VerifySerdeRoundTrip(const SerdeUnderTest& serde, const MemoryObj& src,
+AssertionResult verify_serde_round_trip(const SerdeUnderTest& serde, const MemoryObj& src,
                                      QualityReport* quality) {
   const MemoryLayoutDesc& layout = src.layout();
   SerializerPtr s = serde.make_serializer();
@@ -142,7 +142,7 @@ AssertionResult VerifySerdeRoundTrip(const SerdeUnderTest& serde, const MemoryOb
   return compare_round_trip(serde.lossiness, src, *dst, quality);
 }
 
-AssertionResult VerifyBytesPastCountUntouched(const SerdeUnderTest& serde, const MemoryObj& src) {
+AssertionResult verify_bytes_past_count_untouched(const SerdeUnderTest& serde, const MemoryObj& src) {
   const MemoryLayoutDesc& layout = src.layout();
   SerializerPtr s = serde.make_serializer();
   std::string error;
@@ -175,7 +175,7 @@ AssertionResult VerifyBytesPastCountUntouched(const SerdeUnderTest& serde, const
   return AssertionSuccess();
 }
 
-AssertionResult VerifyShortBufferRejected(const SerdeUnderTest& serde, const MemoryObj& src,
+AssertionResult verify_short_buffer_rejected(const SerdeUnderTest& serde, const MemoryObj& src,
                                           std::size_t shortfall) {
   const MemoryLayoutDesc& layout = src.layout();
   SerializerPtr s = serde.make_serializer();
@@ -206,7 +206,7 @@ AssertionResult VerifyShortBufferRejected(const SerdeUnderTest& serde, const Mem
   return AssertionSuccess();
 }
 
-AssertionResult VerifyDeserializeWritesOnlyDestination(const SerdeUnderTest& serde,
+AssertionResult verify_deserialize_writes_only_destination(const SerdeUnderTest& serde,
                                                        const MemoryObj& src) {
   const MemoryLayoutDesc& layout = src.layout();
   SerializerPtr s = serde.make_serializer();
@@ -235,7 +235,7 @@ AssertionResult VerifyDeserializeWritesOnlyDestination(const SerdeUnderTest& ser
   return AssertionSuccess();
 }
 
-AssertionResult VerifyShortSourceRejected(const SerdeUnderTest& serde, const MemoryObj& src,
+AssertionResult verify_short_source_rejected(const SerdeUnderTest& serde, const MemoryObj& src,
                                           std::size_t shortfall) {
   const MemoryLayoutDesc& layout = src.layout();
   SerializerPtr s = serde.make_serializer();
@@ -277,7 +277,7 @@ AssertionResult VerifyShortSourceRejected(const SerdeUnderTest& serde, const Mem
   return AssertionSuccess();
 }
 
-AssertionResult VerifyUnsupportedInputRejected(const SerdeUnderTest& serde, const MemoryObj& src) {
+AssertionResult verify_unsupported_input_rejected(const SerdeUnderTest& serde, const MemoryObj& src) {
   const MemoryLayoutDesc& layout = src.layout();
   SerializerPtr s = serde.make_serializer();
   const std::size_t physical = 2 * layout.total_bytes() + 64;

@@ -4,7 +4,7 @@
 // ::testing::AssertionResult (abseil's VerifyTypeImplementsAbslHashCorrectly style), so they
 // read naturally in a vendor's own tests:
 //
-//   EXPECT_TRUE(VerifySerdeRoundTrip(MySerde(), *input));
+//   EXPECT_TRUE(verify_serde_round_trip(MySerde(), *input));
 //
 // On failure the message names the contract, the input layout and the first offending byte or
 // element. The conformance suites run these same helpers over generated inputs.
@@ -14,21 +14,21 @@
 // write outside a buffer is reported, never silently absorbed.
 //
 // Failure modes and the helper that catches each (cf. abseil's documented Bad1..Bad4 types):
-//   - output differs between two calls or two instances, or    VerifySerializeDeterministic
+//   - output differs between two calls or two instances, or    verify_serialize_deterministic
 //     depends on junk past the source's layout
-//   - output differs when one instance serves several threads  VerifySerializeThreadSafe,
+//   - output differs when one instance serves several threads  verify_serialize_thread_safe,
 //     (shared scratch state)                                   verify_concurrent_serialize
 //   - a round trip differs when instances serve several threads verify_concurrent_round_trips
-//   - serialize() returns more than the estimate               VerifyEstimateIsUpperBound
-//   - the estimate changes after serializing other data        VerifyEstimateDependsOnLayoutOnly
-//   - a round trip changes data beyond the declared bound      VerifySerdeRoundTrip
-//   - bytes past the returned count (or the source) change     VerifyBytesPastCountUntouched
-//   - a short destination is overrun / not rejected            VerifyShortBufferRejected
-//   - deserialize() writes outside its destination VerifyDeserializeWritesOnlyDestination
-//   - a truncated source is accepted                           VerifyShortSourceRejected
-//   - an undeclared dtype is accepted                          VerifyUnsupportedInputRejected
-//   - a multi-serde breaks the None-slot rules                 VerifyMultiNoneSlotRules
-//   - the length-1 bridge differs from the direct call         VerifyBridgeEquivalence
+//   - serialize() returns more than the estimate               verify_estimate_is_upper_bound
+//   - the estimate changes after serializing other data        verify_estimate_depends_on_layout_only
+//   - a round trip changes data beyond the declared bound      verify_serde_round_trip
+//   - bytes past the returned count (or the source) change     verify_bytes_past_count_untouched
+//   - a short destination is overrun / not rejected            verify_short_buffer_rejected
+//   - deserialize() writes outside its destination verify_deserialize_writes_only_destination
+//   - a truncated source is accepted                           verify_short_source_rejected
+//   - an undeclared dtype is accepted                          verify_unsupported_input_rejected
+//   - a multi-serde breaks the None-slot rules                 verify_multi_none_slot_rules
+//   - the length-1 bridge differs from the direct call         verify_bridge_equivalence
 #pragma once
 
 #include <cstddef>
@@ -54,54 +54,54 @@ struct QualityReport {
   void Merge(const QualityReport& other);
 };
 
-::testing::AssertionResult VerifySerializeDeterministic(const SerdeUnderTest& serde,
+::testing::AssertionResult verify_serialize_deterministic(const SerdeUnderTest& serde,
                                                         const MemoryObj& src);
 
 // `threads` threads share one serializer and serialize `src` concurrently, twice each.
-::testing::AssertionResult VerifySerializeThreadSafe(const SerdeUnderTest& serde,
+::testing::AssertionResult verify_serialize_thread_safe(const SerdeUnderTest& serde,
                                                      const MemoryObj& src, int threads = 4);
 
-::testing::AssertionResult VerifyEstimateIsUpperBound(const SerdeUnderTest& serde,
+::testing::AssertionResult verify_estimate_is_upper_bound(const SerdeUnderTest& serde,
                                                       const MemoryObj& src);
 
 // `a` and `b` must share a layout; the estimate for it must not move when the serializer
 // serializes either, and must match a fresh instance's.
-::testing::AssertionResult VerifyEstimateDependsOnLayoutOnly(const SerdeUnderTest& serde,
+::testing::AssertionResult verify_estimate_depends_on_layout_only(const SerdeUnderTest& serde,
                                                              const MemoryObj& a,
                                                              const MemoryObj& b);
 
 // Serializes `src`, narrows the buffer to the count (as AsyncSerdeProcessor does), deserializes
 // into a fresh object of the same layout and compares per the serde's Lossiness. `quality`, when
 // given, receives how close a lossy serde came to its soft bound.
-::testing::AssertionResult VerifySerdeRoundTrip(const SerdeUnderTest& serde, const MemoryObj& src,
+::testing::AssertionResult verify_serde_round_trip(const SerdeUnderTest& serde, const MemoryObj& src,
                                                 QualityReport* quality = nullptr);
 
-::testing::AssertionResult VerifyBytesPastCountUntouched(const SerdeUnderTest& serde,
+::testing::AssertionResult verify_bytes_past_count_untouched(const SerdeUnderTest& serde,
                                                          const MemoryObj& src);
 
 // The destination is `shortfall` bytes (>= 1) shorter than what serialize() writes for `src`
 // (clamped to an empty buffer). Succeeds trivially when `src` serializes to 0 bytes.
-::testing::AssertionResult VerifyShortBufferRejected(const SerdeUnderTest& serde,
+::testing::AssertionResult verify_short_buffer_rejected(const SerdeUnderTest& serde,
                                                      const MemoryObj& src, std::size_t shortfall);
 
-::testing::AssertionResult VerifyDeserializeWritesOnlyDestination(const SerdeUnderTest& serde,
+::testing::AssertionResult verify_deserialize_writes_only_destination(const SerdeUnderTest& serde,
                                                                   const MemoryObj& src);
 
 // The source handed to deserialize() is `shortfall` bytes shorter than what serialize() wrote:
 // once as a buffer of exactly that size, once narrowed (size() short) in a buffer that still
 // holds every serialized byte.
-::testing::AssertionResult VerifyShortSourceRejected(const SerdeUnderTest& serde,
+::testing::AssertionResult verify_short_source_rejected(const SerdeUnderTest& serde,
                                                      const MemoryObj& src, std::size_t shortfall);
 
 // `src` has at least one group whose dtype the serde does not declare.
-::testing::AssertionResult VerifyUnsupportedInputRejected(const SerdeUnderTest& serde,
+::testing::AssertionResult verify_unsupported_input_rejected(const SerdeUnderTest& serde,
                                                           const MemoryObj& src);
 
-::testing::AssertionResult VerifyMultiNoneSlotRules(const SerdeUnderTest& serde,
+::testing::AssertionResult verify_multi_none_slot_rules(const SerdeUnderTest& serde,
                                                     const MemoryObj& src);
 
 // Requires a group_size() == 1 multi serde (the bridge).
-::testing::AssertionResult VerifyBridgeEquivalence(const SerdeUnderTest& serde,
+::testing::AssertionResult verify_bridge_equivalence(const SerdeUnderTest& serde,
                                                    const MemoryObj& src);
 
 // verify_concurrent_serialize()
@@ -123,10 +123,10 @@ struct QualityReport {
                                                          std::span<const MemoryObjPtr> inputs,
                                                          int rounds = 2);
 
-// MakeMultiSerializer() / MakeMultiDeserializer()
+// make_multi_serializer() / make_multi_deserializer()
 //
 // The descriptor's multi factories, or the reference bridges over its single pair.
-MultiSerializerPtr MakeMultiSerializer(const SerdeUnderTest& serde);
-MultiDeserializerPtr MakeMultiDeserializer(const SerdeUnderTest& serde);
+MultiSerializerPtr make_multi_serializer(const SerdeUnderTest& serde);
+MultiDeserializerPtr make_multi_deserializer(const SerdeUnderTest& serde);
 
 }  // namespace lmcache::conformance

@@ -14,7 +14,7 @@ namespace lmcache::conformance {
 using ::testing::AssertionFailure;
 using ::testing::AssertionResult;
 using ::testing::AssertionSuccess;
-using namespace internal;  // the serde check building blocks
+using namespace conformance_internal;  // the serde check building blocks
 
 namespace {
 
@@ -36,7 +36,7 @@ Expected single_threaded(const SerdeUnderTest& serde, const MemoryObj& src, bool
   }
   if (!decode) return e;
   GuardedObject bytes = serialized_buffer(e.serialized.bytes, e.estimate);
-  MemoryObjPtr out = MakeObject(src.layout());
+  MemoryObjPtr out = make_object(src.layout());
   DeserializerPtr d = serde.make_deserializer();
   if (auto ex = throws([&] { d->deserialize(*bytes, *out); })) {
     e.error = "deserialize() threw on serialize()'s own output: " + *ex;

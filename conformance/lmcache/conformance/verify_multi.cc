@@ -12,22 +12,22 @@ namespace lmcache::conformance {
 using ::testing::AssertionFailure;
 using ::testing::AssertionResult;
 using ::testing::AssertionSuccess;
-using namespace internal;  // the serde check building blocks
+using namespace conformance_internal;  // the serde check building blocks
 
-MultiSerializerPtr MakeMultiSerializer(const SerdeUnderTest& serde) {
+MultiSerializerPtr make_multi_serializer(const SerdeUnderTest& serde) {
   if (serde.make_multi_serializer) return serde.make_multi_serializer();
   return single_to_multi_serializer(serde.make_serializer());
 }
 
-MultiDeserializerPtr MakeMultiDeserializer(const SerdeUnderTest& serde) {
+MultiDeserializerPtr make_multi_deserializer(const SerdeUnderTest& serde) {
   if (serde.make_multi_deserializer) return serde.make_multi_deserializer();
   return single_to_multi_deserializer(serde.make_deserializer());
 }
 
-AssertionResult VerifyMultiNoneSlotRules(const SerdeUnderTest& serde, const MemoryObj& src) {
+AssertionResult verify_multi_none_slot_rules(const SerdeUnderTest& serde, const MemoryObj& src) {
   const MemoryLayoutDesc& layout = src.layout();
-  MultiSerializerPtr ms = MakeMultiSerializer(serde);
-  MultiDeserializerPtr md = MakeMultiDeserializer(serde);
+  MultiSerializerPtr ms = make_multi_serializer(serde);
+  MultiDeserializerPtr md = make_multi_deserializer(serde);
   const std::size_t g = ms->group_size();
   if (g == 0) return AssertionFailure() << "multi serializer has group_size() 0";
   if (md->group_size() != g) {
@@ -97,7 +97,7 @@ AssertionResult VerifyMultiNoneSlotRules(const SerdeUnderTest& serde, const Memo
   std::vector<MemoryObjPtr> full;
   MemoryObjGroup full_group;
   for (std::size_t i = 0; i < g; ++i) {
-    full.push_back(MakeObject(layout));
+    full.push_back(make_object(layout));
     full_group.push_back(full.back());
   }
   if (auto e = throws([&] { md->deserialize(*bytes, full_group); })) {
@@ -106,7 +106,7 @@ AssertionResult VerifyMultiNoneSlotRules(const SerdeUnderTest& serde, const Memo
   }
   {
     MemoryObjGroup longer = full_group;
-    longer.push_back(MakeObject(layout));
+    longer.push_back(make_object(layout));
     std::string how = expect_invalid_argument([&] { md->deserialize(*bytes, longer); });
     if (!how.empty()) {
       return AssertionFailure() << "multi deserialize() into a group of " << g + 1
@@ -137,7 +137,7 @@ AssertionResult VerifyMultiNoneSlotRules(const SerdeUnderTest& serde, const Memo
       MemoryObjGroup partial;
       std::vector<MemoryObjPtr> keep;
       for (std::size_t i = 0; i < g; ++i) {
-        keep.push_back(i == slot ? nullptr : MakeObject(layout));
+        keep.push_back(i == slot ? nullptr : make_object(layout));
         partial.push_back(keep.back());
       }
       if (auto e = throws([&] { md->deserialize(*bytes, partial); })) {
@@ -157,10 +157,10 @@ AssertionResult VerifyMultiNoneSlotRules(const SerdeUnderTest& serde, const Memo
   return AssertionSuccess();
 }
 
-AssertionResult VerifyBridgeEquivalence(const SerdeUnderTest& serde, const MemoryObj& src) {
+AssertionResult verify_bridge_equivalence(const SerdeUnderTest& serde, const MemoryObj& src) {
   const MemoryLayoutDesc& layout = src.layout();
-  MultiSerializerPtr ms = MakeMultiSerializer(serde);
-  MultiDeserializerPtr md = MakeMultiDeserializer(serde);
+  MultiSerializerPtr ms = make_multi_serializer(serde);
+  MultiDeserializerPtr md = make_multi_deserializer(serde);
   if (ms->group_size() != 1 || md->group_size() != 1) {
     return AssertionFailure() << "bridge equivalence needs a group_size() 1 multi serde, got "
                               << ms->group_size() << " / " << md->group_size();
@@ -198,8 +198,8 @@ AssertionResult VerifyBridgeEquivalence(const SerdeUnderTest& serde, const Memor
                               << first_byte_difference(direct.bytes, via_bytes) << where(layout);
   }
   GuardedObject bytes = serialized_buffer(direct.bytes, *est);
-  MemoryObjPtr a = MakeObject(layout);
-  MemoryObjPtr b = MakeObject(layout);
+  MemoryObjPtr a = make_object(layout);
+  MemoryObjPtr b = make_object(layout);
   if (auto e = throws([&] { d->deserialize(*bytes, *a); })) {
     return AssertionFailure() << "deserialize() threw: " << *e << where(layout);
   }

@@ -20,9 +20,8 @@
 #include "lmcache/core/event_notifier.h"
 #include "lmcache/l2/mock_adapter.h"
 
-namespace lmcache::conformance {
-
-namespace internal::wrapper_properties {
+namespace lmcache::conformance_internal::wrapper_properties {
+using namespace ::lmcache::conformance;  // the kit's public types
 
 // ---------------------------------------------------------------------------------------------
 // The rig (internal/wrapper_properties.h).
@@ -48,8 +47,8 @@ void Rig::exhaust_l1() {
   L1Usage u = l1->get_memory_usage();
   std::size_t take = u.capacity_bytes - u.used_bytes;
   ObjectKey key("ballast" + std::to_string(ballast.size()), "conformance-ballast", 0);
-  auto r = l1->reserve_write({key}, {false}, ByteLayout(take));
-  Require(r[0].error == L1Error::kSuccess, "could not fill L1 to simulate a full cache");
+  auto r = l1->reserve_write({key}, {false}, byte_layout(take));
+  require(r[0].error == L1Error::kSuccess, "could not fill L1 to simulate a full cache");
   ballast.push_back(key);
 }
 
@@ -70,14 +69,14 @@ std::unique_ptr<Rig> make_rig(const WrapperUnderTest& wut, const WrapperRigOptio
     // it (and may close it) while the rig keeps inspecting the mock.
     L2AdapterPtr decorated = options.decorate_inner(
         std::make_unique<ScriptedAdapter>(rig->mock, std::make_shared<AdapterFaults>()));
-    Require(decorated != nullptr, "WrapperRigOptions::decorate_inner returned null");
+    require(decorated != nullptr, "WrapperRigOptions::decorate_inner returned null");
     below_script = std::move(decorated);
   }
   auto inner = std::make_unique<ScriptedAdapter>(below_script, rig->inner);
   rig->inner_lookup_fd = inner->get_lookup_and_lock_event_fd();
   rig->wrapper =
       wut.make(std::move(inner), std::make_unique<ScriptedProcessor>(rig->serde), rig->l1);
-  Require(rig->wrapper != nullptr, "the wrapper factory returned null");
+  require(rig->wrapper != nullptr, "the wrapper factory returned null");
   return rig;
 }
 
@@ -94,8 +93,8 @@ std::vector<MemoryObjPtr> make_objects(const MemoryLayoutDesc& layout, std::size
                                        std::uint64_t seed) {
   std::vector<MemoryObjPtr> objs;
   for (std::size_t i = 0; i < n; ++i) {
-    MemoryObjPtr o = MakeObject(layout);
-    FillValues(*o, ValueSpec{448.0, true, false}, seed + i);
+    MemoryObjPtr o = make_object(layout);
+    fill_values(*o, ValueSpec{448.0, true, false}, seed + i);
     objs.push_back(o);
   }
   return objs;
@@ -104,9 +103,9 @@ std::vector<MemoryObjPtr> make_objects(const MemoryLayoutDesc& layout, std::size
 MemoryObjPtr fp8_round_trip(const MemoryObj& src) {
   Fp8Serializer ser;
   Fp8Deserializer deser;
-  MemoryObjPtr bytes = MakeObject(ByteLayout(ser.estimate_serialized_size(src.layout())));
+  MemoryObjPtr bytes = make_object(byte_layout(ser.estimate_serialized_size(src.layout())));
   bytes->set_used_size(ser.serialize(src, *bytes));
-  MemoryObjPtr out = MakeObject(src.layout());
+  MemoryObjPtr out = make_object(src.layout());
   deser.deserialize(*bytes, *out);
   return out;
 }
@@ -132,33 +131,33 @@ std::size_t gen_kv_batch(const MemoryLayoutDesc& layout, std::size_t min_batch) 
 
 L2StoreResult wait_store_once(L2AdapterInterface& w, TaskId id, const std::string& what) {
   std::optional<L2StoreResult> mine;
-  auto deadline = std::chrono::steady_clock::now() + ResultTimeout();
+  auto deadline = std::chrono::steady_clock::now() + result_timeout();
   while (!mine) {
     for (auto& [tid, r] : w.pop_completed_store_tasks()) {
       if (tid == id) mine = r;
     }
     if (mine) break;
-    Require(std::chrono::steady_clock::now() < deadline,
+    require(std::chrono::steady_clock::now() < deadline,
             what + ": store task " + std::to_string(id) + " never completed (within " +
-                std::to_string(ResultTimeout().count()) + " ms)");
+                std::to_string(result_timeout().count()) + " ms)");
     wait_readable(w.get_store_event_fd(), std::chrono::milliseconds(2));
   }
-  std::uint64_t n = CollectNotifies(w.get_store_event_fd(), 1);
-  Require(n == 1, what + ": the store fd counted " + std::to_string(n) +
+  std::uint64_t n = collect_notifies(w.get_store_event_fd(), 1);
+  require(n == 1, what + ": the store fd counted " + std::to_string(n) +
                       " notifies for one completed store (exactly one expected)");
   for (auto& [tid, r] : w.pop_completed_store_tasks()) {
-    Require(tid != id, what + ": store task " + std::to_string(id) + " completed twice");
+    require(tid != id, what + ": store task " + std::to_string(id) + " completed twice");
   }
   return *mine;
 }
 
 Bitmap wait_load_once(L2AdapterInterface& w, TaskId id, const std::string& what) {
-  std::optional<Bitmap> bits = PollUntil([&] { return w.query_load_result(id); }, ResultTimeout());
-  Require(bits.has_value(), what + ": load task " + std::to_string(id) + " never completed");
-  std::uint64_t n = CollectNotifies(w.get_load_event_fd(), 1);
-  Require(n == 1, what + ": the load fd counted " + std::to_string(n) +
+  std::optional<Bitmap> bits = poll_until([&] { return w.query_load_result(id); }, result_timeout());
+  require(bits.has_value(), what + ": load task " + std::to_string(id) + " never completed");
+  std::uint64_t n = collect_notifies(w.get_load_event_fd(), 1);
+  require(n == 1, what + ": the load fd counted " + std::to_string(n) +
                       " notifies for one completed load (exactly one expected)");
-  Require(!w.query_load_result(id), what + ": load task " + std::to_string(id) + " answered twice");
+  require(!w.query_load_result(id), what + ": load task " + std::to_string(id) + " answered twice");
   return *bits;
 }
 
@@ -166,31 +165,31 @@ Bitmap wait_load_once(L2AdapterInterface& w, TaskId id, const std::string& what)
 // their settle time: hundreds of tasks must not wait out hundreds of settles.
 L2StoreResult wait_store_quietly(L2AdapterInterface& w, TaskId id, const std::string& what) {
   std::map<TaskId, L2StoreResult> got;
-  auto r = PollUntil(
+  auto r = poll_until(
       [&]() -> std::optional<L2StoreResult> {
         for (auto& kv : w.pop_completed_store_tasks()) got.insert(kv);
         return got.count(id) ? std::optional<L2StoreResult>(got.at(id)) : std::nullopt;
       },
-      ResultTimeout());
-  Require(r.has_value(), what + ": store task " + std::to_string(id) + " never completed");
+      result_timeout());
+  require(r.has_value(), what + ": store task " + std::to_string(id) + " never completed");
   consume_fd(w.get_store_event_fd());
   return *r;
 }
 
 Bitmap wait_load_quietly(L2AdapterInterface& w, TaskId id, const std::string& what) {
-  auto bits = PollUntil([&] { return w.query_load_result(id); }, ResultTimeout());
-  Require(bits.has_value(), what + ": load task " + std::to_string(id) + " never completed");
+  auto bits = poll_until([&] { return w.query_load_result(id); }, result_timeout());
+  require(bits.has_value(), what + ": load task " + std::to_string(id) + " never completed");
   consume_fd(w.get_load_event_fd());
   return *bits;
 }
 
 void require_l1_back(const Rig& rig, std::size_t baseline, const std::string& after) {
-  auto back = PollUntil(
+  auto back = poll_until(
       [&]() -> std::optional<bool> {
         return rig.l1_used() == baseline ? std::optional<bool>(true) : std::nullopt;
       },
-      SettleTimeout());
-  Require(back.has_value(), "after " + after + ", L1 holds " + std::to_string(rig.l1_used()) +
+      settle_timeout());
+  require(back.has_value(), "after " + after + ", L1 holds " + std::to_string(rig.l1_used()) +
                                 " bytes instead of the " + std::to_string(baseline) +
                                 " before the submit: temps were not released");
 }
@@ -202,11 +201,11 @@ void require_loaded(const std::vector<MemoryObjPtr>& objs, const std::vector<Mem
     const std::size_t n = dsts[i]->layout().total_bytes();
     if (bits.test(i)) {
       MemoryObjPtr want = fp8_round_trip(*objs[i]);
-      Require(n == 0 || std::memcmp(want->data(), dsts[i]->data(), n) == 0,
+      require(n == 0 || std::memcmp(want->data(), dsts[i]->data(), n) == 0,
               what + ": object " + std::to_string(i) + " of " + std::to_string(dsts.size()) +
                   " did not come back as the serde's round trip of what was stored");
     } else {
-      Require(
+      require(
           std::memcmp(before[i].data(), dsts[i]->physical_bytes().data(), before[i].size()) == 0,
           what + ": the destination of unloaded key " + std::to_string(i) +
               " was written (only set bits may be deserialized)");
@@ -218,8 +217,8 @@ std::vector<MemoryObjPtr> stale_destinations(const MemoryLayoutDesc& layout, std
                                              std::vector<std::vector<std::byte>>* before) {
   std::vector<MemoryObjPtr> dsts;
   for (std::size_t i = 0; i < n; ++i) {
-    MemoryObjPtr d = MakeObject(layout);
-    FillBytes(d->physical_bytes(), 500 + i);
+    MemoryObjPtr d = make_object(layout);
+    fill_bytes(d->physical_bytes(), 500 + i);
     before->emplace_back(d->physical_bytes().begin(), d->physical_bytes().end());
     dsts.push_back(d);
   }
@@ -230,24 +229,24 @@ std::vector<MemoryObjPtr> stale_destinations(const MemoryLayoutDesc& layout, std
 // Properties: empty batches, round trips, lookups, homogeneity, partial loads, temps.
 
 Verdict EmptyBatchCompletes(const WrapperUnderTest& wut, const WrapperRigOptions& rig_options) {
-  return RunRcProperty(
+  return run_rc_property(
       rc_id("EmptyBatchCompletes", wut, rig_options),
       {.max_success = 1, .shrink = false, .scale_with_depth = false}, [&] {
         auto rig = make_rig(wut, rig_options);
         L2AdapterInterface& w = *rig->wrapper;
         TaskId s = submit_no_throw([&] { return w.submit_store_task({}, {}); }, "empty store");
         L2StoreResult r = wait_store_once(w, s, "empty store");
-        Require(r.is_successful() && r.bytes_transferred() == 0,
+        require(r.is_successful() && r.bytes_transferred() == 0,
                 "an empty store completed as " + r.to_string() + " instead of success(0 bytes)");
         TaskId l = submit_no_throw([&] { return w.submit_load_task({}, {}); }, "empty load");
         Bitmap bits = wait_load_once(w, l, "empty load");
-        Require(bits.size() == 0,
+        require(bits.size() == 0,
                 "an empty load returned a bitmap of " + std::to_string(bits.size()) + " bits");
       });
 }
 
 Verdict StoreLoadRoundTrip(const WrapperUnderTest& wut, const WrapperRigOptions& rig_options) {
-  return RunRcProperty(rc_id("StoreLoadRoundTrip", wut, rig_options), kWrapperRc, [&] {
+  return run_rc_property(rc_id("StoreLoadRoundTrip", wut, rig_options), kWrapperRc, [&] {
     MemoryLayoutDesc layout = gen_kv_layout(current_profile().max_group_elements);
     const std::size_t n = gen_kv_batch(layout);
     std::uint64_t seed = *gen_seed();
@@ -258,9 +257,9 @@ Verdict StoreLoadRoundTrip(const WrapperUnderTest& wut, const WrapperRigOptions&
     const std::string what = "a store of " + std::to_string(n) + " objects " + layout.to_string();
     TaskId s = submit_no_throw([&] { return w.submit_store_task(keys, objs); }, "store");
     L2StoreResult r = wait_store_once(w, s, what);
-    Require(r.is_successful(), what + " failed");
+    require(r.is_successful(), what + " failed");
     const std::uint64_t serialized = n * serialized_size(layout);
-    Require(r.bytes_transferred() == serialized,
+    require(r.bytes_transferred() == serialized,
             what + " reported " + std::to_string(r.bytes_transferred()) +
                 " bytes; the inner adapter stored the serialized " + std::to_string(serialized) +
                 " (the wrapper must report the inner's bytes)");
@@ -268,7 +267,7 @@ Verdict StoreLoadRoundTrip(const WrapperUnderTest& wut, const WrapperRigOptions&
     std::vector<MemoryObjPtr> dsts = stale_destinations(layout, n, &before);
     TaskId l = submit_no_throw([&] { return w.submit_load_task(keys, dsts); }, "load");
     Bitmap bits = wait_load_once(w, l, "load");
-    Require(bits == Bitmap(n, n),
+    require(bits == Bitmap(n, n),
             "a load of " + std::to_string(n) + " stored keys returned " + bits.to_string());
     require_loaded(objs, dsts, before, bits, "a load of " + std::to_string(n) + " stored keys");
   });
@@ -286,23 +285,23 @@ Verdict LookupFdIsInners(const WrapperUnderTest& wut, const WrapperRigOptions& r
   MemoryLayoutDesc layout = MemoryLayoutDesc::single({4, 3}, DType::kFloat32);
   auto keys = make_keys(3, 5);
   auto objs = make_objects(layout, 2, 5);
-  return RunRcProperty(rc_id("LookupFdIsInners", wut, rig_options),
+  return run_rc_property(rc_id("LookupFdIsInners", wut, rig_options),
                        {.max_success = 1, .shrink = false, .scale_with_depth = false}, [&] {
                          TaskId s = w.submit_store_task({keys[0], keys[1]}, objs);
-                         Require(wait_store_once(w, s, "store").is_successful(), "store failed");
+                         require(wait_store_once(w, s, "store").is_successful(), "store failed");
                          TaskId l = w.submit_lookup_and_lock_task(keys);
-                         auto bits = PollUntil([&] { return w.query_lookup_and_lock_result(l); },
-                                               ResultTimeout());
-                         Require(bits.has_value(), "lookup never completed");
-                         Require(*bits == Bitmap(3, 2),
+                         auto bits = poll_until([&] { return w.query_lookup_and_lock_result(l); },
+                                               result_timeout());
+                         require(bits.has_value(), "lookup never completed");
+                         require(*bits == Bitmap(3, 2),
                                  "lookup of 2 stored keys and 1 absent gave " + bits->to_string());
-                         Require(CollectNotifies(rig->inner_lookup_fd, 1) == 1,
+                         require(collect_notifies(rig->inner_lookup_fd, 1) == 1,
                                  "the lookup did not notify the (inner's) lookup fd exactly once");
                        });
 }
 
 Verdict HomogeneityEnforced(const WrapperUnderTest& wut, const WrapperRigOptions& rig_options) {
-  return RunRcProperty(rc_id("HomogeneityEnforced", wut, rig_options), kWrapperRc, [&] {
+  return run_rc_property(rc_id("HomogeneityEnforced", wut, rig_options), kWrapperRc, [&] {
     MemoryLayoutDesc a = gen_kv_layout(1u << 12);
     std::vector<Shape> shapes = a.shapes();
     std::vector<DType> dtypes = a.dtypes();
@@ -335,16 +334,16 @@ Verdict HomogeneityEnforced(const WrapperUnderTest& wut, const WrapperRigOptions
         } else {
           w.submit_load_task(keys, objs);
         }
-        FailCase(std::string(what) + " accepted a batch whose object " + std::to_string(j) +
+        fail_case(std::string(what) + " accepted a batch whose object " + std::to_string(j) +
                  " has layout " + b.to_string() + " while objects[0] has " + a.to_string());
       } catch (const std::invalid_argument& e) {
-        Require(std::string(e.what()).find(std::to_string(j)) != std::string::npos,
+        require(std::string(e.what()).find(std::to_string(j)) != std::string::npos,
                 std::string(what) + " rejected a heterogeneous batch without naming index " +
                     std::to_string(j) + ": " + e.what());
       } catch (const rc::detail::CaseResult&) {
         throw;
       } catch (const std::exception& e) {
-        FailCase(std::string(what) +
+        fail_case(std::string(what) +
                  " rejected a heterogeneous batch with something other than "
                  "std::invalid_argument: " +
                  e.what());
@@ -352,21 +351,21 @@ Verdict HomogeneityEnforced(const WrapperUnderTest& wut, const WrapperRigOptions
     }
     try {
       w.submit_store_task(keys, {objs.begin(), objs.end() - 1});
-      FailCase("submit_store_task() accepted " + std::to_string(n) + " keys with " +
+      fail_case("submit_store_task() accepted " + std::to_string(n) + " keys with " +
                std::to_string(n - 1) + " objects");
     } catch (const std::invalid_argument&) {
     }
     std::this_thread::sleep_for(kSettle);
-    Require(w.pop_completed_store_tasks().empty(), "a rejected store still completed");
-    Require(consume_fd(w.get_store_event_fd()) == 0 && consume_fd(w.get_load_event_fd()) == 0,
+    require(w.pop_completed_store_tasks().empty(), "a rejected store still completed");
+    require(consume_fd(w.get_store_event_fd()) == 0 && consume_fd(w.get_load_event_fd()) == 0,
             "a rejected submit still signalled");
-    Require(rig->l1_used() == baseline, "a rejected submit left temps in L1");
-    Require(rig->mock->stored_object_count() == 0, "a rejected store reached the inner adapter");
+    require(rig->l1_used() == baseline, "a rejected submit left temps in L1");
+    require(rig->mock->stored_object_count() == 0, "a rejected store reached the inner adapter");
   });
 }
 
 Verdict PartialLoadKeepsBitmap(const WrapperUnderTest& wut, const WrapperRigOptions& rig_options) {
-  return RunRcProperty(rc_id("PartialLoadKeepsBitmap", wut, rig_options), kWrapperRc, [&] {
+  return run_rc_property(rc_id("PartialLoadKeepsBitmap", wut, rig_options), kWrapperRc, [&] {
     MemoryLayoutDesc layout = gen_kv_layout(1u << 16);
     const std::size_t n = gen_kv_batch(layout, 2);
     auto stored = *rc::gen::container<std::vector<bool>>(n, rc::gen::element(false, true));
@@ -391,7 +390,7 @@ Verdict PartialLoadKeepsBitmap(const WrapperUnderTest& wut, const WrapperRigOpti
     }
     TaskId s =
         submit_no_throw([&] { return w.submit_store_task(store_keys, store_objs); }, "store");
-    Require(wait_store_once(w, s, "store").is_successful(), "store failed");
+    require(wait_store_once(w, s, "store").is_successful(), "store failed");
     rig->inner->SetDroppedLoadIndices(drop);
     const std::size_t baseline = rig->l1_used();
     std::vector<std::vector<std::byte>> before;
@@ -402,7 +401,7 @@ Verdict PartialLoadKeepsBitmap(const WrapperUnderTest& wut, const WrapperRigOpti
     for (std::size_t i = 0; i < n; ++i) {
       if (stored[i] && !dropped[i]) expected.set(i);
     }
-    Require(bits == expected, "the inner adapter loaded " + expected.to_string() +
+    require(bits == expected, "the inner adapter loaded " + expected.to_string() +
                                   " but the wrapper reported " + bits.to_string() +
                                   " (a partial inner bitmap must be kept)");
     require_loaded(objs, dsts, before, bits, "a partial load of " + std::to_string(n) + " keys");
@@ -411,7 +410,7 @@ Verdict PartialLoadKeepsBitmap(const WrapperUnderTest& wut, const WrapperRigOpti
 }
 
 Verdict TempsReleased(const WrapperUnderTest& wut, const WrapperRigOptions& rig_options) {
-  return RunRcProperty(rc_id("TempsReleased", wut, rig_options), kWrapperRc, [&] {
+  return run_rc_property(rc_id("TempsReleased", wut, rig_options), kWrapperRc, [&] {
     MemoryLayoutDesc layout = gen_kv_layout(1u << 16);
     const std::size_t n = gen_kv_batch(layout);
     const long failing = *uniform_in_range<long>(0, static_cast<long>(n));
@@ -421,40 +420,42 @@ Verdict TempsReleased(const WrapperUnderTest& wut, const WrapperRigOptions& rig_
     auto keys = make_keys(n, 51);
     auto objs = make_objects(layout, n, 51);
     TaskId s = w.submit_store_task(keys, objs);
-    Require(wait_store_once(w, s, "store").is_successful(), "store failed");
+    require(wait_store_once(w, s, "store").is_successful(), "store failed");
     require_l1_back(*rig, baseline, "a successful store");
 
     auto other = make_keys(n, 52);
     rig->serde->FailSerializeCallFromNow(failing);
     TaskId f = w.submit_store_task(other, objs);
-    Require(!wait_store_once(w, f, "failing store").is_successful(), "a failing store succeeded");
+    require(!wait_store_once(w, f, "failing store").is_successful(), "a failing store succeeded");
     require_l1_back(*rig, baseline,
                     "a store whose pair " + std::to_string(failing) + " of " + std::to_string(n) +
                         " failed to serialize");
 
     std::vector<MemoryObjPtr> dsts;
-    for (std::size_t i = 0; i < n; ++i) dsts.push_back(MakeObject(layout));
+    for (std::size_t i = 0; i < n; ++i) dsts.push_back(make_object(layout));
     TaskId l = w.submit_load_task(keys, dsts);
-    Require(wait_load_once(w, l, "load") == Bitmap(n, n), "load of stored keys failed");
+    require(wait_load_once(w, l, "load") == Bitmap(n, n), "load of stored keys failed");
     require_l1_back(*rig, baseline, "a successful load");
 
     rig->serde->deserialize_fail_always = true;
     TaskId lf = w.submit_load_task(keys, dsts);
-    Require(wait_load_once(w, lf, "failing load") == Bitmap(n), "a failing load reported keys");
+    require(wait_load_once(w, lf, "failing load") == Bitmap(n), "a failing load reported keys");
     require_l1_back(*rig, baseline, "a failed load");
   });
 }
 
-}  // namespace internal::wrapper_properties
+}  // namespace lmcache::conformance_internal::wrapper_properties
 
-Verdict RunWrapperProperty(std::string_view property, const WrapperUnderTest& wrapper) {
-  return RunWrapperProperty(property, wrapper, WrapperRigOptions{});
+namespace lmcache::conformance {
+
+Verdict run_wrapper_property(std::string_view property, const WrapperUnderTest& wrapper) {
+  return run_wrapper_property(property, wrapper, WrapperRigOptions{});
 }
 
-Verdict RunWrapperProperty(std::string_view property, const WrapperUnderTest& wrapper,
+Verdict run_wrapper_property(std::string_view property, const WrapperUnderTest& wrapper,
                            const WrapperRigOptions& rig) {
   using Fn = Verdict (*)(const WrapperUnderTest&, const WrapperRigOptions&);
-#define LMCACHE_WRAPPER_ENTRY(Name, Checks) {#Name, &internal::wrapper_properties::Name},
+#define LMCACHE_WRAPPER_ENTRY(Name, Checks) {#Name, &conformance_internal::wrapper_properties::Name},
   static const std::pair<std::string_view, Fn> kTable[] = {
       LMCACHE_CONFORMANCE_WRAPPER_PROPERTIES(LMCACHE_WRAPPER_ENTRY)};
 #undef LMCACHE_WRAPPER_ENTRY
@@ -472,14 +473,19 @@ Verdict RunWrapperProperty(std::string_view property, const WrapperUnderTest& wr
   return Verdict::Fail("unknown wrapper property '" + std::string(property) + "'");
 }
 
-namespace internal {
-int WrapperConformanceLinkAnchor() { return 0; }
-}  // namespace internal
+}  // namespace lmcache::conformance
+
+namespace lmcache::conformance_internal {
+using namespace ::lmcache::conformance;  // the kit's public types
+int wrapper_conformance_link_anchor() { return 0; }
+}  // namespace lmcache::conformance_internal
+
+namespace lmcache::conformance {
 
 GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(WrapperConformance);
 
 #define LMCACHE_WRAPPER_TEST(Name, Checks) \
-  LMCACHE_CONFORMANCE_PROPERTY(WrapperConformance, Name, RunWrapperProperty)
+  LMCACHE_CONFORMANCE_PROPERTY(WrapperConformance, Name, run_wrapper_property)
 LMCACHE_CONFORMANCE_WRAPPER_PROPERTIES(LMCACHE_WRAPPER_TEST)
 #undef LMCACHE_WRAPPER_TEST
 

@@ -25,10 +25,10 @@ namespace lmcache::conformance {
 
 class WrapperConformance : public ::testing::TestWithParam<WrapperUnderTest> {};
 
-// RunWrapperProperty()
+// run_wrapper_property()
 //
 // The verdict of one property (by name) for `wrapper`; an unknown name is a Fail.
-Verdict RunWrapperProperty(std::string_view property, const WrapperUnderTest& wrapper);
+Verdict run_wrapper_property(std::string_view property, const WrapperUnderTest& wrapper);
 
 // WrapperRigOptions
 //
@@ -52,19 +52,19 @@ struct WrapperRigOptions {
   std::string name;
 };
 
-// RunWrapperProperty() with a rig
+// run_wrapper_property() with a rig
 //
-// As above, with the kit's rig changed as `rig` says. RunWrapperProperty(p, w) is
-// RunWrapperProperty(p, w, WrapperRigOptions{}).
-Verdict RunWrapperProperty(std::string_view property, const WrapperUnderTest& wrapper,
+// As above, with the kit's rig changed as `rig` says. run_wrapper_property(p, w) is
+// run_wrapper_property(p, w, WrapperRigOptions{}).
+Verdict run_wrapper_property(std::string_view property, const WrapperUnderTest& wrapper,
                            const WrapperRigOptions& rig);
 
-namespace internal {
-int WrapperConformanceLinkAnchor();
-[[maybe_unused]] static const int kWrapperConformanceLinked = WrapperConformanceLinkAnchor();
-}  // namespace internal
-
 }  // namespace lmcache::conformance
+
+namespace lmcache::conformance_internal {
+int wrapper_conformance_link_anchor();
+[[maybe_unused]] static const int kWrapperConformanceLinked = wrapper_conformance_link_anchor();
+}  // namespace lmcache::conformance_internal
 
 // Unqualified for INSTANTIATE_TEST_SUITE_P (see serde_conformance.h).
 using lmcache::conformance::WrapperConformance;

@@ -16,7 +16,8 @@
 #include "lmcache/conformance/internal/waits.h"
 #include "lmcache/conformance/internal/wrapper_properties.h"
 
-namespace lmcache::conformance::internal::wrapper_properties {
+namespace lmcache::conformance_internal::wrapper_properties {
+using namespace ::lmcache::conformance;  // the kit's public types
 
 namespace {
 
@@ -156,7 +157,7 @@ std::vector<long> failing_positions(std::size_t n) {
 }  // namespace
 
 Verdict AllOrNothingStore(const WrapperUnderTest& wut, const WrapperRigOptions& rig_options) {
-  return RunRcProperty(rc_id("AllOrNothingStore", wut, rig_options), kWrapperRc, [&] {
+  return run_rc_property(rc_id("AllOrNothingStore", wut, rig_options), kWrapperRc, [&] {
     MemoryLayoutDesc layout = gen_kv_layout(1u << 14);
     const std::size_t n = gen_kv_batch(layout);
     std::vector<std::pair<StoreFault, long>> faults;
@@ -177,12 +178,12 @@ Verdict AllOrNothingStore(const WrapperUnderTest& wut, const WrapperRigOptions& 
       const std::size_t baseline = rig->l1_used();
       TaskId id = submit_no_throw([&] { return w.submit_store_task(keys, objs); }, what);
       L2StoreResult r = wait_store_once(w, id, what);
-      Require(!r.is_successful() && r.bytes_transferred() == 0,
+      require(!r.is_successful() && r.bytes_transferred() == 0,
               what + " completed as " + r.to_string() + " instead of failure (all or nothing)");
       require_l1_back(*rig, baseline, what);
       if (f != StoreFault::kInnerStore) {
         for (std::size_t i = 0; i < n; ++i) {
-          Require(!rig->mock->has_key(keys[i]),
+          require(!rig->mock->has_key(keys[i]),
                   what + " still stored key " + std::to_string(i) + " in the inner adapter");
         }
       }
@@ -191,7 +192,7 @@ Verdict AllOrNothingStore(const WrapperUnderTest& wut, const WrapperRigOptions& 
 }
 
 Verdict AllOrNothingLoad(const WrapperUnderTest& wut, const WrapperRigOptions& rig_options) {
-  return RunRcProperty(rc_id("AllOrNothingLoad", wut, rig_options), kWrapperRc, [&] {
+  return run_rc_property(rc_id("AllOrNothingLoad", wut, rig_options), kWrapperRc, [&] {
     MemoryLayoutDesc layout = gen_kv_layout(1u << 14);
     const std::size_t n = gen_kv_batch(layout);
     std::vector<std::pair<LoadFault, long>> faults;
@@ -207,18 +208,18 @@ Verdict AllOrNothingLoad(const WrapperUnderTest& wut, const WrapperRigOptions& r
     auto keys = make_keys(n, 31);
     auto objs = make_objects(layout, n, 31);
     TaskId s = submit_no_throw([&] { return w.submit_store_task(keys, objs); }, "store");
-    Require(wait_store_once(w, s, "store").is_successful(), "storing the keys to load failed");
+    require(wait_store_once(w, s, "store").is_successful(), "storing the keys to load failed");
     for (const auto& [f, pair] : faults) {
       const std::string what = "load with " + name(f, pair) + " (" + std::to_string(n) +
                                " objects " + layout.to_string() + ")";
       const std::size_t baseline = rig->l1_used();
       arm(*rig, f, pair);
       std::vector<MemoryObjPtr> dsts;
-      for (std::size_t i = 0; i < n; ++i) dsts.push_back(MakeObject(layout));
+      for (std::size_t i = 0; i < n; ++i) dsts.push_back(make_object(layout));
       TaskId l = submit_no_throw([&] { return w.submit_load_task(keys, dsts); }, what);
       Bitmap bits = wait_load_once(w, l, what);
       disarm(*rig);
-      Require(bits == Bitmap(n), what + " returned bitmap " + bits.to_string() + " instead of " +
+      require(bits == Bitmap(n), what + " returned bitmap " + bits.to_string() + " instead of " +
                                      std::to_string(n) + " zeros (all or nothing)");
       require_l1_back(*rig, baseline, what);
     }
@@ -258,7 +259,7 @@ void showValue(const WrapperStep& s, std::ostream& os) { os << s; }
 
 Verdict StatefulModel(const WrapperUnderTest& wut, const WrapperRigOptions& rig_options) {
   const DepthProfile& profile = current_profile();
-  return RunRcProperty(
+  return run_rc_property(
       rc_id("StatefulModel", wut, rig_options), {.max_success = 20, .shrink = false}, [&] {
         const auto n_classes = *uniform_in_range<std::size_t>(2, 4);
         const std::size_t per_class = std::min<std::size_t>(profile.max_batch, 24);
@@ -344,16 +345,16 @@ Verdict StatefulModel(const WrapperUnderTest& wut, const WrapperRigOptions& rig_
               L2StoreResult r = wait_store_quietly(w, id, at);
               disarm(*rig);
               if (step.fault >= 0) {
-                Require(!r.is_successful() && r.bytes_transferred() == 0,
+                require(!r.is_successful() && r.bytes_transferred() == 0,
                         at + " completed as " + r.to_string() + " instead of failure");
                 for (std::size_t j = 0; j < n; ++j) {
-                  Require(
+                  require(
                       !rig->mock->has_key(keys[j]) || present.count({step.cls, step.keys[j]}),
                       at + " failed but stored key " + std::to_string(j) + " in the inner adapter");
                 }
               } else {
-                Require(r.is_successful(), at + " failed");
-                Require(r.bytes_transferred() == fresh,
+                require(r.is_successful(), at + " failed");
+                require(r.bytes_transferred() == fresh,
                         at + " reported " + std::to_string(r.bytes_transferred()) +
                             " bytes; the inner stored " + std::to_string(fresh) +
                             " (the serialized bytes of the keys it did not hold yet)");
@@ -379,10 +380,10 @@ Verdict StatefulModel(const WrapperUnderTest& wut, const WrapperRigOptions& rig_
               Bitmap bits = wait_load_quietly(w, id, at);
               disarm(*rig);
               if (fails) {
-                Require(bits == Bitmap(n),
+                require(bits == Bitmap(n),
                         at + " returned " + bits.to_string() + " instead of an all-zero bitmap");
               } else {
-                Require(bits == want, at + " returned " + bits.to_string() + ", the model says " +
+                require(bits == want, at + " returned " + bits.to_string() + ", the model says " +
                                           want.to_string());
                 require_loaded(objs, dsts, before, bits, at);
               }
@@ -391,13 +392,13 @@ Verdict StatefulModel(const WrapperUnderTest& wut, const WrapperRigOptions& rig_
             case WrapperStep::Kind::kLookup: {
               TaskId id = w.submit_lookup_and_lock_task(keys);
               auto bits =
-                  PollUntil([&] { return w.query_lookup_and_lock_result(id); }, ResultTimeout());
-              Require(bits.has_value(), at + " never completed");
+                  poll_until([&] { return w.query_lookup_and_lock_result(id); }, result_timeout());
+              require(bits.has_value(), at + " never completed");
               Bitmap want(n);
               for (std::size_t j = 0; j < n; ++j) {
                 if (present.count({step.cls, step.keys[j]})) want.set(j);
               }
-              Require(*bits == want, at + " returned " + bits->to_string() + ", the model says " +
+              require(*bits == want, at + " returned " + bits->to_string() + ", the model says " +
                                          want.to_string());
               break;
             }
@@ -414,4 +415,4 @@ Verdict StatefulModel(const WrapperUnderTest& wut, const WrapperRigOptions& rig_
       });
 }
 
-}  // namespace lmcache::conformance::internal::wrapper_properties
+}  // namespace lmcache::conformance_internal::wrapper_properties

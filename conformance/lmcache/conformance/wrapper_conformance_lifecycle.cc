@@ -17,10 +17,11 @@
 #include "lmcache/conformance/process_stats.h"
 #include "lmcache/core/event_notifier.h"
 
-namespace lmcache::conformance::internal::wrapper_properties {
+namespace lmcache::conformance_internal::wrapper_properties {
+using namespace ::lmcache::conformance;  // the kit's public types
 
 Verdict CloseFailsInFlightTasks(const WrapperUnderTest& wut, const WrapperRigOptions& rig_options) {
-  return RunRcProperty(
+  return run_rc_property(
       rc_id("CloseFailsInFlightTasks", wut, rig_options), {.max_success = 3, .shrink = false}, [&] {
         MemoryLayoutDesc layout = gen_kv_layout(1u << 14);
         const std::size_t n = gen_kv_batch(layout);
@@ -30,17 +31,17 @@ Verdict CloseFailsInFlightTasks(const WrapperUnderTest& wut, const WrapperRigOpt
         auto keys = make_keys(n, 61);
         auto objs = make_objects(layout, n, 61);
         TaskId s = w.submit_store_task(keys, objs);
-        Require(wait_store_once(w, s, "store").is_successful(), "store failed");
+        require(wait_store_once(w, s, "store").is_successful(), "store failed");
 
         // A store and a load that complete before close() and are left untaken.
         auto early = make_keys(n, 63);
         TaskId done_store = w.submit_store_task(early, objs);
-        Require(CollectNotifies(w.get_store_event_fd(), 1) == 1,
+        require(collect_notifies(w.get_store_event_fd(), 1) == 1,
                 "a store did not signal its completion once");
         std::vector<MemoryObjPtr> early_dsts;
-        for (std::size_t i = 0; i < n; ++i) early_dsts.push_back(MakeObject(layout));
+        for (std::size_t i = 0; i < n; ++i) early_dsts.push_back(make_object(layout));
         TaskId done_load = w.submit_load_task(keys, early_dsts);
-        Require(CollectNotifies(w.get_load_event_fd(), 1) == 1,
+        require(collect_notifies(w.get_load_event_fd(), 1) == 1,
                 "a load did not signal its completion once");
 
         // Hold the inner adapter's results: the next store and load stay in flight.
@@ -48,53 +49,53 @@ Verdict CloseFailsInFlightTasks(const WrapperUnderTest& wut, const WrapperRigOpt
         auto more = make_keys(n, 62);
         TaskId held_store = w.submit_store_task(more, objs);
         std::vector<MemoryObjPtr> dsts;
-        for (std::size_t i = 0; i < n; ++i) dsts.push_back(MakeObject(layout));
+        for (std::size_t i = 0; i < n; ++i) dsts.push_back(make_object(layout));
         TaskId held_load = w.submit_load_task(keys, dsts);
-        auto reached = PollUntil(
+        auto reached = poll_until(
             [&]() -> std::optional<bool> {
               return rig->mock->has_key(more.back()) ? std::optional<bool>(true) : std::nullopt;
             },
-            ResultTimeout());
-        Require(reached.has_value(), "the held store never reached the inner adapter");
+            result_timeout());
+        require(reached.has_value(), "the held store never reached the inner adapter");
         std::this_thread::sleep_for(std::chrono::milliseconds(20));  // let the load reach it too
 
         try {
           w.close();
           w.close();
         } catch (const std::exception& e) {
-          FailCase(std::string("close() threw: ") + e.what());
+          fail_case(std::string("close() threw: ") + e.what());
         }
         std::map<TaskId, L2StoreResult> popped = w.pop_completed_store_tasks();
-        Require(popped.count(done_store) == 1,
+        require(popped.count(done_store) == 1,
                 "a store that completed before close() and was not popped is gone after it "
                 "(what completed stays retrievable)");
-        Require(popped.at(done_store).is_successful(),
+        require(popped.at(done_store).is_successful(),
                 "a store that completed successfully before close() reads " +
                     popped.at(done_store).to_string() + " after it");
-        Require(popped.count(held_store) == 1,
+        require(popped.count(held_store) == 1,
                 "the store in flight at close() never completed (it must complete as failed)");
-        Require(!popped.at(held_store).is_successful(),
+        require(!popped.at(held_store).is_successful(),
                 "the store in flight at close() completed as " + popped.at(held_store).to_string());
-        Require(w.pop_completed_store_tasks().empty(), "a store completed twice after close()");
+        require(w.pop_completed_store_tasks().empty(), "a store completed twice after close()");
         std::optional<Bitmap> early_bits = w.query_load_result(done_load);
-        Require(early_bits.has_value() && early_bits->size() == n,
+        require(early_bits.has_value() && early_bits->size() == n,
                 "a load that completed before close() and was not queried is " +
                     (early_bits ? "now a bitmap of " + std::to_string(early_bits->size()) + " bits"
                                 : std::string("gone")) +
                     " after it (what completed stays retrievable)");
         std::optional<Bitmap> bits = w.query_load_result(held_load);
-        Require(bits.has_value(),
+        require(bits.has_value(),
                 "the load in flight at close() never completed (it must complete as failed)");
-        Require(*bits == Bitmap(n),
+        require(*bits == Bitmap(n),
                 "the load in flight at close() completed as " + bits->to_string());
-        Require(!w.query_load_result(held_load) && !w.query_load_result(done_load),
+        require(!w.query_load_result(held_load) && !w.query_load_result(done_load),
                 "a load answered twice after close()");
-        Require(rig->l1_used() == baseline,
+        require(rig->l1_used() == baseline,
                 "after close() L1 holds " + std::to_string(rig->l1_used()) +
                     " bytes of temps (expected " + std::to_string(baseline) + ")");
         try {
           w.submit_store_task(keys, objs);
-          FailCase("submit_store_task() after close() did not throw");
+          fail_case("submit_store_task() after close() did not throw");
         } catch (const std::logic_error&) {
         }
       });
@@ -102,7 +103,7 @@ Verdict CloseFailsInFlightTasks(const WrapperUnderTest& wut, const WrapperRigOpt
 
 Verdict CloseReleasesResources(const WrapperUnderTest& wut, const WrapperRigOptions& rig_options) {
   const ResourceSnapshot baseline = ResourceSnapshot::Take();
-  return RunRcProperty(
+  return run_rc_property(
       rc_id("CloseReleasesResources", wut, rig_options),
       {.max_success = 1, .shrink = false, .scale_with_depth = false}, [&] {
         MemoryLayoutDesc layout = MemoryLayoutDesc::single({16, 33}, DType::kBFloat16);
@@ -112,18 +113,18 @@ Verdict CloseReleasesResources(const WrapperUnderTest& wut, const WrapperRigOpti
         auto keys = make_keys(n, 91);
         auto objs = make_objects(layout, n, 91);
         TaskId s = w.submit_store_task(keys, objs);
-        Require(wait_store_once(w, s, "store").is_successful(), "store failed");
+        require(wait_store_once(w, s, "store").is_successful(), "store failed");
         std::vector<MemoryObjPtr> dsts;
-        for (std::size_t i = 0; i < n; ++i) dsts.push_back(MakeObject(layout));
+        for (std::size_t i = 0; i < n; ++i) dsts.push_back(make_object(layout));
         TaskId l = w.submit_load_task(keys, dsts);
-        Require(wait_load_once(w, l, "load") == Bitmap(n, n), "load failed");
+        require(wait_load_once(w, l, "load") == Bitmap(n, n), "load failed");
         w.close();
-        Require(rig->inner->records().closed,
+        require(rig->inner->records().closed,
                 "close() did not close the inner adapter (the wrapper owns it)");
-        Require(rig->serde->closed.load(),
+        require(rig->serde->closed.load(),
                 "close() did not close the serde processor (the wrapper owns it)");
-        std::string leak = WaitForResources(baseline, SettleTimeout());
-        Require(leak.empty(), "after close() the process holds " + leak +
+        std::string leak = wait_for_resources(baseline, settle_timeout());
+        require(leak.empty(), "after close() the process holds " + leak +
                                   " (before: the wrapper, its inner adapter and its serde "
                                   "processor were made); close() must release them all");
       });
@@ -131,7 +132,7 @@ Verdict CloseReleasesResources(const WrapperUnderTest& wut, const WrapperRigOpti
 
 Verdict ResourcesBoundedOverManyTasks(const WrapperUnderTest& wut,
                                       const WrapperRigOptions& rig_options) {
-  return RunRcProperty(
+  return run_rc_property(
       rc_id("ResourcesBoundedOverManyTasks", wut, rig_options),
       {.max_success = 1, .shrink = false, .scale_with_depth = false}, [&] {
         // Rounds of a store and a load of 4 keys, every fourth store failing at one pair. The
@@ -155,14 +156,14 @@ Verdict ResourcesBoundedOverManyTasks(const WrapperUnderTest& wut,
           if (fails) rig->serde->FailSerializeCallFromNow(static_cast<long>(r % kKeys));
           TaskId s = w.submit_store_task(keys, objs);
           L2StoreResult sr = wait_store_quietly(w, s, at);
-          Require(sr.is_successful() != fails,
+          require(sr.is_successful() != fails,
                   at + ": a store " + (fails ? "with a failing pair" : "of valid objects") +
                       " completed as " + sr.to_string());
           std::vector<MemoryObjPtr> dsts;
-          for (std::size_t i = 0; i < kKeys; ++i) dsts.push_back(MakeObject(layout));
+          for (std::size_t i = 0; i < kKeys; ++i) dsts.push_back(make_object(layout));
           TaskId l = w.submit_load_task(keys, dsts);
           Bitmap bits = wait_load_quietly(w, l, at);
-          Require(bits == (fails ? Bitmap(kKeys) : Bitmap(kKeys, kKeys)),
+          require(bits == (fails ? Bitmap(kKeys) : Bitmap(kKeys, kKeys)),
                   at + ": a load returned " + bits.to_string());
           for (auto& o : objs) handed.push_back(o);
           for (auto& d : dsts) handed.push_back(d);
@@ -170,23 +171,23 @@ Verdict ResourcesBoundedOverManyTasks(const WrapperUnderTest& wut,
           require_l1_back(*rig, baseline, at);
           if (r == rounds / 2) halfway = ResourceSnapshot::Take();
         }
-        std::string grew = WaitForResources(halfway, SettleTimeout());
-        Require(grew.empty(), "the wrapper keeps growing: after " + std::to_string(tasks) +
+        std::string grew = wait_for_resources(halfway, settle_timeout());
+        require(grew.empty(), "the wrapper keeps growing: after " + std::to_string(tasks) +
                                   " tasks the process holds " + grew +
                                   " (before: halfway through); a leak per task or every few "
                                   "tasks, in the wrapper, its inner adapter or its serde");
-        auto held = PollUntil(
+        auto held = poll_until(
             [&]() -> std::optional<std::size_t> {
               std::size_t n = static_cast<std::size_t>(std::count_if(
                   handed.begin(), handed.end(), [](const auto& w) { return !w.expired(); }));
               return n <= 2 * kKeys ? std::optional<std::size_t>(n) : std::nullopt;
             },
-            SettleTimeout());
-        Require(held.has_value(),
+            settle_timeout());
+        require(held.has_value(),
                 "after " + std::to_string(tasks) +
                     " completed tasks the wrapper (or what it owns) still references caller "
                     "objects it was given (they belong to the caller once a task completed)");
       });
 }
 
-}  // namespace lmcache::conformance::internal::wrapper_properties
+}  // namespace lmcache::conformance_internal::wrapper_properties

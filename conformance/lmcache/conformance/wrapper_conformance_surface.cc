@@ -16,7 +16,8 @@
 #include "lmcache/conformance/internal/waits.h"
 #include "lmcache/conformance/internal/wrapper_properties.h"
 
-namespace lmcache::conformance::internal::wrapper_properties {
+namespace lmcache::conformance_internal::wrapper_properties {
+using namespace ::lmcache::conformance;  // the kit's public types
 
 namespace {
 
@@ -70,7 +71,7 @@ class CountingListener final : public L2AdapterListener {
 }  // namespace
 
 Verdict StoreBytesAreInners(const WrapperUnderTest& wut, const WrapperRigOptions& rig_options) {
-  return RunRcProperty(rc_id("StoreBytesAreInners", wut, rig_options), kWrapperRc, [&] {
+  return run_rc_property(rc_id("StoreBytesAreInners", wut, rig_options), kWrapperRc, [&] {
     MemoryLayoutDesc layout = gen_kv_layout(1u << 16);
     const std::size_t n = gen_kv_batch(layout, 2);
     const std::size_t held = *uniform_in_range<std::size_t>(1, n);
@@ -97,12 +98,12 @@ Verdict StoreBytesAreInners(const WrapperUnderTest& wut, const WrapperRigOptions
     for (const Round& r : rounds) {
       TaskId id = submit_no_throw([&] { return w.submit_store_task(*r.keys, *r.objs); }, r.what);
       L2StoreResult got = wait_store_once(w, id, r.what);
-      Require(got.is_successful(), r.what + " failed");
+      require(got.is_successful(), r.what + " failed");
       std::optional<L2StoreResult> inner = inner_result_for(*rig, *r.keys);
-      Require(inner.has_value(), r.what +
+      require(inner.has_value(), r.what +
                                      ": the inner adapter never completed a store of "
                                      "exactly these keys (it must see the original keys)");
-      Require(got.bytes_transferred() == inner->bytes_transferred(),
+      require(got.bytes_transferred() == inner->bytes_transferred(),
               r.what + " reported " + std::to_string(got.bytes_transferred()) +
                   " bytes, but its inner store reported " +
                   std::to_string(inner->bytes_transferred()) +
@@ -112,7 +113,7 @@ Verdict StoreBytesAreInners(const WrapperUnderTest& wut, const WrapperRigOptions
 }
 
 Verdict PassThroughMatchesInner(const WrapperUnderTest& wut, const WrapperRigOptions& rig_options) {
-  return RunRcProperty(
+  return run_rc_property(
       rc_id("PassThroughMatchesInner", wut, rig_options), {.max_success = 3, .shrink = false}, [&] {
         MemoryLayoutDesc layout = gen_kv_layout(1u << 12);
         const std::size_t n = gen_kv_batch(layout, 2);
@@ -125,18 +126,18 @@ Verdict PassThroughMatchesInner(const WrapperUnderTest& wut, const WrapperRigOpt
         auto listener = std::make_shared<CountingListener>();
         const std::size_t registered = rig->inner->records().listeners_registered;
         w.register_listener(listener);
-        Require(rig->inner->records().listeners_registered == registered + 1,
+        require(rig->inner->records().listeners_registered == registered + 1,
                 "register_listener() did not reach the inner adapter (listeners track what the "
                 "inner really stores)");
         TaskId s = w.submit_store_task(keys, objs);
-        Require(wait_store_once(w, s, "store").is_successful(), "store failed");
+        require(wait_store_once(w, s, "store").is_successful(), "store failed");
         std::map<std::string, std::uint64_t> seen = listener->stored();
         for (const auto& key : keys) {
           auto it = seen.find(key.to_string());
-          Require(it != seen.end(),
+          require(it != seen.end(),
                   "a listener registered through the wrapper did not see the "
                   "store of an original key");
-          Require(it->second == serialized_size(layout),
+          require(it->second == serialized_size(layout),
                   "a listener registered through the wrapper saw a stored size of " +
                       std::to_string(it->second) + " for an object the inner stores in " +
                       std::to_string(serialized_size(layout)) + " bytes");
@@ -145,7 +146,7 @@ Verdict PassThroughMatchesInner(const WrapperUnderTest& wut, const WrapperRigOpt
         // Usage, eviction support and status are the inner's answers.
         AdapterUsage inner_usage = rig->mock->get_usage();
         AdapterUsage got = w.get_usage();
-        Require(got.total_bytes_used == inner_usage.total_bytes_used &&
+        require(got.total_bytes_used == inner_usage.total_bytes_used &&
                     got.bytes_by_cache_salt == inner_usage.bytes_by_cache_salt,
                 "get_usage() reports " + std::to_string(got.total_bytes_used) +
                     " bytes used; the inner adapter holds " +
@@ -157,7 +158,7 @@ Verdict PassThroughMatchesInner(const WrapperUnderTest& wut, const WrapperRigOpt
         rig->inner->set_usage_override(scripted);
         got = w.get_usage();
         rig->inner->set_usage_override(std::nullopt);
-        Require(got.total_bytes_used == scripted.total_bytes_used &&
+        require(got.total_bytes_used == scripted.total_bytes_used &&
                     got.total_capacity_bytes == scripted.total_capacity_bytes &&
                     got.bytes_by_cache_salt == scripted.bytes_by_cache_salt,
                 "get_usage() does not pass the inner adapter's answer through (the inner said "
@@ -167,7 +168,7 @@ Verdict PassThroughMatchesInner(const WrapperUnderTest& wut, const WrapperRigOpt
         for (int answer : {0, 1}) {
           rig->inner->eviction_override = answer;
           const bool evicts = w.supports_global_eviction();
-          Require(evicts == (answer == 1), std::string("supports_global_eviction() answered ") +
+          require(evicts == (answer == 1), std::string("supports_global_eviction() answered ") +
                                                (evicts ? "true" : "false") +
                                                " where the inner adapter says " +
                                                (answer == 1 ? "true" : "false"));
@@ -176,44 +177,44 @@ Verdict PassThroughMatchesInner(const WrapperUnderTest& wut, const WrapperRigOpt
         rig->inner->status_marker = 4242;
         Json status = w.report_status();
         rig->inner->status_marker = -1;
-        Require(status.is_object() && status.contains("scripted_inner_marker") &&
+        require(status.is_object() && status.contains("scripted_inner_marker") &&
                     status["scripted_inner_marker"] == 4242,
                 "report_status() does not contain the inner adapter's status fields");
 
         // Unlock and delete reach the inner adapter with the original keys.
         TaskId l = w.submit_lookup_and_lock_task(keys);
-        auto bits = PollUntil([&] { return w.query_lookup_and_lock_result(l); }, ResultTimeout());
-        Require(bits.has_value() && bits->all(), "a lookup of stored keys did not find them all");
-        Require(rig->mock->locked_key_count() == n,
+        auto bits = poll_until([&] { return w.query_lookup_and_lock_result(l); }, result_timeout());
+        require(bits.has_value() && bits->all(), "a lookup of stored keys did not find them all");
+        require(rig->mock->locked_key_count() == n,
                 "after a lookup of " + std::to_string(n) + " keys the inner adapter holds " +
                     std::to_string(rig->mock->locked_key_count()) + " locks");
         w.submit_unlock(keys);
-        auto unlocked = PollUntil(
+        auto unlocked = poll_until(
             [&]() -> std::optional<bool> {
               return rig->mock->locked_key_count() == 0 ? std::optional<bool>(true) : std::nullopt;
             },
-            SettleTimeout());
+            settle_timeout());
         AdapterFaults::Records rec = rig->inner->records();
-        Require(!rec.unlocks.empty() && rec.unlocks.back() == keys,
+        require(!rec.unlocks.empty() && rec.unlocks.back() == keys,
                 "submit_unlock() did not pass the original keys to the inner adapter");
-        Require(unlocked.has_value(), "after submit_unlock() the inner adapter still holds " +
+        require(unlocked.has_value(), "after submit_unlock() the inner adapter still holds " +
                                           std::to_string(rig->mock->locked_key_count()) + " locks");
         const std::size_t deleted_before = listener->deleted();
         w.delete_keys(keys);
         rec = rig->inner->records();
-        Require(!rec.deletes.empty() && rec.deletes.back() == keys,
+        require(!rec.deletes.empty() && rec.deletes.back() == keys,
                 "delete_keys() did not pass the original keys to the inner adapter");
         for (const auto& key : keys) {
-          Require(!rig->mock->has_key(key), "delete_keys() left a key in the inner adapter");
+          require(!rig->mock->has_key(key), "delete_keys() left a key in the inner adapter");
         }
-        Require(listener->deleted() == deleted_before + n,
+        require(listener->deleted() == deleted_before + n,
                 "a listener registered through the wrapper did not see the delete of " +
                     std::to_string(n) + " keys");
       });
 }
 
 Verdict SameKeyInFlight(const WrapperUnderTest& wut, const WrapperRigOptions& rig_options) {
-  return RunRcProperty(rc_id("SameKeyInFlight", wut, rig_options), kWrapperRc, [&] {
+  return run_rc_property(rc_id("SameKeyInFlight", wut, rig_options), kWrapperRc, [&] {
     MemoryLayoutDesc layout = gen_kv_layout(1u << 14);
     const std::size_t n = gen_kv_batch(layout);
     auto rig = make_rig(wut, rig_options);
@@ -228,22 +229,22 @@ Verdict SameKeyInFlight(const WrapperUnderTest& wut, const WrapperRigOptions& ri
     TaskId s1 = submit_no_throw([&] { return w.submit_store_task(keys, objs); }, "first store");
     TaskId s2 = submit_no_throw([&] { return w.submit_store_task(keys, objs); }, "second store");
     std::map<TaskId, L2StoreResult> done;
-    PollUntil(
+    poll_until(
         [&]() -> std::optional<bool> {
           for (auto& kv : w.pop_completed_store_tasks()) {
-            Require(done.emplace(kv).second, "a store of " + batch + " completed twice");
+            require(done.emplace(kv).second, "a store of " + batch + " completed twice");
           }
           return done.size() >= 2 ? std::optional<bool>(true) : std::nullopt;
         },
-        ResultTimeout());
-    Require(done.count(s1) && done.count(s2),
+        result_timeout());
+    require(done.count(s1) && done.count(s2),
             "two stores of the same " + batch + " in flight together did not both complete");
-    Require(done.at(s1).is_successful() && done.at(s2).is_successful(),
+    require(done.at(s1).is_successful() && done.at(s2).is_successful(),
             "two stores of the same " + batch + " in flight together: " + done.at(s1).to_string() +
                 " and " + done.at(s2).to_string() +
                 " (both must succeed: temps of one key must not collide)");
     const std::uint64_t sum = done.at(s1).bytes_transferred() + done.at(s2).bytes_transferred();
-    Require(sum == n * serialized_size(layout),
+    require(sum == n * serialized_size(layout),
             "two stores of the same " + batch + " reported " + std::to_string(sum) +
                 " bytes in all; the inner stored each key once, " +
                 std::to_string(n * serialized_size(layout)) + " bytes");
@@ -254,10 +255,10 @@ Verdict SameKeyInFlight(const WrapperUnderTest& wut, const WrapperRigOptions& ri
     auto d2 = stale_destinations(layout, n, &before2);
     TaskId l1 = submit_no_throw([&] { return w.submit_load_task(keys, d1); }, "first load");
     TaskId l2 = submit_no_throw([&] { return w.submit_load_task(keys, d2); }, "second load");
-    auto b1 = PollUntil([&] { return w.query_load_result(l1); }, ResultTimeout());
-    auto b2 = PollUntil([&] { return w.query_load_result(l2); }, ResultTimeout());
-    Require(b1 && b2, "two loads of the same " + batch + " in flight together did not complete");
-    Require(*b1 == Bitmap(n, n) && *b2 == Bitmap(n, n),
+    auto b1 = poll_until([&] { return w.query_load_result(l1); }, result_timeout());
+    auto b2 = poll_until([&] { return w.query_load_result(l2); }, result_timeout());
+    require(b1 && b2, "two loads of the same " + batch + " in flight together did not complete");
+    require(*b1 == Bitmap(n, n) && *b2 == Bitmap(n, n),
             "two loads of the same stored " + batch + " in flight together returned " +
                 b1->to_string() + " and " + b2->to_string());
     require_loaded(objs, d1, before1, *b1, "the first of two loads in flight");
@@ -270,20 +271,20 @@ Verdict SameKeyInFlight(const WrapperUnderTest& wut, const WrapperRigOptions& ri
     auto d3 = stale_destinations(layout, n, &before3);
     TaskId s3 = submit_no_throw([&] { return w.submit_store_task(fresh, objs); }, "store");
     TaskId l3 = submit_no_throw([&] { return w.submit_load_task(fresh, d3); }, "load");
-    auto b3 = PollUntil([&] { return w.query_load_result(l3); }, ResultTimeout());
-    Require(b3.has_value(), "a load in flight with a store of the same keys never completed");
+    auto b3 = poll_until([&] { return w.query_load_result(l3); }, result_timeout());
+    require(b3.has_value(), "a load in flight with a store of the same keys never completed");
     require_loaded(objs, d3, before3, *b3, "a load in flight with a store of the same keys");
     std::map<TaskId, L2StoreResult> last;
-    PollUntil(
+    poll_until(
         [&]() -> std::optional<bool> {
           for (auto& kv : w.pop_completed_store_tasks()) last.insert(kv);
           return last.count(s3) ? std::optional<bool>(true) : std::nullopt;
         },
-        ResultTimeout());
-    Require(last.count(s3) && last.at(s3).is_successful(),
+        result_timeout());
+    require(last.count(s3) && last.at(s3).is_successful(),
             "a store in flight with a load of the same keys did not succeed");
     require_l1_back(*rig, baseline, "tasks on the same keys in flight together");
   });
 }
 
-}  // namespace lmcache::conformance::internal::wrapper_properties
+}  // namespace lmcache::conformance_internal::wrapper_properties

@@ -51,8 +51,8 @@ namespace {
 
 namespace conf = lmcache::conformance;
 using namespace std::chrono_literals;
-using conf::FailCase;
-using conf::Require;
+using conf::fail_case;
+using conf::require;
 
 constexpr std::int64_t kSeed = 20251207;
 
@@ -68,7 +68,7 @@ L2AdapterPtr Forwarder(std::shared_ptr<L2AdapterInterface> to) {
 }
 
 const conf::selftest::Mutant& WrapperMutant(const std::string& name) {
-  static const std::vector<conf::selftest::Mutant> all = conf::selftest::AllMutants();
+  static const std::vector<conf::selftest::Mutant> all = conf::selftest::all_mutants();
   for (const auto& m : all) {
     if (m.name == name && m.kind == conf::ImplementationKind::kWrapper) return m;
   }
@@ -79,7 +79,7 @@ const conf::selftest::Mutant& WrapperMutant(const std::string& name) {
 // 1. A pass-through fault_inject adapter is a conforming adapter.
 
 conf::AdapterUnderTest FaultInjectNoFaults() {
-  conf::AdapterUnderTest a = conf::ReferenceMockAdapter();
+  conf::AdapterUnderTest a = conf::reference_mock_adapter();
   a.name = "fault_inject_mock_no_faults";
   a.make = [make_mock = a.make]() -> L2AdapterPtr {
     return std::make_unique<FaultInjectL2Adapter>(make_mock(), FaultInjectOptions{});
@@ -107,7 +107,7 @@ struct InnerPlan {
 
 const std::vector<std::string> kEveryProperty = [] {
   std::vector<std::string> out;
-  for (const auto& p : conf::PropertiesOf(conf::ImplementationKind::kWrapper)) {
+  for (const auto& p : conf::properties_of(conf::ImplementationKind::kWrapper)) {
     out.emplace_back(p.name);
   }
   return out;
@@ -201,7 +201,7 @@ TEST_P(WrapperConformanceOverFaultInject, PropertyHolds) {
   const PlanProperty& pp = GetParam();
   auto log = std::make_shared<FaultLog>();
   conf::Verdict v =
-      conf::RunWrapperProperty(pp.property, conf::ReferenceSerdeWrapper(), RigFor(*pp.plan, log));
+      conf::run_wrapper_property(pp.property, conf::reference_serde_wrapper(), RigFor(*pp.plan, log));
   std::uint64_t injected = 0;
   for (std::uint64_t c : log->counts()) injected += c;
   if (pp.property == pp.plan->injects_in) {
@@ -242,7 +242,7 @@ TEST(WrapperConformanceOverFaultInjectCatches, WrapperMutants) {
     }
     ASSERT_NE(plan, nullptr);
     const conf::selftest::Mutant& m = WrapperMutant(mutant_name);
-    conf::Verdict v = conf::RunWrapperProperty(m.property, m.wrapper, RigFor(*plan));
+    conf::Verdict v = conf::run_wrapper_property(m.property, m.wrapper, RigFor(*plan));
     EXPECT_EQ(v.status, conf::Status::kFail)
         << mutant_name << " under WrapperConformance." << m.property << " with plan " << plan_name
         << " was not caught";
@@ -266,14 +266,14 @@ MemoryObjPtr Fp8RoundTrip(const MemoryObj& src) {
   Fp8Serializer ser;
   Fp8Deserializer deser;
   MemoryObjPtr bytes =
-      conf::MakeObject(conf::ByteLayout(ser.estimate_serialized_size(src.layout())));
+      conf::make_object(conf::byte_layout(ser.estimate_serialized_size(src.layout())));
   bytes->set_used_size(ser.serialize(src, *bytes));
-  MemoryObjPtr out = conf::MakeObject(src.layout());
+  MemoryObjPtr out = conf::make_object(src.layout());
   deser.deserialize(*bytes, *out);
   return out;
 }
 
-std::chrono::milliseconds Scaled(std::chrono::milliseconds base) {
+std::chrono::milliseconds scaled(std::chrono::milliseconds base) {
   const char* s = std::getenv("LMCACHE_CONFORMANCE_TIMEOUT_SCALE");
   double v = s ? std::atof(s) : 1.0;
   if (v <= 0) v = 1.0;
@@ -283,7 +283,7 @@ std::chrono::milliseconds Scaled(std::chrono::milliseconds base) {
 // Reads `fd` until `expected` notifies arrived (or 5 s), then 30 ms more for extra ones.
 std::uint64_t Notifies(int fd, std::uint64_t expected) {
   std::uint64_t total = consume_fd(fd);
-  auto deadline = std::chrono::steady_clock::now() + Scaled(5s);
+  auto deadline = std::chrono::steady_clock::now() + scaled(5s);
   while (total < expected && std::chrono::steady_clock::now() < deadline) {
     wait_readable(fd, 10ms);
     total += consume_fd(fd);
@@ -294,32 +294,32 @@ std::uint64_t Notifies(int fd, std::uint64_t expected) {
 
 L2StoreResult StoreOnce(L2AdapterInterface& w, TaskId id, const std::string& what) {
   std::optional<L2StoreResult> mine;
-  auto deadline = std::chrono::steady_clock::now() + Scaled(10s);
+  auto deadline = std::chrono::steady_clock::now() + scaled(10s);
   while (!mine) {
     for (auto& [tid, r] : w.pop_completed_store_tasks()) {
-      Require(tid == id, what + ": an unknown store task " + std::to_string(tid) + " completed");
+      require(tid == id, what + ": an unknown store task " + std::to_string(tid) + " completed");
       mine = r;
     }
     if (mine) break;
-    Require(std::chrono::steady_clock::now() < deadline, what + ": never completed");
+    require(std::chrono::steady_clock::now() < deadline, what + ": never completed");
     wait_readable(w.get_store_event_fd(), 2ms);
   }
-  Require(Notifies(w.get_store_event_fd(), 1) == 1,
+  require(Notifies(w.get_store_event_fd(), 1) == 1,
           what + ": not exactly one notify on the store fd");
-  Require(w.pop_completed_store_tasks().empty(), what + ": completed twice");
+  require(w.pop_completed_store_tasks().empty(), what + ": completed twice");
   return *mine;
 }
 
 Bitmap LoadOnce(L2AdapterInterface& w, TaskId id, const std::string& what) {
   std::optional<Bitmap> bits;
-  auto deadline = std::chrono::steady_clock::now() + Scaled(10s);
+  auto deadline = std::chrono::steady_clock::now() + scaled(10s);
   while (!(bits = w.query_load_result(id))) {
-    Require(std::chrono::steady_clock::now() < deadline, what + ": never completed");
+    require(std::chrono::steady_clock::now() < deadline, what + ": never completed");
     wait_readable(w.get_load_event_fd(), 2ms);
   }
-  Require(Notifies(w.get_load_event_fd(), 1) == 1,
+  require(Notifies(w.get_load_event_fd(), 1) == 1,
           what + ": not exactly one notify on the load fd");
-  Require(!w.query_load_result(id), what + ": answered twice");
+  require(!w.query_load_result(id), what + ": answered twice");
   return *bits;
 }
 
@@ -359,7 +359,7 @@ struct Effects {
   std::string text;
 };
 
-Effects Collect(FaultLog& log) {
+Effects collect(FaultLog& log) {
   Effects e;
   for (const FaultEvent& ev : log.drain()) {
     e.text += "\n    " + ev.to_string();
@@ -392,12 +392,12 @@ conf::Verdict WrapperUnderSeededFaults(
     const conf::WrapperUnderTest& wut, const SeededPlan& plan, Mutant inner_mutant = Mutant::kNone,
     int cases = 16, std::array<std::uint64_t, kFaultKindCount>* injected = nullptr) {
   const std::string id = "WrapperUnderSeededFaults." + plan.name + "/" + wut.name;
-  return conf::RunRcProperty(id, {.max_success = cases, .max_size = 100, .shrink = false}, [&] {
+  return conf::run_rc_property(id, {.max_success = cases, .max_size = 100, .shrink = false}, [&] {
     Json knobs = plan.fixed;
     for (const auto& k : plan.rate_knobs) knobs[k] = *rc::gen::element(0.0, 0.1, 0.3, 1.0);
     knobs["seed"] = *rc::gen::inRange<std::int64_t>(0, std::int64_t{1} << 40);
     const MemoryLayoutDesc layout = [] {
-      MemoryLayoutDesc l = *conf::GenLayout(kKvDtypes, {1, 2, 64});
+      MemoryLayoutDesc l = *conf::gen_small_layout(kKvDtypes, {1, 2, 64});
       return l.total_elements() == 0 ? MemoryLayoutDesc::single({3}, l.dtypes()[0]) : l;
     }();
     const std::uint64_t salt = *rc::gen::arbitrary<std::uint32_t>();
@@ -412,7 +412,7 @@ conf::Verdict WrapperUnderSeededFaults(
     SerdeProcessorPtr serde = std::make_unique<AsyncSerdeProcessor>(
         std::make_shared<Fp8Serializer>(), std::make_shared<Fp8Deserializer>());
     L2AdapterPtr w = wut.make(std::move(inner), std::move(serde), l1);
-    Require(w != nullptr, "the wrapper factory returned null");
+    require(w != nullptr, "the wrapper factory returned null");
     struct Closer {
       L2AdapterInterface* w;
       FaultLog* log;
@@ -430,12 +430,12 @@ conf::Verdict WrapperUnderSeededFaults(
     } closer{w.get(), log.get(), injected};
     const std::size_t baseline = l1->get_memory_usage().used_bytes;
     auto require_temps_back = [&](const std::string& what) {
-      auto deadline = std::chrono::steady_clock::now() + Scaled(2s);
+      auto deadline = std::chrono::steady_clock::now() + scaled(2s);
       while (l1->get_memory_usage().used_bytes != baseline &&
              std::chrono::steady_clock::now() < deadline) {
         std::this_thread::sleep_for(1ms);
       }
-      Require(l1->get_memory_usage().used_bytes == baseline,
+      require(l1->get_memory_usage().used_bytes == baseline,
               what + ": L1 holds " + std::to_string(l1->get_memory_usage().used_bytes) +
                   " bytes instead of " + std::to_string(baseline) + " (temps not released)");
     };
@@ -444,8 +444,8 @@ conf::Verdict WrapperUnderSeededFaults(
     std::vector<MemoryObjPtr> values;
     for (std::size_t i = 0; i < kKeyPool; ++i) {
       pool.push_back(PoolKey(i, salt));
-      values.push_back(conf::MakeObject(layout));
-      conf::FillValues(*values.back(), conf::ValueSpec{448.0, true, false}, salt + i);
+      values.push_back(conf::make_object(layout));
+      conf::fill_values(*values.back(), conf::ValueSpec{448.0, true, false}, salt + i);
     }
     std::set<std::size_t> stored;  // the model: keys whose last store succeeded
 
@@ -471,31 +471,31 @@ conf::Verdict WrapperUnderSeededFaults(
         try {
           t = w->submit_store_task(keys, objs);
         } catch (const std::exception& e) {
-          FailCase(what + ": store submit threw (" + e.what() + ") instead of failing the task");
+          fail_case(what + ": store submit threw (" + e.what() + ") instead of failing the task");
         }
         const std::string swhat = what + ": store of " + std::to_string(keys.size()) + " keys";
         L2StoreResult r = StoreOnce(*w, t, swhat);
-        Effects e = Collect(*log);
+        Effects e = collect(*log);
         const std::uint64_t serialized = keys.size() * layout.total_elements();
         if (e.fails) {
-          Require(!r.is_successful(),
+          require(!r.is_successful(),
                   swhat + " succeeded although the inner adapter failed it:" + e.text);
         }
         if (r.is_successful()) {
-          Require(r.bytes_transferred() == serialized,
+          require(r.bytes_transferred() == serialized,
                   swhat + " reported " + std::to_string(r.bytes_transferred()) +
                       " bytes instead of the serialized " + std::to_string(serialized));
           for (std::size_t j = 0; j < keys.size(); ++j) {
-            Require(mock->has_key(keys[j]),
+            require(mock->has_key(keys[j]),
                     swhat + " succeeded but key " + std::to_string(j) + " is not stored");
             stored.insert(idx[j]);
           }
         } else {
-          Require(r.bytes_transferred() == 0,
+          require(r.bytes_transferred() == 0,
                   swhat + " failed with " + std::to_string(r.bytes_transferred()) + " bytes");
-          Require(e.fails || e.may_fail, swhat + " failed with no fault to explain it:" + e.text);
+          require(e.fails || e.may_fail, swhat + " failed with no fault to explain it:" + e.text);
           for (std::size_t j = 0; j < keys.size(); ++j) {
-            Require(!mock->has_key(keys[j]), swhat + " failed but left key " + std::to_string(j) +
+            require(!mock->has_key(keys[j]), swhat + " failed but left key " + std::to_string(j) +
                                                  " stored (all or nothing)");
           }
         }
@@ -504,8 +504,8 @@ conf::Verdict WrapperUnderSeededFaults(
         std::vector<MemoryObjPtr> dsts;
         std::vector<std::vector<std::byte>> before;
         for (std::size_t j = 0; j < keys.size(); ++j) {
-          MemoryObjPtr d = conf::MakeObject(layout);
-          conf::FillBytes(d->physical_bytes(), 900 + j);
+          MemoryObjPtr d = conf::make_object(layout);
+          conf::fill_bytes(d->physical_bytes(), 900 + j);
           before.emplace_back(d->physical_bytes().begin(), d->physical_bytes().end());
           dsts.push_back(d);
         }
@@ -513,16 +513,16 @@ conf::Verdict WrapperUnderSeededFaults(
         try {
           t = w->submit_load_task(keys, dsts);
         } catch (const std::exception& e) {
-          FailCase(what + ": load submit threw (" + e.what() + ") instead of failing the task");
+          fail_case(what + ": load submit threw (" + e.what() + ") instead of failing the task");
         }
         const std::string lwhat = what + ": load of " + std::to_string(keys.size()) + " keys";
         Bitmap bits = LoadOnce(*w, t, lwhat);
-        Effects e = Collect(*log);
-        Require(bits.size() == keys.size(), lwhat + " returned " + std::to_string(bits.size()) +
+        Effects e = collect(*log);
+        require(bits.size() == keys.size(), lwhat + " returned " + std::to_string(bits.size()) +
                                                 " bits for " + std::to_string(keys.size()) +
                                                 " keys");
         if (e.fails) {
-          Require(bits.popcount() == 0,
+          require(bits.popcount() == 0,
                   lwhat + " reported " + bits.to_string() +
                       " although the inner adapter failed it (all or nothing):" + e.text);
         }
@@ -530,21 +530,21 @@ conf::Verdict WrapperUnderSeededFaults(
           const std::string key = keys[j].to_string();
           const bool present = stored.count(idx[j]) && !e.missed.count(key);
           if (bits.test(j)) {
-            Require(present, lwhat + " set bit " + std::to_string(j) + " (" + bits.to_string() +
+            require(present, lwhat + " set bit " + std::to_string(j) + " (" + bits.to_string() +
                                  ") for a key that is absent or was dropped:" + e.text);
             if (!e.corrupted.count(key)) {
               MemoryObjPtr want = Fp8RoundTrip(*values[idx[j]]);
-              Require(std::memcmp(want->data(), dsts[j]->data(), layout.total_bytes()) == 0,
+              require(std::memcmp(want->data(), dsts[j]->data(), layout.total_bytes()) == 0,
                       lwhat + ": key " + std::to_string(j) +
                           " did not load as the fp8 round trip of what was stored");
             }
           } else if (!e.fails && !e.may_fail) {
-            Require(!present, lwhat + " cleared bit " + std::to_string(j) + " (" +
+            require(!present, lwhat + " cleared bit " + std::to_string(j) + " (" +
                                   bits.to_string() +
                                   ") of a stored key with no fault to "
                                   "explain it:" +
                                   e.text);
-            Require(
+            require(
                 std::memcmp(before[j].data(), dsts[j]->physical_bytes().data(), before[j].size()) ==
                     0,
                 lwhat + ": the destination of unloaded key " + std::to_string(j) + " was written");
@@ -558,7 +558,7 @@ conf::Verdict WrapperUnderSeededFaults(
         shapes[0].push_back(2);
         std::vector<MemoryObjPtr> objs;
         for (std::size_t i : idx) objs.push_back(values[i]);
-        objs[j] = conf::MakeObject(MemoryLayoutDesc(shapes, layout.dtypes()));
+        objs[j] = conf::make_object(MemoryLayoutDesc(shapes, layout.dtypes()));
         const std::size_t objects_before = mock->stored_object_count();
         for (bool store : {true, false}) {
           const std::string hwhat =
@@ -569,23 +569,23 @@ conf::Verdict WrapperUnderSeededFaults(
             } else {
               w->submit_load_task(keys, objs);
             }
-            FailCase(hwhat + " (object " + std::to_string(j) + " differs) was accepted");
+            fail_case(hwhat + " (object " + std::to_string(j) + " differs) was accepted");
           } catch (const std::invalid_argument& ex) {
-            Require(std::string(ex.what()).find(std::to_string(j)) != std::string::npos,
+            require(std::string(ex.what()).find(std::to_string(j)) != std::string::npos,
                     hwhat + " was rejected without naming index " + std::to_string(j));
           } catch (const rc::detail::CaseResult&) {
             throw;
           } catch (const std::exception& ex) {
-            FailCase(hwhat +
+            fail_case(hwhat +
                      " was rejected with something other than std::invalid_argument: " + ex.what());
           }
         }
         std::this_thread::sleep_for(30ms);
-        Require(w->pop_completed_store_tasks().empty(), what + ": a rejected batch completed");
-        Require(consume_fd(w->get_store_event_fd()) == 0 && consume_fd(w->get_load_event_fd()) == 0,
+        require(w->pop_completed_store_tasks().empty(), what + ": a rejected batch completed");
+        require(consume_fd(w->get_store_event_fd()) == 0 && consume_fd(w->get_load_event_fd()) == 0,
                 what + ": a rejected batch signalled");
-        Require(log->drain().empty(), what + ": a rejected batch reached the fault injector");
-        Require(mock->stored_object_count() == objects_before,
+        require(log->drain().empty(), what + ": a rejected batch reached the fault injector");
+        require(mock->stored_object_count() == objects_before,
                 what + ": a rejected batch stored something");
         require_temps_back(what + ": heterogeneous batch");
       }
@@ -598,7 +598,7 @@ class WrapperUnderSeededFaultsConcurrency : public ::testing::TestWithParam<std:
 TEST_P(WrapperUnderSeededFaultsConcurrency, ReferenceWrapperHolds) {
   std::array<std::uint64_t, kFaultKindCount> injected{};
   conf::Verdict v = WrapperUnderSeededFaults(
-      conf::ReferenceSerdeWrapper(), FindSeededPlan(GetParam()), Mutant::kNone, 16, &injected);
+      conf::reference_serde_wrapper(), FindSeededPlan(GetParam()), Mutant::kNone, 16, &injected);
   EXPECT_EQ(v.status, conf::Status::kPass)
       << v.message
       << (v.rc_params.empty() ? "" : "\nReproduce with RC_PARAMS=\"" + v.rc_params + "\"");
@@ -639,7 +639,7 @@ TEST(WrapperUnderSeededFaultsCatches, WrapperMutants) {
 }
 
 TEST(WrapperUnderSeededFaultsCatches, InnerSuccessOnFailure) {
-  conf::Verdict v = WrapperUnderSeededFaults(conf::ReferenceSerdeWrapper(), FindSeededPlan("store"),
+  conf::Verdict v = WrapperUnderSeededFaults(conf::reference_serde_wrapper(), FindSeededPlan("store"),
                                              Mutant::kSuccessOnFailure, /*cases=*/40);
   EXPECT_EQ(v.status, conf::Status::kFail)
       << "the success_on_failure adapter mutant under injected store failures was not caught";

@@ -61,7 +61,7 @@ TEST_P(FsWrapperProperties, HoldOverFs) {
   const conformance::Verdict v =
       storage_testing::run_wrapper_property_over(GetParam(), "fs", &fs_bridge_crc32_odirect);
   EXPECT_EQ(v.status, conformance::Status::kPass)
-      << conformance::StatusName(v.status) << ": " << v.message << " (RC_PARAMS=" << v.rc_params
+      << conformance::status_name(v.status) << ": " << v.message << " (RC_PARAMS=" << v.rc_params
       << ")";
 }
 

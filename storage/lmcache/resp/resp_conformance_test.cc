@@ -73,7 +73,7 @@ TEST_P(RespWrapperProperties, HoldOverResp) {
   const conformance::Verdict v =
       storage_testing::run_wrapper_property_over(GetParam(), "resp", &resp_bridge);
   EXPECT_EQ(v.status, conformance::Status::kPass)
-      << conformance::StatusName(v.status) << ": " << v.message << " (RC_PARAMS=" << v.rc_params
+      << conformance::status_name(v.status) << ": " << v.message << " (RC_PARAMS=" << v.rc_params
       << ")";
 }
 

@@ -40,7 +40,7 @@ inline conformance::AdapterUnderTest bridge_descriptor(std::string name,
 // and loads back the fp8 round trip, as the reference "wrapper_mock_fp8" declares.
 inline conformance::AdapterUnderTest fp8_wrapped_descriptor(std::string name,
                                                             std::function<L2AdapterPtr()> make) {
-  conformance::AdapterUnderTest a = conformance::ReferenceWrappedMockAdapter();
+  conformance::AdapterUnderTest a = conformance::reference_wrapped_mock_adapter();
   a.name = std::move(name);
   a.make = std::move(make);
   return a;
@@ -51,7 +51,7 @@ inline conformance::AdapterUnderTest fp8_wrapped_descriptor(std::string name,
 // The WrapperConformance properties, by name, for a parameterised test.
 inline std::vector<std::string> wrapper_property_names() {
   std::vector<std::string> out;
-  for (const auto& p : conformance::PropertiesOf(conformance::ImplementationKind::kWrapper)) {
+  for (const auto& p : conformance::properties_of(conformance::ImplementationKind::kWrapper)) {
     out.emplace_back(p.name);
   }
   return out;
@@ -71,7 +71,7 @@ inline conformance::Verdict run_wrapper_property_over(std::string_view property,
   rig.decorate_inner = [make_primary = std::move(make_primary)](L2AdapterPtr mock) -> L2AdapterPtr {
     return std::make_unique<ShadowedAdapter>(make_primary(), std::move(mock));
   };
-  return conformance::RunWrapperProperty(property, conformance::ReferenceSerdeWrapper(), rig);
+  return conformance::run_wrapper_property(property, conformance::reference_serde_wrapper(), rig);
 }
 
 }  // namespace lmcache::storage_testing

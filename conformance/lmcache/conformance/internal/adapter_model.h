@@ -24,7 +24,8 @@
 #include "lmcache/conformance/rapidcheck_driver.h"
 #include "lmcache/core/event_notifier.h"
 
-namespace lmcache::conformance::internal::adapter_properties {
+namespace lmcache::conformance_internal::adapter_properties {
+using namespace ::lmcache::conformance;  // the kit's public types
 
 // Records every listener call, for the per-command checks.
 class RecordingListener final : public L2AdapterListener {
@@ -127,8 +128,8 @@ struct AdapterSut {
   // The object stored under key k: its layout's bytes filled from the seed, narrowed to `used`.
   MemoryObjPtr content(int k) const {
     const LayoutClass& c = class_of(k);
-    MemoryObjPtr obj = MakeObject(c.layout);
-    FillBytes(obj->physical_bytes(), seed * 31 + static_cast<std::uint64_t>(k) + 1);
+    MemoryObjPtr obj = make_object(c.layout);
+    fill_bytes(obj->physical_bytes(), seed * 31 + static_cast<std::uint64_t>(k) + 1);
     if (c.used != c.layout.total_bytes()) obj->set_used_size(c.used);
     return obj;
   }
@@ -137,7 +138,7 @@ struct AdapterSut {
   MemoryObjPtr expected(int k) const {
     MemoryObjPtr c = content(k);
     if (!aut->expected_load) return c;
-    MemoryObjPtr out = MakeObject(c->layout());
+    MemoryObjPtr out = make_object(c->layout());
     aut->expected_load(*c, *out);
     return out;
   }
@@ -154,7 +155,7 @@ struct AdapterSut {
     TaskId id = adapter->submit_store_task(keys_of(idx), objs);
     const bool fresh = store_ids.insert(id).second;
     if (on(kOneShot))
-      Require(fresh, what + ": submit_store_task() reused id " + std::to_string(id));
+      require(fresh, what + ": submit_store_task() reused id " + std::to_string(id));
     return id;
   }
 
@@ -162,28 +163,28 @@ struct AdapterSut {
   std::map<TaskId, L2StoreResult> wait_stores(const std::vector<TaskId>& ids,
                                               const std::string& what) {
     std::map<TaskId, L2StoreResult> mine;
-    auto deadline = std::chrono::steady_clock::now() + ResultTimeout();
+    auto deadline = std::chrono::steady_clock::now() + result_timeout();
     for (;;) {
       for (auto& [tid, r] : adapter->pop_completed_store_tasks()) {
         if (on(kOneShot)) {
-          Require(store_ids.count(tid) == 1, what + ": pop_completed_store_tasks() returned id " +
+          require(store_ids.count(tid) == 1, what + ": pop_completed_store_tasks() returned id " +
                                                  std::to_string(tid) + ", never issued by a store");
-          Require(popped_store_ids.insert(tid).second,
+          require(popped_store_ids.insert(tid).second,
                   what + ": pop_completed_store_tasks() returned store " + std::to_string(tid) +
                       " a second time");
         }
         if (std::find(ids.begin(), ids.end(), tid) != ids.end()) mine.emplace(tid, r);
       }
       if (mine.size() == ids.size()) break;
-      Require(std::chrono::steady_clock::now() < deadline,
+      require(std::chrono::steady_clock::now() < deadline,
               what + ": " + std::to_string(ids.size() - mine.size()) +
                   " store task(s) did not complete within " +
-                  std::to_string(ResultTimeout().count()) + " ms");
+                  std::to_string(result_timeout().count()) + " ms");
       wait_readable(adapter->get_store_event_fd(), std::chrono::milliseconds(2));
     }
     if (on(kOneShot)) {
       for (auto& [tid, _] : adapter->pop_completed_store_tasks()) {
-        Require(std::find(ids.begin(), ids.end(), tid) == ids.end(),
+        require(std::find(ids.begin(), ids.end(), tid) == ids.end(),
                 what + ": store " + std::to_string(tid) + " was popped a second time");
       }
     }
@@ -193,25 +194,25 @@ struct AdapterSut {
   TaskId submit_load(const std::vector<int>& idx, std::vector<MemoryObjPtr>* dsts,
                      std::vector<std::vector<std::byte>>* before, const std::string& what) {
     for (std::size_t i = 0; i < idx.size(); ++i) {
-      MemoryObjPtr d = MakeObject(class_of(idx[i]).layout);
-      FillBytes(d->physical_bytes(), 0xDEADull + i);  // stale bytes
+      MemoryObjPtr d = make_object(class_of(idx[i]).layout);
+      fill_bytes(d->physical_bytes(), 0xDEADull + i);  // stale bytes
       before->emplace_back(d->physical_bytes().begin(), d->physical_bytes().end());
       dsts->push_back(d);
     }
     TaskId id = adapter->submit_load_task(keys_of(idx), *dsts);
     const bool fresh = load_ids.insert(id).second;
-    if (on(kOneShot)) Require(fresh, what + ": submit_load_task() reused id " + std::to_string(id));
+    if (on(kOneShot)) require(fresh, what + ": submit_load_task() reused id " + std::to_string(id));
     return id;
   }
 
   Bitmap wait_load(TaskId id, const std::string& what) {
-    auto bits = PollUntil([&] { return adapter->query_load_result(id); }, ResultTimeout());
-    Require(bits.has_value(), what + " did not complete");
+    auto bits = poll_until([&] { return adapter->query_load_result(id); }, result_timeout());
+    require(bits.has_value(), what + " did not complete");
     if (on(kOneShot)) {
-      Require(!adapter->query_load_result(id),
+      require(!adapter->query_load_result(id),
               what + ": query_load_result(" + std::to_string(id) + ") answered twice");
       if (!lookup_ids.count(id)) {
-        Require(
+        require(
             !adapter->query_lookup_and_lock_result(id),
             what + ": query_lookup_and_lock_result() answered for load id " + std::to_string(id));
       }
@@ -227,13 +228,13 @@ struct AdapterSut {
                   const std::vector<MemoryObjPtr>& dsts,
                   const std::vector<std::vector<std::byte>>& before, const std::string& what) {
     if (!on(kLoad)) return;
-    Require(bits.size() == idx.size(), what + " of " + std::to_string(idx.size()) +
+    require(bits.size() == idx.size(), what + " of " + std::to_string(idx.size()) +
                                            " keys returned a bitmap of " +
                                            std::to_string(bits.size()) + " bits");
     for (std::size_t i = 0; i < idx.size(); ++i) {
       const int k = idx[i];
       if (must[i].has_value()) {
-        Require(bits.test(i) == *must[i],
+        require(bits.test(i) == *must[i],
                 what + " bit " + std::to_string(i) + " (k" + std::to_string(k) + ") is " +
                     (bits.test(i) ? "set" : "clear") + " but the key is " +
                     (*must[i] ? "stored" : "absent") + " (bitmap " + bits.to_string() + ")");
@@ -241,16 +242,16 @@ struct AdapterSut {
       if (bits.test(i)) {
         MemoryObjPtr want = expected(k);
         const std::size_t n = want->size();
-        Require(dsts[i]->size() == n,
+        require(dsts[i]->size() == n,
                 what + " set bit " + std::to_string(i) + " (k" + std::to_string(k) +
                     ") but its destination reports size() " + std::to_string(dsts[i]->size()) +
                     " where the stored object had " + std::to_string(n) +
                     " (a load leaves size() at the stored length)");
-        Require(n == 0 || std::memcmp(dsts[i]->data(), want->data(), n) == 0,
+        require(n == 0 || std::memcmp(dsts[i]->data(), want->data(), n) == 0,
                 what + " set bit " + std::to_string(i) + " (k" + std::to_string(k) +
                     ") but its destination does not hold the stored object");
       } else {
-        Require(
+        require(
             std::memcmp(dsts[i]->physical_bytes().data(), before[i].data(), before[i].size()) == 0,
             what + " wrote the destination of k" + std::to_string(k) + " (bit " +
                 std::to_string(i) + " clear)");
@@ -270,12 +271,12 @@ struct AdapterSut {
                 {"load", adapter->get_load_event_fd(), loads}};
     for (auto& f : fds) {
       std::uint64_t n = consume_fd(f.fd);
-      auto deadline = std::chrono::steady_clock::now() + SignalGrace();
+      auto deadline = std::chrono::steady_clock::now() + signal_grace();
       while (n < f.expected && std::chrono::steady_clock::now() < deadline) {
         wait_readable(f.fd, std::chrono::milliseconds(10));
         n += consume_fd(f.fd);
       }
-      Require(n == f.expected, std::string("after ") + after + ", the " + f.name + " fd counted " +
+      require(n == f.expected, std::string("after ") + after + ", the " + f.name + " fd counted " +
                                    std::to_string(n) + " notifies (expected " +
                                    std::to_string(f.expected) + ": one per completed " + f.name +
                                    " task, none for other kinds)");
@@ -292,11 +293,11 @@ struct AdapterSut {
       by_salt[keys[static_cast<std::size_t>(k)].cache_salt()] += stored_size(k);
     }
     std::erase_if(by_salt, [](const auto& kv) { return kv.second == 0; });
-    Require(u.total_bytes_used == total,
+    require(u.total_bytes_used == total,
             std::string("after ") + after + ", get_usage().total_bytes_used = " +
                 std::to_string(u.total_bytes_used) + " but the " +
                 std::to_string(m.present.size()) + " stored keys hold " + std::to_string(total));
-    Require(u.bytes_by_cache_salt == by_salt, std::string("after ") + after +
+    require(u.bytes_by_cache_salt == by_salt, std::string("after ") + after +
                                                   ", get_usage().bytes_by_cache_salt does not "
                                                   "match the stored keys' salts");
   }
@@ -305,14 +306,14 @@ struct AdapterSut {
     if (!on(kLocks) || !aut->capabilities.reports_lock_count) return;
     const std::uint64_t expected = m.locks.size();
     std::optional<std::uint64_t> got;
-    auto deadline = std::chrono::steady_clock::now() + SettleTimeout();
+    auto deadline = std::chrono::steady_clock::now() + settle_timeout();
     do {
       got = locked_key_count(*adapter);
-      Require(got.has_value(), "report_status() has no \"locked_key_count\"");
+      require(got.has_value(), "report_status() has no \"locked_key_count\"");
       if (*got == expected) return;
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
     } while (std::chrono::steady_clock::now() < deadline);
-    FailCase(std::string("after ") + after + ", report_status().locked_key_count = " +
+    fail_case(std::string("after ") + after + ", report_status().locked_key_count = " +
              std::to_string(*got) + " but " + std::to_string(expected) +
              " keys hold lookup locks (each hit locks once, a key twice in a batch twice; each "
              "unlocked occurrence releases one)");
@@ -331,13 +332,13 @@ struct AdapterSut {
     for (int k : expect) size_of[keys[static_cast<std::size_t>(k)].to_string()] = stored_size(k);
     for (auto& e : listener->since(from)) {
       if (ignore_accessed && e.kind == RecordingListener::Kind::kAccessed) continue;
-      Require(e.kind == kind, "a " + what + " made the listener see a " +
+      require(e.kind == kind, "a " + what + " made the listener see a " +
                                   std::string(kind_name(e.kind)) + " event");
       for (std::size_t i = 0; i < e.keys.size(); ++i) {
         const std::string name = e.keys[i].to_string();
         got.insert(name);
         if (kind != RecordingListener::Kind::kAccessed && size_of.count(name)) {
-          Require(i < e.sizes.size() && e.sizes[i] == size_of[name],
+          require(i < e.sizes.size() && e.sizes[i] == size_of[name],
                   "a " + what + " reported a size of " +
                       (i < e.sizes.size() ? std::to_string(e.sizes[i]) : "(none)") +
                       " to the listener for an object of " + std::to_string(size_of[name]) +
@@ -347,12 +348,12 @@ struct AdapterSut {
     }
     if (!exact) {
       std::set<std::string> g(got.begin(), got.end()), w(want.begin(), want.end());
-      Require(g == w, "the listener saw " + std::to_string(g.size()) + " distinct " + what +
+      require(g == w, "the listener saw " + std::to_string(g.size()) + " distinct " + what +
                           " key(s) but " + std::to_string(w.size()) +
                           " were expected (calls must happen before the task completes)");
       return;
     }
-    Require(got == want, "the listener saw " + std::to_string(got.size()) + " " + what +
+    require(got == want, "the listener saw " + std::to_string(got.size()) + " " + what +
                              " key(s) but " + std::to_string(want.size()) +
                              " were expected (calls must happen before the task completes)");
   }
@@ -364,4 +365,4 @@ struct AdapterSut {
   }
 };
 
-}  // namespace lmcache::conformance::internal::adapter_properties
+}  // namespace lmcache::conformance_internal::adapter_properties

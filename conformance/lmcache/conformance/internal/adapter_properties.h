@@ -17,7 +17,8 @@
 #include "lmcache/conformance/internal/property_list.h"
 #include "lmcache/conformance/status.h"
 
-namespace lmcache::conformance::internal::adapter_properties {
+namespace lmcache::conformance_internal::adapter_properties {
+using namespace ::lmcache::conformance;  // the kit's public types
 
 #define LMCACHE_DECLARE_ADAPTER_PROPERTY(Name, Checks) \
   Verdict Name(const AdapterUnderTest& adapter);
@@ -65,4 +66,4 @@ std::vector<TaskId> pop_stores_until(L2AdapterInterface& a, const std::vector<Ta
 // report_status()["locked_key_count"], when the adapter reports it.
 std::optional<std::uint64_t> locked_key_count(const L2AdapterInterface& a);
 
-}  // namespace lmcache::conformance::internal::adapter_properties
+}  // namespace lmcache::conformance_internal::adapter_properties

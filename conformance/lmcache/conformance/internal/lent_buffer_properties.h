@@ -14,7 +14,8 @@
 #include "lmcache/conformance/descriptors.h"
 #include "lmcache/conformance/status.h"
 
-namespace lmcache::conformance::internal::lent_buffer_properties {
+namespace lmcache::conformance_internal::lent_buffer_properties {
+using namespace ::lmcache::conformance;  // the kit's public types
 
 // Adapter: lent buffers come as asked (count, layout, size), pairwise disjoint and disjoint from
 // every buffer still lent or stored; what the caller writes stays untouched by the adapter until
@@ -38,4 +39,4 @@ Verdict LentBufferInvisibleBeforeStore(const AdapterUnderTest& adapter);
 // 0, a failed store leaves its keys absent, and stored keys load back the serde round trip.
 Verdict WrapperLentBuffersReleasedOnFailure(const WrapperUnderTest& wrapper);
 
-}  // namespace lmcache::conformance::internal::lent_buffer_properties
+}  // namespace lmcache::conformance_internal::lent_buffer_properties

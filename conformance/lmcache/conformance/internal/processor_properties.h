@@ -18,7 +18,8 @@
 #include "lmcache/conformance/internal/property_list.h"
 #include "lmcache/conformance/status.h"
 
-namespace lmcache::conformance::internal::processor_properties {
+namespace lmcache::conformance_internal::processor_properties {
+using namespace ::lmcache::conformance;  // the kit's public types
 
 #define LMCACHE_DECLARE_PROCESSOR_PROPERTY(Name, Checks) \
   Verdict Name(const ProcessorUnderTest& processor);
@@ -68,4 +69,4 @@ bool take_result(SerdeProcessor& p, Dir d, TaskId id, const std::string& what);
 // Empty when `decoded` holds exactly `input`'s values; otherwise which element differs.
 std::string decoded_mismatch(const MemoryObj& input, const MemoryObj& decoded);
 
-}  // namespace lmcache::conformance::internal::processor_properties
+}  // namespace lmcache::conformance_internal::processor_properties

@@ -1,7 +1,7 @@
 // File: lmcache/conformance/internal/property_list.h
 //
 // THE property catalogue: every conformance property is one line here, and everything else is
-// derived from these lines (X-macros): the PropertiesOf() table (properties.cc), each suite's
+// derived from these lines (X-macros): the properties_of() table (properties.cc), each suite's
 // TEST_P (the gtest names, hence the runner's matrix and the reports), each suite's dispatch
 // table (Run<Kind>Property) and the declaration of the function that implements the property
 // (internal/<kind>_properties.h, defined in the suite's <kind>_conformance*.cc files). Adding a

@@ -16,10 +16,11 @@
 
 #include "lmcache/conformance/status.h"
 
-namespace lmcache::conformance::internal {
+namespace lmcache::conformance_internal {
+using namespace ::lmcache::conformance;  // the kit's public types
 
-inline void ReportVerdict(const Verdict& v) {
-  ::testing::Test::RecordProperty("verdict", std::string(StatusName(v.status)));
+inline void report_verdict(const Verdict& v) {
+  ::testing::Test::RecordProperty("verdict", std::string(status_name(v.status)));
   if (v.rc_seed) ::testing::Test::RecordProperty("rc_seed", std::to_string(*v.rc_seed));
   if (!v.rc_params.empty()) ::testing::Test::RecordProperty("rc_params", v.rc_params);
   if (!v.message.empty()) ::testing::Test::RecordProperty("verdict_message", v.message);
@@ -42,7 +43,7 @@ inline void ReportVerdict(const Verdict& v) {
 // Defines TEST_P(Suite, Property) as the verdict of Runner("Property", GetParam()).
 #define LMCACHE_CONFORMANCE_PROPERTY(Suite, Property, Runner)                       \
   TEST_P(Suite, Property) {                                                         \
-    ::lmcache::conformance::internal::ReportVerdict(Runner(#Property, GetParam())); \
+    ::lmcache::conformance_internal::report_verdict(Runner(#Property, GetParam())); \
   }
 
-}  // namespace lmcache::conformance::internal
+}  // namespace lmcache::conformance_internal

@@ -5,7 +5,8 @@
 #include <cstring>
 #include <sstream>
 
-namespace lmcache::conformance::internal {
+namespace lmcache::conformance_internal {
+using namespace ::lmcache::conformance;  // the kit's public types
 
 using ::testing::AssertionFailure;
 using ::testing::AssertionResult;
@@ -83,9 +84,9 @@ std::size_t junk_slack(const MemoryLayoutDesc& layout) {
 
 MemoryObjPtr clone_object(const MemoryObj& src, std::size_t slack, std::uint64_t junk_seed) {
   const std::size_t bytes = src.layout().total_bytes();
-  MemoryObjPtr c = MakeObject(src.layout(), bytes + slack);
+  MemoryObjPtr c = make_object(src.layout(), bytes + slack);
   if (bytes > 0) std::memcpy(c->data(), src.data(), bytes);
-  if (slack > 0) FillBytes(c->physical_bytes().subspan(bytes), junk_seed);
+  if (slack > 0) fill_bytes(c->physical_bytes().subspan(bytes), junk_seed);
   return c;
 }
 
@@ -95,8 +96,8 @@ std::string first_byte_difference(const std::vector<std::byte>& a,
   for (std::size_t i = 0; i < n; ++i) {
     if (a[i] != b[i]) {
       return "first difference at byte " + std::to_string(i) + " (" +
-             HexPreview(std::span<const std::byte>(a).subspan(i), 4) + " vs " +
-             HexPreview(std::span<const std::byte>(b).subspan(i), 4) + ")";
+             hex_preview(std::span<const std::byte>(a).subspan(i), 4) + " vs " +
+             hex_preview(std::span<const std::byte>(b).subspan(i), 4) + ")";
     }
   }
   if (a.size() != b.size()) {
@@ -118,12 +119,12 @@ AssertionResult compare_round_trip(const Lossiness& loss, const MemoryObj& src,
     for (std::size_t i = 0; i < layout.group_elements(g); ++i) {
       const std::byte* pa = a.data() + i * es;
       const std::byte* pb = b.data() + i * es;
-      double x = ReadElement(dtype, pa);
-      double y = ReadElement(dtype, pb);
+      double x = read_element(dtype, pa);
+      double y = read_element(dtype, pb);
       if (std::isnan(x)) {
         if (!std::isnan(y)) {
           return AssertionFailure()
-                 << "round trip turned a NaN into a number: " << DescribeElement(layout, g, i, x, y)
+                 << "round trip turned a NaN into a number: " << describe_element(layout, g, i, x, y)
                  << where(layout);
         }
         continue;
@@ -131,8 +132,8 @@ AssertionResult compare_round_trip(const Lossiness& loss, const MemoryObj& src,
       if (loss.lossless) {
         if (std::memcmp(pa, pb, es) != 0) {
           return AssertionFailure()
-                 << "round trip of a lossless serde changed " << DescribeElement(layout, g, i, x, y)
-                 << " (bytes " << HexPreview({pa, es}) << " -> " << HexPreview({pb, es}) << ")"
+                 << "round trip of a lossless serde changed " << describe_element(layout, g, i, x, y)
+                 << " (bytes " << hex_preview({pa, es}) << " -> " << hex_preview({pb, es}) << ")"
                  << where(layout);
         }
         continue;
@@ -140,7 +141,7 @@ AssertionResult compare_round_trip(const Lossiness& loss, const MemoryObj& src,
       if (std::isinf(x)) {
         if (y != x) {
           return AssertionFailure()
-                 << "round trip did not keep an infinity: " << DescribeElement(layout, g, i, x, y)
+                 << "round trip did not keep an infinity: " << describe_element(layout, g, i, x, y)
                  << where(layout);
         }
         continue;
@@ -148,7 +149,7 @@ AssertionResult compare_round_trip(const Lossiness& loss, const MemoryObj& src,
       if (!std::isfinite(y)) {
         return AssertionFailure() << "round trip turned a finite value into "
                                   << (std::isnan(y) ? "NaN" : "an infinity") << ": "
-                                  << DescribeElement(layout, g, i, x, y) << where(layout);
+                                  << describe_element(layout, g, i, x, y) << where(layout);
       }
       double err = std::fabs(x - y);
       double hard = std::max(loss.hard_abs, loss.hard_rel * std::fabs(x));
@@ -156,7 +157,7 @@ AssertionResult compare_round_trip(const Lossiness& loss, const MemoryObj& src,
         return AssertionFailure() << "round trip error " << err
                                   << " exceeds the declared hard bound " << hard << " (abs "
                                   << loss.hard_abs << ", rel " << loss.hard_rel
-                                  << "): " << DescribeElement(layout, g, i, x, y) << where(layout);
+                                  << "): " << describe_element(layout, g, i, x, y) << where(layout);
       }
       double soft = std::max(loss.soft_abs, loss.soft_rel * std::fabs(x));
       if (quality != nullptr && err > soft) {
@@ -166,7 +167,7 @@ AssertionResult compare_round_trip(const Lossiness& loss, const MemoryObj& src,
           quality->worst_ratio = ratio;
           std::ostringstream os;
           os << "error " << err << " above the soft bound " << soft << " at "
-             << DescribeElement(layout, g, i, x, y) << where(layout);
+             << describe_element(layout, g, i, x, y) << where(layout);
           quality->worst = os.str();
         }
       }
@@ -180,4 +181,4 @@ bool slot_required(const SerdeUnderTest& serde, std::size_t slot) {
          serde.multi_required_slots[slot];
 }
 
-}  // namespace lmcache::conformance::internal
+}  // namespace lmcache::conformance_internal

@@ -20,7 +20,8 @@
 #include "lmcache/conformance/descriptors.h"
 #include "lmcache/conformance/verify.h"
 
-namespace lmcache::conformance::internal {
+namespace lmcache::conformance_internal {
+using namespace ::lmcache::conformance;  // the kit's public types
 
 // " [input layout ...]", appended to every serde failure message.
 std::string where(const MemoryLayoutDesc& layout);
@@ -94,4 +95,4 @@ std::string first_byte_difference(const std::vector<std::byte>& a, const std::ve
 // Whether a multi serializer must reject a null in `slot`.
 bool slot_required(const SerdeUnderTest& serde, std::size_t slot);
 
-}  // namespace lmcache::conformance::internal
+}  // namespace lmcache::conformance_internal

@@ -14,7 +14,8 @@
 #include "lmcache/conformance/rapidcheck_driver.h"
 #include "lmcache/conformance/status.h"
 
-namespace lmcache::conformance::internal::serde_properties {
+namespace lmcache::conformance_internal::serde_properties {
+using namespace ::lmcache::conformance;  // the kit's public types
 
 #define LMCACHE_DECLARE_SERDE_PROPERTY(Name, Checks) Verdict Name(const SerdeUnderTest& serde);
 LMCACHE_CONFORMANCE_SERDE_PROPERTIES(LMCACHE_DECLARE_SERDE_PROPERTY)
@@ -27,12 +28,12 @@ std::string rc_id(std::string_view property, const SerdeUnderTest& serde);
 template <class Check>
 Verdict for_each_source(std::string_view property, const SerdeUnderTest& serde, RcOptions options,
                         Check check) {
-  const ValueSpec spec = ValueSpecFor(serde);
-  return RunRcProperty(rc_id(property, serde), options, [&] {
+  const ValueSpec spec = value_spec_for(serde);
+  return run_rc_property(rc_id(property, serde), options, [&] {
     SerdeCase c = *gen_serde_case(serde.input_dtypes, size_limits());
-    MemoryObjPtr src = MakeSource(c, spec);
+    MemoryObjPtr src = make_source(c, spec);
     check(*src, c);
   });
 }
 
-}  // namespace lmcache::conformance::internal::serde_properties
+}  // namespace lmcache::conformance_internal::serde_properties

@@ -13,15 +13,16 @@
 
 #include "lmcache/core/event_notifier.h"
 
-namespace lmcache::conformance::internal {
+namespace lmcache::conformance_internal {
+using namespace ::lmcache::conformance;  // the kit's public types
 
 using namespace std::chrono_literals;
 
-// Scaled()
+// scaled()
 //
 // `base` times LMCACHE_CONFORMANCE_TIMEOUT_SCALE (a positive number, default 1): slower machines
 // raise it; the self-tests lower it, because their mutants wait out every limit.
-inline std::chrono::milliseconds Scaled(std::chrono::milliseconds base) {
+inline std::chrono::milliseconds scaled(std::chrono::milliseconds base) {
   static const double scale = [] {
     const char* s = std::getenv("LMCACHE_CONFORMANCE_TIMEOUT_SCALE");
     double v = s ? std::atof(s) : 1.0;
@@ -32,20 +33,20 @@ inline std::chrono::milliseconds Scaled(std::chrono::milliseconds base) {
 }
 
 // How long a task may take to complete.
-inline std::chrono::milliseconds ResultTimeout() { return Scaled(10s); }
+inline std::chrono::milliseconds result_timeout() { return scaled(10s); }
 // How long after its result is visible a task's notify may take to arrive.
-inline std::chrono::milliseconds SignalGrace() { return Scaled(5s); }
+inline std::chrono::milliseconds signal_grace() { return scaled(5s); }
 // How long an eventually-consistent state (an unlock, a temp release, a joined thread) may take.
-inline std::chrono::milliseconds SettleTimeout() { return Scaled(2s); }
+inline std::chrono::milliseconds settle_timeout() { return scaled(2s); }
 // How long to watch for a notify that must not come (a double or cross notify).
 inline constexpr std::chrono::milliseconds kSettle = 30ms;
 
-// PollUntil()
+// poll_until()
 //
 // Calls `fn` (returning an optional) until it has a value or `timeout` passes, backing off from
 // 50 us to 2 ms between calls.
 template <class Fn>
-auto PollUntil(Fn&& fn, std::chrono::milliseconds timeout) -> decltype(fn()) {
+auto poll_until(Fn&& fn, std::chrono::milliseconds timeout) -> decltype(fn()) {
   auto deadline = std::chrono::steady_clock::now() + timeout;
   auto pause = std::chrono::microseconds(50);
   for (;;) {
@@ -56,12 +57,12 @@ auto PollUntil(Fn&& fn, std::chrono::milliseconds timeout) -> decltype(fn()) {
   }
 }
 
-// CollectNotifies()
+// collect_notifies()
 //
 // Drains `fd` until `expected` notifies in total have been read (starting from `already`) or
 // `grace` passes, then watches kSettle more for extra ones. Returns the total read.
-inline std::uint64_t CollectNotifies(int fd, std::uint64_t expected, std::uint64_t already = 0,
-                                     std::chrono::milliseconds grace = SignalGrace()) {
+inline std::uint64_t collect_notifies(int fd, std::uint64_t expected, std::uint64_t already = 0,
+                                     std::chrono::milliseconds grace = signal_grace()) {
   std::uint64_t total = already + consume_fd(fd);
   auto deadline = std::chrono::steady_clock::now() + grace;
   while (total < expected && std::chrono::steady_clock::now() < deadline) {
@@ -73,4 +74,4 @@ inline std::uint64_t CollectNotifies(int fd, std::uint64_t expected, std::uint64
   return total;
 }
 
-}  // namespace lmcache::conformance::internal
+}  // namespace lmcache::conformance_internal

@@ -23,7 +23,8 @@
 #include "lmcache/conformance/wrapper_conformance.h"
 #include "lmcache/l2/mock_adapter.h"
 
-namespace lmcache::conformance::internal::wrapper_properties {
+namespace lmcache::conformance_internal::wrapper_properties {
+using namespace ::lmcache::conformance;  // the kit's public types
 
 #define LMCACHE_DECLARE_WRAPPER_PROPERTY(Name, Checks) \
   Verdict Name(const WrapperUnderTest& wrapper, const WrapperRigOptions& rig);
@@ -106,11 +107,11 @@ TaskId submit_no_throw(Fn&& fn, const std::string& what) {
   try {
     return fn();
   } catch (const std::exception& e) {
-    FailCase(what + ": submit threw (" + e.what() + ") instead of completing the task as failed");
+    fail_case(what + ": submit threw (" + e.what() + ") instead of completing the task as failed");
   }
 }
 
 // The kit's defaults for wrapper properties (few cases: each builds rigs and threads).
 inline constexpr RcOptions kWrapperRc{.max_success = 8, .max_size = 100, .shrink = false};
 
-}  // namespace lmcache::conformance::internal::wrapper_properties
+}  // namespace lmcache::conformance_internal::wrapper_properties
