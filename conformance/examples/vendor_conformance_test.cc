@@ -4,7 +4,8 @@
 #include "lmcache/conformance/serde_conformance.h"
 #include "vendor_copy_serde.h"
 
-INSTANTIATE_TEST_SUITE_P(Vendor, SerdeConformance, ::testing::Values(vendor::copy_serde_descriptor()),
+INSTANTIATE_TEST_SUITE_P(Vendor, SerdeConformance,
+                         ::testing::Values(vendor::copy_serde_descriptor()),
                          lmcache::conformance::ParamName());
 
 INSTANTIATE_TEST_SUITE_P(Vendor, ProcessorConformance,

@@ -95,13 +95,16 @@ TEST(PluginAbi, EntryChecksVersionsAndReportsErrors) {
                                 sizeof(error)};
   EXPECT_EQ(conformance_internal::run_plugin_entry(&host, &register_one), LMCACHE_CONFORMANCE_OK);
   EXPECT_EQ(r.size(), 1u);
-  EXPECT_EQ(conformance_internal::run_plugin_entry(&host, &register_throws), LMCACHE_CONFORMANCE_E_REGISTER);
+  EXPECT_EQ(conformance_internal::run_plugin_entry(&host, &register_throws),
+            LMCACHE_CONFORMANCE_E_REGISTER);
   EXPECT_STREQ(error, "boom");
   host.project_version = "999.0.0";
-  EXPECT_EQ(conformance_internal::run_plugin_entry(&host, &register_one), LMCACHE_CONFORMANCE_E_VERSION);
+  EXPECT_EQ(conformance_internal::run_plugin_entry(&host, &register_one),
+            LMCACHE_CONFORMANCE_E_VERSION);
   host.project_version = LMCACHE_CONFORMANCE_PROJECT_VERSION;
   host.abi_version = LMCACHE_CONFORMANCE_ABI_VERSION + 1;
-  EXPECT_EQ(conformance_internal::run_plugin_entry(&host, &register_one), LMCACHE_CONFORMANCE_E_VERSION);
+  EXPECT_EQ(conformance_internal::run_plugin_entry(&host, &register_one),
+            LMCACHE_CONFORMANCE_E_VERSION);
   EXPECT_TRUE(conformance_internal::same_major_minor("1.2.3", "1.2.9"));
   EXPECT_FALSE(conformance_internal::same_major_minor("1.2.3", "1.3.0"));
 }
@@ -233,10 +236,10 @@ template <class T>
 std::vector<T> sample(const rc::Gen<T>& gen, int n) {
   std::vector<T> out;
   Verdict v = run_rc_property("Selftest.Sample/none",
-                            {.max_success = 1, .shrink = false, .scale_with_depth = false}, [&] {
-                              out.clear();
-                              for (int i = 0; i < n; ++i) out.push_back(*gen);
-                            });
+                              {.max_success = 1, .shrink = false, .scale_with_depth = false}, [&] {
+                                out.clear();
+                                for (int i = 0; i < n; ++i) out.push_back(*gen);
+                              });
   EXPECT_EQ(v.status, Status::kPass) << v.message;
   return out;
 }
@@ -304,7 +307,8 @@ INSTANTIATE_TEST_SUITE_P(Reference, SerdeConformance,
                                            conf::selftest::copy_serde()),
                          conf::ParamName());
 INSTANTIATE_TEST_SUITE_P(Reference, ProcessorConformance,
-                         ::testing::Values(conf::reference_async_fp8_processor(Fp8Format::kE4M3FN, 1),
+                         ::testing::Values(conf::reference_async_fp8_processor(Fp8Format::kE4M3FN,
+                                                                               1),
                                            conf::reference_async_fp8_processor(Fp8Format::kE5M2, 3),
                                            conf::selftest::queue_processor()),
                          conf::ParamName());

@@ -105,10 +105,10 @@ TEST(Runner, ExamplePluginPassesAndWritesBothReports) {
 TEST(Runner, BrokenPluginFailsNamingTheProperty) {
   RunResult r =
       run_conform(std::string("--plugin ") + LMCONF_BROKEN_PLUGIN +
-                 " --filter 'copy_serde.*:under_estimate.EstimateIsUpperBound:"
-                 "missing_notify.OneNotifyPerTask:load_ignores_bitmap.PartialLoadBitmap:"
-                 "failed_store_succeeds.AllOrNothingStore:above_soft_error_bound.RoundTrip:"
-                 "one_fd_for_both_directions.DistinctEventFds'");
+                  " --filter 'copy_serde.*:under_estimate.EstimateIsUpperBound:"
+                  "missing_notify.OneNotifyPerTask:load_ignores_bitmap.PartialLoadBitmap:"
+                  "failed_store_succeeds.AllOrNothingStore:above_soft_error_bound.RoundTrip:"
+                  "one_fd_for_both_directions.DistinctEventFds'");
   EXPECT_EQ(r.exit_code, 1) << r.output;
   ASSERT_TRUE(r.json_written) << r.output;
   EXPECT_EQ(status_of(r, "under_estimate", "EstimateIsUpperBound"), "Fail");
@@ -150,7 +150,7 @@ TEST(Runner, BrokenPluginFailsNamingTheProperty) {
 
 TEST(Runner, QualityWarningAloneIsNotAFailure) {
   RunResult r = run_conform(std::string("--plugin ") + LMCONF_BROKEN_PLUGIN +
-                           " --filter 'above_soft_error_bound.RoundTrip'");
+                            " --filter 'above_soft_error_bound.RoundTrip'");
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_EQ(status_of(r, "above_soft_error_bound", "RoundTrip"), "QualityWarning");
 }
@@ -158,9 +158,9 @@ TEST(Runner, QualityWarningAloneIsNotAFailure) {
 TEST(Runner, CrashAndHangAreReportedNotFatal) {
   RunResult r =
       run_conform(std::string("--plugin ") + LMCONF_CRASHING_PLUGIN +
-                 " --timeout 5 --filter 'copy_serde.DeterministicOutput:copy_serde.RoundTrip:"
-                 "crashing_serde.DeterministicOutput:crashing_serde.RoundTrip:"
-                 "hanging_processor.DistinctEventFds:hanging_processor.OneShotQueries'");
+                  " --timeout 5 --filter 'copy_serde.DeterministicOutput:copy_serde.RoundTrip:"
+                  "crashing_serde.DeterministicOutput:crashing_serde.RoundTrip:"
+                  "hanging_processor.DistinctEventFds:hanging_processor.OneShotQueries'");
   EXPECT_EQ(r.exit_code, 1) << r.output;
   ASSERT_TRUE(r.json_written) << r.output;
   EXPECT_EQ(count_results(r), 6u) << "the run must go on after a crash";

@@ -46,8 +46,8 @@ Verdict run_mutant(const Mutant& m) {
       return run_processor_property(m.property, m.processor);
     case ImplementationKind::kAdapter:
       return run_adapter_property(m.property, m.kind == ImplementationKind::kWrapper
-                                                ? adapter_of_wrapper(m.wrapper)
-                                                : m.adapter);
+                                                  ? adapter_of_wrapper(m.wrapper)
+                                                  : m.adapter);
     case ImplementationKind::kWrapper:
       return run_wrapper_property(m.property, m.wrapper);
   }
@@ -152,8 +152,8 @@ std::string run_name(const ::testing::TestParamInfo<MutantRun>& info) {
 
 INSTANTIATE_TEST_SUITE_P(Selftest, MutantIsCaught, ::testing::ValuesIn(runs_where(false)),
                          run_name);
-INSTANTIATE_TEST_SUITE_P(SelftestConcurrency, MutantIsCaught,
-                         ::testing::ValuesIn(runs_where(true)), run_name);
+INSTANTIATE_TEST_SUITE_P(SelftestConcurrency, MutantIsCaught, ::testing::ValuesIn(runs_where(true)),
+                         run_name);
 
 // ---------------------------------------------------------------------------------------------
 // Every mutant's bug is real: its witness scenario shows it, and shows nothing on its base.

@@ -51,7 +51,8 @@ struct Options {
   int jobs = 0;
   std::string keep_logs;
   bool quiet = false;
-  std::string depth;  // resolved in run_main(): --depth, else $LMCACHE_CONFORMANCE_DEPTH, else standard
+  std::string
+      depth;  // resolved in run_main(): --depth, else $LMCACHE_CONFORMANCE_DEPTH, else standard
 };
 
 struct Impl {
@@ -205,7 +206,7 @@ std::string signal_name(int sig) {
 
 // Loads `source` in a child and returns its implementations, or an error.
 std::string list_source(const std::string& exe, const std::string& source, const fs::path& dir,
-                       std::size_t index, std::vector<Impl>* impls) {
+                        std::size_t index, std::vector<Impl>* impls) {
   std::string out = (dir / ("list_" + std::to_string(index) + ".json")).string();
   std::string log = (dir / ("list_" + std::to_string(index) + ".log")).string();
   pid_t pid = spawn(exe, {"--child", "list", "--source", source, "--out", out}, log, "", "");
@@ -455,7 +456,7 @@ int run_main(int argc, char** argv) {
     for (const auto& p : properties_of(impls[i].kind)) {
       std::string prop(p.name);
       if (!filter_matches(o.filter,
-                         {impls[i].name + "." + prop, impls[i].name + "." + suite + "." + prop})) {
+                          {impls[i].name + "." + prop, impls[i].name + "." + suite + "." + prop})) {
         continue;
       }
       Job job;

@@ -266,10 +266,10 @@ std::string write_junit_report(const RunReport& report, const std::string& path)
           x << "      <failure message=\"" << xml_escape(first_line(rule_of(r.message)))
             << "\" type=\"Fail\">"
             << xml_escape("property: " + impl.name + "." + r.suite + "." + r.property +
-                         "\nrule: " + rule_of(r.message) + "\n" + counterexample_of(r.message) +
-                         (r.rc_seed ? "\nseed: " + std::to_string(*r.rc_seed) : "") +
-                         (r.rc_params.empty() ? "" : "\nRC_PARAMS=\"" + r.rc_params + "\"") +
-                         "\nreproduce: " + r.reproduce)
+                          "\nrule: " + rule_of(r.message) + "\n" + counterexample_of(r.message) +
+                          (r.rc_seed ? "\nseed: " + std::to_string(*r.rc_seed) : "") +
+                          (r.rc_params.empty() ? "" : "\nRC_PARAMS=\"" + r.rc_params + "\"") +
+                          "\nreproduce: " + r.reproduce)
             << "</failure>\n";
           break;
         case Status::kNotSupported:

@@ -196,7 +196,7 @@ Verdict CloseIsIdempotent(const AdapterUnderTest& aut) {
         expect_logic_error("submit_load_task()", [&] { a->submit_load_task({key}, {obj}); })}) {
     if (!msg.empty()) return Verdict::Fail(msg);
   }
-  // SPEC §7: what completed stays retrievable; other calls may throw std::logic_error.
+  // docs/l2-adapter.md: what completed stays retrievable; other calls may throw std::logic_error.
   try {
     (void)a->pop_completed_store_tasks();
     (void)a->query_load_result(s);
@@ -233,7 +233,8 @@ namespace lmcache::conformance {
 
 Verdict run_adapter_property(std::string_view property, const AdapterUnderTest& adapter) {
   using Fn = Verdict (*)(const AdapterUnderTest&);
-#define LMCACHE_ADAPTER_ENTRY(Name, Checks) {#Name, &conformance_internal::adapter_properties::Name},
+#define LMCACHE_ADAPTER_ENTRY(Name, Checks) \
+  {#Name, &conformance_internal::adapter_properties::Name},
   static const std::pair<std::string_view, Fn> kTable[] = {
       LMCACHE_CONFORMANCE_ADAPTER_PROPERTIES(LMCACHE_ADAPTER_ENTRY)};
 #undef LMCACHE_ADAPTER_ENTRY

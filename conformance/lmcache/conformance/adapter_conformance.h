@@ -1,7 +1,7 @@
 // File: lmcache/conformance/adapter_conformance.h
 //
 // AdapterConformance: the abstract suite every L2AdapterInterface implementation must pass
-// (SPEC §4). Instantiate it with your descriptors:
+// (docs/l2-adapter.md, docs/async-completion.md). Instantiate it with your descriptors:
 //
 //   INSTANTIATE_TEST_SUITE_P(Vendor, AdapterConformance, ::testing::Values(MyVendorAdapter()),
 //                            lmcache::conformance::ParamName());

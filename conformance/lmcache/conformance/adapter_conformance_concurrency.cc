@@ -196,7 +196,7 @@ Verdict ConcurrentSubmitters(const AdapterUnderTest& aut) {
         }
         for (std::size_t t = 0; t < kThreads; ++t) {
           auto bits = poll_until([&] { return a.query_lookup_and_lock_result(issued[t].lookup); },
-                                result_timeout());
+                                 result_timeout());
           require(bits.has_value(), "a lookup submitted with 3 others never completed");
           require(*bits == want, "thread " + std::to_string(t) + "'s lookup of its " +
                                      std::to_string(per) + " stored keys and one absent key gave " +

@@ -270,7 +270,7 @@ void fill_values(MemoryObj& obj, const ValueSpec& spec, std::uint64_t seed) {
     const double top = representable_at_most(dtype, bound);
     const double tiny = min_subnormal(dtype);
     std::vector<double> specials = {0.0,  -0.0,  1.0 <= top ? 1.0 : top, -(1.0 <= top ? 1.0 : top),
-                                    tiny, -tiny, min_normal(dtype),       top,
+                                    tiny, -tiny, min_normal(dtype),      top,
                                     -top};
     if (spec.allow_nan) specials.push_back(std::numeric_limits<double>::quiet_NaN());
     if (spec.allow_inf) {
@@ -381,7 +381,7 @@ MemoryLayoutDesc byte_layout(std::size_t bytes) {
 }
 
 std::string describe_element(const MemoryLayoutDesc& layout, std::size_t group, std::size_t index,
-                            double expected, double got) {
+                             double expected, double got) {
   std::ostringstream os;
   os << std::setprecision(9) << "group " << group << " element " << index << " ("
      << dtype_name(layout.dtypes()[group]) << "): expected " << expected << ", got " << got;

@@ -141,7 +141,7 @@ MemoryLayoutDesc byte_layout(std::size_t bytes);
 //
 // "group 1 element 7 (bfloat16): expected 0.5, got 0.625" for diagnostics.
 std::string describe_element(const MemoryLayoutDesc& layout, std::size_t group, std::size_t index,
-                            double expected, double got);
+                             double expected, double got);
 
 // hex_preview()
 //

@@ -14,7 +14,8 @@
 // Values are filled from a seed (buffers.h fill_values) rather than generated element by
 // element: a case stays cheap to generate and print, and shrinking still minimises the layout.
 //
-// gen_small_shape / gen_small_layout (small, tidy shapes) are kept for callers that want only those.
+// gen_small_shape / gen_small_layout (small, tidy shapes) are kept for callers that want only
+// those.
 //
 // Choices are uniform from the first case on: RapidCheck scales rc::gen::inRange and
 // rc::gen::arbitrary with the case's size (size 0 draws the minimum), which would leave the

@@ -313,7 +313,7 @@ Verdict LentBufferReleasedOnFailure(const AdapterUnderTest& aut) {
     auto expect_outstanding = [&](std::uint64_t want, const std::string& when) {
       // Allow the adapter a moment for what it does on its own threads.
       poll_until([&] { return outstanding() == want ? std::optional<bool>(true) : std::nullopt; },
-                settle_timeout());
+                 settle_timeout());
       require(outstanding() == want, "lent_bytes_outstanding() is " +
                                          std::to_string(outstanding()) + " " + when +
                                          ", expected " + std::to_string(want));

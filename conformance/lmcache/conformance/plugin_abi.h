@@ -129,14 +129,14 @@ inline int run_plugin_entry(LmcacheConformanceHostV1* host, void (*register_fn)(
   if (host->abi_version != LMCACHE_CONFORMANCE_ABI_VERSION ||
       host->struct_size < sizeof(LmcacheConformanceHostV1)) {
     write_error(host, "plugin ABI v" + std::to_string(LMCACHE_CONFORMANCE_ABI_VERSION) +
-                         " does not match the runner's v" + std::to_string(host->abi_version));
+                          " does not match the runner's v" + std::to_string(host->abi_version));
     return LMCACHE_CONFORMANCE_E_VERSION;
   }
   if (!same_major_minor(host->project_version, LMCACHE_CONFORMANCE_PROJECT_VERSION)) {
     write_error(host, std::string("plugin built against lmcache ") +
-                         LMCACHE_CONFORMANCE_PROJECT_VERSION + ", runner is lmcache " +
-                         (host->project_version ? host->project_version : "(unknown)") +
-                         " (MAJOR.MINOR must match)");
+                          LMCACHE_CONFORMANCE_PROJECT_VERSION + ", runner is lmcache " +
+                          (host->project_version ? host->project_version : "(unknown)") +
+                          " (MAJOR.MINOR must match)");
     return LMCACHE_CONFORMANCE_E_VERSION;
   }
   if (host->registry == nullptr) {
@@ -161,13 +161,13 @@ inline int run_plugin_entry(LmcacheConformanceHostV1* host, void (*register_fn)(
 //
 // Defines the versioned extern "C" entry point and opens the body of the registration function,
 // which receives `registry` (a lmcache::conformance::Registry&). Use once per plugin.
-#define LMCACHE_CONFORMANCE_PLUGIN(registry)                                                    \
-  static void LmcacheConformanceRegisterPlugin(::lmcache::conformance::Registry& registry);     \
-  extern "C" __attribute__((visibility("default"))) int lmcache_conformance_plugin_v1(          \
-      LmcacheConformanceHostV1* host) {                                                         \
+#define LMCACHE_CONFORMANCE_PLUGIN(registry)                                                     \
+  static void LmcacheConformanceRegisterPlugin(::lmcache::conformance::Registry& registry);      \
+  extern "C" __attribute__((visibility("default"))) int lmcache_conformance_plugin_v1(           \
+      LmcacheConformanceHostV1* host) {                                                          \
     return ::lmcache::conformance_internal::run_plugin_entry(host,                               \
-                                                            &LmcacheConformanceRegisterPlugin); \
-  }                                                                                             \
+                                                             &LmcacheConformanceRegisterPlugin); \
+  }                                                                                              \
   static void LmcacheConformanceRegisterPlugin(::lmcache::conformance::Registry& registry)
 
 #endif /* __cplusplus */

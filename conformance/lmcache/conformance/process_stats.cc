@@ -31,7 +31,8 @@ std::size_t count_threads() { return count_entries("/proc/self/task", false); }
 
 ResourceSnapshot ResourceSnapshot::Take() { return {count_open_fds(), count_threads()}; }
 
-std::string wait_for_resources(const ResourceSnapshot& baseline, std::chrono::milliseconds timeout) {
+std::string wait_for_resources(const ResourceSnapshot& baseline,
+                               std::chrono::milliseconds timeout) {
   auto deadline = std::chrono::steady_clock::now() + timeout;
   ResourceSnapshot now = ResourceSnapshot::Take();
   while ((now.fds > baseline.fds || now.threads > baseline.threads) &&
@@ -48,7 +49,8 @@ std::string wait_for_resources(const ResourceSnapshot& baseline, std::chrono::mi
 
 bool is_open_fd(int fd) { return fd >= 0 && fcntl(fd, F_GETFD) != -1; }
 
-std::string distinct_open_fds_problem(std::span<const int> fds, std::span<const char* const> names) {
+std::string distinct_open_fds_problem(std::span<const int> fds,
+                                      std::span<const char* const> names) {
   for (std::size_t i = 0; i < fds.size(); ++i) {
     if (!is_open_fd(fds[i])) {
       return std::string(names[i]) + " " + std::to_string(fds[i]) +

@@ -38,7 +38,7 @@ struct ResourceSnapshot {
 // in /proc for a moment). Returns an empty string on success, else a message such as
 // "1 fd(s) and 0 thread(s) more than before creation".
 std::string wait_for_resources(const ResourceSnapshot& baseline,
-                             std::chrono::milliseconds timeout = std::chrono::seconds(2));
+                               std::chrono::milliseconds timeout = std::chrono::seconds(2));
 
 // is_open_fd()
 //

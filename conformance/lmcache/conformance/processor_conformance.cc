@@ -96,7 +96,7 @@ bool take_result(SerdeProcessor& p, Dir d, TaskId id, const std::string& what) {
   std::optional<bool> r = poll_until([&] { return query_of(p, d, id); }, result_timeout());
   if (!r) {
     fail_case(what + ": " + dir_name(d) + " task " + std::to_string(id) +
-             " did not complete within " + std::to_string(result_timeout().count()) + " ms");
+              " did not complete within " + std::to_string(result_timeout().count()) + " ms");
   }
   return *r;
 }
@@ -112,7 +112,7 @@ std::string decoded_mismatch(const MemoryObj& input, const MemoryObj& decoded) {
     for (std::size_t i = 0; i < layout.group_elements(g); ++i) {
       if (std::memcmp(a.data() + i * es, b.data() + i * es, es) != 0) {
         return describe_element(layout, g, i, read_element(dtype, a.data() + i * es),
-                               read_element(dtype, b.data() + i * es)) +
+                                read_element(dtype, b.data() + i * es)) +
                " in " + layout.to_string();
       }
     }
@@ -156,8 +156,8 @@ void run_notify_scenario(SerdeProcessor& p, const std::vector<std::vector<Memory
     while (taken < ids.size()) {
       if (std::chrono::steady_clock::now() > deadline) {
         fail_case(std::to_string(ids.size() - taken) + " of " + std::to_string(ids.size()) + " " +
-                 dir_name(d) + " tasks did not complete within " +
-                 std::to_string(result_timeout().count()) + " ms");
+                  dir_name(d) + " tasks did not complete within " +
+                  std::to_string(result_timeout().count()) + " ms");
       }
       wait_readable(fd, std::chrono::milliseconds(2));
       std::uint64_t before_scan = notified + consume_fd(fd);
@@ -562,7 +562,8 @@ namespace lmcache::conformance {
 
 Verdict run_processor_property(std::string_view property, const ProcessorUnderTest& processor) {
   using Fn = Verdict (*)(const ProcessorUnderTest&);
-#define LMCACHE_PROCESSOR_ENTRY(Name, Checks) {#Name, &conformance_internal::processor_properties::Name},
+#define LMCACHE_PROCESSOR_ENTRY(Name, Checks) \
+  {#Name, &conformance_internal::processor_properties::Name},
   static const std::pair<std::string_view, Fn> kTable[] = {
       LMCACHE_CONFORMANCE_PROCESSOR_PROPERTIES(LMCACHE_PROCESSOR_ENTRY)};
 #undef LMCACHE_PROCESSOR_ENTRY

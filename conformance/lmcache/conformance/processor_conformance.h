@@ -1,8 +1,8 @@
 // File: lmcache/conformance/processor_conformance.h
 //
 // ProcessorConformance: the abstract suite every asynchronous SerdeProcessor must pass (the
-// submit -> eventfd -> one-shot query contract of SPEC §2 and §5). Instantiate it with your
-// descriptors:
+// submit -> eventfd -> one-shot query contract of docs/serde.md and docs/async-completion.md).
+// Instantiate it with your descriptors:
 //
 //   INSTANTIATE_TEST_SUITE_P(Vendor, ProcessorConformance,
 //                            ::testing::Values(MyVendorProcessor()),

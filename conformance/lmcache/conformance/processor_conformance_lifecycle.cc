@@ -189,7 +189,8 @@ Verdict ResourcesBoundedOverManyTasks(const ProcessorUnderTest& put) {
       tasks.push_back({d, submit_of(*p, d, {in}, {out}), !fails});
     }
     for (const Task& t : tasks) {
-      std::optional<bool> r = poll_until([&] { return query_of(*p, t.dir, t.id); }, result_timeout());
+      std::optional<bool> r =
+          poll_until([&] { return query_of(*p, t.dir, t.id); }, result_timeout());
       if (!r) {
         return std::string(dir_name(t.dir)) + " task " + std::to_string(t.id) + " (task " +
                std::to_string(done + 1) + " of the run) never completed";

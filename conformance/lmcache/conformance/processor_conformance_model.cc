@@ -103,7 +103,8 @@ Verdict StatefulModel(const ProcessorUnderTest& put) {
     auto take = [&](std::size_t index, const std::string& when) {
       ModelTask t = std::move(pending[index]);
       pending.erase(pending.begin() + static_cast<std::ptrdiff_t>(index));
-      std::optional<bool> r = poll_until([&] { return query_of(*p, t.dir, t.id); }, result_timeout());
+      std::optional<bool> r =
+          poll_until([&] { return query_of(*p, t.dir, t.id); }, result_timeout());
       require(r.has_value(),
               when + ": the " + t.what + " (task " + std::to_string(t.id) + ") did not complete");
       require(*r == t.expected, when + ": the " + t.what + " (task " + std::to_string(t.id) +

@@ -71,7 +71,7 @@ std::uint64_t random_seed() {
 }  // namespace
 
 Verdict check_rc_property(std::string_view id, const RcOptions& options,
-                        const rc::detail::Property& property) {
+                          const rc::detail::Property& property) {
   using namespace rc::detail;
   Configuration defaults;
   int cases = options.max_success;

@@ -50,7 +50,7 @@ struct RcOptions {
 // Pass on success; Fail with the first broken rule, then the minimal counterexample, otherwise,
 // including when the generator gives up, RC_PARAMS cannot be parsed or the depth is invalid.
 Verdict check_rc_property(std::string_view id, const RcOptions& options,
-                        const rc::detail::Property& property);
+                          const rc::detail::Property& property);
 
 // run_rc_property()
 //

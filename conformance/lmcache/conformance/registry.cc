@@ -12,7 +12,7 @@ namespace {
 
 template <class Descriptor>
 void check_and_append(std::vector<Descriptor>& list, Descriptor d, std::string_view kind,
-                    bool factories_ok) {
+                      bool factories_ok) {
   if (!is_valid_implementation_name(d.name)) {
     throw std::invalid_argument("conformance registry: invalid " + std::string(kind) + " name '" +
                                 d.name + "' (letters, digits and '_' only)");

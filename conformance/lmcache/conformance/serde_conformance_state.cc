@@ -159,7 +159,7 @@ Verdict OneInstanceManyLayouts(const SerdeUnderTest& serde) {
       DeserializerPtr fresh_deser = serde.make_deserializer();
       if (auto ex = throws([&] { fresh_deser->deserialize(*bytes, *want_out); })) {
         fail_case(at + ": a fresh deserializer threw on serialize()'s output: " + *ex +
-                 where(layout));
+                  where(layout));
       }
       GuardedObject got_out(layout, layout.total_bytes(), 50 + i);
       if (auto ex = throws([&] { deser->deserialize(*bytes, *got_out); })) {

@@ -62,7 +62,7 @@ AssertionResult verify_serialize_deterministic(const SerdeUnderTest& serde, cons
 }
 
 AssertionResult verify_serialize_thread_safe(const SerdeUnderTest& serde, const MemoryObj& src,
-                                          int threads) {
+                                             int threads) {
   std::vector<MemoryObjPtr> copies;
   for (int t = 0; t < threads; ++t) copies.push_back(clone_object(src));
   return verify_concurrent_serialize(serde, copies);
@@ -85,8 +85,8 @@ AssertionResult verify_estimate_is_upper_bound(const SerdeUnderTest& serde, cons
   return AssertionSuccess();
 }
 
-AssertionResult verify_estimate_depends_on_layout_only(const SerdeUnderTest& serde, const MemoryObj& a,
-                                                  const MemoryObj& b) {
+AssertionResult verify_estimate_depends_on_layout_only(const SerdeUnderTest& serde,
+                                                       const MemoryObj& a, const MemoryObj& b) {
   if (!(a.layout() == b.layout())) {
     return AssertionFailure()
            << "verify_estimate_depends_on_layout_only needs two objects of one layout";
@@ -121,7 +121,7 @@ AssertionResult verify_estimate_depends_on_layout_only(const SerdeUnderTest& ser
 }
 
 AssertionResult verify_serde_round_trip(const SerdeUnderTest& serde, const MemoryObj& src,
-                                     QualityReport* quality) {
+                                        QualityReport* quality) {
   const MemoryLayoutDesc& layout = src.layout();
   SerializerPtr s = serde.make_serializer();
   DeserializerPtr d = serde.make_deserializer();
@@ -142,7 +142,8 @@ AssertionResult verify_serde_round_trip(const SerdeUnderTest& serde, const Memor
   return compare_round_trip(serde.lossiness, src, *dst, quality);
 }
 
-AssertionResult verify_bytes_past_count_untouched(const SerdeUnderTest& serde, const MemoryObj& src) {
+AssertionResult verify_bytes_past_count_untouched(const SerdeUnderTest& serde,
+                                                  const MemoryObj& src) {
   const MemoryLayoutDesc& layout = src.layout();
   SerializerPtr s = serde.make_serializer();
   std::string error;
@@ -176,7 +177,7 @@ AssertionResult verify_bytes_past_count_untouched(const SerdeUnderTest& serde, c
 }
 
 AssertionResult verify_short_buffer_rejected(const SerdeUnderTest& serde, const MemoryObj& src,
-                                          std::size_t shortfall) {
+                                             std::size_t shortfall) {
   const MemoryLayoutDesc& layout = src.layout();
   SerializerPtr s = serde.make_serializer();
   std::string error;
@@ -207,7 +208,7 @@ AssertionResult verify_short_buffer_rejected(const SerdeUnderTest& serde, const 
 }
 
 AssertionResult verify_deserialize_writes_only_destination(const SerdeUnderTest& serde,
-                                                       const MemoryObj& src) {
+                                                           const MemoryObj& src) {
   const MemoryLayoutDesc& layout = src.layout();
   SerializerPtr s = serde.make_serializer();
   DeserializerPtr d = serde.make_deserializer();
@@ -236,7 +237,7 @@ AssertionResult verify_deserialize_writes_only_destination(const SerdeUnderTest&
 }
 
 AssertionResult verify_short_source_rejected(const SerdeUnderTest& serde, const MemoryObj& src,
-                                          std::size_t shortfall) {
+                                             std::size_t shortfall) {
   const MemoryLayoutDesc& layout = src.layout();
   SerializerPtr s = serde.make_serializer();
   DeserializerPtr d = serde.make_deserializer();
@@ -277,7 +278,8 @@ AssertionResult verify_short_source_rejected(const SerdeUnderTest& serde, const 
   return AssertionSuccess();
 }
 
-AssertionResult verify_unsupported_input_rejected(const SerdeUnderTest& serde, const MemoryObj& src) {
+AssertionResult verify_unsupported_input_rejected(const SerdeUnderTest& serde,
+                                                  const MemoryObj& src) {
   const MemoryLayoutDesc& layout = src.layout();
   SerializerPtr s = serde.make_serializer();
   const std::size_t physical = 2 * layout.total_bytes() + 64;

@@ -20,7 +20,7 @@
 //     (shared scratch state)                                   verify_concurrent_serialize
 //   - a round trip differs when instances serve several threads verify_concurrent_round_trips
 //   - serialize() returns more than the estimate               verify_estimate_is_upper_bound
-//   - the estimate changes after serializing other data        verify_estimate_depends_on_layout_only
+//   - the estimate changes after serializing other data verify_estimate_depends_on_layout_only
 //   - a round trip changes data beyond the declared bound      verify_serde_round_trip
 //   - bytes past the returned count (or the source) change     verify_bytes_past_count_untouched
 //   - a short destination is overrun / not rejected            verify_short_buffer_rejected
@@ -55,54 +55,57 @@ struct QualityReport {
 };
 
 ::testing::AssertionResult verify_serialize_deterministic(const SerdeUnderTest& serde,
-                                                        const MemoryObj& src);
+                                                          const MemoryObj& src);
 
 // `threads` threads share one serializer and serialize `src` concurrently, twice each.
 ::testing::AssertionResult verify_serialize_thread_safe(const SerdeUnderTest& serde,
-                                                     const MemoryObj& src, int threads = 4);
+                                                        const MemoryObj& src, int threads = 4);
 
 ::testing::AssertionResult verify_estimate_is_upper_bound(const SerdeUnderTest& serde,
-                                                      const MemoryObj& src);
+                                                          const MemoryObj& src);
 
 // `a` and `b` must share a layout; the estimate for it must not move when the serializer
 // serializes either, and must match a fresh instance's.
 ::testing::AssertionResult verify_estimate_depends_on_layout_only(const SerdeUnderTest& serde,
-                                                             const MemoryObj& a,
-                                                             const MemoryObj& b);
+                                                                  const MemoryObj& a,
+                                                                  const MemoryObj& b);
 
 // Serializes `src`, narrows the buffer to the count (as AsyncSerdeProcessor does), deserializes
 // into a fresh object of the same layout and compares per the serde's Lossiness. `quality`, when
 // given, receives how close a lossy serde came to its soft bound.
-::testing::AssertionResult verify_serde_round_trip(const SerdeUnderTest& serde, const MemoryObj& src,
-                                                QualityReport* quality = nullptr);
+::testing::AssertionResult verify_serde_round_trip(const SerdeUnderTest& serde,
+                                                   const MemoryObj& src,
+                                                   QualityReport* quality = nullptr);
 
 ::testing::AssertionResult verify_bytes_past_count_untouched(const SerdeUnderTest& serde,
-                                                         const MemoryObj& src);
+                                                             const MemoryObj& src);
 
 // The destination is `shortfall` bytes (>= 1) shorter than what serialize() writes for `src`
 // (clamped to an empty buffer). Succeeds trivially when `src` serializes to 0 bytes.
 ::testing::AssertionResult verify_short_buffer_rejected(const SerdeUnderTest& serde,
-                                                     const MemoryObj& src, std::size_t shortfall);
+                                                        const MemoryObj& src,
+                                                        std::size_t shortfall);
 
 ::testing::AssertionResult verify_deserialize_writes_only_destination(const SerdeUnderTest& serde,
-                                                                  const MemoryObj& src);
+                                                                      const MemoryObj& src);
 
 // The source handed to deserialize() is `shortfall` bytes shorter than what serialize() wrote:
 // once as a buffer of exactly that size, once narrowed (size() short) in a buffer that still
 // holds every serialized byte.
 ::testing::AssertionResult verify_short_source_rejected(const SerdeUnderTest& serde,
-                                                     const MemoryObj& src, std::size_t shortfall);
+                                                        const MemoryObj& src,
+                                                        std::size_t shortfall);
 
 // `src` has at least one group whose dtype the serde does not declare.
 ::testing::AssertionResult verify_unsupported_input_rejected(const SerdeUnderTest& serde,
-                                                          const MemoryObj& src);
+                                                             const MemoryObj& src);
 
 ::testing::AssertionResult verify_multi_none_slot_rules(const SerdeUnderTest& serde,
-                                                    const MemoryObj& src);
+                                                        const MemoryObj& src);
 
 // Requires a group_size() == 1 multi serde (the bridge).
 ::testing::AssertionResult verify_bridge_equivalence(const SerdeUnderTest& serde,
-                                                   const MemoryObj& src);
+                                                     const MemoryObj& src);
 
 // verify_concurrent_serialize()
 //

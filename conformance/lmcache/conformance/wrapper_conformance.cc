@@ -152,7 +152,8 @@ L2StoreResult wait_store_once(L2AdapterInterface& w, TaskId id, const std::strin
 }
 
 Bitmap wait_load_once(L2AdapterInterface& w, TaskId id, const std::string& what) {
-  std::optional<Bitmap> bits = poll_until([&] { return w.query_load_result(id); }, result_timeout());
+  std::optional<Bitmap> bits =
+      poll_until([&] { return w.query_load_result(id); }, result_timeout());
   require(bits.has_value(), what + ": load task " + std::to_string(id) + " never completed");
   std::uint64_t n = collect_notifies(w.get_load_event_fd(), 1);
   require(n == 1, what + ": the load fd counted " + std::to_string(n) +
@@ -285,19 +286,19 @@ Verdict LookupFdIsInners(const WrapperUnderTest& wut, const WrapperRigOptions& r
   MemoryLayoutDesc layout = MemoryLayoutDesc::single({4, 3}, DType::kFloat32);
   auto keys = make_keys(3, 5);
   auto objs = make_objects(layout, 2, 5);
-  return run_rc_property(rc_id("LookupFdIsInners", wut, rig_options),
-                       {.max_success = 1, .shrink = false, .scale_with_depth = false}, [&] {
-                         TaskId s = w.submit_store_task({keys[0], keys[1]}, objs);
-                         require(wait_store_once(w, s, "store").is_successful(), "store failed");
-                         TaskId l = w.submit_lookup_and_lock_task(keys);
-                         auto bits = poll_until([&] { return w.query_lookup_and_lock_result(l); },
-                                               result_timeout());
-                         require(bits.has_value(), "lookup never completed");
-                         require(*bits == Bitmap(3, 2),
-                                 "lookup of 2 stored keys and 1 absent gave " + bits->to_string());
-                         require(collect_notifies(rig->inner_lookup_fd, 1) == 1,
-                                 "the lookup did not notify the (inner's) lookup fd exactly once");
-                       });
+  return run_rc_property(
+      rc_id("LookupFdIsInners", wut, rig_options),
+      {.max_success = 1, .shrink = false, .scale_with_depth = false}, [&] {
+        TaskId s = w.submit_store_task({keys[0], keys[1]}, objs);
+        require(wait_store_once(w, s, "store").is_successful(), "store failed");
+        TaskId l = w.submit_lookup_and_lock_task(keys);
+        auto bits = poll_until([&] { return w.query_lookup_and_lock_result(l); }, result_timeout());
+        require(bits.has_value(), "lookup never completed");
+        require(*bits == Bitmap(3, 2),
+                "lookup of 2 stored keys and 1 absent gave " + bits->to_string());
+        require(collect_notifies(rig->inner_lookup_fd, 1) == 1,
+                "the lookup did not notify the (inner's) lookup fd exactly once");
+      });
 }
 
 Verdict HomogeneityEnforced(const WrapperUnderTest& wut, const WrapperRigOptions& rig_options) {
@@ -335,7 +336,7 @@ Verdict HomogeneityEnforced(const WrapperUnderTest& wut, const WrapperRigOptions
           w.submit_load_task(keys, objs);
         }
         fail_case(std::string(what) + " accepted a batch whose object " + std::to_string(j) +
-                 " has layout " + b.to_string() + " while objects[0] has " + a.to_string());
+                  " has layout " + b.to_string() + " while objects[0] has " + a.to_string());
       } catch (const std::invalid_argument& e) {
         require(std::string(e.what()).find(std::to_string(j)) != std::string::npos,
                 std::string(what) + " rejected a heterogeneous batch without naming index " +
@@ -344,15 +345,15 @@ Verdict HomogeneityEnforced(const WrapperUnderTest& wut, const WrapperRigOptions
         throw;
       } catch (const std::exception& e) {
         fail_case(std::string(what) +
-                 " rejected a heterogeneous batch with something other than "
-                 "std::invalid_argument: " +
-                 e.what());
+                  " rejected a heterogeneous batch with something other than "
+                  "std::invalid_argument: " +
+                  e.what());
       }
     }
     try {
       w.submit_store_task(keys, {objs.begin(), objs.end() - 1});
       fail_case("submit_store_task() accepted " + std::to_string(n) + " keys with " +
-               std::to_string(n - 1) + " objects");
+                std::to_string(n - 1) + " objects");
     } catch (const std::invalid_argument&) {
     }
     std::this_thread::sleep_for(kSettle);
@@ -453,9 +454,10 @@ Verdict run_wrapper_property(std::string_view property, const WrapperUnderTest& 
 }
 
 Verdict run_wrapper_property(std::string_view property, const WrapperUnderTest& wrapper,
-                           const WrapperRigOptions& rig) {
+                             const WrapperRigOptions& rig) {
   using Fn = Verdict (*)(const WrapperUnderTest&, const WrapperRigOptions&);
-#define LMCACHE_WRAPPER_ENTRY(Name, Checks) {#Name, &conformance_internal::wrapper_properties::Name},
+#define LMCACHE_WRAPPER_ENTRY(Name, Checks) \
+  {#Name, &conformance_internal::wrapper_properties::Name},
   static const std::pair<std::string_view, Fn> kTable[] = {
       LMCACHE_CONFORMANCE_WRAPPER_PROPERTIES(LMCACHE_WRAPPER_ENTRY)};
 #undef LMCACHE_WRAPPER_ENTRY

@@ -1,12 +1,12 @@
 // File: lmcache/conformance/wrapper_conformance.h
 //
-// WrapperConformance: the abstract suite for implementations of the serde L2 wrapper (SPEC §7,
-// seeds/serde-l2-wrapper.md). The kit builds each wrapper around its own collaborators
-// (doubles.h): an fp8 serde processor and an inner mock adapter whose every failure point can be
-// switched on, plus an L1Manager whose capacity it can exhaust. Then it checks, over generated
-// batches (1-4 objects, 1-2 groups, float32 / float16 / bfloat16), the all-or-nothing policy at
-// every failure point, homogeneity, partial loads, the pass-through of lookups, the temp
-// lifecycle in L1 and close(). Instantiate it with your descriptors:
+// WrapperConformance: the abstract suite for implementations of the serde L2 wrapper
+// (docs/wrapper.md). The kit builds each wrapper around its own collaborators (doubles.h): an fp8
+// serde processor and an inner mock adapter whose every failure point can be switched on, plus an
+// L1Manager whose capacity it can exhaust. Then it checks, over generated batches (1-4 objects, 1-2
+// groups, float32 / float16 / bfloat16), the all-or-nothing policy at every failure point,
+// homogeneity, partial loads, the pass-through of lookups, the temp lifecycle in L1 and close().
+// Instantiate it with your descriptors:
 //
 //   INSTANTIATE_TEST_SUITE_P(Vendor, WrapperConformance, ::testing::Values(MyVendorWrapper()),
 //                            lmcache::conformance::ParamName());
@@ -57,7 +57,7 @@ struct WrapperRigOptions {
 // As above, with the kit's rig changed as `rig` says. run_wrapper_property(p, w) is
 // run_wrapper_property(p, w, WrapperRigOptions{}).
 Verdict run_wrapper_property(std::string_view property, const WrapperUnderTest& wrapper,
-                           const WrapperRigOptions& rig);
+                             const WrapperRigOptions& rig);
 
 }  // namespace lmcache::conformance
 

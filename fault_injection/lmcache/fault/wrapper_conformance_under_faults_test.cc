@@ -200,8 +200,8 @@ class WrapperConformanceOverFaultInject : public ::testing::TestWithParam<PlanPr
 TEST_P(WrapperConformanceOverFaultInject, PropertyHolds) {
   const PlanProperty& pp = GetParam();
   auto log = std::make_shared<FaultLog>();
-  conf::Verdict v =
-      conf::run_wrapper_property(pp.property, conf::reference_serde_wrapper(), RigFor(*pp.plan, log));
+  conf::Verdict v = conf::run_wrapper_property(pp.property, conf::reference_serde_wrapper(),
+                                               RigFor(*pp.plan, log));
   std::uint64_t injected = 0;
   for (std::uint64_t c : log->counts()) injected += c;
   if (pp.property == pp.plan->injects_in) {
@@ -576,8 +576,8 @@ conf::Verdict WrapperUnderSeededFaults(
           } catch (const rc::detail::CaseResult&) {
             throw;
           } catch (const std::exception& ex) {
-            fail_case(hwhat +
-                     " was rejected with something other than std::invalid_argument: " + ex.what());
+            fail_case(hwhat + " was rejected with something other than std::invalid_argument: " +
+                      ex.what());
           }
         }
         std::this_thread::sleep_for(30ms);
@@ -639,8 +639,9 @@ TEST(WrapperUnderSeededFaultsCatches, WrapperMutants) {
 }
 
 TEST(WrapperUnderSeededFaultsCatches, InnerSuccessOnFailure) {
-  conf::Verdict v = WrapperUnderSeededFaults(conf::reference_serde_wrapper(), FindSeededPlan("store"),
-                                             Mutant::kSuccessOnFailure, /*cases=*/40);
+  conf::Verdict v =
+      WrapperUnderSeededFaults(conf::reference_serde_wrapper(), FindSeededPlan("store"),
+                               Mutant::kSuccessOnFailure, /*cases=*/40);
   EXPECT_EQ(v.status, conf::Status::kFail)
       << "the success_on_failure adapter mutant under injected store failures was not caught";
   std::cout << "  [caught] success_on_failure: " << v.message.substr(0, v.message.find('\n'))

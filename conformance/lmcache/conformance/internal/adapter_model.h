@@ -314,9 +314,9 @@ struct AdapterSut {
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
     } while (std::chrono::steady_clock::now() < deadline);
     fail_case(std::string("after ") + after + ", report_status().locked_key_count = " +
-             std::to_string(*got) + " but " + std::to_string(expected) +
-             " keys hold lookup locks (each hit locks once, a key twice in a batch twice; each "
-             "unlocked occurrence releases one)");
+              std::to_string(*got) + " but " + std::to_string(expected) +
+              " keys hold lookup locks (each hit locks once, a key twice in a batch twice; each "
+              "unlocked occurrence releases one)");
   }
 
   // Listener events since `from` must be `kind` events whose keys are `expect`: as a multiset

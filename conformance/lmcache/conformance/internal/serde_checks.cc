@@ -123,18 +123,17 @@ AssertionResult compare_round_trip(const Lossiness& loss, const MemoryObj& src,
       double y = read_element(dtype, pb);
       if (std::isnan(x)) {
         if (!std::isnan(y)) {
-          return AssertionFailure()
-                 << "round trip turned a NaN into a number: " << describe_element(layout, g, i, x, y)
-                 << where(layout);
+          return AssertionFailure() << "round trip turned a NaN into a number: "
+                                    << describe_element(layout, g, i, x, y) << where(layout);
         }
         continue;
       }
       if (loss.lossless) {
         if (std::memcmp(pa, pb, es) != 0) {
           return AssertionFailure()
-                 << "round trip of a lossless serde changed " << describe_element(layout, g, i, x, y)
-                 << " (bytes " << hex_preview({pa, es}) << " -> " << hex_preview({pb, es}) << ")"
-                 << where(layout);
+                 << "round trip of a lossless serde changed "
+                 << describe_element(layout, g, i, x, y) << " (bytes " << hex_preview({pa, es})
+                 << " -> " << hex_preview({pb, es}) << ")" << where(layout);
         }
         continue;
       }

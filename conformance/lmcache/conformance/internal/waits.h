@@ -62,7 +62,7 @@ auto poll_until(Fn&& fn, std::chrono::milliseconds timeout) -> decltype(fn()) {
 // Drains `fd` until `expected` notifies in total have been read (starting from `already`) or
 // `grace` passes, then watches kSettle more for extra ones. Returns the total read.
 inline std::uint64_t collect_notifies(int fd, std::uint64_t expected, std::uint64_t already = 0,
-                                     std::chrono::milliseconds grace = signal_grace()) {
+                                      std::chrono::milliseconds grace = signal_grace()) {
   std::uint64_t total = already + consume_fd(fd);
   auto deadline = std::chrono::steady_clock::now() + grace;
   while (total < expected && std::chrono::steady_clock::now() < deadline) {
