@@ -41,7 +41,7 @@ namespace lmcache::conformance {
 // x within the hard bound |x - y| <= max(hard_abs, hard_rel * |x|); exceeding the soft bound
 // max(soft_abs, soft_rel * |x|) (soft <= hard) is a QualityWarning, not a failure.
 //
-// For fp8 round-to-nearest-even the format gives the bounds (prior-art.md §5.1): e4m3fn
+// For fp8 round-to-nearest-even the format gives the bounds (docs/fp8.md §6): e4m3fn
 // hard_rel = 2^-4 for normals, hard_abs = 2^-10 in the subnormal range; e5m2 2^-3 and 2^-17.
 struct Lossiness {
   bool lossless = true;
