@@ -126,13 +126,13 @@ TEST(Buffers, HalfAndBfloatConversionsRoundToNearestEven) {
 
 TEST(Buffers, GuardedObjectSeesWritesOutside) {
   GuardedObject g = GuardedObject::Bytes(16);
-  EXPECT_EQ(g.CheckGuards(), "");
+  EXPECT_EQ(g.check_guards(), "");
   auto before = g.snapshot();
   g->data()[16] = ~g->data()[16];
-  EXPECT_NE(g.CheckGuards(), "");
+  EXPECT_NE(g.check_guards(), "");
   g->data()[3] = ~g->data()[3];
-  EXPECT_NE(g.CheckPayloadUnchanged(before, 0, 16), "");
-  EXPECT_EQ(g.CheckPayloadUnchanged(before, 4, 16), "");
+  EXPECT_NE(g.check_payload_unchanged(before, 0, 16), "");
+  EXPECT_EQ(g.check_payload_unchanged(before, 4, 16), "");
 }
 
 TEST(Verify, HelpersWorkOnTheirOwn) {
@@ -301,13 +301,15 @@ TEST(Generators, KeyFamiliesAreDistinctAndDifferInOneField) {
 using lmcache::Fp8Format;
 namespace conf = lmcache::conformance;
 
-INSTANTIATE_TEST_SUITE_P(
-    Reference, SerdeConformance,
-    ::testing::Values(conf::reference_fp8_serde(Fp8Format::kE4M3FN),
-                      conf::reference_fp8_serde(Fp8Format::kE5M2), conf::ReferenceChecksumSerde(),
-                      conf::ReferenceAesGcmSerde(128, false), conf::ReferenceAesGcmSerde(256, true),
-                      conf::ReferenceFp8ChecksumChain(), conf::selftest::copy_serde()),
-    conf::ParamName());
+INSTANTIATE_TEST_SUITE_P(Reference, SerdeConformance,
+                         ::testing::Values(conf::reference_fp8_serde(Fp8Format::kE4M3FN),
+                                           conf::reference_fp8_serde(Fp8Format::kE5M2),
+                                           conf::reference_checksum_serde(),
+                                           conf::reference_aes_gcm_serde(128, false),
+                                           conf::reference_aes_gcm_serde(256, true),
+                                           conf::reference_fp8_checksum_chain(),
+                                           conf::selftest::copy_serde()),
+                         conf::ParamName());
 INSTANTIATE_TEST_SUITE_P(Reference, ProcessorConformance,
                          ::testing::Values(conf::reference_async_fp8_processor(Fp8Format::kE4M3FN,
                                                                                1),

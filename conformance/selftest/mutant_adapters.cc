@@ -149,7 +149,8 @@ class KnobAdapter final : public ForwardingL2Adapter {
       std::lock_guard lock(mu_);
       copy = completed_;  // step 1: take a copy
     }
-    std::this_thread::yield();
+    // A realistic gap between the steps (a yield alone was missed under TSan's scheduling).
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
     std::lock_guard lock(mu_);  // step 2: erase what was copied
     for (auto& [id, r] : copy) completed_.erase(id);
     return copy;
@@ -545,10 +546,10 @@ void add_adapter_mutants(std::vector<Mutant>& out) {
       }));
   add(out, "adapter_close_leaks_fd", BugClass::kState, "CloseReleasesResources",
       "close() leaves an eventfd open", {.close_leaks_fd = true}, [](const Impl& i) -> std::string {
-        ResourceSnapshot before = ResourceSnapshot::Take();
+        ProcessResources before = ProcessResources::take();
         L2AdapterPtr a = i.adapter.make();
         a->close();
-        std::string leak = wait_for_resources(before, 1s);
+        std::string leak = resources_left_over(before, 1s);
         return leak.empty() ? "" : "after close(): " + leak;
       });
 
@@ -703,10 +704,10 @@ void add_adapter_mutants(std::vector<Mutant>& out) {
       "starts a helper thread per load and joins them only in close()", {.thread_per_load = true},
       with_adapter([](L2AdapterInterface& a) -> std::string {
         load(a, {key(1)}, {object(0)});
-        const std::size_t before = count_threads();
+        const std::size_t before = thread_count();
         for (int i = 0; i < 10; ++i) load(a, {key(1)}, {object(0)});
-        return count_threads() > before
-                   ? "10 loads left " + std::to_string(count_threads() - before) + " threads"
+        return thread_count() > before
+                   ? "10 loads left " + std::to_string(thread_count() - before) + " threads"
                    : "";
       }));
   add(out, "flaky_every_40th_load", BugClass::kLuck, "PartialLoadBitmap",

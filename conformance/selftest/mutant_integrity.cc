@@ -181,8 +181,8 @@ bool loads(const SerdeUnderTest& s, const MemoryObj& frame, const ObjectKey& key
 
 }  // namespace
 
-void AddIntegrityMutants(std::vector<Mutant>& out) {
-  const Impl checksum = serde_impl(ReferenceChecksumSerde());
+void add_integrity_mutants(std::vector<Mutant>& out) {
+  const Impl checksum = serde_impl(reference_checksum_serde());
   {
     Impl i = checksum;
     i.serde.make_serializer = [] { return std::make_shared<SkipLastSerializer>(); };
@@ -235,7 +235,7 @@ void AddIntegrityMutants(std::vector<Mutant>& out) {
                                       : "";
                          }));
   }
-  const Impl aesgcm = serde_impl(ReferenceAesGcmSerde(128, false));
+  const Impl aesgcm = serde_impl(reference_aes_gcm_serde(128, false));
   {
     Impl i = aesgcm;
     i.serde.make_serializer = [make = aesgcm.serde.make_serializer] {
@@ -316,11 +316,11 @@ void AddIntegrityMutants(std::vector<Mutant>& out) {
                                       : "";
                          }));
   }
-  const Impl bound = serde_impl(ReferenceAesGcmSerde(128, true));
+  const Impl bound = serde_impl(reference_aes_gcm_serde(128, true));
   {
     // Claims bind_key (the descriptor's binds_chunk_hash) but feeds no AAD.
     Impl i = bound;
-    const Impl unbound = serde_impl(ReferenceAesGcmSerde(128, false));
+    const Impl unbound = serde_impl(reference_aes_gcm_serde(128, false));
     i.serde.make_serializer = unbound.serde.make_serializer;
     i.serde.make_deserializer = unbound.serde.make_deserializer;
     out.push_back(mutant("aesgcm_bind_key_ignores_aad", ImplementationKind::kSerde, BugClass::kData,

@@ -404,12 +404,12 @@ void add_processor_mutants(std::vector<Mutant>& out) {
                                                                     : "4 submits got repeated ids";
       }));
   auto close_leak = [](const Impl& i) -> std::string {
-    ResourceSnapshot before = ResourceSnapshot::Take();
+    ProcessResources before = ProcessResources::take();
     {
       SerdeProcessorPtr p = i.processor.make();
       run_task(*p, true, {input(1)}, {temp()});
       p->close();
-      std::string leak = wait_for_resources(before, 1s);
+      std::string leak = resources_left_over(before, 1s);
       if (!leak.empty()) return "after close(): " + leak;
     }
     return {};
@@ -497,10 +497,10 @@ void add_processor_mutants(std::vector<Mutant>& out) {
       "opens an eventfd every 64 tasks and closes them only in close()",
       {.fd_leak_every_64_tasks = true}, with_processor([](SerdeProcessor& p) -> std::string {
         run_task(p, true, {input(1)}, {temp()});
-        const std::size_t before = count_open_fds();
+        const std::size_t before = open_fd_count();
         for (int i = 0; i < 200; ++i) run_task(p, true, {input(1)}, {temp()});
-        return count_open_fds() > before
-                   ? "200 tasks opened " + std::to_string(count_open_fds() - before) + " fds"
+        return open_fd_count() > before
+                   ? "200 tasks opened " + std::to_string(open_fd_count() - before) + " fds"
                    : "";
       }));
   add(out, "keeps_task_buffers", BugClass::kState, "ResourcesBoundedOverManyTasks",

@@ -445,11 +445,11 @@ void add_wrapper_mutants(std::vector<Mutant>& out) {
   add(out, "close_leaves_serde_open", BugClass::kWrapperSurface, "CloseReleasesResources",
       "close() closes the inner adapter but not the serde processor",
       {.close_leaves_serde_open = true}, [](const Impl& i) -> std::string {
-        ResourceSnapshot before = ResourceSnapshot::Take();
+        ProcessResources before = ProcessResources::take();
         WitnessStack s(i.wrapper);
         wait_store(*s.w, s.w->submit_store_task(witness_keys(1), witness_objects(1, 1)));
         s.w->close();
-        std::string leak = wait_for_resources(before, 1s);
+        std::string leak = resources_left_over(before, 1s);
         return leak.empty() ? "" : "after close(): " + leak;
       });
   add(out, "temp_size_cached_from_first_layout", BugClass::kState, "StatefulModel",

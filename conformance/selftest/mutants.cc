@@ -44,7 +44,7 @@ void register_mutant(const Mutant& m, Registry& registry) {
 std::vector<Mutant> all_mutants() {
   std::vector<Mutant> all;
   add_serde_mutants(all);
-  AddIntegrityMutants(all);
+  add_integrity_mutants(all);
   add_processor_mutants(all);
   add_adapter_mutants(all);
   add_wrapper_mutants(all);

@@ -14,7 +14,7 @@
 namespace lmcache::conformance::selftest {
 
 void add_serde_mutants(std::vector<Mutant>& out);
-void AddIntegrityMutants(std::vector<Mutant>& out);
+void add_integrity_mutants(std::vector<Mutant>& out);
 void add_processor_mutants(std::vector<Mutant>& out);
 void add_adapter_mutants(std::vector<Mutant>& out);
 void add_wrapper_mutants(std::vector<Mutant>& out);

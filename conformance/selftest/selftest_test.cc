@@ -51,7 +51,7 @@ Verdict run_mutant(const Mutant& m) {
     case ImplementationKind::kWrapper:
       return run_wrapper_property(m.property, m.wrapper);
   }
-  return Verdict::Fail("unknown kind");
+  return Verdict::fail("unknown kind");
 }
 
 std::vector<std::uint64_t> selftest_seeds() {

@@ -33,11 +33,11 @@ std::string fresh_namespace(const std::string& user) {
 
 }  // namespace
 
-bool IsAdapterConfigSource(const std::string& source) {
+bool is_adapter_config_source(const std::string& source) {
   return source.rfind(kAdapterConfigPrefix, 0) == 0;
 }
 
-std::string LoadAdapterConfigSource(const std::string& source, Registry& registry) {
+std::string load_adapter_config_source(const std::string& source, Registry& registry) {
   const std::string text = source.substr(std::string_view(kAdapterConfigPrefix).size());
   Json config;
   try {

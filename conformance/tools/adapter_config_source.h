@@ -18,18 +18,18 @@ namespace lmcache::conformance::tools {
 // Sources of this kind are this prefix followed by the JSON config.
 inline constexpr const char* kAdapterConfigPrefix = "adapter-config:";
 
-// IsAdapterConfigSource()
+// is_adapter_config_source()
 //
 // Whether `source` is an --adapter source (starts with kAdapterConfigPrefix).
-bool IsAdapterConfigSource(const std::string& source);
+bool is_adapter_config_source(const std::string& source);
 
-// LoadAdapterConfigSource()
+// load_adapter_config_source()
 //
 // Registers the adapter of the config in `source` into `registry` as "config_<type>" (plus
 // "_fp8" when it carries an fp8 serde). Returns an empty string on success, else why not: the
 // JSON does not parse or is not an object, "type" is missing or unknown, the config is refused
 // by its type (its error names the key), or its "serde" is not one whose round trip the kit
 // knows (none, or "fp8" with the default e4m3fn format).
-std::string LoadAdapterConfigSource(const std::string& source, Registry& registry);
+std::string load_adapter_config_source(const std::string& source, Registry& registry);
 
 }  // namespace lmcache::conformance::tools

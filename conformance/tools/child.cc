@@ -71,8 +71,8 @@ int run_child(int argc, char** argv) {
   const std::string mode = argv[2];
   const std::string source = arg(argc, argv, "--source");
   const std::string out = arg(argc, argv, "--out");
-  if (std::string error = IsAdapterConfigSource(source)
-                              ? LoadAdapterConfigSource(source, global_registry())
+  if (std::string error = is_adapter_config_source(source)
+                              ? load_adapter_config_source(source, global_registry())
                               : load_source(source, global_registry());
       !error.empty()) {
     std::cerr << error << "\n";

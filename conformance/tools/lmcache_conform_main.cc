@@ -519,7 +519,7 @@ int run_main(int argc, char** argv) {
       if (!pr.rc_seed) pr.rc_seed = seed_of(o.rc_params);
       std::string src =
           im.source == kReferenceSource ? "--reference"
-          : IsAdapterConfigSource(im.source)
+          : is_adapter_config_source(im.source)
               ? "--adapter " +
                     shell_quote(im.source.substr(std::string_view(kAdapterConfigPrefix).size()))
               : "--plugin " + shell_quote(im.source);

@@ -308,10 +308,10 @@ void add_fp8_simd_descriptors(conformance::Registry& registry) {
 }
 
 void add_integrity_descriptors(conformance::Registry& registry) {
-  registry.add_serde(conformance::ReferenceChecksumSerde());
-  registry.add_serde(conformance::ReferenceAesGcmSerde(128, false));
-  registry.add_serde(conformance::ReferenceAesGcmSerde(256, false));
-  registry.add_serde(conformance::ReferenceFp8ChecksumChain());
+  registry.add_serde(conformance::reference_checksum_serde());
+  registry.add_serde(conformance::reference_aes_gcm_serde(128, false));
+  registry.add_serde(conformance::reference_aes_gcm_serde(256, false));
+  registry.add_serde(conformance::reference_fp8_checksum_chain());
 }
 
 }  // namespace lmcache::bench

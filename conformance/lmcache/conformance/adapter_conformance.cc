@@ -109,9 +109,9 @@ Verdict DistinctEventFds(const AdapterUnderTest& aut) {
                           "second instance's lookup fd",
                           "second instance's load fd"};
   if (std::string problem = distinct_open_fds_problem(fds, names); !problem.empty()) {
-    return Verdict::Fail(problem);
+    return Verdict::fail(problem);
   }
-  return Verdict::Pass();
+  return Verdict::pass();
 }
 
 Verdict UnknownIdsGiveNone(const AdapterUnderTest& aut) {
@@ -132,10 +132,10 @@ Verdict UnknownIdsGiveNone(const AdapterUnderTest& aut) {
     return {};
   };
   for (TaskId id : {TaskId{0}, TaskId{1}, TaskId{2}, TaskId{1000}, TaskId{1} << 40, ~TaskId{0}}) {
-    if (std::string e = probe(id); !e.empty()) return Verdict::Fail(e);
+    if (std::string e = probe(id); !e.empty()) return Verdict::fail(e);
   }
   if (!a->pop_completed_store_tasks().empty()) {
-    return Verdict::Fail("a fresh adapter's pop_completed_store_tasks() returned results");
+    return Verdict::fail("a fresh adapter's pop_completed_store_tasks() returned results");
   }
   ObjectKey key(int_hash_to_bytes(77), "conformance-model", 0);
   MemoryObjPtr obj = make_object(MemoryLayoutDesc::single({8}, aut.object_dtypes.front()));
@@ -147,15 +147,15 @@ Verdict UnknownIdsGiveNone(const AdapterUnderTest& aut) {
         return got.count(s) ? std::optional<bool>(true) : std::nullopt;
       },
       result_timeout());
-  if (!got.count(s)) return Verdict::Fail("store task " + std::to_string(s) + " did not complete");
+  if (!got.count(s)) return Verdict::fail("store task " + std::to_string(s) + " did not complete");
   TaskId l = a->submit_load_task({key}, {make_object(obj->layout())});
   if (!poll_until([&] { return a->query_load_result(l); }, result_timeout())) {
-    return Verdict::Fail("load task " + std::to_string(l) + " did not complete");
+    return Verdict::fail("load task " + std::to_string(l) + " did not complete");
   }
   for (TaskId id : {std::max(s, l) + 1000, std::max(s, l) + 99999}) {
-    if (std::string e = probe(id); !e.empty()) return Verdict::Fail(e);
+    if (std::string e = probe(id); !e.empty()) return Verdict::fail(e);
   }
-  return Verdict::Pass();
+  return Verdict::pass();
 }
 
 Verdict CloseIsIdempotent(const AdapterUnderTest& aut) {
@@ -172,13 +172,13 @@ Verdict CloseIsIdempotent(const AdapterUnderTest& aut) {
                   .has_value();
   if (!done) {
     a->close();
-    return Verdict::Fail("store task " + std::to_string(s) + " did not complete");
+    return Verdict::fail("store task " + std::to_string(s) + " did not complete");
   }
   try {
     a->close();
     a->close();
   } catch (const std::exception& e) {
-    return Verdict::Fail(std::string("close() twice threw: ") + e.what());
+    return Verdict::fail(std::string("close() twice threw: ") + e.what());
   }
   auto expect_logic_error = [&](const char* what, auto&& fn) -> std::string {
     try {
@@ -196,20 +196,20 @@ Verdict CloseIsIdempotent(const AdapterUnderTest& aut) {
         expect_logic_error("submit_lookup_and_lock_task()",
                            [&] { a->submit_lookup_and_lock_task({key}); }),
         expect_logic_error("submit_load_task()", [&] { a->submit_load_task({key}, {obj}); })}) {
-    if (!msg.empty()) return Verdict::Fail(msg);
+    if (!msg.empty()) return Verdict::fail(msg);
   }
   // docs/l2-adapter.md: what completed stays retrievable; other calls may throw std::logic_error.
   try {
     (void)a->pop_completed_store_tasks();
     (void)a->query_load_result(s);
   } catch (const std::exception& e) {
-    return Verdict::Fail(std::string("pop / query after close() threw: ") + e.what());
+    return Verdict::fail(std::string("pop / query after close() threw: ") + e.what());
   }
-  return Verdict::Pass();
+  return Verdict::pass();
 }
 
 Verdict CloseReleasesResources(const AdapterUnderTest& aut) {
-  ResourceSnapshot baseline = ResourceSnapshot::Take();
+  ProcessResources baseline = ProcessResources::take();
   L2AdapterPtr a = aut.make();
   ObjectKey key(int_hash_to_bytes(79), "conformance-model", 0);
   MemoryObjPtr obj = make_object(MemoryLayoutDesc::single({8}, aut.object_dtypes.front()));
@@ -222,11 +222,11 @@ Verdict CloseReleasesResources(const AdapterUnderTest& aut) {
   TaskId l = a->submit_load_task({key}, {make_object(obj->layout())});
   poll_until([&] { return a->query_load_result(l); }, result_timeout());
   a->close();
-  if (std::string leak = wait_for_resources(baseline, settle_timeout()); !leak.empty()) {
-    return Verdict::Fail("after close() the process holds " + leak +
+  if (std::string leak = resources_left_over(baseline, settle_timeout()); !leak.empty()) {
+    return Verdict::fail("after close() the process holds " + leak +
                          " of the adapter: close() must release its fds and threads");
   }
-  return Verdict::Pass();
+  return Verdict::pass();
 }
 
 }  // namespace lmcache::conformance_internal::adapter_properties
@@ -245,11 +245,11 @@ Verdict run_adapter_property(std::string_view property, const AdapterUnderTest& 
       try {
         return fn(adapter);
       } catch (const std::exception& e) {
-        return Verdict::Fail("property aborted by an exception: " + std::string(e.what()));
+        return Verdict::fail("property aborted by an exception: " + std::string(e.what()));
       }
     }
   }
-  return Verdict::Fail("unknown adapter property '" + std::string(property) + "'");
+  return Verdict::fail("unknown adapter property '" + std::string(property) + "'");
 }
 
 }  // namespace lmcache::conformance

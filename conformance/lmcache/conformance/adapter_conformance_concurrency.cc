@@ -255,7 +255,7 @@ Verdict ResourcesBoundedOverManyTasks(const AdapterUnderTest& aut) {
   const std::size_t rounds = std::max<std::size_t>(8, current_profile().resource_tasks / 4);
   constexpr std::size_t kKeys = 4;
   L2AdapterPtr adapter = aut.make();
-  if (!adapter) return Verdict::Fail("the adapter factory returned null");
+  if (!adapter) return Verdict::fail("the adapter factory returned null");
   Closer closer{adapter.get()};
   L2AdapterInterface& a = *adapter;
   Objects objects{&aut, MemoryLayoutDesc::single({3, 40}, aut.object_dtypes.front()), 99};
@@ -301,16 +301,16 @@ Verdict ResourcesBoundedOverManyTasks(const AdapterUnderTest& aut) {
     return {};
   };
   for (std::size_t r = 0; r < 2; ++r) {
-    if (std::string e = round(r); !e.empty()) return Verdict::Fail(e);
+    if (std::string e = round(r); !e.empty()) return Verdict::fail(e);
   }
-  ResourceSnapshot halfway;
+  ProcessResources halfway;
   for (std::size_t r = 2; r < rounds; ++r) {
-    if (std::string e = round(r); !e.empty()) return Verdict::Fail(e);
-    if (r == rounds / 2) halfway = ResourceSnapshot::Take();
+    if (std::string e = round(r); !e.empty()) return Verdict::fail(e);
+    if (r == rounds / 2) halfway = ProcessResources::take();
   }
-  if (std::string grew = wait_for_resources(halfway, settle_timeout()); !grew.empty()) {
-    ResourceSnapshot end = ResourceSnapshot::Take();
-    return Verdict::Fail("the adapter keeps growing: after " + std::to_string(tasks) +
+  if (std::string grew = resources_left_over(halfway, settle_timeout()); !grew.empty()) {
+    ProcessResources end = ProcessResources::take();
+    return Verdict::fail("the adapter keeps growing: after " + std::to_string(tasks) +
                          " tasks the process holds " + std::to_string(end.fds) + " fds and " +
                          std::to_string(end.threads) + " threads, against " +
                          std::to_string(halfway.fds) + " and " + std::to_string(halfway.threads) +
@@ -326,14 +326,14 @@ Verdict ResourcesBoundedOverManyTasks(const AdapterUnderTest& aut) {
   if (!held) {
     std::size_t n = static_cast<std::size_t>(
         std::count_if(handed.begin(), handed.end(), [](const auto& w) { return !w.expired(); }));
-    return Verdict::Fail("after " + std::to_string(tasks) +
+    return Verdict::fail("after " + std::to_string(tasks) +
                          " completed tasks the adapter still "
                          "references " +
                          std::to_string(n) + " of the " + std::to_string(handed.size()) +
                          " caller objects it was given (buffers belong to the caller once a "
                          "task completed)");
   }
-  return Verdict::Pass();
+  return Verdict::pass();
 }
 
 }  // namespace lmcache::conformance_internal::adapter_properties

@@ -366,13 +366,13 @@ std::vector<LayoutClass> gen_classes(const AdapterUnderTest& aut) {
 Verdict run_stateful(std::string_view property, const AdapterUnderTest& aut, unsigned checks) {
   const AdapterCapabilities& caps = aut.capabilities;
   if (checks == kLocks && !caps.reports_lock_count) {
-    return Verdict::NotSupported("needs the reports_lock_count capability");
+    return Verdict::not_supported("needs the reports_lock_count capability");
   }
   if (checks == kUsage && !caps.reports_usage) {
-    return Verdict::NotSupported("needs the reports_usage capability");
+    return Verdict::not_supported("needs the reports_usage capability");
   }
   if (checks == kListeners && !caps.supports_listeners) {
-    return Verdict::NotSupported("needs the supports_listeners capability");
+    return Verdict::not_supported("needs the supports_listeners capability");
   }
   const DepthProfile& profile = current_profile();
   RcOptions options{.max_success = 40, .max_size = profile.max_commands, .shrink = false};

@@ -333,7 +333,7 @@ std::vector<std::byte> GuardedObject::snapshot() const {
   return {p.begin(), p.end()};
 }
 
-std::string GuardedObject::CheckGuards() const {
+std::string GuardedObject::check_guards() const {
   const std::byte* before = storage_.get();
   const std::byte* after = storage_.get() + guard_ + physical_size_;
   for (std::size_t i = guard_; i-- > 0;) {
@@ -358,8 +358,8 @@ std::string GuardedObject::CheckGuards() const {
   return {};
 }
 
-std::string GuardedObject::CheckPayloadUnchanged(const std::vector<std::byte>& before,
-                                                 std::size_t from, std::size_t to) const {
+std::string GuardedObject::check_payload_unchanged(const std::vector<std::byte>& before,
+                                                   std::size_t from, std::size_t to) const {
   auto now = payload();
   to = std::min({to, now.size(), before.size()});
   for (std::size_t i = from; i < to; ++i) {

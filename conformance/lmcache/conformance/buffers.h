@@ -107,18 +107,18 @@ class GuardedObject {
   // A copy of the payload, to compare against later.
   std::vector<std::byte> snapshot() const;
 
-  // CheckGuards()
+  // check_guards()
   //
   // Empty when both guard zones still hold their bytes; otherwise a message naming the first
   // damaged byte ("3 bytes past the end were written, first at +0").
-  std::string CheckGuards() const;
+  std::string check_guards() const;
 
-  // CheckPayloadUnchanged()
+  // check_payload_unchanged()
   //
   // Empty when payload bytes [from, to) still equal `before` there; otherwise names the first
   // changed offset.
-  std::string CheckPayloadUnchanged(const std::vector<std::byte>& before, std::size_t from,
-                                    std::size_t to) const;
+  std::string check_payload_unchanged(const std::vector<std::byte>& before, std::size_t from,
+                                      std::size_t to) const;
 
  private:
   std::shared_ptr<std::byte[]> storage_;

@@ -113,12 +113,12 @@ void AdapterFaults::clear_records() {
   records_ = {};
 }
 
-void AdapterFaults::SetDroppedLoadIndices(std::set<std::size_t> indices) {
+void AdapterFaults::set_dropped_load_indices(std::set<std::size_t> indices) {
   std::lock_guard lock(mu_);
   drop_load_indices_ = std::move(indices);
 }
 
-std::set<std::size_t> AdapterFaults::DroppedLoadIndices() const {
+std::set<std::size_t> AdapterFaults::dropped_load_indices() const {
   std::lock_guard lock(mu_);
   return drop_load_indices_;
 }
@@ -213,7 +213,7 @@ std::optional<Bitmap> ScriptedAdapter::query_load_result(TaskId id) {
   if (faults_->throw_on_query_load) throw std::runtime_error("injected inner query_load failure");
   std::optional<Bitmap> bits = inner_->query_load_result(id);
   if (!bits) return bits;
-  for (std::size_t i : faults_->DroppedLoadIndices()) bits->clear(i);
+  for (std::size_t i : faults_->dropped_load_indices()) bits->clear(i);
   if (const int delta = faults_->load_bitmap_size_delta.load(); delta != 0) {
     const std::size_t n =
         delta > 0 ? bits->size() + static_cast<std::size_t>(delta)

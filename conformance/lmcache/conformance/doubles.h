@@ -52,7 +52,7 @@ struct SerdeFaults {
   std::atomic<bool> closed{false};
 
   // Makes the `i`-th serialize call from now on (0 = the next one) throw.
-  void FailSerializeCallFromNow(long i) { serialize_fail_at = serialize_calls.load() + i; }
+  void fail_serialize_call_from_now(long i) { serialize_fail_at = serialize_calls.load() + i; }
   // Watches the deserialize calls that write into one of `dsts` (the destinations of the load
   // about to be submitted): the `i`-th of them (0 = the first) throws; i < 0 only counts. Calls
   // into other destinations neither count nor fail. Replaces an earlier watch.
@@ -138,8 +138,8 @@ struct AdapterFaults {
   // When set, report_status() adds {"scripted_inner_marker": value} to the inner's status.
   std::atomic<long> status_marker{-1};
 
-  void SetDroppedLoadIndices(std::set<std::size_t> indices);
-  std::set<std::size_t> DroppedLoadIndices() const;
+  void set_dropped_load_indices(std::set<std::size_t> indices);
+  std::set<std::size_t> dropped_load_indices() const;
 
   void set_usage_override(std::optional<AdapterUsage> usage);
   std::optional<AdapterUsage> usage_override() const;

@@ -40,9 +40,9 @@ Verdict run(const std::function<Verdict()>& body) {
   try {
     return body();
   } catch (const Broken& e) {
-    return Verdict::Fail(e.what());
+    return Verdict::fail(e.what());
   } catch (const std::exception& e) {
-    return Verdict::Fail(std::string("unexpected exception: ") + e.what());
+    return Verdict::fail(std::string("unexpected exception: ") + e.what());
   }
 }
 
@@ -117,7 +117,7 @@ std::optional<Verdict> probe_lending(const AdapterUnderTest& aut) {
   L2AdapterPtr a = aut.make();
   Closer closer{a.get()};
   if (a->lend_store_buffers({key(1)}, layout_of(aut, 64)).empty()) {
-    return Verdict::NotSupported(
+    return Verdict::not_supported(
         "the adapter lends no store buffers (lend_store_buffers() returned none for one object "
         "of 64 elements): the capability is optional");
   }
@@ -301,7 +301,7 @@ Verdict LentBufferWrittenOnce(const AdapterUnderTest& aut) {
                                " (a lent buffer was written by someone else, or its memory "
                                "was lent again while its key was stored)");
     }
-    return Verdict::Pass();
+    return Verdict::pass();
   });
 }
 
@@ -355,7 +355,7 @@ Verdict LentBufferReleasedOnFailure(const AdapterUnderTest& aut) {
     a->close();
     lent[3].reset();
     expect_outstanding(0, "after close() and the drop of the last lent buffer");
-    return Verdict::Pass();
+    return Verdict::pass();
   });
 }
 
@@ -402,7 +402,7 @@ Verdict LentBufferInvisibleBeforeStore(const AdapterUnderTest& aut) {
     require(load(*a, {ks[0]}, {back}).test(0), "the key stored from a lent buffer does not load");
     const std::string bad = check_loaded(aut, *lent[0], *back);
     require(bad.empty(), bad);
-    return Verdict::Pass();
+    return Verdict::pass();
   });
 }
 
@@ -538,7 +538,7 @@ Verdict WrapperLentBuffersReleasedOnFailure(const WrapperUnderTest& wut) {
               "the inner adapter still has " + std::to_string(inner->lent_bytes_outstanding()) +
                   " lent bytes outstanding after close()");
     }
-    return Verdict::Pass();
+    return Verdict::pass();
   });
 }
 

@@ -1,50 +1,12 @@
 #include "lmcache/conformance/process_stats.h"
 
-#include <dirent.h>
 #include <fcntl.h>
-
-#include <thread>
 
 namespace lmcache::conformance {
 
-namespace {
-
-// Entries of a /proc directory, "." and ".." excluded; `minus_own_fd` drops the descriptor
-// opendir() itself holds while listing /proc/self/fd.
-std::size_t count_entries(const char* path, bool minus_own_fd) {
-  DIR* dir = opendir(path);
-  if (dir == nullptr) return 0;
-  std::size_t n = 0;
-  while (dirent* e = readdir(dir)) {
-    if (e->d_name[0] == '.') continue;
-    ++n;
-  }
-  closedir(dir);
-  return minus_own_fd && n > 0 ? n - 1 : n;
-}
-
-}  // namespace
-
-std::size_t count_open_fds() { return count_entries("/proc/self/fd", true); }
-
-std::size_t count_threads() { return count_entries("/proc/self/task", false); }
-
-ResourceSnapshot ResourceSnapshot::Take() { return {count_open_fds(), count_threads()}; }
-
-std::string wait_for_resources(const ResourceSnapshot& baseline,
-                               std::chrono::milliseconds timeout) {
-  auto deadline = std::chrono::steady_clock::now() + timeout;
-  ResourceSnapshot now = ResourceSnapshot::Take();
-  while ((now.fds > baseline.fds || now.threads > baseline.threads) &&
-         std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    now = ResourceSnapshot::Take();
-  }
-  if (now.fds <= baseline.fds && now.threads <= baseline.threads) return {};
-  auto extra = [](std::size_t a, std::size_t b) { return a > b ? a - b : 0; };
-  return std::to_string(extra(now.fds, baseline.fds)) + " fd(s) and " +
-         std::to_string(extra(now.threads, baseline.threads)) +
-         " thread(s) more than before creation";
+std::string resources_left_over(const ProcessResources& baseline,
+                                std::chrono::milliseconds timeout) {
+  return resources_problem(baseline, wait_for_resources(baseline, timeout));
 }
 
 bool is_open_fd(int fd) { return fd >= 0 && fcntl(fd, F_GETFD) != -1; }

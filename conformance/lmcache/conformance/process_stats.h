@@ -1,44 +1,26 @@
 // File: lmcache/conformance/process_stats.h
 //
-// Resource counts of the current process, for "close() releases its fds and threads": count
-// before creating an implementation and after closing it. Linux only (/proc/self).
+// The kit's resource checks for "close() releases its fds and threads", over the process counts
+// of lmcache/core/process_resources.h (ProcessResources::take() before creating an
+// implementation, resources_left_over() after closing it), and its fd checks. Linux only
+// (/proc/self).
 #pragma once
 
 #include <chrono>
-#include <cstddef>
 #include <span>
 #include <string>
 
+#include "lmcache/core/process_resources.h"
+
 namespace lmcache::conformance {
 
-// count_open_fds()
+// resources_left_over()
 //
-// Open file descriptors of this process (the entries of /proc/self/fd, less the one used to
-// read it).
-std::size_t count_open_fds();
-
-// count_threads()
-//
-// Threads of this process (the entries of /proc/self/task).
-std::size_t count_threads();
-
-// ResourceSnapshot
-//
-// Both counts at one moment.
-struct ResourceSnapshot {
-  std::size_t fds = 0;
-  std::size_t threads = 0;
-
-  static ResourceSnapshot Take();
-};
-
-// wait_for_resources()
-//
-// Polls until the counts are back to `baseline` or `timeout` passes (a joined thread can linger
-// in /proc for a moment). Returns an empty string on success, else a message such as
-// "1 fd(s) and 0 thread(s) more than before creation".
-std::string wait_for_resources(const ResourceSnapshot& baseline,
-                               std::chrono::milliseconds timeout = std::chrono::seconds(2));
+// Waits until the counts are back to `baseline` or `timeout` passes (a joined thread can linger
+// in /proc for a moment). Returns an empty string on success, else what is left, e.g.
+// "1 fd(s) and 0 thread(s) more than before (fds 12 -> 13, threads 3 -> 3)".
+std::string resources_left_over(const ProcessResources& baseline,
+                                std::chrono::milliseconds timeout = std::chrono::seconds(2));
 
 // is_open_fd()
 //

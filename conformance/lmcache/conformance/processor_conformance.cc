@@ -210,9 +210,9 @@ Verdict DistinctEventFds(const ProcessorUnderTest& put) {
   const char* names[4] = {"serialize fd", "deserialize fd", "second instance's serialize fd",
                           "second instance's deserialize fd"};
   if (std::string problem = distinct_open_fds_problem(fds, names); !problem.empty()) {
-    return Verdict::Fail(problem);
+    return Verdict::fail(problem);
   }
-  return Verdict::Pass();
+  return Verdict::pass();
 }
 
 Verdict OneNotifyPerTask(const ProcessorUnderTest& put) {
@@ -288,11 +288,11 @@ Verdict UnknownIdsGiveNone(const ProcessorUnderTest& put) {
     for (Dir d : {Dir::kSerialize, Dir::kDeserialize}) {
       try {
         if (query_of(*p, d, id)) {
-          return Verdict::Fail(std::string("query_") + dir_name(d) + "_result(" +
+          return Verdict::fail(std::string("query_") + dir_name(d) + "_result(" +
                                std::to_string(id) + ") answered for an id never issued");
         }
       } catch (const std::exception& e) {
-        return Verdict::Fail(std::string("query_") + dir_name(d) + "_result(" + std::to_string(id) +
+        return Verdict::fail(std::string("query_") + dir_name(d) + "_result(" + std::to_string(id) +
                              ") of an id never issued threw: " + e.what());
       }
     }
@@ -300,18 +300,18 @@ Verdict UnknownIdsGiveNone(const ProcessorUnderTest& put) {
   MemoryLayoutDesc layout = fixed_layout(put);
   TaskId id = p->submit_serialize({safe_input(layout, 5)}, {temp_for(*p, layout)}, probe_keys(1));
   if (!poll_until([&] { return p->query_serialize_result(id); }, result_timeout())) {
-    return Verdict::Fail("serialize task " + std::to_string(id) + " did not complete");
+    return Verdict::fail("serialize task " + std::to_string(id) + " did not complete");
   }
   for (TaskId probe : {id + 1000, id + 12345}) {
     try {
       if (p->query_serialize_result(probe) || p->query_deserialize_result(probe)) {
-        return Verdict::Fail("a query of id " + std::to_string(probe) + " (never issued) answered");
+        return Verdict::fail("a query of id " + std::to_string(probe) + " (never issued) answered");
       }
     } catch (const std::exception& e) {
-      return Verdict::Fail("a query of id " + std::to_string(probe) + " threw: " + e.what());
+      return Verdict::fail("a query of id " + std::to_string(probe) + " threw: " + e.what());
     }
   }
-  return Verdict::Pass();
+  return Verdict::pass();
 }
 
 Verdict FailureReportedAsFalse(const ProcessorUnderTest& put) {
@@ -323,7 +323,7 @@ Verdict FailureReportedAsFalse(const ProcessorUnderTest& put) {
     TaskId id = p->submit_serialize({src}, {good_temp}, probe_keys(1));
     if (!poll_until([&] { return p->query_serialize_result(id); }, result_timeout())
              .value_or(false)) {
-      return Verdict::Fail(
+      return Verdict::fail(
           "serialize of a valid pair into an estimate-sized temp did not "
           "complete true");
     }
@@ -362,21 +362,21 @@ Verdict FailureReportedAsFalse(const ProcessorUnderTest& put) {
     }
     for (const Task& t : tasks) {
       auto r = poll_until([&] { return query_of(*p, t.dir, t.id); }, result_timeout());
-      if (!r) return Verdict::Fail("the " + t.what + " never completed");
+      if (!r) return Verdict::fail("the " + t.what + " never completed");
       if (*r != t.expected) {
-        return Verdict::Fail("the " + t.what + " completed " + (*r ? "true" : "false") +
+        return Verdict::fail("the " + t.what + " completed " + (*r ? "true" : "false") +
                              ", expected " + (t.expected ? "true" : "false") +
                              (t.expected ? "" : " (the task fails at its first failing pair)"));
       }
     }
     std::uint64_t n = collect_notifies(fd_of(*p, d), tasks.size());
     if (n != tasks.size()) {
-      return Verdict::Fail(std::to_string(tasks.size()) + " " + dir_name(d) + " tasks (" +
+      return Verdict::fail(std::to_string(tasks.size()) + " " + dir_name(d) + " tasks (" +
                            std::to_string(tasks.size() - 4) + " failing) gave " +
                            std::to_string(n) + " notifies: failed tasks must be signalled too");
     }
   }
-  return Verdict::Pass();
+  return Verdict::pass();
 }
 
 Verdict ConcurrentSubmitters(const ProcessorUnderTest& put) {
@@ -492,11 +492,11 @@ Verdict MismatchedBatchRejected(const ProcessorUnderTest& put) {
         p->submit_deserialize({temp_for(*p, layout)}, {make_object(layout), make_object(layout)},
                               probe_keys(1));
       }
-      return Verdict::Fail(std::string("submit_") + dir_name(d) +
+      return Verdict::fail(std::string("submit_") + dir_name(d) +
                            "() with lists of 2 and 1 did not throw std::invalid_argument");
     } catch (const std::invalid_argument&) {
     } catch (const std::exception& e) {
-      return Verdict::Fail(std::string("submit_") + dir_name(d) +
+      return Verdict::fail(std::string("submit_") + dir_name(d) +
                            "() with lists of different lengths threw something other than "
                            "std::invalid_argument: " +
                            e.what());
@@ -505,11 +505,11 @@ Verdict MismatchedBatchRejected(const ProcessorUnderTest& put) {
   std::this_thread::sleep_for(kSettle);
   for (Dir d : {Dir::kSerialize, Dir::kDeserialize}) {
     if (std::uint64_t n = consume_fd(fd_of(*p, d)); n != 0) {
-      return Verdict::Fail(std::string("a rejected ") + dir_name(d) + " submit still notified (" +
+      return Verdict::fail(std::string("a rejected ") + dir_name(d) + " submit still notified (" +
                            std::to_string(n) + ")");
     }
   }
-  return Verdict::Pass();
+  return Verdict::pass();
 }
 
 Verdict SerializeThenDeserialize(const ProcessorUnderTest& put) {
@@ -578,11 +578,11 @@ Verdict run_processor_property(std::string_view property, const ProcessorUnderTe
       try {
         return fn(processor);
       } catch (const std::exception& e) {
-        return Verdict::Fail("property aborted by an exception: " + std::string(e.what()));
+        return Verdict::fail("property aborted by an exception: " + std::string(e.what()));
       }
     }
   }
-  return Verdict::Fail("unknown processor property '" + std::string(property) + "'");
+  return Verdict::fail("unknown processor property '" + std::string(property) + "'");
 }
 
 }  // namespace lmcache::conformance

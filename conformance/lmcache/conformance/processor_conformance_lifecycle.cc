@@ -31,7 +31,7 @@ std::size_t still_referenced(const std::vector<std::weak_ptr<MemoryObj>>& buffer
 }  // namespace
 
 Verdict CloseReleasesResources(const ProcessorUnderTest& put) {
-  ResourceSnapshot baseline = ResourceSnapshot::Take();
+  ProcessResources baseline = ProcessResources::take();
   {
     SerdeProcessorPtr p = put.make();
     MemoryLayoutDesc layout = fixed_layout(put);
@@ -43,21 +43,21 @@ Verdict CloseReleasesResources(const ProcessorUnderTest& put) {
     for (TaskId id : ids) {
       if (!poll_until([&] { return p->query_serialize_result(id); }, result_timeout())) {
         p->close();
-        return Verdict::Fail("serialize task " + std::to_string(id) + " never completed");
+        return Verdict::fail("serialize task " + std::to_string(id) + " never completed");
       }
     }
     p->close();
-    if (std::string leak = wait_for_resources(baseline, settle_timeout()); !leak.empty()) {
-      return Verdict::Fail("after close() the process holds " + leak +
+    if (std::string leak = resources_left_over(baseline, settle_timeout()); !leak.empty()) {
+      return Verdict::fail("after close() the process holds " + leak +
                            " of the processor: close() must release its fds and threads");
     }
     try {
       p->close();
     } catch (const std::exception& e) {
-      return Verdict::Fail(std::string("a second close() threw: ") + e.what());
+      return Verdict::fail(std::string("a second close() threw: ") + e.what());
     }
   }
-  return Verdict::Pass();
+  return Verdict::pass();
 }
 
 Verdict CloseCompletesQueuedWork(const ProcessorUnderTest& put) {
@@ -80,7 +80,7 @@ Verdict CloseCompletesQueuedWork(const ProcessorUnderTest& put) {
         p->submit_serialize({safe_input(small, 16)}, {make_object(byte_layout(0))}, probe_keys(1));
     if (collect_notifies(p->get_serialize_event_fd(), 2) != 2) {
       p->close();
-      return Verdict::Fail(in_round + "two serialize tasks did not signal twice");
+      return Verdict::fail(in_round + "two serialize tasks did not signal twice");
     }
     std::vector<std::pair<MemoryObjPtr, MemoryObjPtr>> work;
     work.emplace_back(safe_input(big, 17), temp_for(*p, big));
@@ -94,32 +94,32 @@ Verdict CloseCompletesQueuedWork(const ProcessorUnderTest& put) {
     for (const auto& [id, expected] : completed) {
       std::optional<bool> r = p->query_serialize_result(id);
       if (!r) {
-        return Verdict::Fail(in_round + "task " + std::to_string(id) + " completed " +
+        return Verdict::fail(in_round + "task " + std::to_string(id) + " completed " +
                              (expected ? "true" : "false") +
                              " before close() and was not taken, but has no result after "
                              "close(): results already stored must stay queryable");
       }
       if (*r != expected) {
-        return Verdict::Fail(in_round + "task " + std::to_string(id) + " completed " +
+        return Verdict::fail(in_round + "task " + std::to_string(id) + " completed " +
                              (expected ? "true" : "false") + " before close() but reads " +
                              (*r ? "true" : "false") + " after it");
       }
       if (p->query_serialize_result(id)) {
-        return Verdict::Fail(in_round + "task " + std::to_string(id) +
+        return Verdict::fail(in_round + "task " + std::to_string(id) +
                              " answered twice after close()");
       }
     }
     for (std::size_t i = 0; i < ids.size(); ++i) {
       std::optional<bool> r = p->query_serialize_result(ids[i]);
       if (!r) {
-        return Verdict::Fail(in_round + "task " + std::to_string(ids[i]) + " (" +
+        return Verdict::fail(in_round + "task " + std::to_string(ids[i]) + " (" +
                              std::to_string(i + 1) + " of " + std::to_string(ids.size()) +
                              ") queued before close() has no result after close() returned");
       }
-      if (!*r) return Verdict::Fail("task " + std::to_string(ids[i]) + " completed false");
+      if (!*r) return Verdict::fail("task " + std::to_string(ids[i]) + " completed false");
     }
   }
-  return Verdict::Pass();
+  return Verdict::pass();
 }
 
 Verdict UseAfterClose(const ProcessorUnderTest& put) {
@@ -135,10 +135,10 @@ Verdict UseAfterClose(const ProcessorUnderTest& put) {
       } else {
         p->submit_deserialize({temp}, {make_object(layout)}, probe_keys(1));
       }
-      return Verdict::Fail(std::string("submit_") + dir_name(d) + "() after close() did not throw");
+      return Verdict::fail(std::string("submit_") + dir_name(d) + "() after close() did not throw");
     } catch (const std::logic_error&) {
     } catch (const std::exception& e) {
-      return Verdict::Fail(
+      return Verdict::fail(
           std::string("submit_") + dir_name(d) +
           "() after close() threw something other than std::logic_error: " + e.what());
     }
@@ -148,9 +148,9 @@ Verdict UseAfterClose(const ProcessorUnderTest& put) {
     (void)p->query_serialize_result(0);
     (void)p->query_deserialize_result(0);
   } catch (const std::exception& e) {
-    return Verdict::Fail(std::string("close() or a query after close() threw: ") + e.what());
+    return Verdict::fail(std::string("close() or a query after close() threw: ") + e.what());
   }
-  return Verdict::Pass();
+  return Verdict::pass();
 }
 
 Verdict ResourcesBoundedOverManyTasks(const ProcessorUnderTest& put) {
@@ -167,7 +167,7 @@ Verdict ResourcesBoundedOverManyTasks(const ProcessorUnderTest& put) {
     TaskId id = p->submit_serialize({src}, {good_temp}, probe_keys(1));
     if (!poll_until([&] { return p->query_serialize_result(id); }, result_timeout())
              .value_or(false)) {
-      return Verdict::Fail("a serialize of a valid pair did not complete true");
+      return Verdict::fail("a serialize of a valid pair did not complete true");
     }
   }
   std::vector<std::weak_ptr<MemoryObj>> handed;
@@ -210,16 +210,16 @@ Verdict ResourcesBoundedOverManyTasks(const ProcessorUnderTest& put) {
     return {};
   };
   const std::size_t waves = std::max<std::size_t>(4, total / kWave);
-  if (std::string e = run_wave(0); !e.empty()) return Verdict::Fail(e);
-  ResourceSnapshot halfway;
+  if (std::string e = run_wave(0); !e.empty()) return Verdict::fail(e);
+  ProcessResources halfway;
   for (std::size_t w = 1; w < waves; ++w) {
-    if (std::string e = run_wave(w); !e.empty()) return Verdict::Fail(e);
-    if (w == waves / 2) halfway = ResourceSnapshot::Take();
+    if (std::string e = run_wave(w); !e.empty()) return Verdict::fail(e);
+    if (w == waves / 2) halfway = ProcessResources::take();
   }
   // Settle: a joined thread or a closed fd can linger in /proc for a moment.
-  if (std::string grew = wait_for_resources(halfway, settle_timeout()); !grew.empty()) {
-    ResourceSnapshot end = ResourceSnapshot::Take();
-    return Verdict::Fail("the processor keeps growing: after " + std::to_string(done) +
+  if (std::string grew = resources_left_over(halfway, settle_timeout()); !grew.empty()) {
+    ProcessResources end = ProcessResources::take();
+    return Verdict::fail("the processor keeps growing: after " + std::to_string(done) +
                          " tasks it holds " + std::to_string(end.fds) + " fds and " +
                          std::to_string(end.threads) + " threads in the process, against " +
                          std::to_string(halfway.fds) + " and " + std::to_string(halfway.threads) +
@@ -232,14 +232,14 @@ Verdict ResourcesBoundedOverManyTasks(const ProcessorUnderTest& put) {
       },
       settle_timeout());
   if (!held) {
-    return Verdict::Fail("after " + std::to_string(done) +
+    return Verdict::fail("after " + std::to_string(done) +
                          " tasks whose results were all taken, "
                          "the processor still references " +
                          std::to_string(still_referenced(handed)) + " of the " +
                          std::to_string(handed.size()) +
                          " caller buffers it was given (it must drop them when a task is done)");
   }
-  return Verdict::Pass();
+  return Verdict::pass();
 }
 
 }  // namespace lmcache::conformance_internal::processor_properties

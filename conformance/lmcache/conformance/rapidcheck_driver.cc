@@ -79,7 +79,7 @@ Verdict check_rc_property(std::string_view id, const RcOptions& options,
     try {
       cases = std::max(1, static_cast<int>(std::lround(cases * current_profile().case_factor)));
     } catch (const std::invalid_argument& e) {
-      return Verdict::Fail(e.what());
+      return Verdict::fail(e.what());
     }
   }
   defaults.testParams.maxSuccess = cases;
@@ -92,7 +92,7 @@ Verdict check_rc_property(std::string_view id, const RcOptions& options,
   try {
     config = configFromString(env != nullptr ? env : "", defaults);
   } catch (const ConfigurationException& e) {
-    return Verdict::Fail(std::string("invalid RC_PARAMS: ") + e.what());
+    return Verdict::fail(std::string("invalid RC_PARAMS: ") + e.what());
   }
 
   TestMetadata metadata;

@@ -55,7 +55,7 @@ SerdeUnderTest reference_fp8_serde(Fp8Format format) {
   return s;
 }
 
-SerdeUnderTest ReferenceChecksumSerde() {
+SerdeUnderTest reference_checksum_serde() {
   SerdeUnderTest s;
   s.name = "checksum";
   s.make_serializer = [] { return std::make_shared<ChecksumSerializer>(); };
@@ -67,7 +67,7 @@ SerdeUnderTest ReferenceChecksumSerde() {
   return s;
 }
 
-SerdeUnderTest ReferenceAesGcmSerde(int aes_bits, bool bind_key) {
+SerdeUnderTest reference_aes_gcm_serde(int aes_bits, bool bind_key) {
   auto options = [aes_bits, bind_key](const char* master) {
     return AesGcmOptions{std::make_shared<AesGcmKeyring>(master, aes_bits), bind_key};
   };
@@ -91,7 +91,7 @@ SerdeUnderTest ReferenceAesGcmSerde(int aes_bits, bool bind_key) {
   return s;
 }
 
-SerdeUnderTest ReferenceFp8ChecksumChain() {
+SerdeUnderTest reference_fp8_checksum_chain() {
   SerdeUnderTest s = reference_fp8_serde(Fp8Format::kE4M3FN);
   auto stages = [] {
     return std::vector<ChainStage>{make_chain_stage(Json{{"type", "fp8"}}),

@@ -20,25 +20,25 @@ namespace lmcache::conformance {
 // no infinity (inf -> NaN), so it declares preserves_inf = false.
 SerdeUnderTest reference_fp8_serde(Fp8Format format);
 
-// ReferenceChecksumSerde()
+// reference_checksum_serde()
 //
 // "checksum": ChecksumSerializer / ChecksumDeserializer (docs/integrity.md), lossless over every
 // dtype, claiming corruption detection (version byte at 0) and the chunk-hash binding.
-SerdeUnderTest ReferenceChecksumSerde();
+SerdeUnderTest reference_checksum_serde();
 
-// ReferenceAesGcmSerde()
+// reference_aes_gcm_serde()
 //
 // "aesgcm_128" / "aesgcm_256_bind_key": AesGcmSerializer / AesGcmDeserializer over a fixed
 // in-memory master key, lossless over every dtype, claiming corruption detection, the
 // cache_salt binding (and with bind_key the chunk-hash binding), randomized IVs at bytes 1..12
 // and a deserializer with another master key.
-SerdeUnderTest ReferenceAesGcmSerde(int aes_bits, bool bind_key);
+SerdeUnderTest reference_aes_gcm_serde(int aes_bits, bool bind_key);
 
-// ReferenceFp8ChecksumChain()
+// reference_fp8_checksum_chain()
 //
 // "chain_fp8_checksum": ChainSerializer / ChainDeserializer of fp8 e4m3fn then checksum; the
 // fp8 serde's inputs and bounds with checksum's claims.
-SerdeUnderTest ReferenceFp8ChecksumChain();
+SerdeUnderTest reference_fp8_checksum_chain();
 
 // reference_async_fp8_processor()
 //

@@ -20,7 +20,7 @@ std::string rc_id(std::string_view property, const SerdeUnderTest& serde) {
 
 Verdict DeterministicOutput(const SerdeUnderTest& serde) {
   if (serde.integrity.randomized) {
-    return Verdict::NotSupported(
+    return Verdict::not_supported(
         "the serde declares integrity.randomized: its bytes differ per call");
   }
   return for_each_source("DeterministicOutput", serde, {},
@@ -102,7 +102,7 @@ Verdict UnsupportedInputRejected(const SerdeUnderTest& serde) {
     }
   }
   if (unsupported.empty()) {
-    return Verdict::NotSupported("the serde declares every dtype as an input");
+    return Verdict::not_supported("the serde declares every dtype as an input");
   }
   return run_rc_property(rc_id("UnsupportedInputRejected", serde), {}, [&] {
     // A layout of declared dtypes with one undeclared group inserted somewhere.
@@ -136,11 +136,11 @@ Verdict MultiNoneSlotRules(const SerdeUnderTest& serde) {
 
 Verdict BridgeEquivalence(const SerdeUnderTest& serde) {
   if (serde.integrity.randomized) {
-    return Verdict::NotSupported(
+    return Verdict::not_supported(
         "the serde declares integrity.randomized: its bytes differ per call");
   }
   if (make_multi_serializer(serde)->group_size() != 1) {
-    return Verdict::NotSupported("the multi serde has group_size() != 1, so it is not a bridge");
+    return Verdict::not_supported("the multi serde has group_size() != 1, so it is not a bridge");
   }
   return for_each_source("BridgeEquivalence", serde, {.max_success = 25},
                          [&](const MemoryObj& src, const SerdeCase&) {
@@ -163,11 +163,11 @@ Verdict run_serde_property(std::string_view property, const SerdeUnderTest& serd
       try {
         return fn(serde);
       } catch (const std::exception& e) {
-        return Verdict::Fail("property aborted by an exception: " + std::string(e.what()));
+        return Verdict::fail("property aborted by an exception: " + std::string(e.what()));
       }
     }
   }
-  return Verdict::Fail("unknown serde property '" + std::string(property) + "'");
+  return Verdict::fail("unknown serde property '" + std::string(property) + "'");
 }
 
 }  // namespace lmcache::conformance

@@ -87,7 +87,7 @@ void require_round_trip(const SerdeUnderTest& serde, const MemoryObj& frame,
 
 Verdict IntegrityBitFlipsDetected(const SerdeUnderTest& serde) {
   if (!serde.integrity.detects_corruption) {
-    return Verdict::NotSupported("the serde does not claim integrity.detects_corruption");
+    return Verdict::not_supported("the serde does not claim integrity.detects_corruption");
   }
   return run_rc_property(rc_id("IntegrityBitFlipsDetected", serde), {.max_success = 10}, [&] {
     MemoryObjPtr src = small_source(serde);
@@ -107,7 +107,7 @@ Verdict IntegrityBitFlipsDetected(const SerdeUnderTest& serde) {
 
 Verdict IntegrityTruncationsDetected(const SerdeUnderTest& serde) {
   if (!serde.integrity.detects_corruption) {
-    return Verdict::NotSupported("the serde does not claim integrity.detects_corruption");
+    return Verdict::not_supported("the serde does not claim integrity.detects_corruption");
   }
   return run_rc_property(rc_id("IntegrityTruncationsDetected", serde), {.max_success = 10}, [&] {
     MemoryObjPtr src = small_source(serde);
@@ -126,7 +126,7 @@ Verdict IntegrityTruncationsDetected(const SerdeUnderTest& serde) {
 
 Verdict IntegrityVersionChecked(const SerdeUnderTest& serde) {
   if (!serde.integrity.detects_corruption) {
-    return Verdict::NotSupported("the serde does not claim integrity.detects_corruption");
+    return Verdict::not_supported("the serde does not claim integrity.detects_corruption");
   }
   return run_rc_property(rc_id("IntegrityVersionChecked", serde), {.max_success = 10}, [&] {
     MemoryObjPtr src = small_source(serde);
@@ -152,7 +152,7 @@ Verdict IntegrityVersionChecked(const SerdeUnderTest& serde) {
 
 Verdict IntegrityOtherChunkRejected(const SerdeUnderTest& serde) {
   if (!serde.integrity.binds_chunk_hash) {
-    return Verdict::NotSupported("the serde does not claim integrity.binds_chunk_hash");
+    return Verdict::not_supported("the serde does not claim integrity.binds_chunk_hash");
   }
   return run_rc_property(rc_id("IntegrityOtherChunkRejected", serde), {}, [&] {
     MemoryObjPtr src = small_source(serde);
@@ -171,7 +171,7 @@ Verdict IntegrityOtherChunkRejected(const SerdeUnderTest& serde) {
 
 Verdict IntegrityOtherSaltRejected(const SerdeUnderTest& serde) {
   if (!serde.integrity.binds_cache_salt) {
-    return Verdict::NotSupported("the serde does not claim integrity.binds_cache_salt");
+    return Verdict::not_supported("the serde does not claim integrity.binds_cache_salt");
   }
   return run_rc_property(rc_id("IntegrityOtherSaltRejected", serde), {}, [&] {
     MemoryObjPtr src = small_source(serde);
@@ -188,7 +188,7 @@ Verdict IntegrityOtherSaltRejected(const SerdeUnderTest& serde) {
 
 Verdict IntegrityOtherSecretRejected(const SerdeUnderTest& serde) {
   if (!serde.integrity.make_deserializer_with_other_secret) {
-    return Verdict::NotSupported(
+    return Verdict::not_supported(
         "the serde declares no integrity.make_deserializer_with_other_secret");
   }
   return run_rc_property(rc_id("IntegrityOtherSecretRejected", serde), {}, [&] {
@@ -205,7 +205,7 @@ Verdict IntegrityOtherSecretRejected(const SerdeUnderTest& serde) {
 Verdict IntegrityNoncesDistinct(const SerdeUnderTest& serde) {
   const IntegrityClaims& c = serde.integrity;
   if (!c.randomized || c.nonce_bytes == 0) {
-    return Verdict::NotSupported("the serde does not claim integrity.randomized with nonce_bytes");
+    return Verdict::not_supported("the serde does not claim integrity.randomized with nonce_bytes");
   }
   // One scenario, run once: the count is the property.
   return run_rc_property(
@@ -232,7 +232,7 @@ Verdict IntegrityNoncesDistinct(const SerdeUnderTest& serde) {
 
 Verdict IntegrityCiphertextNotPlaintext(const SerdeUnderTest& serde) {
   if (!serde.integrity.randomized) {
-    return Verdict::NotSupported("the serde does not claim integrity.randomized (encryption)");
+    return Verdict::not_supported("the serde does not claim integrity.randomized (encryption)");
   }
   return run_rc_property(rc_id("IntegrityCiphertextNotPlaintext", serde), {}, [&] {
     // At least 16 bytes of varied payload, so a match by chance is out of the question.

@@ -74,7 +74,7 @@ rc::Gen<MemoryLayoutDesc> gen_relative(MemoryLayoutDesc of, std::vector<DType> d
 
 Verdict DeterministicAcrossThreads(const SerdeUnderTest& serde) {
   if (serde.integrity.randomized) {
-    return Verdict::NotSupported(
+    return Verdict::not_supported(
         "the serde declares integrity.randomized: its bytes differ per call");
   }
   // Fewer cases: each starts four threads.
@@ -95,7 +95,7 @@ Verdict ConcurrentRoundTrips(const SerdeUnderTest& serde) {
 
 Verdict OneInstanceManyLayouts(const SerdeUnderTest& serde) {
   if (serde.integrity.randomized) {
-    return Verdict::NotSupported(
+    return Verdict::not_supported(
         "the serde declares integrity.randomized: its bytes differ per call");
   }
   const ValueSpec spec = value_spec_for(serde);
@@ -173,8 +173,8 @@ Verdict OneInstanceManyLayouts(const SerdeUnderTest& serde) {
       if (auto ex = throws([&] { deser->deserialize(*bytes, *got_out, probe_key()); })) {
         fail_case(at + ": deserialize() threw: " + *ex + where(layout));
       }
-      require(got_out.CheckGuards().empty(),
-              at + ": deserialize() wrote outside its destination: " + got_out.CheckGuards());
+      require(got_out.check_guards().empty(),
+              at + ": deserialize() wrote outside its destination: " + got_out.check_guards());
       const std::size_t n = layout.total_bytes();
       require(n == 0 || std::memcmp(got_out->data(), want_out->data(), n) == 0,
               at +

@@ -44,12 +44,12 @@ struct Verdict {
   // For a RapidCheck failure: the RC_PARAMS value that replays the minimal failing case.
   std::string rc_params;
 
-  static Verdict Pass() { return {}; }
-  static Verdict Fail(std::string message) { return {Status::kFail, std::move(message), {}, {}}; }
-  static Verdict NotSupported(std::string reason) {
+  static Verdict pass() { return {}; }
+  static Verdict fail(std::string message) { return {Status::kFail, std::move(message), {}, {}}; }
+  static Verdict not_supported(std::string reason) {
     return {Status::kNotSupported, std::move(reason), {}, {}};
   }
-  static Verdict QualityWarning(std::string message) {
+  static Verdict quality_warning(std::string message) {
     return {Status::kQualityWarning, std::move(message), {}, {}};
   }
 

@@ -135,7 +135,7 @@ AssertionResult verify_serde_round_trip(const SerdeUnderTest& serde, const Memor
     return AssertionFailure() << "deserialize() threw on serialize()'s own output: " << *e
                               << where(layout);
   }
-  if (std::string g = dst.CheckGuards(); !g.empty()) {
+  if (std::string g = dst.check_guards(); !g.empty()) {
     return AssertionFailure() << "deserialize() wrote outside its destination: " << g
                               << where(layout);
   }
@@ -157,7 +157,7 @@ AssertionResult verify_bytes_past_count_untouched(const SerdeUnderTest& serde,
   if (auto e = throws([&] { n = s->serialize(*input, *dst, probe_key()); })) {
     return AssertionFailure() << "serialize() threw: " << *e << where(layout);
   }
-  if (std::string g = dst.CheckGuards(); !g.empty()) {
+  if (std::string g = dst.check_guards(); !g.empty()) {
     return AssertionFailure() << "serialize() wrote outside its destination: " << g
                               << where(layout);
   }
@@ -165,7 +165,7 @@ AssertionResult verify_bytes_past_count_untouched(const SerdeUnderTest& serde,
     return AssertionFailure() << "serialize() returned " << n << " for a " << physical
                               << "-byte destination" << where(layout);
   }
-  if (std::string c = dst.CheckPayloadUnchanged(before, n, physical); !c.empty()) {
+  if (std::string c = dst.check_payload_unchanged(before, n, physical); !c.empty()) {
     return AssertionFailure() << "serialize() returned " << n
                               << " but wrote past that count: destination " << c << where(layout);
   }
@@ -192,7 +192,7 @@ AssertionResult verify_short_buffer_rejected(const SerdeUnderTest& serde, const 
   GuardedObject dst = GuardedObject::Bytes(size, 51, full.count + GuardedObject::kGuardBytes);
   std::vector<std::byte> before = dst.snapshot();
   std::string how = expect_invalid_argument([&] { s->serialize(src, *dst, probe_key()); });
-  if (std::string g = dst.CheckGuards(); !g.empty()) {
+  if (std::string g = dst.check_guards(); !g.empty()) {
     return AssertionFailure() << "serialize() overran a " << size << "-byte destination (needs "
                               << full.count << "): " << g << where(layout);
   }
@@ -200,7 +200,7 @@ AssertionResult verify_short_buffer_rejected(const SerdeUnderTest& serde, const 
     return AssertionFailure() << "serialize() into a " << size << "-byte destination (needs "
                               << full.count << ") " << how << where(layout);
   }
-  if (std::string c = dst.CheckPayloadUnchanged(before, 0, size); !c.empty()) {
+  if (std::string c = dst.check_payload_unchanged(before, 0, size); !c.empty()) {
     return AssertionFailure() << "serialize() rejected a short destination but wrote into it: " << c
                               << where(layout);
   }
@@ -222,14 +222,14 @@ AssertionResult verify_deserialize_writes_only_destination(const SerdeUnderTest&
     return AssertionFailure() << "deserialize() threw on serialize()'s own output: " << *e
                               << where(layout);
   }
-  if (std::string g = dst.CheckGuards(); !g.empty()) {
+  if (std::string g = dst.check_guards(); !g.empty()) {
     return AssertionFailure() << "deserialize() wrote outside its destination: " << g
                               << where(layout);
   }
-  if (std::string g = bytes.CheckGuards(); !g.empty()) {
+  if (std::string g = bytes.check_guards(); !g.empty()) {
     return AssertionFailure() << "deserialize() wrote around its source: " << g << where(layout);
   }
-  if (std::string c = bytes.CheckPayloadUnchanged(bytes_before, 0, bytes_before.size());
+  if (std::string c = bytes.check_payload_unchanged(bytes_before, 0, bytes_before.size());
       !c.empty()) {
     return AssertionFailure() << "deserialize() modified its source: " << c << where(layout);
   }
@@ -267,11 +267,11 @@ AssertionResult verify_short_source_rejected(const SerdeUnderTest& serde, const 
                                 << out.count << " bytes" << source.what << " " << how
                                 << where(layout);
     }
-    if (std::string g = dst.CheckGuards(); !g.empty()) {
+    if (std::string g = dst.check_guards(); !g.empty()) {
       return AssertionFailure() << "deserialize() wrote outside its destination: " << g
                                 << where(layout);
     }
-    if (std::string c = dst.CheckPayloadUnchanged(before, 0, before.size()); !c.empty()) {
+    if (std::string c = dst.check_payload_unchanged(before, 0, before.size()); !c.empty()) {
       return AssertionFailure() << "deserialize() rejected a short source" << source.what
                                 << " but wrote its destination: " << c << where(layout);
     }
@@ -291,11 +291,11 @@ AssertionResult verify_unsupported_input_rejected(const SerdeUnderTest& serde,
     return AssertionFailure() << "serialize() of a layout with an undeclared dtype " << how
                               << where(layout);
   }
-  if (std::string g = dst.CheckGuards(); !g.empty()) {
+  if (std::string g = dst.check_guards(); !g.empty()) {
     return AssertionFailure() << "serialize() wrote outside its destination: " << g
                               << where(layout);
   }
-  if (std::string c = dst.CheckPayloadUnchanged(before, 0, physical); !c.empty()) {
+  if (std::string c = dst.check_payload_unchanged(before, 0, physical); !c.empty()) {
     return AssertionFailure() << "serialize() rejected an undeclared dtype but wrote: " << c
                               << where(layout);
   }

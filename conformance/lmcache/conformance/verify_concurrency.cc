@@ -136,7 +136,7 @@ AssertionResult verify_concurrent_round_trips(const SerdeUnderTest& serde,
     if (auto ex = throws([&] { deser->deserialize(*bytes, *out, probe_key()); })) {
       return "deserialize() on thread " + std::to_string(t) + " threw: " + *ex + where(layout);
     }
-    if (std::string g = out.CheckGuards(); !g.empty()) {
+    if (std::string g = out.check_guards(); !g.empty()) {
       return "deserialize() on thread " + std::to_string(t) +
              " wrote outside its destination: " + g + where(layout);
     }

@@ -68,7 +68,7 @@ AssertionResult verify_multi_none_slot_rules(const SerdeUnderTest& serde, const 
         return AssertionFailure() << "multi serialize() with None in required src slot " << slot
                                   << " " << how << where(layout);
       }
-      if (std::string c = dst.CheckPayloadUnchanged(before, 0, room); !c.empty()) {
+      if (std::string c = dst.check_payload_unchanged(before, 0, room); !c.empty()) {
         return AssertionFailure() << "multi serialize() rejected a None src slot but wrote: " << c;
       }
       how = expect_invalid_argument([&] { ms->estimate_serialized_size(holed_layouts); });
@@ -81,7 +81,7 @@ AssertionResult verify_multi_none_slot_rules(const SerdeUnderTest& serde, const 
              << "multi estimate_serialized_size() rejected None in optional slot " << slot << ": "
              << *e << where(layout);
     }
-    if (std::string gr = dst.CheckGuards(); !gr.empty()) {
+    if (std::string gr = dst.check_guards(); !gr.empty()) {
       return AssertionFailure() << "multi serialize() wrote outside its destination: " << gr;
     }
   }
@@ -127,7 +127,7 @@ AssertionResult verify_multi_none_slot_rules(const SerdeUnderTest& serde, const 
                                 << (g == 1 ? " that reads nothing" : "") << ", but threw: " << *e
                                 << where(layout);
     }
-    if (std::string c = empty.CheckPayloadUnchanged(before, 0, before.size()); !c.empty()) {
+    if (std::string c = empty.check_payload_unchanged(before, 0, before.size()); !c.empty()) {
       return AssertionFailure() << "multi deserialize() with None dst slots modified its source: "
                                 << c;
     }
@@ -187,7 +187,7 @@ AssertionResult verify_bridge_equivalence(const SerdeUnderTest& serde, const Mem
   if (auto e = throws([&] { n = ms->serialize({input}, *via, probe_key()); })) {
     return AssertionFailure() << "bridge serialize() threw: " << *e << where(layout);
   }
-  if (std::string g = via.CheckGuards(); !g.empty()) {
+  if (std::string g = via.check_guards(); !g.empty()) {
     return AssertionFailure() << "bridge serialize() wrote outside its destination: " << g;
   }
   std::vector<std::byte> via_bytes(

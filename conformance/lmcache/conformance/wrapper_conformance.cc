@@ -280,7 +280,7 @@ Verdict LookupFdIsInners(const WrapperUnderTest& wut, const WrapperRigOptions& r
   auto rig = make_rig(wut, rig_options);
   L2AdapterInterface& w = *rig->wrapper;
   if (w.get_lookup_and_lock_event_fd() != rig->inner_lookup_fd) {
-    return Verdict::Fail("the wrapper's lookup fd " +
+    return Verdict::fail("the wrapper's lookup fd " +
                          std::to_string(w.get_lookup_and_lock_event_fd()) +
                          " is not the inner adapter's " + std::to_string(rig->inner_lookup_fd) +
                          " (lookups pass straight through)");
@@ -394,7 +394,7 @@ Verdict PartialLoadKeepsBitmap(const WrapperUnderTest& wut, const WrapperRigOpti
     TaskId s =
         submit_no_throw([&] { return w.submit_store_task(store_keys, store_objs); }, "store");
     require(wait_store_once(w, s, "store").is_successful(), "store failed");
-    rig->inner->SetDroppedLoadIndices(drop);
+    rig->inner->set_dropped_load_indices(drop);
     const std::size_t baseline = rig->l1_used();
     std::vector<std::vector<std::byte>> before;
     std::vector<MemoryObjPtr> dsts = stale_destinations(layout, n, &before);
@@ -427,7 +427,7 @@ Verdict TempsReleased(const WrapperUnderTest& wut, const WrapperRigOptions& rig_
     require_l1_back(*rig, baseline, "a successful store");
 
     auto other = make_keys(n, 52);
-    rig->serde->FailSerializeCallFromNow(failing);
+    rig->serde->fail_serialize_call_from_now(failing);
     TaskId f = w.submit_store_task(other, objs);
     require(!wait_store_once(w, f, "failing store").is_successful(), "a failing store succeeded");
     require_l1_back(*rig, baseline,
@@ -468,13 +468,13 @@ Verdict run_wrapper_property(std::string_view property, const WrapperUnderTest& 
       try {
         return fn(wrapper, rig);
       } catch (const rc::detail::CaseResult& r) {
-        return Verdict::Fail(r.description);
+        return Verdict::fail(r.description);
       } catch (const std::exception& e) {
-        return Verdict::Fail("property aborted by an exception: " + std::string(e.what()));
+        return Verdict::fail("property aborted by an exception: " + std::string(e.what()));
       }
     }
   }
-  return Verdict::Fail("unknown wrapper property '" + std::string(property) + "'");
+  return Verdict::fail("unknown wrapper property '" + std::string(property) + "'");
 }
 
 }  // namespace lmcache::conformance

@@ -89,7 +89,7 @@ void arm(Rig& rig, StoreFault f, long pair) {
       rig.serde->throw_on_submit_serialize = true;
       break;
     case StoreFault::kSerialize:
-      rig.serde->FailSerializeCallFromNow(pair);
+      rig.serde->fail_serialize_call_from_now(pair);
       break;
     case StoreFault::kSerializeQuery:
       rig.serde->throw_on_query = true;

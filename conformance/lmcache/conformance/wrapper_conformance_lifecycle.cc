@@ -117,7 +117,7 @@ Verdict CloseFailsInFlightTasks(const WrapperUnderTest& wut, const WrapperRigOpt
 }
 
 Verdict CloseReleasesResources(const WrapperUnderTest& wut, const WrapperRigOptions& rig_options) {
-  const ResourceSnapshot baseline = ResourceSnapshot::Take();
+  const ProcessResources baseline = ProcessResources::take();
   return run_rc_property(
       rc_id("CloseReleasesResources", wut, rig_options),
       {.max_success = 1, .shrink = false, .scale_with_depth = false}, [&] {
@@ -138,7 +138,7 @@ Verdict CloseReleasesResources(const WrapperUnderTest& wut, const WrapperRigOpti
                 "close() did not close the inner adapter (the wrapper owns it)");
         require(rig->serde->closed.load(),
                 "close() did not close the serde processor (the wrapper owns it)");
-        std::string leak = wait_for_resources(baseline, settle_timeout());
+        std::string leak = resources_left_over(baseline, settle_timeout());
         require(leak.empty(), "after close() the process holds " + leak +
                                   " (before: the wrapper, its inner adapter and its serde "
                                   "processor were made); close() must release them all");
@@ -160,7 +160,7 @@ Verdict ResourcesBoundedOverManyTasks(const WrapperUnderTest& wut,
         const std::size_t baseline = rig->l1_used();
         std::vector<std::weak_ptr<MemoryObj>> handed;
         std::size_t tasks = 0;
-        ResourceSnapshot halfway;
+        ProcessResources halfway;
         for (std::size_t r = 0; r < rounds; ++r) {
           const std::string at = "round " + std::to_string(r + 1) + " of " +
                                  std::to_string(rounds) + " (" + std::to_string(tasks) +
@@ -168,7 +168,7 @@ Verdict ResourcesBoundedOverManyTasks(const WrapperUnderTest& wut,
           auto keys = make_keys(kKeys, 1000 + r);
           auto objs = make_objects(layout, kKeys, r);
           const bool fails = r % 4 == 3;
-          if (fails) rig->serde->FailSerializeCallFromNow(static_cast<long>(r % kKeys));
+          if (fails) rig->serde->fail_serialize_call_from_now(static_cast<long>(r % kKeys));
           TaskId s = w.submit_store_task(keys, objs);
           L2StoreResult sr = wait_store_quietly(w, s, at);
           require(sr.is_successful() != fails,
@@ -184,9 +184,9 @@ Verdict ResourcesBoundedOverManyTasks(const WrapperUnderTest& wut,
           for (auto& d : dsts) handed.push_back(d);
           tasks += 2;
           require_l1_back(*rig, baseline, at);
-          if (r == rounds / 2) halfway = ResourceSnapshot::Take();
+          if (r == rounds / 2) halfway = ProcessResources::take();
         }
-        std::string grew = wait_for_resources(halfway, settle_timeout());
+        std::string grew = resources_left_over(halfway, settle_timeout());
         require(grew.empty(), "the wrapper keeps growing: after " + std::to_string(tasks) +
                                   " tasks the process holds " + grew +
                                   " (before: halfway through); a leak per task or every few "

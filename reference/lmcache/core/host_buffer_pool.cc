@@ -45,7 +45,7 @@ struct HostBufferPool::State {
   }
 
   // Takes a free buffer of exactly `bytes`, or returns nullptr.
-  std::byte* Take(std::size_t bytes) {
+  std::byte* take(std::size_t bytes) {
     std::lock_guard lock(mu);
     auto it = by_size.find(bytes);
     if (it == by_size.end() || it->second.empty()) {
@@ -63,7 +63,7 @@ struct HostBufferPool::State {
 
   // Keeps `data` for reuse, dropping the oldest free buffers to stay within the bound. Runs in
   // a shared_ptr deleter, so it never throws: if the bookkeeping cannot grow, `data` is freed.
-  void Give(std::byte* data, std::size_t bytes) noexcept {
+  void give(std::byte* data, std::size_t bytes) noexcept {
     // Evicted buffers are chained through their own first bytes (every buffer holds at least a
     // page) and freed after the lock is released: munmap can be slow, and a list needs no
     // allocation here.
@@ -110,7 +110,7 @@ struct HostBufferPool::State {
     head = buffer;
   }
 
-  void Trim() {
+  void trim_cache() {
     std::list<FreeBuffer> all;
     {
       std::lock_guard lock(mu);
@@ -144,7 +144,7 @@ std::size_t HostBufferPool::rounded_size(std::size_t bytes) {
 
 std::shared_ptr<std::byte> HostBufferPool::acquire(std::size_t bytes, BufferFill fill) {
   const std::size_t rounded = rounded_size(bytes);
-  std::byte* data = state_->Take(rounded);
+  std::byte* data = state_->take(rounded);
   if (data == nullptr) {
     data = static_cast<std::byte*>(std::aligned_alloc(kPage, rounded));
     if (data == nullptr) throw std::bad_alloc();
@@ -152,10 +152,10 @@ std::shared_ptr<std::byte> HostBufferPool::acquire(std::size_t bytes, BufferFill
   if (fill == BufferFill::kZeroed) std::memset(data, 0, rounded);
   // Should the control block fail to allocate, shared_ptr hands `data` to the deleter.
   return std::shared_ptr<std::byte>(
-      data, [state = state_, rounded](std::byte* p) { state->Give(p, rounded); });
+      data, [state = state_, rounded](std::byte* p) { state->give(p, rounded); });
 }
 
-void HostBufferPool::trim() { state_->Trim(); }
+void HostBufferPool::trim() { state_->trim_cache(); }
 
 HostBufferPool::Stats HostBufferPool::stats() const {
   std::lock_guard lock(state_->mu);

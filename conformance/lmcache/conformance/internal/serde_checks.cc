@@ -35,7 +35,7 @@ SerializeOutcome run_serialize(Serializer& s, const MemoryObj& src, std::size_t 
     out.error = "serialize() threw: " + *e;
     return out;
   }
-  if (std::string g = dst.CheckGuards(); !g.empty()) {
+  if (std::string g = dst.check_guards(); !g.empty()) {
     out.error = "serialize() wrote outside its destination: " + g;
     return out;
   }
