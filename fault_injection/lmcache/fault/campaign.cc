@@ -191,7 +191,7 @@ void Campaign::build_stack() {
   FaultInjectL2Adapter* fault_ptr = fault.get();
   L2AdapterPtr below = wrap_adapter_mutant(o_.mutant, std::move(fault), l1, log_);
   SerdeDecorators deco;
-  const Mutant m = o_.mutant;
+  const StackMutant m = o_.mutant;
   deco.deserializer = [m](DeserializerPtr d) { return wrap_deserializer_mutant(m, std::move(d)); };
   deco.processor = [m](SerdeProcessorPtr p) { return wrap_processor_mutant(m, std::move(p)); };
   FaultySerde serde = make_faulty_serde_processor(o_.serde, o_.plan.serde, seed, log_, deco);
@@ -242,7 +242,8 @@ CampaignSummary Campaign::run() {
       (o_.seconds > 0 ? " seconds=" + Json(o_.seconds).dump() : "") + " faults=" + o_.faults +
       " rate=" + Json(o_.rate).dump() + " inner=" + o_.inner.value("type", "?") +
       " serde=" + o_.serde.dump() +
-      (o_.mutant != Mutant::kNone ? " mutant=" + std::string(mutant_info(o_.mutant).name) : ""));
+      (o_.mutant != StackMutant::kNone ? " mutant=" + std::string(mutant_info(o_.mutant).name)
+                                       : ""));
   workload_.prepare_keys(o_.serde);
   watchdog_.start();
   base_resources_ = ProcessResources::take();

@@ -80,7 +80,7 @@ struct CampaignOptions {
   std::uint64_t epoch_ops = 5000;
   std::chrono::milliseconds task_timeout{10000};
   std::size_t l1_capacity_bytes = std::size_t{64} << 20;
-  Mutant mutant = Mutant::kNone;
+  StackMutant mutant = StackMutant::kNone;
   // Report every kind the plan enables but that was never injected as a violation
   // (fault_injected): makes a short CI campaign prove it exercised its kind.
   bool expect_injections = false;

@@ -62,7 +62,7 @@ TEST(CampaignInProcessConcurrency, AMutantIsCaughtAndNamed) {
   std::ostringstream out;
   CampaignOptions o = options("none", 0.0, 300, 1);
   o.key_count = 48;
-  o.mutant = Mutant::kWrongBytes;
+  o.mutant = StackMutant::kWrongBytes;
   CampaignSummary s = run_campaign(o, out);
   EXPECT_FALSE(s.passed());
   EXPECT_EQ(s.exit_code(), 1);

@@ -56,7 +56,7 @@ TEST(Mutants, TableNamesEveryMutantOnce) {
   for (const auto& m : all_mutants()) {
     EXPECT_EQ(parse_mutant(m.name), m.mutant);
     EXPECT_EQ(mutant_info(m.mutant).name, m.name);
-    if (m.mutant != Mutant::kNone) {
+    if (m.mutant != StackMutant::kNone) {
       EXPECT_FALSE(m.invariant.empty()) << m.name;
     }
   }

@@ -16,25 +16,26 @@
 namespace lmcache::fault {
 namespace {
 
-constexpr std::array<MutantInfo, 10> kMutants{{
-    {Mutant::kNone, "none", "none", "", "the reference stack, unchanged"},
-    {Mutant::kSuccessOnFailure, "success_on_failure", "store_fail", "injected_fault_never_success",
+constexpr std::array<StackMutantInfo, 10> kMutants{{
+    {StackMutant::kNone, "none", "none", "", "the reference stack, unchanged"},
+    {StackMutant::kSuccessOnFailure, "success_on_failure", "store_fail",
+     "injected_fault_never_success",
      "an adapter that reports success for a store that failed (an injected store_fail)"},
-    {Mutant::kNeverComplete, "never_complete", "none", "no_deadlock",
+    {StackMutant::kNeverComplete, "never_complete", "none", "no_deadlock",
      "an adapter whose 3rd load task never completes"},
-    {Mutant::kWrongBytes, "wrong_bytes", "none", "loaded_data_matches",
+    {StackMutant::kWrongBytes, "wrong_bytes", "none", "loaded_data_matches",
      "a deserializer that succeeds with one byte wrong on every 5th call"},
-    {Mutant::kL1Leak, "l1_leak", "none", "no_temp_leak_idle",
+    {StackMutant::kL1Leak, "l1_leak", "none", "no_temp_leak_idle",
      "an adapter that keeps an extra L1 reservation on every 4th load"},
-    {Mutant::kSerdeNeverSignals, "serde_never_signals", "none", "no_deadlock",
+    {StackMutant::kSerdeNeverSignals, "serde_never_signals", "none", "no_deadlock",
      "a serde processor that never delivers its 3rd deserialize result"},
-    {Mutant::kFailedStoreVisible, "failed_store_visible", "none", "failed_store_invisible",
+    {StackMutant::kFailedStoreVisible, "failed_store_visible", "none", "failed_store_invisible",
      "an adapter that reports every 4th successful store as failed but keeps its keys "
      "(LMCache issue #4991)"},
-    {Mutant::kDoubleComplete, "double_complete", "none", "completes_exactly_once",
+    {StackMutant::kDoubleComplete, "double_complete", "none", "completes_exactly_once",
      "a stack that delivers its 2nd store result twice"},
-    {Mutant::kFdLeak, "fd_leak", "none", "no_fd_leak", "an adapter that leaks an eventfd"},
-    {Mutant::kThreadLeak, "thread_leak", "none", "no_thread_leak",
+    {StackMutant::kFdLeak, "fd_leak", "none", "no_fd_leak", "an adapter that leaks an eventfd"},
+    {StackMutant::kThreadLeak, "thread_leak", "none", "no_thread_leak",
      "an adapter that leaves a thread running after close()"},
 }};
 
@@ -214,52 +215,54 @@ class NeverSignalsProcessor final : public ForwardingSerdeProcessor {
 
 }  // namespace
 
-std::span<const MutantInfo> all_mutants() { return kMutants; }
+std::span<const StackMutantInfo> all_mutants() { return kMutants; }
 
-const MutantInfo& mutant_info(Mutant mutant) { return kMutants[static_cast<std::size_t>(mutant)]; }
+const StackMutantInfo& mutant_info(StackMutant mutant) {
+  return kMutants[static_cast<std::size_t>(mutant)];
+}
 
-std::optional<Mutant> parse_mutant(std::string_view name) {
+std::optional<StackMutant> parse_mutant(std::string_view name) {
   for (const auto& m : kMutants) {
     if (m.name == name) return m.mutant;
   }
   return std::nullopt;
 }
 
-L2AdapterPtr wrap_adapter_mutant(Mutant mutant, L2AdapterPtr inner, std::shared_ptr<L1Manager> l1,
-                                 std::shared_ptr<FaultLog> log) {
+L2AdapterPtr wrap_adapter_mutant(StackMutant mutant, L2AdapterPtr inner,
+                                 std::shared_ptr<L1Manager> l1, std::shared_ptr<FaultLog> log) {
   switch (mutant) {
-    case Mutant::kSuccessOnFailure:
+    case StackMutant::kSuccessOnFailure:
       return std::make_unique<SuccessOnFailureAdapter>(std::move(inner));
-    case Mutant::kNeverComplete:
+    case StackMutant::kNeverComplete:
       return std::make_unique<NeverCompleteAdapter>(std::move(inner));
-    case Mutant::kL1Leak:
+    case StackMutant::kL1Leak:
       return std::make_unique<L1LeakAdapter>(std::move(inner), std::move(l1));
-    case Mutant::kFailedStoreVisible:
+    case StackMutant::kFailedStoreVisible:
       return std::make_unique<FailedStoreVisibleAdapter>(std::move(inner), std::move(log));
-    case Mutant::kFdLeak:
+    case StackMutant::kFdLeak:
       return std::make_unique<FdLeakAdapter>(std::move(inner));
-    case Mutant::kThreadLeak:
+    case StackMutant::kThreadLeak:
       return std::make_unique<ThreadLeakAdapter>(std::move(inner));
     default:
       return inner;
   }
 }
 
-L2AdapterPtr wrap_top_mutant(Mutant mutant, L2AdapterPtr inner) {
-  if (mutant == Mutant::kDoubleComplete) {
+L2AdapterPtr wrap_top_mutant(StackMutant mutant, L2AdapterPtr inner) {
+  if (mutant == StackMutant::kDoubleComplete) {
     return std::make_unique<DoubleCompleteAdapter>(std::move(inner));
   }
   return inner;
 }
 
-DeserializerPtr wrap_deserializer_mutant(Mutant mutant, DeserializerPtr inner) {
-  if (mutant == Mutant::kWrongBytes)
+DeserializerPtr wrap_deserializer_mutant(StackMutant mutant, DeserializerPtr inner) {
+  if (mutant == StackMutant::kWrongBytes)
     return std::make_shared<WrongBytesDeserializer>(std::move(inner));
   return inner;
 }
 
-SerdeProcessorPtr wrap_processor_mutant(Mutant mutant, SerdeProcessorPtr inner) {
-  if (mutant == Mutant::kSerdeNeverSignals) {
+SerdeProcessorPtr wrap_processor_mutant(StackMutant mutant, SerdeProcessorPtr inner) {
+  if (mutant == StackMutant::kSerdeNeverSignals) {
     return std::make_unique<NeverSignalsProcessor>(std::move(inner));
   }
   return inner;

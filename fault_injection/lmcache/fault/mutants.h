@@ -27,7 +27,11 @@
 
 namespace lmcache::fault {
 
-enum class Mutant : std::uint8_t {
+// StackMutant
+//
+// A broken part of the campaign's stack (not to be confused with the conformance kit's
+// conformance::selftest::Mutant, a broken implementation run under one property).
+enum class StackMutant : std::uint8_t {
   kNone,
   kSuccessOnFailure,    // adapter: a failed store (e.g. an injected store_fail) reports success
   kNeverComplete,       // adapter: the 3rd load task never completes
@@ -40,22 +44,22 @@ enum class Mutant : std::uint8_t {
   kThreadLeak,          // adapter: starts a thread that outlives close()
 };
 
-// MutantInfo
+// StackMutantInfo
 //
 // `faults` is the --faults value a run needs for the mutant to bite ("none" when it needs no
 // fault); `invariant` is the violation the campaign must report.
-struct MutantInfo {
-  Mutant mutant;
+struct StackMutantInfo {
+  StackMutant mutant;
   std::string_view name;
   std::string_view faults;
   std::string_view invariant;
   std::string_view description;
 };
 
-std::span<const MutantInfo> all_mutants();
-const MutantInfo& mutant_info(Mutant mutant);
+std::span<const StackMutantInfo> all_mutants();
+const StackMutantInfo& mutant_info(StackMutant mutant);
 // parse_mutant(): "none" or a name of all_mutants(); nullopt otherwise.
-std::optional<Mutant> parse_mutant(std::string_view name);
+std::optional<StackMutant> parse_mutant(std::string_view name);
 
 // wrap_adapter_mutant()
 //
@@ -63,19 +67,19 @@ std::optional<Mutant> parse_mutant(std::string_view name);
 // failed_store_visible, fd_leak, thread_leak) around `inner`; returns `inner` unchanged for any
 // other mutant. `l1` is needed by l1_leak, `log` by failed_store_visible (it records the
 // failure it invents, so that the failure itself is explained).
-L2AdapterPtr wrap_adapter_mutant(Mutant mutant, L2AdapterPtr inner, std::shared_ptr<L1Manager> l1,
-                                 std::shared_ptr<FaultLog> log);
+L2AdapterPtr wrap_adapter_mutant(StackMutant mutant, L2AdapterPtr inner,
+                                 std::shared_ptr<L1Manager> l1, std::shared_ptr<FaultLog> log);
 
 // wrap_top_mutant()
 //
 // double_complete around the whole stack; `inner` unchanged otherwise.
-L2AdapterPtr wrap_top_mutant(Mutant mutant, L2AdapterPtr inner);
+L2AdapterPtr wrap_top_mutant(StackMutant mutant, L2AdapterPtr inner);
 
 // wrap_deserializer_mutant() / wrap_processor_mutant()
 //
 // wrong_bytes around a deserializer; serde_never_signals around a processor; unchanged
 // otherwise.
-DeserializerPtr wrap_deserializer_mutant(Mutant mutant, DeserializerPtr inner);
-SerdeProcessorPtr wrap_processor_mutant(Mutant mutant, SerdeProcessorPtr inner);
+DeserializerPtr wrap_deserializer_mutant(StackMutant mutant, DeserializerPtr inner);
+SerdeProcessorPtr wrap_processor_mutant(StackMutant mutant, SerdeProcessorPtr inner);
 
 }  // namespace lmcache::fault

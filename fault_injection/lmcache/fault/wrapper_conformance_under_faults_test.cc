@@ -392,9 +392,9 @@ Effects collect(FaultLog& log) {
 // `cases` is scaled by the conformance depth unless `exact_cases`: a run that must catch a mutant
 // keeps its case count (a third of it, at quick depth, sometimes missed the mutant's fault).
 conf::Verdict WrapperUnderSeededFaults(
-    const conf::WrapperUnderTest& wut, const SeededPlan& plan, Mutant inner_mutant = Mutant::kNone,
-    int cases = 16, std::array<std::uint64_t, kFaultKindCount>* injected = nullptr,
-    bool exact_cases = false) {
+    const conf::WrapperUnderTest& wut, const SeededPlan& plan,
+    StackMutant inner_mutant = StackMutant::kNone, int cases = 16,
+    std::array<std::uint64_t, kFaultKindCount>* injected = nullptr, bool exact_cases = false) {
   const std::string id = "WrapperUnderSeededFaults." + plan.name + "/" + wut.name;
   const conf::RcOptions options{
       .max_success = cases, .max_size = 100, .shrink = false, .scale_with_depth = !exact_cases};
@@ -603,8 +603,9 @@ class WrapperUnderSeededFaultsConcurrency : public ::testing::TestWithParam<std:
 
 TEST_P(WrapperUnderSeededFaultsConcurrency, ReferenceWrapperHolds) {
   std::array<std::uint64_t, kFaultKindCount> injected{};
-  conf::Verdict v = WrapperUnderSeededFaults(
-      conf::reference_serde_wrapper(), FindSeededPlan(GetParam()), Mutant::kNone, 16, &injected);
+  conf::Verdict v =
+      WrapperUnderSeededFaults(conf::reference_serde_wrapper(), FindSeededPlan(GetParam()),
+                               StackMutant::kNone, 16, &injected);
   EXPECT_EQ(v.status, conf::Status::kPass)
       << v.message
       << (v.rc_params.empty() ? "" : "\nReproduce with RC_PARAMS=\"" + v.rc_params + "\"");
@@ -634,9 +635,9 @@ TEST(WrapperUnderSeededFaultsCatches, WrapperMutants) {
       {"everything", "accepts_heterogeneous_batch"},
   };
   for (const auto& [plan, mutant] : cases) {
-    conf::Verdict v =
-        WrapperUnderSeededFaults(WrapperMutant(mutant).wrapper, FindSeededPlan(plan), Mutant::kNone,
-                                 /*cases=*/40, /*injected=*/nullptr, /*exact_cases=*/true);
+    conf::Verdict v = WrapperUnderSeededFaults(
+        WrapperMutant(mutant).wrapper, FindSeededPlan(plan), StackMutant::kNone,
+        /*cases=*/40, /*injected=*/nullptr, /*exact_cases=*/true);
     EXPECT_EQ(v.status, conf::Status::kFail)
         << "wrapper mutant " << mutant << " under plan " << plan << " was not caught";
     std::cout << "  [caught] " << mutant << ": " << v.message.substr(0, v.message.find('\n'))
@@ -647,7 +648,7 @@ TEST(WrapperUnderSeededFaultsCatches, WrapperMutants) {
 TEST(WrapperUnderSeededFaultsCatches, InnerSuccessOnFailure) {
   conf::Verdict v =
       WrapperUnderSeededFaults(conf::reference_serde_wrapper(), FindSeededPlan("store"),
-                               Mutant::kSuccessOnFailure, /*cases=*/40,
+                               StackMutant::kSuccessOnFailure, /*cases=*/40,
                                /*injected=*/nullptr, /*exact_cases=*/true);
   EXPECT_EQ(v.status, conf::Status::kFail)
       << "the success_on_failure adapter mutant under injected store failures was not caught";
