@@ -41,6 +41,11 @@ the exit status is 1 when something got slower, so it can gate CI:
 reports/tools/compare reports/<system-a> reports/<system-b>
 ```
 
+Calibrate the gate on the runner first. On the development VM (2026-12-01, idle), two
+back-to-back summary runs of one revision differed by 6-12 % in 6 of their 16 rows, and the
+default minimum effect (5 %) called those rows slower: run two summaries of one revision, and set
+`--min-effect` above the differences they show, or gate on dedicated hardware.
+
 Tools (`reports/tools/`, Python 3 with Debian's python3-matplotlib and python3-scipy):
 `make_report.py` (a report from lmcache-bench's sweep and summary run, the conformance and
 campaign JSON; `--rebuild DIR` re-renders README, `tables/*.csv` and `plots/` from a report's
