@@ -16,27 +16,14 @@ import subprocess
 import sys
 import tempfile
 
-import xxhash
-from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
-from cryptography.hazmat.primitives.kdf.hkdf import HKDF
+
+# The frame definitions, written once beside this test (the same ones the vectors come from).
+from lmcache_frame_vectors import checksum_frame, derive
 
 CLI = sys.argv[1]
 CHUNK_HASH = bytes.fromhex("0123456789abcdef0011")  # longer than 8: fingerprint is the first 8
 SALT = "tenant-a"
-
-
-def fingerprint(chunk_hash: bytes) -> bytes:
-    return chunk_hash[:8].ljust(8, b"\0")
-
-
-def checksum_frame(payload: bytes, chunk_hash: bytes) -> bytes:
-    return bytes([1]) + fingerprint(chunk_hash) + xxhash.xxh3_64(payload).digest() + payload
-
-
-def derive(master: bytes, salt: str, bits: int) -> bytes:
-    return HKDF(algorithm=hashes.SHA256(), length=bits // 8, salt=None,
-                info=b"lmcache-l2-aesgcm-v1" + salt.encode()).derive(master)
 
 
 def aesgcm_frame(payload: bytes, master: bytes, salt: str, bits: int) -> bytes:

@@ -10,6 +10,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "lmcache/core/hex.h"
 #include "lmcache/fault/internal/knobs.h"
 
 namespace lmcache::fault {
@@ -18,31 +19,6 @@ namespace {
 using namespace fault_internal;
 
 constexpr const char* kContext = "fault_inject adapter config";
-
-int hex_value(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
-// Python bytes.fromhex(): pairs of hex digits, whitespace allowed between pairs.
-std::optional<std::string> from_hex(const std::string& text) {
-  std::string out;
-  std::size_t i = 0;
-  while (i < text.size()) {
-    if (text[i] == ' ' || text[i] == '\t' || text[i] == '\n' || text[i] == '\r') {
-      ++i;
-      continue;
-    }
-    if (i + 1 >= text.size()) return std::nullopt;
-    int hi = hex_value(text[i]), lo = hex_value(text[i + 1]);
-    if (hi < 0 || lo < 0) return std::nullopt;
-    out += static_cast<char>(hi * 16 + lo);
-    i += 2;
-  }
-  return out;
-}
 
 std::string to_hex(const std::string& raw) {
   static constexpr char kDigits[] = "0123456789abcdef";
@@ -114,7 +90,7 @@ FaultInjectOptions FaultInjectOptions::from_json(const Json& config) {
     if (!v->is_array()) fail("drop_chunk_hashes must be a list of hex strings", *v);
     for (const Json& e : *v) {
       if (!e.is_string()) fail("drop_chunk_hashes must be a list of hex strings", *v);
-      auto raw = from_hex(e.get<std::string>());
+      auto raw = bytes_from_hex(e.get<std::string>());
       if (!raw) {
         throw std::invalid_argument("drop_chunk_hashes entry '" + e.get<std::string>() +
                                     "' is not hex");

@@ -14,6 +14,7 @@
 #include <string>
 
 #include "lmcache/core/config.h"
+#include "lmcache/core/hex.h"
 #include "lmcache/core/memory_obj.h"
 #include "lmcache/core/object_key.h"
 #include "lmcache/serde/aesgcm_serde.h"
@@ -29,13 +30,8 @@ Json load_vectors() {
   return Json::parse(in);
 }
 
-std::string unhex(const std::string& hex) {
-  std::string out;
-  for (std::size_t i = 0; i + 1 < hex.size(); i += 2) {
-    out.push_back(static_cast<char>(std::stoi(hex.substr(i, 2), nullptr, 16)));
-  }
-  return out;
-}
+// Hex fields of the vectors file; a malformed one fails the test by throwing.
+std::string unhex(const std::string& hex) { return bytes_from_hex(hex).value(); }
 
 MemoryObjPtr object_of(const std::string& bytes, std::size_t capacity) {
   auto obj = MemoryObj::allocate(
