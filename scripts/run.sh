@@ -74,16 +74,20 @@ stage "benchmarks"
 rm -rf "$out/bench" "$out/bench-summary"
 # The sweep: every row once (the report's tables and plots).
 "$build/bench/lmcache-bench" "${bench_args[@]}" --out "$out/bench"
-# The summary run: the report's summary rows again, repeated and randomly interleaved, so that
-# each has a median with a spread and two reports can be compared (reports/tools/compare).
+# The summary run: the report's summary rows again, repeated and randomly interleaved, in a few
+# processes one after another, so that each row has a median with a spread that includes what
+# differs between processes, and two reports can be compared (reports/tools/compare).
 summary_args=()
 if ((quick)); then summary_args=(--quick); fi
 mapfile -t summary_bench_args < <("$python" "$root/reports/tools/summary.py" --bench-args \
   "${summary_args[@]}")
 ((${#summary_bench_args[@]})) ||
   { echo "run.sh: reports/tools/summary.py gave no arguments" >&2; exit 1; }
-"$build/bench/lmcache-bench" "${bench_args[@]}" "${summary_bench_args[@]}" \
-  --out "$out/bench-summary"
+summary_processes=$("$python" "$root/reports/tools/summary.py" --processes)
+for ((process = 1; process <= summary_processes; process++)); do
+  "$build/bench/lmcache-bench" "${bench_args[@]}" "${summary_bench_args[@]}" \
+    --out "$out/bench-summary/process-$process"
+done
 
 stage "report"
 # (Not `$( ((quick)) && echo ...)`: under `set -e` a command substitution that fails ends the job.)

@@ -41,10 +41,18 @@ the exit status is 1 when something got slower, so it can gate CI:
 reports/tools/compare reports/<system-a> reports/<system-b>
 ```
 
-Calibrate the gate on the runner first. On the development VM (2026-12-01, idle), two
-back-to-back summary runs of one revision differed by 6-12 % in 6 of their 16 rows, and the
-default minimum effect (5 %) called those rows slower: run two summaries of one revision, and set
-`--min-effect` above the differences they show, or gate on dedicated hardware.
+A report's summary run is 9 lmcache-bench processes of one repetition each: values from separate
+processes are independent, and their spread (the "noise" column) says how far apart two runs of
+the same code land. A row is "slower" or "faster" only when the Mann-Whitney U test is
+significant after Holm correction over the rows, the medians differ by at least 15 %
+(`--min-effect`) and by more than the two runs' process noise. Measured on the development VM
+(2026-12-02, idle, `summary.py`'s rows, 9 processes a run): two runs of one revision minutes
+apart, 16 of 16 rows "same" (differences up to 10.5 %); the same revision built with `-DLMCACHE_HWY_DISABLED_TARGETS="HWY_AVX2|HWY_AVX3|HWY_AVX3_DL"`
+(the fp8 kernels on SSE4), "slower" in the three 1-thread SIMD codec rows it slowed by 42-46 %
+(exit status 1); the other SIMD and wrapper rows it slowed by 11-30 % stayed "same" (under the
+minimum effect, not significant after correction, or within that VM's process noise). On
+dedicated hardware, lower `--min-effect` once two runs of one revision there agree. A report
+made before the summary run was split into processes gives no noise estimate (compare says so).
 
 Tools (`reports/tools/`, Python 3 with Debian's python3-matplotlib and python3-scipy):
 `make_report.py` (a report from lmcache-bench's sweep and summary run, the conformance and

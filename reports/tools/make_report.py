@@ -201,8 +201,11 @@ def render(report_dir):
     sweep_reps = 1
     runs = [run_line('sweep', 'every table and plot', report.sweep_context, sweep_reps)]
     if report.repeated is not None:
+        processes = report.repeated.context.get('summary_processes')
+        reps = report.repeated.repetitions()
         runs.append(run_line('summary run', 'the summary block', report.repeated.context,
-                             report.repeated.repetitions()))
+                             f'{reps} ({processes} processes)' if processes else
+                             f'{reps} (one process)'))
     out += ['', '## Runs', '',
             md_table(['run', 'feeds', 'date (UTC)', 'revision', 'kind', 'repetitions',
                       'load average (1, 5, 15 min)'], runs), '']
@@ -237,18 +240,31 @@ def render(report_dir):
 
 
 def merge_bench_jsons(bench_dir):
-    """The Google Benchmark JSON files of an lmcache-bench --out directory, merged."""
-    names = sorted(f for f in os.listdir(bench_dir) if f.endswith('.json'))
+    """The Google Benchmark JSON files of an lmcache-bench --out directory, merged. A directory
+    of process-<n>/ subdirectories (the summary run: one lmcache-bench process each) merges
+    them all, every row tagged with "process": n (reportdata.Repeated.by_process())."""
+    parts = [(None, bench_dir)]
+    processes = sorted((int(d.split('-', 1)[1]), os.path.join(bench_dir, d))
+                       for d in os.listdir(bench_dir)
+                       if d.startswith('process-') and d.split('-', 1)[1].isdigit())
+    if processes:
+        parts = processes
     merged = {'context': None, 'benchmarks': []}
-    for name in names:
-        with open(os.path.join(bench_dir, name), encoding='utf-8') as f:
-            data = json.load(f)
-        if 'benchmarks' not in data:
-            continue  # lmcache-bench's system.json
-        merged['context'] = merged['context'] or data.get('context')
-        merged['benchmarks'] += data['benchmarks']
+    for process, directory in parts:
+        for name in sorted(f for f in os.listdir(directory) if f.endswith('.json')):
+            with open(os.path.join(directory, name), encoding='utf-8') as f:
+                data = json.load(f)
+            if 'benchmarks' not in data:
+                continue  # lmcache-bench's system.json
+            merged['context'] = merged['context'] or data.get('context')
+            for b in data['benchmarks']:
+                if process is not None:
+                    b['process'] = process
+                merged['benchmarks'].append(b)
     if not merged['benchmarks']:
         sys.exit(f'make_report: no benchmark JSON in {bench_dir}')
+    if processes:
+        merged['context']['summary_processes'] = len(processes)
     return merged
 
 

@@ -157,6 +157,24 @@ class MakeReportTest(ReportTest):
         self.assertIn('No summary run', readme)
         self.assertEqual(validate_report.validate(self.report), [])
 
+    def test_a_summary_run_of_several_processes_is_merged_and_tagged(self):
+        shutil.rmtree(self.summary_dir)
+        testdata.write_summary_process_dirs(self.summary_dir, seed=3, processes=9)
+        self.report = self.make()
+        with open(os.path.join(self.report, 'summary_bench.json'), encoding='utf-8') as f:
+            merged = json.load(f)
+        self.assertEqual(merged['context']['summary_processes'], 9)
+        rows = [b for b in merged['benchmarks'] if b.get('run_type') == 'iteration']
+        self.assertEqual(sorted({b['process'] for b in rows}), list(range(1, 10)))
+        repeated = make_report.reportdata.Repeated(merged)
+        name = next(iter(repeated.runs))
+        self.assertEqual(len(repeated.by_process(name, 'real_time')), 9)
+        self.assertEqual(repeated.repetitions(), 9)
+        runs = self.read('README.md').split('## Runs')[1].split('##')[0]
+        summary_line = [l for l in runs.splitlines() if l.startswith('| summary run')][0]
+        self.assertIn('9 (9 processes)', summary_line)
+        self.assertEqual(validate_report.validate(self.report), [])
+
     def test_a_run_on_a_busy_machine_is_flagged_in_the_runs_table(self):
         testdata.write_summary_dir(self.summary_dir, seed=1,
                                    context={'load_avg': [5.0, 4.0, 3.0], 'num_cpus': 2})
@@ -392,7 +410,12 @@ class SysinfoTest(unittest.TestCase):
         import re
         args = summary.bench_args(quick=True)
         self.assertEqual(args[0], '--filter')
-        self.assertIn('--benchmark_repetitions=9', args)
+        reps = [a for a in args if a.startswith('--benchmark_repetitions=')]
+        self.assertEqual(len(reps), 1, args)
+        per_process = int(reps[0].split('=')[1])
+        # The U test of compare needs 9 values a side, from processes enough for quartiles.
+        self.assertGreaterEqual(per_process * summary.SUMMARY_PROCESSES, 9)
+        self.assertGreaterEqual(summary.SUMMARY_PROCESSES, 4)
         pattern = re.compile(args[1])
         for lab, _ in testdata.summary_entries(seed=1, reps=1):
             self.assertTrue(pattern.search(testdata.reportdata.benchmark_name(lab) + '/'),

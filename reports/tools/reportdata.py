@@ -139,6 +139,17 @@ class Repeated:
         roofline_ratio) of the row with `labels`; [] when absent."""
         return [float(r[field]) for r in self.runs.get(benchmark_name(labels), []) if field in r]
 
+    def by_process(self, name, field):
+        """{process: [values of `field`]} of benchmark `name` when the run was made of several
+        lmcache-bench processes (rows tagged "process", make_report.merge_bench_jsons());
+        {} for a run of one process."""
+        out = collections.defaultdict(list)
+        for r in self.runs.get(name, []):
+            if 'process' not in r or field not in r:
+                return {}
+            out[r['process']].append(float(r[field]))
+        return dict(out)
+
     def repetitions(self):
         """The largest repetition count of any benchmark (0 when empty)."""
         return max((len(v) for v in self.runs.values()), default=0)

@@ -2,9 +2,10 @@
 """The summary block of a report: at most 15 rows that answer "how fast is this machine for
 LMCache's serde stack", each with its unit and how it was measured.
 
-    summary.py --bench-args [--quick]   print the lmcache-bench arguments of the summary run,
-                                        one a line (scripts/run.sh): its --filter, repetitions
-                                        and random interleaving
+    summary.py --bench-args [--quick]   print the lmcache-bench arguments of one process of
+                                        the summary run, one a line (scripts/run.sh): its
+                                        --filter, repetitions and random interleaving
+    summary.py --processes              print how many processes make the summary run
 
 Rows (when the report has the data):
   - fp8 encode and decode of bfloat16, per format, at the sweep's largest size, per device:
@@ -27,8 +28,17 @@ from reportdata import human_bytes, num, quartiles
 # A roofline whose samples' interquartile range exceeds this fraction of their median is too
 # noisy to divide by: its ratio is shown flagged.
 ROOFLINE_SPREAD_BOUND = 0.10
-# Repetitions of the summary run: the U test of compare_reports.py needs at least 9 a side.
-SUMMARY_REPETITIONS = 9
+# The summary run: SUMMARY_PROCESSES lmcache-bench processes of SUMMARY_REPETITIONS_PER_PROCESS
+# repetitions each. The U test of compare_reports.py needs at least 9 values a side, and they
+# must be independent: what differs between processes (page placement, the vCPU a thread lands
+# on) differs between two runs as much, and repetitions inside one process do not show it (two
+# single-process runs of one revision here differed by 6-12 % in 6 of 16 rows, each "significant").
+# One repetition per process makes every value independent; simulated at 8 % process noise,
+# 3 processes x 3 repetitions called 8 % of same-revision rows different, 9 x 1 none of 3000
+# (compare_reports.py: process noise).
+SUMMARY_PROCESSES = 9
+SUMMARY_REPETITIONS_PER_PROCESS = 1
+SUMMARY_REPETITIONS = SUMMARY_PROCESSES * SUMMARY_REPETITIONS_PER_PROCESS
 # The wrapper rows of the summary: chunk size and chunks per task.
 WRAPPER_SIZE = 1 << 20
 WRAPPER_BATCH = 8
@@ -49,7 +59,7 @@ def bench_filter(codec_size):
 def bench_args(quick):
     """The lmcache-bench arguments of the summary run (after the sweep's own --quick, if any)."""
     return ['--filter', bench_filter(QUICK_CODEC_SIZE if quick else FULL_CODEC_SIZE),
-            f'--benchmark_repetitions={SUMMARY_REPETITIONS}',
+            f'--benchmark_repetitions={SUMMARY_REPETITIONS_PER_PROCESS}',
             '--benchmark_enable_random_interleaving=true']
 
 
@@ -278,11 +288,17 @@ def build(report):
 def main(argv):
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument('--bench-args', action='store_true', required=True,
-                    help='print the lmcache-bench arguments of the summary run')
+    what = ap.add_mutually_exclusive_group(required=True)
+    what.add_argument('--bench-args', action='store_true',
+                      help='print the lmcache-bench arguments of one summary-run process')
+    what.add_argument('--processes', action='store_true',
+                      help='print how many lmcache-bench processes make the summary run')
     ap.add_argument('--quick', action='store_true', help='for an lmcache-bench --quick sweep')
     args = ap.parse_args(argv)
-    print('\n'.join(bench_args(args.quick)))
+    if args.processes:
+        print(SUMMARY_PROCESSES)
+    else:
+        print('\n'.join(bench_args(args.quick)))
     return 0
 
 

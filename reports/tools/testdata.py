@@ -98,10 +98,12 @@ def gbench_doc(entries, context=None):
             'benchmarks': benchmarks}
 
 
-def summary_entries(seed, reps=9, slow=None, noise=0.02):
+def summary_entries(seed, reps=9, slow=None, noise=0.02, processes=1, process_noise=0.0):
     """The summary run's rows with `reps` repetitions of multiplicative noise; `slow`:
     {benchmark name prefix: factor} applied to the time-like figure (throughput divided,
-    latency multiplied)."""
+    latency multiplied). processes > 1 splits the repetitions over that many processes (rows
+    tagged "process", as make_report.merge_bench_jsons() does), each row of each process off by
+    its own factor within +-process_noise (what differs between processes)."""
     rng = random.Random(seed)
     slow = slow or {}
     entries = []
@@ -110,8 +112,17 @@ def summary_entries(seed, reps=9, slow=None, noise=0.02):
         name = reportdata.benchmark_name(lab)
         return next((f for prefix, f in slow.items() if name.startswith(prefix)), 1.0)
 
-    def jitter():
-        return 1 + rng.uniform(-noise, noise)
+    def repeated(make):
+        """reps dicts from make(jitter): the jitter of each includes its process's offset."""
+        offsets = [1 + rng.uniform(-process_noise, process_noise) for _ in range(processes)]
+        out = []
+        for i in range(reps):
+            process = i * processes // reps
+            fields = make(lambda: offsets[process] * (1 + rng.uniform(-noise, noise)))
+            if processes > 1:
+                fields['process'] = process + 1
+            out.append(fields)
+        return out
 
     for op in ('encode', 'decode'):
         for fmt in FORMATS:
@@ -120,23 +131,22 @@ def summary_entries(seed, reps=9, slow=None, noise=0.02):
                     lab = labels(suite='codec', op=op, impl=impl, serde='fp8', dtype='bfloat16',
                                  format=fmt, device='cpu', size_bytes=1 << 20, threads=threads)
                     rate = (3e9 * threads if impl == 'simd' else 1e8) / factor(lab)
-                    entries.append((lab, [{'bytes_per_second': rate * jitter(),
-                                           'roofline_ratio': rate / 10e9 * jitter(),
-                                           'roofline_bytes_per_second': 10e9 * jitter(),
-                                           'roofline_spread': 0.03} for _ in range(reps)]))
+                    entries.append((lab, repeated(lambda j, rate=rate: {
+                        'bytes_per_second': rate * j(), 'roofline_ratio': rate / 10e9 * j(),
+                        'roofline_bytes_per_second': 10e9 * j(), 'roofline_spread': 0.03})))
     for lab, p50 in ((labels(suite='processor', op='latency', impl='handoff', device='cpu',
                              threads=1, batch=1), 8e-6),
                      (labels(suite='processor', op='latency', impl='async', serde='noop',
                              dtype='bfloat16', device='cpu', size_bytes=4096, threads=1,
                              batch=1), 1.2e-5)):
-        entries.append((lab, [{'p50_s': p50 * factor(lab) * jitter(), 'p99_s': 3 * p50}
-                              for _ in range(reps)]))
+        entries.append((lab, repeated(lambda j, lab=lab, p50=p50: {
+            'p50_s': p50 * factor(lab) * j(), 'p99_s': 3 * p50})))
     for op in ('store', 'load'):
         lab = labels(suite='wrapper', op=op, impl='wrapper', serde='fp8', dtype='bfloat16',
                      format='float8_e4m3fn', device='cpu', size_bytes=1 << 20, threads=1,
                      batch=8)
-        entries.append((lab, [{'bytes_per_second': 3e9 / factor(lab) * jitter(),
-                               'codec_ratio': 0.6 * jitter()} for _ in range(reps)]))
+        entries.append((lab, repeated(lambda j, lab=lab: {
+            'bytes_per_second': 3e9 / factor(lab) * j(), 'codec_ratio': 0.6 * j()})))
     return entries
 
 
@@ -163,3 +173,11 @@ def write_summary_dir(path, seed, context=None, **kw):
     os.makedirs(path, exist_ok=True)
     with open(os.path.join(path, 'lmcache-bench.json'), 'w', encoding='utf-8') as f:
         json.dump(gbench_doc(summary_entries(seed, **kw), context), f)
+
+
+def write_summary_process_dirs(path, seed, processes, context=None, **kw):
+    """The summary run as scripts/run.sh makes it: path/process-<n>/lmcache-bench.json, one
+    lmcache-bench --out directory per process, each of one repetition."""
+    for n in range(1, processes + 1):
+        write_summary_dir(os.path.join(path, f'process-{n}'), seed * 100 + n, context, reps=1,
+                          **kw)
