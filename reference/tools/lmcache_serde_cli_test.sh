@@ -78,6 +78,9 @@ expect_rc 2 "unknown serde" "$BIN" encode --config '{"type":"nope"}' --dtype bfl
 grep -q "Unknown serde type 'nope'" "$TMP/err" || fail "unknown serde message: $(cat "$TMP/err")"
 expect_rc 2 "unknown fp8 key" "$BIN" encode --config '{"type":"fp8","fp8_dtyp":"x"}' --dtype bfloat16
 expect_rc 2 "missing --config" "$BIN" encode --dtype bfloat16
+expect_rc 2 "odd hex chunk hash" "$BIN" encode --config "$E4M3" --dtype bfloat16 --chunk-hash abc
+grep -q "chunk-hash 'abc' is not hex" "$TMP/err" || fail "bad hex message: $(cat "$TMP/err")"
+expect_rc 2 "non-hex chunk hash" "$BIN" encode --config "$E4M3" --dtype bfloat16 --chunk-hash 0g
 expect_rc 2 "no subcommand" "$BIN"
 IN=$TMP/e4m3.bin
 expect_rc 2 "decode --count too large" "$BIN" decode --config "$E4M3" --dtype float32 --count 9

@@ -37,11 +37,13 @@
 #include <stdexcept>
 #include <string>
 #include <system_error>
+#include <utility>
 #include <vector>
 
 #include "lmcache/core/config.h"
 #include "lmcache/core/dtype.h"
 #include "lmcache/core/event_notifier.h"
+#include "lmcache/core/hex.h"
 #include "lmcache/core/memory_layout.h"
 #include "lmcache/core/memory_obj.h"
 #include "lmcache/core/object_key.h"
@@ -91,27 +93,14 @@ SerdeProcessorPtr make_processor(const std::string& config_text) {
   return create_serde_processor(config);
 }
 
-std::string bytes_from_hex(const std::string& hex) {
-  if (hex.size() % 2 != 0) {
-    throw InputError("--chunk-hash has an odd number of hex digits (" + std::to_string(hex.size()) +
-                     ")");
-  }
-  auto digit = [&](char c) -> int {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-    throw InputError(std::string("--chunk-hash: '") + c + "' is not a hex digit");
-  };
-  std::string out;
-  for (std::size_t i = 0; i < hex.size(); i += 2) {
-    out.push_back(static_cast<char>(digit(hex[i]) * 16 + digit(hex[i + 1])));
-  }
-  return out;
-}
-
 // The key an object is encoded / decoded under (see the header comment).
 ObjectKey key_of(const std::string& chunk_hash_hex, const std::string& cache_salt) {
-  return ObjectKey(bytes_from_hex(chunk_hash_hex), "lmcache-serde", 0, 0, cache_salt);
+  std::optional<std::string> chunk_hash = bytes_from_hex(chunk_hash_hex);
+  if (!chunk_hash) {
+    throw InputError("--chunk-hash '" + chunk_hash_hex +
+                     "' is not hex (pairs of digits 0-9, a-f, A-F)");
+  }
+  return ObjectKey(std::move(*chunk_hash), "lmcache-serde", 0, 0, cache_salt);
 }
 
 std::shared_ptr<MemoryObj> buffer_of(std::size_t count, DType dtype) {

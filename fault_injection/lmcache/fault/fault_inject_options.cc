@@ -20,16 +20,6 @@ using namespace fault_internal;
 
 constexpr const char* kContext = "fault_inject adapter config";
 
-std::string to_hex(const std::string& raw) {
-  static constexpr char kDigits[] = "0123456789abcdef";
-  std::string out;
-  for (unsigned char c : raw) {
-    out += kDigits[c >> 4];
-    out += kDigits[c & 0xF];
-  }
-  return out;
-}
-
 const char* store_fail_mode_name(StoreFailMode m) {
   switch (m) {
     case StoreFailMode::kDeleteAfter:
@@ -127,7 +117,7 @@ FaultInjectOptions FaultInjectOptions::from_json(const Json& config) {
 
 Json FaultInjectOptions::to_json() const {
   Json hashes = Json::array();
-  for (const auto& h : drop.drop_chunk_hashes) hashes.push_back(to_hex(h));
+  for (const auto& h : drop.drop_chunk_hashes) hashes.push_back(hex_from_bytes(h));
   std::vector<std::size_t> gaps = drop.gap_indices;
   std::sort(gaps.begin(), gaps.end());
   return {{"rate", drop.rate},

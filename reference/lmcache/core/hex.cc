@@ -33,4 +33,15 @@ std::optional<std::string> bytes_from_hex(std::string_view text) {
   return out;
 }
 
+std::string hex_from_bytes(std::string_view bytes) {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(bytes.size() * 2);
+  for (unsigned char c : bytes) {
+    out += kDigits[c >> 4];
+    out += kDigits[c & 0xF];
+  }
+  return out;
+}
+
 }  // namespace lmcache

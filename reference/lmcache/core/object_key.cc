@@ -3,6 +3,8 @@
 #include <stdexcept>
 #include <utility>
 
+#include "lmcache/core/hex.h"
+
 namespace lmcache {
 
 ObjectKey::ObjectKey(std::string chunk_hash, std::string model_name, std::int64_t kv_rank,
@@ -32,16 +34,7 @@ ObjectKey::ObjectKey(std::string chunk_hash, std::string model_name, std::int64_
   }
 }
 
-std::string ObjectKey::chunk_hash_hex() const {
-  static constexpr char kDigits[] = "0123456789abcdef";
-  std::string out;
-  out.reserve(chunk_hash_.size() * 2);
-  for (unsigned char c : chunk_hash_) {
-    out += kDigits[c >> 4];
-    out += kDigits[c & 0xF];
-  }
-  return out;
-}
+std::string ObjectKey::chunk_hash_hex() const { return hex_from_bytes(chunk_hash_); }
 
 std::string ObjectKey::to_string() const {
   return model_name_ + "@" + std::to_string(kv_rank_) + "@" + std::to_string(object_group_id_) +

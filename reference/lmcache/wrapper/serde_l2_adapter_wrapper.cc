@@ -226,20 +226,22 @@ void SerdeL2AdapterWrapper::leave_phase(Task& task) {
 
 void SerdeL2AdapterWrapper::finish_store(TaskId id, L2StoreResult result) {
   std::lock_guard lock(mu_);
-  tasks_.erase(id);
-  metrics_.task_finished(/*is_store=*/true, result.is_successful());
+  const bool ok = result.is_successful();
   store_done_.complete(id, result);
+  metrics_.task_finished(/*is_store=*/true, ok);
+  tasks_.erase(id);
 }
 
 void SerdeL2AdapterWrapper::finish_load(TaskId id, Bitmap result, bool failed) {
   std::lock_guard lock(mu_);
-  tasks_.erase(id);
-  if (!failed && result.size() > 0 && result.none()) {
+  const bool missed = !failed && result.size() > 0 && result.none();
+  load_done_.complete(id, std::move(result));
+  if (missed) {
     metrics_.load_missed();  // every key absent: an answer, not a failure
   } else {
     metrics_.task_finished(/*is_store=*/false, !failed);
   }
-  load_done_.complete(id, std::move(result));
+  tasks_.erase(id);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -501,7 +503,7 @@ void SerdeL2AdapterWrapper::drain_inner_load() {
     try {
       loaded = inner_->query_load_result(inner_id);
     } catch (...) {
-      loaded = Bitmap();  // a malformed answer: the size check below fails the load
+      loaded = Bitmap();  // a malformed answer: deserialize_loaded() fails the load
     }
     if (!loaded) continue;
     Task* task;
@@ -511,68 +513,69 @@ void SerdeL2AdapterWrapper::drain_inner_load() {
       task = &tasks_.at(id);
     }
     leave_phase(*task);
-    const std::size_t n = task->keys.size();
-    // Whatever throws from here on (an allocation) still completes the load as failed, exactly
-    // once, with its temps released and its phase left.
-    bool in_deserialize = false;
-    std::optional<bool> deserialized_inline;
-    try {
-      if (loaded->size() != n || loaded->none()) {
-        // Nothing to deserialize: every key absent (a miss, not a failure), or a malformed
-        // bitmap (a failed load).
-        const bool malformed = loaded->size() != n;
-        release_write_locked_temps(*task);
-        finish_load(id, malformed ? Bitmap(n) : std::move(*loaded), /*failed=*/malformed);
-        continue;
-      }
+    deserialize_loaded(id, *task, std::move(*loaded));
+  }
+}
+
+void SerdeL2AdapterWrapper::deserialize_loaded(TaskId id, Task& task, Bitmap loaded) {
+  const std::size_t n = task.keys.size();
+  // What to finish the load with here; nothing when the serde took it.
+  std::optional<Bitmap> result;
+  bool failed = true;
+  bool in_deserialize = false;
+  try {
+    if (loaded.size() != n) {
+      result = Bitmap(n);  // a malformed bitmap: the load fails
+    } else if (loaded.none()) {
+      result = std::move(loaded);  // every key absent: a miss, not a failure
+      failed = false;
+    } else {
       std::vector<MemoryObjPtr> srcs, dsts;
       std::vector<ObjectKey> keys;  // the original keys, never the temps' (docs/serde.md)
-      const std::vector<std::size_t> hits = loaded->set_indices();
+      const std::vector<std::size_t> hits = loaded.set_indices();
       srcs.reserve(hits.size());
       dsts.reserve(hits.size());
       keys.reserve(hits.size());
-      for (std::size_t i : hits) {
-        srcs.push_back(task->temp_objects[i]);
-        dsts.push_back(task->dst_objects[i]);
-        keys.push_back(task->keys[i]);
-      }
-      task->inner_bitmap = std::move(*loaded);
-      enter_phase(*task, Phase::kDeserialize);
-      in_deserialize = true;
       std::size_t loaded_bytes = 0;
-      for (const auto& src : srcs) loaded_bytes += src->size();
+      for (std::size_t i : hits) {
+        srcs.push_back(task.temp_objects[i]);
+        dsts.push_back(task.dst_objects[i]);
+        keys.push_back(task.keys[i]);
+        loaded_bytes += task.temp_objects[i]->size();
+      }
+      task.inner_bitmap = std::move(loaded);
+      enter_phase(task, Phase::kDeserialize);
+      in_deserialize = true;
+      // Small enough: on this thread, no hand-off to a serde worker and back (nullopt: the
+      // processor does not run tasks inline). All or nothing, as a submitted deserialize: a
+      // throw fails it.
+      std::optional<bool> inline_ok;
       if (loaded_bytes <= options_.inline_deserialize_max_bytes) {
-        // On this thread: no hand-off to a serde worker and back.
         try {
-          deserialized_inline = serde_->deserialize_inline(srcs, dsts, keys);
+          inline_ok = serde_->deserialize_inline(srcs, dsts, keys);
         } catch (...) {
-          deserialized_inline = false;  // all or nothing, as a failed submitted deserialize
+          inline_ok = false;
         }
       }
-      if (!deserialized_inline) {
-        TaskId serde_id =
+      if (!inline_ok) {
+        const TaskId serde_id =
             serde_->submit_deserialize(std::move(srcs), std::move(dsts), std::move(keys));
         std::lock_guard lock(mu_);
         deserialize_to_task_.emplace(serde_id, id);
-        continue;
+        return;  // drain_deserialize() finishes it
       }
-    } catch (...) {
-    }
-    if (deserialized_inline) {
       metrics_.inline_step(WrapperStep::kDeserialize);
-      leave_phase(*task);
-      release_write_locked_temps(*task);
-      if (*deserialized_inline) {
-        finish_load(id, std::move(task->inner_bitmap), /*failed=*/false);
-      } else {
-        finish_load(id, Bitmap(n), /*failed=*/true);
-      }
-      continue;
+      failed = !*inline_ok;
+      result = *inline_ok ? std::move(task.inner_bitmap) : Bitmap(n);
     }
-    if (in_deserialize) leave_phase(*task);
-    release_write_locked_temps(*task);
-    finish_load(id, Bitmap(n), /*failed=*/true);
+  } catch (...) {
+    // An allocation, or the serde refusing the submit: the load fails.
+    failed = true;
+    result.reset();
   }
+  if (in_deserialize) leave_phase(task);
+  release_write_locked_temps(task);
+  finish_load(id, result ? std::move(*result) : Bitmap(n), failed);
 }
 
 void SerdeL2AdapterWrapper::drain_deserialize() {

@@ -170,10 +170,17 @@ class SerdeL2AdapterWrapper final : public L2AdapterInterface {
   void enter_phase(Task& task, Phase phase);
   void leave_phase(Task& task);
 
-  // Removes the task and publishes its result. A load that did not fail and found no key
+  // Publishes the task's result, then removes the task (a result that cannot be published, out
+  // of memory, leaves the task for close() to fail). A load that did not fail and found no key
   // counts as a miss in the metrics, not as a failure.
   void finish_store(TaskId id, L2StoreResult result);
   void finish_load(TaskId id, Bitmap result, bool failed);
+
+  // The step after a load's inner load completed with `loaded`: hands the hits to the serde
+  // (whose drain finishes the load), or finishes the load here -- every key absent (a miss), a
+  // malformed bitmap, a deserialize that ran inline, or a failure to start one. Either way the
+  // task is finished exactly once and its temps released once.
+  void deserialize_loaded(TaskId id, Task& task, Bitmap loaded);
 
   // A store whose serialize finished inline (in submit_store_task): moves its temps to read
   // and submits the inner store, or completes it as failed. Returns `id`.
