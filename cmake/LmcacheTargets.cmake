@@ -103,3 +103,61 @@ function(lmcache_add_test name)
   add_test(NAME ${name}.concurrency_subset COMMAND bash ${subset} $<TARGET_FILE:${name}> ${expect})
   set_tests_properties(${name}.concurrency_subset PROPERTIES LABELS unit TIMEOUT 60)
 endfunction()
+
+# The conformance properties that exercise threads (concurrent submitters, close under load, the
+# stateful models with tasks in flight): what the TSan build runs of a conformance suite. The
+# properties' names are the kit's public vocabulary (conformance/.../property_list.h), so they
+# cannot carry the "Concurrency" marker: they are matched by these patterns, prefixed with an
+# instantiation when one is given.
+set(LMCACHE_CONFORMANCE_THREAD_HEAVY
+  "*.Concurrent*" "*.DeterministicAcrossThreads/*" "*.StatefulModel/*" "*.Close*"
+  "*.ResourcesBoundedOverManyTasks/*" "*.SameKeyInFlight/*")
+
+# lmcache_conformance_thread_heavy_filter(<out-var> [<instantiation-prefix>])
+# The gtest filter of LMCACHE_CONFORMANCE_THREAD_HEAVY, e.g. "Bases/*.Concurrent*:...".
+function(lmcache_conformance_thread_heavy_filter out)
+  set(patterns ${LMCACHE_CONFORMANCE_THREAD_HEAVY})
+  if(ARGC GREATER 1)
+    list(TRANSFORM patterns PREPEND "${ARGV1}/")
+  endif()
+  list(JOIN patterns ":" filter)
+  set(${out} "${filter}" PARENT_SCOPE)
+endfunction()
+
+# lmcache_add_conformance_test(<name> SOURCES ... DEPS ...)
+# A component's own run of the conformance suites (<component>_conformance_test.cc beside it,
+# instantiated as a vendor instantiates them), label "conformance". Release: the default depth
+# (standard) with the suites' time limits at 0.2 (correct implementations finish far inside
+# them). ASan: quick depth, limits at 0.5. TSan: only the thread-heavy properties, at quick
+# depth, as `<name>.concurrency` (label "concurrency").
+function(lmcache_add_conformance_test name)
+  if(NOT LMCACHE_BUILD_TESTS)
+    return()
+  endif()
+  cmake_parse_arguments(ARG "" "" "SOURCES;DEPS" ${ARGN})
+  if(ARG_UNPARSED_ARGUMENTS)
+    message(FATAL_ERROR
+      "lmcache_add_conformance_test(${name}): unknown arguments ${ARG_UNPARSED_ARGUMENTS}")
+  endif()
+  add_executable(${name} ${ARG_SOURCES})
+  target_link_libraries(${name} PRIVATE ${ARG_DEPS} lmcache::conformance GTest::gtest
+                                        GTest::gtest_main lmcache_build_flags)
+  if(LMCACHE_SANITIZE STREQUAL "thread")
+    if(NOT TARGET lmcache_concurrency_tests)
+      add_custom_target(lmcache_concurrency_tests)
+    endif()
+    add_dependencies(lmcache_concurrency_tests ${name})
+    lmcache_conformance_thread_heavy_filter(filter)
+    add_test(NAME ${name}.concurrency COMMAND ${name} --gtest_filter=${filter})
+    set_tests_properties(${name}.concurrency PROPERTIES LABELS concurrency TIMEOUT 900
+      ENVIRONMENT "LMCACHE_CONFORMANCE_TIMEOUT_SCALE=0.5;LMCACHE_CONFORMANCE_DEPTH=quick")
+    return()
+  endif()
+  add_test(NAME ${name} COMMAND ${name})
+  if(LMCACHE_SANITIZE STREQUAL "address")
+    set(env "LMCACHE_CONFORMANCE_TIMEOUT_SCALE=0.5;LMCACHE_CONFORMANCE_DEPTH=quick")
+  else()
+    set(env "LMCACHE_CONFORMANCE_TIMEOUT_SCALE=0.2")
+  endif()
+  set_tests_properties(${name} PROPERTIES LABELS conformance TIMEOUT 900 ENVIRONMENT "${env}")
+endfunction()
