@@ -300,8 +300,8 @@ TEST(Generators, KeyFamiliesAreDistinctAndDifferInOneField) {
 
 namespace conf = lmcache::conformance;
 
-INSTANTIATE_TEST_SUITE_P(Bases, SerdeConformance,
-                         ::testing::Values(conf::selftest::copy_serde()), conf::ParamName());
+INSTANTIATE_TEST_SUITE_P(Bases, SerdeConformance, ::testing::Values(conf::selftest::copy_serde()),
+                         conf::ParamName());
 INSTANTIATE_TEST_SUITE_P(Bases, ProcessorConformance,
                          ::testing::Values(conf::selftest::queue_processor()), conf::ParamName());
 INSTANTIATE_TEST_SUITE_P(
