@@ -53,6 +53,15 @@ function(lmcache_add_library name)
   install(FILES ${ARG_HEADERS} DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/lmcache/${component})
 endfunction()
 
+# lmcache_add_to_concurrency_tests(<target>)
+# `cmake --build <dir> --target lmcache_concurrency_tests` builds just what TSan runs.
+function(lmcache_add_to_concurrency_tests target)
+  if(NOT TARGET lmcache_concurrency_tests)
+    add_custom_target(lmcache_concurrency_tests)
+  endif()
+  add_dependencies(lmcache_concurrency_tests ${target})
+endfunction()
+
 # lmcache_add_test(<name> SOURCES ... DEPS ... LABELS ... [TIMEOUT s] [CONCURRENCY])
 # One gtest binary = one ctest entry carrying LABELS (per-binary, not per-case: each process
 # pays libtorch's start-up). CONCURRENCY declares that the binary holds thread-heavy cases;
@@ -78,11 +87,7 @@ function(lmcache_add_test name)
                                         lmcache_build_flags)
   set(subset ${PROJECT_SOURCE_DIR}/cmake/concurrency_subset.sh)
   if(ARG_CONCURRENCY)
-    # `cmake --build <dir> --target lmcache_concurrency_tests` builds just what TSan runs.
-    if(NOT TARGET lmcache_concurrency_tests)
-      add_custom_target(lmcache_concurrency_tests)
-    endif()
-    add_dependencies(lmcache_concurrency_tests ${name})
+    lmcache_add_to_concurrency_tests(${name})
   endif()
   if(LMCACHE_SANITIZE STREQUAL "thread")
     if(ARG_CONCURRENCY)
@@ -143,10 +148,7 @@ function(lmcache_add_conformance_test name)
   target_link_libraries(${name} PRIVATE ${ARG_DEPS} lmcache::conformance GTest::gtest
                                         GTest::gtest_main lmcache_build_flags)
   if(LMCACHE_SANITIZE STREQUAL "thread")
-    if(NOT TARGET lmcache_concurrency_tests)
-      add_custom_target(lmcache_concurrency_tests)
-    endif()
-    add_dependencies(lmcache_concurrency_tests ${name})
+    lmcache_add_to_concurrency_tests(${name})
     lmcache_conformance_thread_heavy_filter(filter)
     add_test(NAME ${name}.concurrency COMMAND ${name} --gtest_filter=${filter})
     set_tests_properties(${name}.concurrency PROPERTIES LABELS concurrency TIMEOUT 900
