@@ -244,6 +244,44 @@ void SerdeL2AdapterWrapper::finish_load(TaskId id, Bitmap result, bool failed) {
   tasks_.erase(id);
 }
 
+template <typename Submit>
+void SerdeL2AdapterWrapper::start_task(TaskId id, Task task, Phase phase, Release release,
+                                       Submit&& submit) {
+  std::lock_guard lock(mu_);
+  auto fail = [&](const Task& failed) {
+    metrics_.task_finished(failed.is_store, false);
+    if (failed.is_store) {
+      store_done_.complete(id, L2StoreResult::failure());
+    } else {
+      load_done_.complete(id, Bitmap(failed.keys.size()));
+    }
+  };
+  if (closing_) {
+    (this->*release)(task);
+    fail(task);
+    return;
+  }
+  Task* added = nullptr;
+  try {
+    // reserve() first, so that emplace can only fail allocating its node, before the move.
+    tasks_.reserve(tasks_.size() + 1);
+    added = &tasks_.emplace(id, std::move(task)).first->second;
+  } catch (...) {
+    (this->*release)(task);  // out of memory: the caller gets std::bad_alloc
+    throw;
+  }
+  Task& t = *added;
+  enter_phase(t, phase);
+  try {
+    submit(t);  // under mu_, so the loop cannot look the step's id up before it is mapped
+  } catch (...) {
+    leave_phase(t);
+    (this->*release)(t);
+    fail(t);
+    tasks_.erase(id);
+  }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Store path.
 
@@ -282,34 +320,12 @@ TaskId SerdeL2AdapterWrapper::submit_store_task(const std::vector<ObjectKey>& ke
       return continue_inline_store(id, std::move(task), *serialized);
     }
   }
-  std::lock_guard lock(mu_);
-  if (closing_) {
-    release_write_locked_temps(task);
-    metrics_.task_finished(true, false);
-    store_done_.complete(id, L2StoreResult::failure());
-    return id;
-  }
-  Task* added = nullptr;
-  try {
-    // reserve() first, so that emplace can only fail allocating its node, before the move.
-    tasks_.reserve(tasks_.size() + 1);
-    added = &tasks_.emplace(id, std::move(task)).first->second;
-  } catch (...) {
-    release_write_locked_temps(task);  // out of memory: the caller gets std::bad_alloc
-    throw;
-  }
-  Task& t = *added;
-  enter_phase(t, Phase::kSerialize);
-  try {
-    TaskId serde_id = serde_->submit_serialize(objects, t.temp_objects, keys);  // the original keys
-    serialize_to_task_.emplace(serde_id, id);
-  } catch (...) {
-    leave_phase(t);
-    release_write_locked_temps(t);
-    tasks_.erase(id);
-    metrics_.task_finished(true, false);
-    store_done_.complete(id, L2StoreResult::failure());
-  }
+  start_task(id, std::move(task), Phase::kSerialize,
+             &SerdeL2AdapterWrapper::release_write_locked_temps, [&](Task& t) {
+               const TaskId serde_id =
+                   serde_->submit_serialize(objects, t.temp_objects, keys);  // the original keys
+               serialize_to_task_.emplace(serde_id, id);
+             });
   return id;
 }
 
@@ -330,34 +346,11 @@ TaskId SerdeL2AdapterWrapper::continue_inline_store(TaskId id, Task task, bool s
     finish_store(id, L2StoreResult::failure());
     return id;
   }
-  std::lock_guard lock(mu_);
-  if (closing_) {
-    release_read_locked_temps(task);
-    metrics_.task_finished(true, false);
-    store_done_.complete(id, L2StoreResult::failure());
-    return id;
-  }
-  Task* added = nullptr;
-  try {
-    tasks_.reserve(tasks_.size() + 1);
-    added = &tasks_.emplace(id, std::move(task)).first->second;
-  } catch (...) {
-    release_read_locked_temps(task);  // out of memory: the caller gets std::bad_alloc
-    throw;
-  }
-  Task& t = *added;
-  enter_phase(t, Phase::kInnerStore);
-  try {
-    // Under mu_, so the loop cannot look the inner id up before it is mapped.
-    TaskId inner_id = inner_->submit_store_task(t.keys, t.temp_objects);
-    inner_store_to_task_.emplace(inner_id, id);
-  } catch (...) {
-    leave_phase(t);
-    release_read_locked_temps(t);
-    tasks_.erase(id);
-    metrics_.task_finished(true, false);
-    store_done_.complete(id, L2StoreResult::failure());
-  }
+  start_task(id, std::move(task), Phase::kInnerStore,
+             &SerdeL2AdapterWrapper::release_read_locked_temps, [&](Task& t) {
+               const TaskId inner_id = inner_->submit_store_task(t.keys, t.temp_objects);
+               inner_store_to_task_.emplace(inner_id, id);
+             });
   return id;
 }
 
@@ -457,34 +450,11 @@ TaskId SerdeL2AdapterWrapper::submit_load_task(const std::vector<ObjectKey>& key
     finish_load(id, Bitmap(keys.size()), /*failed=*/true);
     return id;
   }
-  std::lock_guard lock(mu_);
-  if (closing_) {
-    release_write_locked_temps(task);
-    metrics_.task_finished(false, false);
-    load_done_.complete(id, Bitmap(keys.size()));
-    return id;
-  }
-  Task* added = nullptr;
-  try {
-    // reserve() first, so that emplace can only fail allocating its node, before the move.
-    tasks_.reserve(tasks_.size() + 1);
-    added = &tasks_.emplace(id, std::move(task)).first->second;
-  } catch (...) {
-    release_write_locked_temps(task);  // out of memory: the caller gets std::bad_alloc
-    throw;
-  }
-  Task& t = *added;
-  enter_phase(t, Phase::kInnerLoad);
-  try {
-    TaskId inner_id = inner_->submit_load_task(keys, t.temp_objects);
-    inner_load_to_task_.emplace(inner_id, id);
-  } catch (...) {
-    leave_phase(t);
-    release_write_locked_temps(t);
-    tasks_.erase(id);
-    metrics_.task_finished(false, false);
-    load_done_.complete(id, Bitmap(keys.size()));
-  }
+  start_task(id, std::move(task), Phase::kInnerLoad,
+             &SerdeL2AdapterWrapper::release_write_locked_temps, [&](Task& t) {
+               const TaskId inner_id = inner_->submit_load_task(keys, t.temp_objects);
+               inner_load_to_task_.emplace(inner_id, id);
+             });
   return id;
 }
 

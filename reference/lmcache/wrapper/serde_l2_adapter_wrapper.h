@@ -182,6 +182,17 @@ class SerdeL2AdapterWrapper final : public L2AdapterInterface {
   // task is finished exactly once and its temps released once.
   void deserialize_loaded(TaskId id, Task& task, Bitmap loaded);
 
+  // Adds `task` under `id`, enters `phase` and starts it: `submit` hands the task's next step to
+  // the serde or the inner adapter and maps that step's id, under mu_. A task that cannot start
+  // (the wrapper closing, `submit` throwing) leaves its phase, has its temps released by
+  // `release` and is failed, once; when the task table cannot grow, the temps are released and
+  // std::bad_alloc reaches the caller.
+  // (A template, defined in the .cc where it is used: a std::function could fail to allocate
+  // after the temps exist and before start_task owns them.)
+  using Release = void (SerdeL2AdapterWrapper::*)(Task&);
+  template <typename Submit>
+  void start_task(TaskId id, Task task, Phase phase, Release release, Submit&& submit);
+
   // A store whose serialize finished inline (in submit_store_task): moves its temps to read
   // and submits the inner store, or completes it as failed. Returns `id`.
   TaskId continue_inline_store(TaskId id, Task task, bool serialized);
