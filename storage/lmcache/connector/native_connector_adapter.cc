@@ -341,21 +341,23 @@ void NativeConnectorL2Adapter::enter_locked(const char* what) {
   ++callers_in_flight_;
 }
 
-void NativeConnectorL2Adapter::start_gets_locked(Task& task, std::uint64_t serial,
-                                                 const std::vector<std::size_t>& idx,
-                                                 std::vector<Submission>& follow) {
-  // One batch per get length: a connector batch has a single chunk size.
+void NativeConnectorL2Adapter::start_batches_locked(Task& task, std::uint64_t serial, Op op,
+                                                    const std::vector<std::size_t>& idx,
+                                                    std::vector<Submission>& follow) {
+  // One batch per length: a connector batch has a single chunk size.
   std::map<std::uint64_t, std::vector<std::size_t>> by_len;
   for (std::size_t i : idx) by_len[task.lens[i]].push_back(i);
   for (auto& [len, group] : by_len) {
     Submission s;
-    s.batch.op = Op::kGet;
+    s.batch.op = op;
     s.batch.task = serial;
     s.chunk = static_cast<std::size_t>(len);
     for (std::size_t i : group) {
       s.keys.push_back(codec_.encode(task.keys[i]));
       s.bufs.push_back(task.objects[i]->data());
       s.lens.push_back(static_cast<std::size_t>(len));
+      // A set remembers its keys: a failed one deletes what it may have written.
+      if (op == Op::kSet) s.batch.keys.push_back(task.keys[i]);
       s.batch.pins.push_back(task.objects[i]);
     }
     s.batch.idx = std::move(group);
@@ -409,24 +411,7 @@ TaskId NativeConnectorL2Adapter::submit_store_task(const std::vector<ObjectKey>&
         t.lens = std::move(sizes);
         const std::uint64_t serial = add_task_locked(std::move(t));
         Task& task = tasks_.at(serial);
-        std::map<std::uint64_t, std::vector<std::size_t>> by_len;
-        for (std::size_t i : task.sent) by_len[task.lens[i]].push_back(i);
-        for (auto& [len, group] : by_len) {
-          Submission s;
-          s.batch.op = Op::kSet;
-          s.batch.task = serial;
-          s.chunk = static_cast<std::size_t>(len);
-          for (std::size_t i : group) {
-            s.keys.push_back(codec_.encode(task.keys[i]));
-            s.bufs.push_back(task.objects[i]->data());
-            s.lens.push_back(static_cast<std::size_t>(len));
-            s.batch.keys.push_back(task.keys[i]);
-            s.batch.pins.push_back(task.objects[i]);
-          }
-          s.batch.idx = std::move(group);
-          subs.push_back(std::move(s));
-          ++task.pending;
-        }
+        start_batches_locked(task, serial, Op::kSet, task.sent, subs);
       }
     }
   }
@@ -521,7 +506,7 @@ TaskId NativeConnectorL2Adapter::submit_load_task(const std::vector<ObjectKey>& 
         s.batch.idx = std::move(eligible);
         subs.push_back(std::move(s));
       } else {
-        start_gets_locked(task, serial, eligible, subs);
+        start_batches_locked(task, serial, Op::kGet, eligible, subs);
       }
     }
   }
@@ -629,7 +614,7 @@ void NativeConnectorL2Adapter::on_batch_done(Batch batch, const Completion& c, O
           }
         }
       }
-      if (!present.empty()) start_gets_locked(task, serial, present, follow);
+      if (!present.empty()) start_batches_locked(task, serial, Op::kGet, present, follow);
       if (task.pending == 0) finish_load_locked(serial, out);
       return;
     }

@@ -233,9 +233,10 @@ class NativeConnectorL2Adapter final : public L2AdapterInterface {
   void finish_lookup_locked(std::uint64_t serial, Outbox& out);
   void finish_load_locked(std::uint64_t serial, Outbox& out);
   void expire_locked(Clock::time_point now, Outbox& out, std::vector<Submission>& follow);
-  // One get batch per length for the indices `idx` of a load.
-  void start_gets_locked(Task& task, std::uint64_t serial, const std::vector<std::size_t>& idx,
-                         std::vector<Submission>& follow);
+  // One `op` (get or set) batch per length for the indices `idx` of a task, appended to
+  // `follow`; each counts in task.pending.
+  void start_batches_locked(Task& task, std::uint64_t serial, Op op,
+                            const std::vector<std::size_t>& idx, std::vector<Submission>& follow);
   // A delete of `keys` whose success lifts one tombstone count of each.
   Submission cleanup_submission_locked(std::uint64_t serial, std::vector<ObjectKey> keys);
   // Drops keys from the usage (listeners see them deleted).

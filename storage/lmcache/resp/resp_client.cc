@@ -490,35 +490,21 @@ std::vector<std::uint8_t> RespClient::get_many(std::span<const std::string> keys
 }
 
 std::vector<std::uint8_t> RespClient::exists_many(std::span<const std::string> keys) {
-  std::vector<std::uint8_t> out(keys.size(), 0);
-  std::string error;
-  pipeline(
-      keys.size(),
-      [&](std::size_t i) {
-        queue_command({"EXISTS", keys[i]});
-        return std::size_t{0};
-      },
-      [&](std::size_t i) {
-        RespReply r = read_reply();
-        if (r.type == RespReply::Type::kInteger) {
-          out[i] = r.integer > 0 ? 1 : 0;
-        } else if (r.is_error()) {
-          if (error.empty()) error = "EXISTS " + keys[i] + ": " + r.str;
-        } else {
-          fail("protocol error: EXISTS answered " + r.to_string().substr(0, 64));
-        }
-      });
-  if (!error.empty()) fail(error);
-  return out;
+  return count_per_key("EXISTS", keys);
 }
 
 std::vector<std::uint8_t> RespClient::del_many(std::span<const std::string> keys) {
+  return count_per_key("DEL", keys);
+}
+
+std::vector<std::uint8_t> RespClient::count_per_key(const char* command,
+                                                    std::span<const std::string> keys) {
   std::vector<std::uint8_t> out(keys.size(), 0);
   std::string error;
   pipeline(
       keys.size(),
       [&](std::size_t i) {
-        queue_command({"DEL", keys[i]});
+        queue_command({command, keys[i]});
         return std::size_t{0};
       },
       [&](std::size_t i) {
@@ -526,9 +512,10 @@ std::vector<std::uint8_t> RespClient::del_many(std::span<const std::string> keys
         if (r.type == RespReply::Type::kInteger) {
           out[i] = r.integer > 0 ? 1 : 0;
         } else if (r.is_error()) {
-          if (error.empty()) error = "DEL " + keys[i] + ": " + r.str;
+          if (error.empty()) error = std::string(command) + " " + keys[i] + ": " + r.str;
         } else {
-          fail("protocol error: DEL answered " + r.to_string().substr(0, 64));
+          fail(std::string("protocol error: ") + command + " answered " +
+               r.to_string().substr(0, 64));
         }
       });
   if (!error.empty()) fail(error);

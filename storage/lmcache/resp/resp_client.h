@@ -142,6 +142,9 @@ class RespClient {
   template <class Send, class Read>
   void pipeline(std::size_t n, Send&& send, Read&& read);
 
+  // `command` (EXISTS or DEL) of each key, pipelined: 1 where the integer reply is positive.
+  std::vector<std::uint8_t> count_per_key(const char* command, std::span<const std::string> keys);
+
   [[noreturn]] void fail(const std::string& what);
   bool connect_one(int fd, const ::addrinfo* ai, std::string* error);
   void ensure_connected();
