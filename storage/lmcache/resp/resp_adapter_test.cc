@@ -10,6 +10,7 @@
 
 #include "lmcache/l1/l1_manager.h"
 #include "lmcache/l2/adapter_registry.h"
+#include "lmcache/testing/adapter_waits.h"
 #include "lmcache/testing/bridge_checks.h"
 #include "lmcache/testing/redis_server.h"
 #include "lmcache/wrapper/adapter_factory.h"
@@ -19,6 +20,8 @@ namespace {
 
 using namespace std::chrono_literals;
 using storage_testing::RedisServer;
+using storage_testing::wait_load;
+using storage_testing::wait_store;
 
 #define SKIP_WITHOUT_REDIS()                                                       \
   if (!RedisServer::find_executable()) {                                           \
@@ -107,26 +110,13 @@ TEST(RespAdapter, ComposesWithTheFp8SerdeThroughItsConfig) {
   auto* p = reinterpret_cast<std::uint16_t*>(src->data());
   for (std::size_t i = 0; i < kElems; ++i) p[i] = values[i % 6];
   const ObjectKey key(int_hash_to_bytes(1), "meta-llama/Llama-3.1-8B", 3, 0, "tenant");
-  const TaskId s = a->submit_store_task({key}, {src});
-  std::optional<L2StoreResult> stored;
-  for (auto deadline = std::chrono::steady_clock::now() + 10s;
-       !stored && std::chrono::steady_clock::now() < deadline;) {
-    wait_readable(a->get_store_event_fd(), 10ms);
-    auto done = a->pop_completed_store_tasks();
-    if (done.count(s)) stored = done.at(s);
-  }
+  const std::optional<L2StoreResult> stored = wait_store(*a, a->submit_store_task({key}, {src}));
   ASSERT_TRUE(stored && stored->is_successful());
   EXPECT_EQ(stored->bytes_transferred(), kElems) << "one fp8 byte per element went to Redis";
   EXPECT_EQ(server.command({"DBSIZE"}).integer, 1);
 
   MemoryObjPtr dst = MemoryObj::allocate(MemoryLayoutDesc::single({kElems}, DType::kBFloat16));
-  const TaskId l = a->submit_load_task({key}, {dst});
-  std::optional<Bitmap> bits;
-  for (auto deadline = std::chrono::steady_clock::now() + 10s;
-       !bits && std::chrono::steady_clock::now() < deadline;) {
-    wait_readable(a->get_load_event_fd(), 10ms);
-    bits = a->query_load_result(l);
-  }
+  const std::optional<Bitmap> bits = wait_load(*a, a->submit_load_task({key}, {dst}));
   ASSERT_TRUE(bits.has_value());
   EXPECT_EQ(bits->to_string(), "1");
   EXPECT_EQ(std::memcmp(src->data(), dst->data(), kElems * 2), 0);
@@ -134,25 +124,6 @@ TEST(RespAdapter, ComposesWithTheFp8SerdeThroughItsConfig) {
 }
 
 // --- Real failures through the bridge --------------------------------------------------------
-
-std::optional<L2StoreResult> wait_store(L2AdapterInterface& a, TaskId id) {
-  for (auto deadline = std::chrono::steady_clock::now() + 20s;
-       std::chrono::steady_clock::now() < deadline;) {
-    wait_readable(a.get_store_event_fd(), 10ms);
-    auto done = a.pop_completed_store_tasks();
-    if (done.count(id)) return done.at(id);
-  }
-  return std::nullopt;
-}
-
-std::optional<Bitmap> wait_load(L2AdapterInterface& a, TaskId id) {
-  for (auto deadline = std::chrono::steady_clock::now() + 20s;
-       std::chrono::steady_clock::now() < deadline;) {
-    wait_readable(a.get_load_event_fd(), 10ms);
-    if (auto bits = a.query_load_result(id)) return bits;
-  }
-  return std::nullopt;
-}
 
 MemoryObjPtr bytes_obj(std::size_t n, std::uint8_t fill) {
   MemoryObjPtr o =
