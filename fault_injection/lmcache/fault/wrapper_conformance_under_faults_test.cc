@@ -602,22 +602,27 @@ conf::Verdict WrapperUnderSeededFaults(
 class WrapperUnderSeededFaultsConcurrency : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(WrapperUnderSeededFaultsConcurrency, ReferenceWrapperHolds) {
-  std::array<std::uint64_t, kFaultKindCount> injected{};
-  conf::Verdict v =
-      WrapperUnderSeededFaults(conf::reference_serde_wrapper(), FindSeededPlan(GetParam()),
-                               StackMutant::kNone, 16, &injected);
-  EXPECT_EQ(v.status, conf::Status::kPass)
-      << v.message
-      << (v.rc_params.empty() ? "" : "\nReproduce with RC_PARAMS=\"" + v.rc_params + "\"");
+  // 16 random cases of a plan now and then inject nothing (the "load" plan did once in a
+  // Release run): up to three runs, each of which must pass, until one injected something.
   std::uint64_t total = 0;
-  std::cout << "  faults injected:";
-  for (const auto& info : all_fault_kinds()) {
-    const std::uint64_t n = injected[static_cast<std::size_t>(info.kind)];
-    total += n;
-    if (n) std::cout << " " << info.name << "=" << n;
+  for (int run = 0; run < 3 && total == 0; ++run) {
+    std::array<std::uint64_t, kFaultKindCount> injected{};
+    conf::Verdict v =
+        WrapperUnderSeededFaults(conf::reference_serde_wrapper(), FindSeededPlan(GetParam()),
+                                 StackMutant::kNone, 16, &injected);
+    ASSERT_EQ(v.status, conf::Status::kPass)
+        << v.message
+        << (v.rc_params.empty() ? "" : "\nReproduce with RC_PARAMS=\"" + v.rc_params + "\"");
+    std::cout << "  faults injected:";
+    for (const auto& info : all_fault_kinds()) {
+      const std::uint64_t n = injected[static_cast<std::size_t>(info.kind)];
+      total += n;
+      if (n) std::cout << " " << info.name << "=" << n;
+    }
+    std::cout << "\n";
   }
-  std::cout << "\n";
-  EXPECT_GT(total, 0u) << "the plan injected nothing: the run proves nothing about its faults";
+  EXPECT_GT(total, 0u) << "the plan injected nothing in three runs: they prove nothing about "
+                          "its faults";
 }
 
 INSTANTIATE_TEST_SUITE_P(Plans, WrapperUnderSeededFaultsConcurrency,

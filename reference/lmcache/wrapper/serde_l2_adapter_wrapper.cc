@@ -226,21 +226,20 @@ void SerdeL2AdapterWrapper::leave_phase(Task& task) {
 
 void SerdeL2AdapterWrapper::finish_store(TaskId id, L2StoreResult result) {
   std::lock_guard lock(mu_);
-  const bool ok = result.is_successful();
+  // Counted before the result is published: a caller that took it sees it in the metrics.
+  metrics_.task_finished(/*is_store=*/true, result.is_successful());
   store_done_.complete(id, result);
-  metrics_.task_finished(/*is_store=*/true, ok);
   tasks_.erase(id);
 }
 
 void SerdeL2AdapterWrapper::finish_load(TaskId id, Bitmap result, bool failed) {
   std::lock_guard lock(mu_);
-  const bool missed = !failed && result.size() > 0 && result.none();
-  load_done_.complete(id, std::move(result));
-  if (missed) {
+  if (!failed && result.size() > 0 && result.none()) {
     metrics_.load_missed();  // every key absent: an answer, not a failure
   } else {
     metrics_.task_finished(/*is_store=*/false, !failed);
   }
+  load_done_.complete(id, std::move(result));
   tasks_.erase(id);
 }
 

@@ -170,9 +170,9 @@ class SerdeL2AdapterWrapper final : public L2AdapterInterface {
   void enter_phase(Task& task, Phase phase);
   void leave_phase(Task& task);
 
-  // Publishes the task's result, then removes the task (a result that cannot be published, out
-  // of memory, leaves the task for close() to fail). A load that did not fail and found no key
-  // counts as a miss in the metrics, not as a failure.
+  // Counts the task in the metrics, publishes its result, then removes the task (a result that
+  // cannot be published, out of memory, leaves the task for close() to fail). A load that did
+  // not fail and found no key counts as a miss, not as a failure.
   void finish_store(TaskId id, L2StoreResult result);
   void finish_load(TaskId id, Bitmap result, bool failed);
 
