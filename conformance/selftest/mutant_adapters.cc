@@ -58,6 +58,7 @@ struct AdapterKnobs {
   bool lends_first_buffer_again = false;  // every later lend hands out the first buffer again
   bool lent_bytes_only_grow = false;      // lent_bytes_outstanding() counts lends, never returns
   bool lent_keys_visible = false;         // lookups report keys present as soon as they are lent
+  bool views_recycled_on_delete = false;  // a delete zeroes the memory of views still held
 };
 
 std::atomic<std::uint64_t> g_loads{0};
@@ -258,6 +259,13 @@ class KnobAdapter final : public ForwardingL2Adapter {
       std::lock_guard lock(mu_);
       for (auto& key : keys) present_.erase(key);
     }
+    if (k_.views_recycled_on_delete) {
+      std::lock_guard lock(mu_);
+      for (auto& key : keys) {
+        for (const MemoryObjPtr& v : views_of_[key]) std::memset(v->data(), 0, v->size());
+        views_of_.erase(key);
+      }
+    }
     if (!k_.delete_is_noop) ForwardingL2Adapter::delete_keys(map_keys(keys));
   }
 
@@ -285,6 +293,28 @@ class KnobAdapter final : public ForwardingL2Adapter {
       if (!first) lent.front() = it->second;
     }
     return lent;
+  }
+
+  // Load views pass through (the mock lends them); the knob recycles their memory on delete.
+  bool supports_load_views() const override { return inner().supports_load_views(); }
+  TaskId submit_load_view_task(const std::vector<ObjectKey>& keys) override {
+    const TaskId id = inner().submit_load_view_task(map_keys(keys));
+    std::lock_guard lock(mu_);
+    view_keys_[id] = keys;
+    return id;
+  }
+  std::optional<L2LoadViews> query_load_view_result(TaskId id) override {
+    std::optional<L2LoadViews> r = inner().query_load_view_result(id);
+    if (!r) return r;
+    std::lock_guard lock(mu_);
+    const std::vector<ObjectKey> asked = std::move(view_keys_[id]);
+    view_keys_.erase(id);
+    if (k_.views_recycled_on_delete) {
+      for (std::size_t i = 0; i < asked.size() && i < r->views.size(); ++i) {
+        if (r->views[i]) views_of_[asked[i]].push_back(r->views[i]);
+      }
+    }
+    return r;
   }
 
   std::uint64_t lent_bytes_outstanding() const override {
@@ -364,6 +394,8 @@ class KnobAdapter final : public ForwardingL2Adapter {
   std::atomic<TaskId> next_id_{0};
   std::vector<MemoryObjPtr> history_;
   std::uint64_t lent_total_ = 0;
+  std::map<TaskId, std::vector<ObjectKey>> view_keys_;
+  std::unordered_map<ObjectKey, std::vector<MemoryObjPtr>> views_of_;
   std::map<std::size_t, MemoryObjPtr> first_lent_;
   std::unordered_set<ObjectKey> lent_keys_;
   std::vector<std::thread> helpers_;
@@ -379,7 +411,10 @@ AdapterUnderTest make_knob_adapter(AdapterKnobs k) {
   a.name = "decorated_mock";
   a.make = [k]() -> L2AdapterPtr {
     return std::make_unique<KnobAdapter>(
-        std::make_unique<MockL2Adapter>(MockL2AdapterOptions{1ull << 30, 1ull << 40}), k);
+        std::make_unique<MockL2Adapter>(MockL2AdapterOptions{.max_capacity_bytes = 1ull << 30,
+                                                             .bandwidth_bytes_per_sec = 1ull << 40,
+                                                             .lend_load_views = true}),
+        k);
   };
   a.capabilities.reports_lock_count = true;
   return a;
@@ -775,6 +810,22 @@ void add_adapter_mutants(std::vector<Mutant>& out) {
                    ? ""
                    : "a dropped buffer still counts " + std::to_string(a.lent_bytes_outstanding()) +
                          " lent bytes";
+      }));
+  add(out, "views_recycled_on_delete", BugClass::kState, "LoadViewsHoldStoredBytes",
+      "hands out views of storage memory that a delete recycles (zeroes) while the views are "
+      "still held",
+      {.views_recycled_on_delete = true}, with_adapter([](L2AdapterInterface& a) -> std::string {
+        if (store_then_check(a, 2) != "") return {};
+        const TaskId id = a.submit_load_view_task({key(1)});
+        std::optional<L2LoadViews> r;
+        const auto deadline = std::chrono::steady_clock::now() + 5s;
+        while (!(r = a.query_load_view_result(id)) && std::chrono::steady_clock::now() < deadline) {
+          std::this_thread::sleep_for(200us);
+        }
+        if (!r || !r->views.at(0)) return {};
+        MemoryObjPtr view = r->views[0];
+        a.delete_keys({key(1)});
+        return view->data()[0] == std::byte{1} ? "" : "a view changed when its key was deleted";
       }));
   add(out, "lent_keys_visible", BugClass::kFailureOrder, "LentBufferInvisibleBeforeStore",
       "lookups report a key present as soon as a buffer is lent for it, before any store",

@@ -144,7 +144,11 @@
     "lending changes no usage")                                                                  \
   X(LentBufferInvisibleBeforeStore,                                                              \
     "a lent, written buffer makes nothing visible (lookups and loads miss, listeners hear "      \
-    "nothing) until its store completes; a dropped one never does")
+    "nothing) until its store completes; a dropped one never does")                             \
+  X(LoadViewsHoldStoredBytes,                                                                    \
+    "a view load answers only its own query, once, with a view per hit holding exactly the "     \
+    "stored bytes (size() included) and none per miss; a view never changes across a delete, a " \
+    "new store of its key, close() or the adapter's end (NotSupported without load views)")
 
 #define LMCACHE_CONFORMANCE_WRAPPER_PROPERTIES(X)                                                 \
   X(EmptyBatchCompletes,                                                                          \
