@@ -54,6 +54,11 @@ struct AdapterKnobs {
   bool keeps_caller_objects = false;     // every stored / loaded object kept in a history
   bool thread_per_load = false;          // a helper thread per load, joined only by close()
   bool flaky_every_40th_load = false;    // one load in 40 (process-wide) loses its first hit
+  // Lent store buffers (the mock lends; these break it).
+  bool lends_first_buffer_again = false;  // every later lend hands out the first buffer again
+  bool lent_bytes_only_grow = false;      // lent_bytes_outstanding() counts lends, never returns
+  bool lent_keys_visible = false;         // lookups report keys present as soon as they are lent
+  bool views_recycled_on_delete = false;  // a delete zeroes the memory of views still held
 };
 
 std::atomic<std::uint64_t> g_loads{0};
@@ -177,6 +182,12 @@ class KnobAdapter final : public ForwardingL2Adapter {
       ForwardingL2Adapter::submit_unlock(hits);
     }
     if (k_.lookup_all_present) bits = Bitmap(bits->size(), bits->size());
+    if (k_.lent_keys_visible) {
+      const std::vector<ObjectKey>& asked = lookup_keys_[id];
+      for (std::size_t i = 0; i < asked.size() && i < bits->size(); ++i) {
+        if (lent_keys_.count(asked[i])) bits->set(i);
+      }
+    }
     if (k_.bitmap_in_one_byte) bits = low_byte(*bits);
     return bits;
   }
@@ -248,6 +259,13 @@ class KnobAdapter final : public ForwardingL2Adapter {
       std::lock_guard lock(mu_);
       for (auto& key : keys) present_.erase(key);
     }
+    if (k_.views_recycled_on_delete) {
+      std::lock_guard lock(mu_);
+      for (auto& key : keys) {
+        for (const MemoryObjPtr& v : views_of_[key]) std::memset(v->data(), 0, v->size());
+        views_of_.erase(key);
+      }
+    }
     if (!k_.delete_is_noop) ForwardingL2Adapter::delete_keys(map_keys(keys));
   }
 
@@ -260,6 +278,49 @@ class KnobAdapter final : public ForwardingL2Adapter {
     }
     if (k_.racy_usage_counter) u.total_bytes_used = racy_usage_.load();
     return u;
+  }
+
+  std::vector<MemoryObjPtr> lend_store_buffers(const std::vector<ObjectKey>& keys,
+                                               const MemoryLayoutDesc& layout) override {
+    std::vector<MemoryObjPtr> lent = ForwardingL2Adapter::lend_store_buffers(keys, layout);
+    std::lock_guard lock(mu_);
+    for (const auto& b : lent) lent_total_ += b->physical_size();
+    if (k_.lent_keys_visible && !lent.empty()) lent_keys_.insert(keys.begin(), keys.end());
+    if (k_.lends_first_buffer_again && !lent.empty()) {
+      // One ring per buffer size whose index never advances: the first buffer lent of a size
+      // is lent again for that size.
+      auto [it, first] = first_lent_.try_emplace(lent.front()->physical_size(), lent.front());
+      if (!first) lent.front() = it->second;
+    }
+    return lent;
+  }
+
+  // Load views pass through (the mock lends them); the knob recycles their memory on delete.
+  bool supports_load_views() const override { return inner().supports_load_views(); }
+  TaskId submit_load_view_task(const std::vector<ObjectKey>& keys) override {
+    const TaskId id = inner().submit_load_view_task(map_keys(keys));
+    std::lock_guard lock(mu_);
+    view_keys_[id] = keys;
+    return id;
+  }
+  std::optional<L2LoadViews> query_load_view_result(TaskId id) override {
+    std::optional<L2LoadViews> r = inner().query_load_view_result(id);
+    if (!r) return r;
+    std::lock_guard lock(mu_);
+    const std::vector<ObjectKey> asked = std::move(view_keys_[id]);
+    view_keys_.erase(id);
+    if (k_.views_recycled_on_delete) {
+      for (std::size_t i = 0; i < asked.size() && i < r->views.size(); ++i) {
+        if (r->views[i]) views_of_[asked[i]].push_back(r->views[i]);
+      }
+    }
+    return r;
+  }
+
+  std::uint64_t lent_bytes_outstanding() const override {
+    if (!k_.lent_bytes_only_grow) return ForwardingL2Adapter::lent_bytes_outstanding();
+    std::lock_guard lock(mu_);
+    return lent_total_;
   }
 
   void register_listener(std::shared_ptr<L2AdapterListener> listener) override {
@@ -277,6 +338,7 @@ class KnobAdapter final : public ForwardingL2Adapter {
     join_helpers();
     std::lock_guard lock(mu_);
     history_.clear();
+    first_lent_.clear();
   }
 
  private:
@@ -331,6 +393,11 @@ class KnobAdapter final : public ForwardingL2Adapter {
   std::atomic<std::uint64_t> racy_usage_{0};
   std::atomic<TaskId> next_id_{0};
   std::vector<MemoryObjPtr> history_;
+  std::uint64_t lent_total_ = 0;
+  std::map<TaskId, std::vector<ObjectKey>> view_keys_;
+  std::unordered_map<ObjectKey, std::vector<MemoryObjPtr>> views_of_;
+  std::map<std::size_t, MemoryObjPtr> first_lent_;
+  std::unordered_set<ObjectKey> lent_keys_;
   std::vector<std::thread> helpers_;
   std::mutex helper_mu_;
   std::condition_variable helper_cv_;
@@ -344,7 +411,10 @@ AdapterUnderTest make_knob_adapter(AdapterKnobs k) {
   a.name = "decorated_mock";
   a.make = [k]() -> L2AdapterPtr {
     return std::make_unique<KnobAdapter>(
-        std::make_unique<MockL2Adapter>(MockL2AdapterOptions{1ull << 30, 1ull << 40}), k);
+        std::make_unique<MockL2Adapter>(MockL2AdapterOptions{.max_capacity_bytes = 1ull << 30,
+                                                             .bandwidth_bytes_per_sec = 1ull << 40,
+                                                             .lend_load_views = true}),
+        k);
   };
   a.capabilities.reports_lock_count = true;
   return a;
@@ -719,6 +789,51 @@ void add_adapter_mutants(std::vector<Mutant>& out) {
           if (!b || !b->test(0)) return "load " + std::to_string(i) + " of a stored key missed it";
         }
         return {};
+      }));
+  const MemoryLayoutDesc lend_layout = MemoryLayoutDesc::single({256}, DType::kUInt8);
+  add(out, "lends_first_buffer_again", BugClass::kState, "LentBufferWrittenOnce",
+      "one lend ring per buffer size whose index never advances: every later lend of a size "
+      "hands out the first buffer of that size again",
+      {.lends_first_buffer_again = true},
+      with_adapter([lend_layout](L2AdapterInterface& a) -> std::string {
+        auto first = a.lend_store_buffers({key(1)}, lend_layout);
+        auto second = a.lend_store_buffers({key(2)}, lend_layout);
+        if (first.empty() || second.empty()) return {};
+        return first[0]->data() == second[0]->data() ? "the same memory was lent twice" : "";
+      }));
+  add(out, "lent_bytes_only_grow", BugClass::kState, "LentBufferReleasedOnFailure",
+      "lent_bytes_outstanding() adds every lend and never takes a returned buffer off",
+      {.lent_bytes_only_grow = true},
+      with_adapter([lend_layout](L2AdapterInterface& a) -> std::string {
+        a.lend_store_buffers({key(1)}, lend_layout).clear();  // dropped unsubmitted
+        return a.lent_bytes_outstanding() == 0
+                   ? ""
+                   : "a dropped buffer still counts " + std::to_string(a.lent_bytes_outstanding()) +
+                         " lent bytes";
+      }));
+  add(out, "views_recycled_on_delete", BugClass::kState, "LoadViewsHoldStoredBytes",
+      "hands out views of storage memory that a delete recycles (zeroes) while the views are "
+      "still held",
+      {.views_recycled_on_delete = true}, with_adapter([](L2AdapterInterface& a) -> std::string {
+        if (store_then_check(a, 2) != "") return {};
+        const TaskId id = a.submit_load_view_task({key(1)});
+        std::optional<L2LoadViews> r;
+        const auto deadline = std::chrono::steady_clock::now() + 5s;
+        while (!(r = a.query_load_view_result(id)) && std::chrono::steady_clock::now() < deadline) {
+          std::this_thread::sleep_for(200us);
+        }
+        if (!r || !r->views.at(0)) return {};
+        MemoryObjPtr view = r->views[0];
+        a.delete_keys({key(1)});
+        return view->data()[0] == std::byte{1} ? "" : "a view changed when its key was deleted";
+      }));
+  add(out, "lent_keys_visible", BugClass::kFailureOrder, "LentBufferInvisibleBeforeStore",
+      "lookups report a key present as soon as a buffer is lent for it, before any store",
+      {.lent_keys_visible = true},
+      with_adapter([lend_layout](L2AdapterInterface& a) -> std::string {
+        auto lent = a.lend_store_buffers({key(1)}, lend_layout);
+        auto b = lookup(a, {key(1)});
+        return b && b->test(0) ? "a key was present before its store" : "";
       }));
 }
 

@@ -18,8 +18,13 @@ using namespace std::chrono_literals;
 // one bit too many.
 class SharedInner final : public L2AdapterInterface {
  public:
-  SharedInner(std::shared_ptr<MockL2Adapter> mock, bool long_bitmaps)
-      : mock_(std::move(mock)), long_bitmaps_(long_bitmaps) {}
+  SharedInner(std::shared_ptr<MockL2Adapter> mock, bool long_bitmaps, bool lends)
+      : mock_(std::move(mock)), long_bitmaps_(long_bitmaps), lends_(lends) {}
+  std::vector<MemoryObjPtr> lend_store_buffers(const std::vector<ObjectKey>& keys,
+                                               const MemoryLayoutDesc& layout) override {
+    return lends_ ? mock_->lend_store_buffers(keys, layout) : std::vector<MemoryObjPtr>{};
+  }
+  std::uint64_t lent_bytes_outstanding() const override { return mock_->lent_bytes_outstanding(); }
   int get_store_event_fd() const override { return mock_->get_store_event_fd(); }
   int get_lookup_and_lock_event_fd() const override {
     return mock_->get_lookup_and_lock_event_fd();
@@ -65,6 +70,7 @@ class SharedInner final : public L2AdapterInterface {
  private:
   std::shared_ptr<MockL2Adapter> mock_;
   bool long_bitmaps_;
+  bool lends_;
 };
 
 template <class Done>
@@ -79,10 +85,10 @@ auto poll(Done done) -> decltype(done()) {
 
 }  // namespace
 
-WitnessStack::WitnessStack(const WrapperUnderTest& wrapper, bool long_bitmaps) {
+WitnessStack::WitnessStack(const WrapperUnderTest& wrapper, bool long_bitmaps, bool lends) {
   mock = std::make_shared<MockL2Adapter>(MockL2AdapterOptions{1ull << 30, 1ull << 40});
   l1 = std::make_shared<L1Manager>(std::size_t{16} << 20);
-  w = wrapper.make(std::make_unique<SharedInner>(mock, long_bitmaps),
+  w = wrapper.make(std::make_unique<SharedInner>(mock, long_bitmaps, lends),
                    std::make_unique<AsyncSerdeProcessor>(std::make_shared<Fp8Serializer>(),
                                                          std::make_shared<Fp8Deserializer>()),
                    l1);
@@ -104,9 +110,10 @@ void WitnessStack::fill_l1() {
                                DType::kUInt8));
 }
 
-std::function<std::string(const Impl&)> with_wrapper(std::function<std::string(WitnessStack&)> fn) {
-  return [fn](const Impl& i) {
-    WitnessStack s(i.wrapper);
+std::function<std::string(const Impl&)> with_wrapper(std::function<std::string(WitnessStack&)> fn,
+                                                     bool lends) {
+  return [fn, lends](const Impl& i) {
+    WitnessStack s(i.wrapper, /*long_bitmaps=*/false, lends);
     return fn(s);
   };
 }

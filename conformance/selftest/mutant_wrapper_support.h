@@ -23,7 +23,10 @@ inline constexpr std::int64_t kWitnessElements = 256;
 
 struct WitnessStack {
   // `long_bitmaps`: the inner adapter answers every load with a bitmap one bit too long.
-  explicit WitnessStack(const WrapperUnderTest& wrapper, bool long_bitmaps = false);
+  // `lends`: the inner passes the mock's lent store buffers on (otherwise it lends nothing, and
+  // stores go through L1 temps).
+  explicit WitnessStack(const WrapperUnderTest& wrapper, bool long_bitmaps = false,
+                        bool lends = false);
   ~WitnessStack();
   WitnessStack(const WitnessStack&) = delete;
   WitnessStack& operator=(const WitnessStack&) = delete;
@@ -36,8 +39,10 @@ struct WitnessStack {
   L2AdapterPtr w;
 };
 
-// A witness run on a fresh stack of the implementation's wrapper.
-std::function<std::string(const Impl&)> with_wrapper(std::function<std::string(WitnessStack&)> fn);
+// A witness run on a fresh stack of the implementation's wrapper (over a lending inner when
+// `lends`).
+std::function<std::string(const Impl&)> with_wrapper(std::function<std::string(WitnessStack&)> fn,
+                                                     bool lends = false);
 
 // `n` keys from `seed`; `n` objects of the witness layout filled with small values from `fill`.
 std::vector<ObjectKey> witness_keys(std::size_t n, std::uint32_t seed = 0);

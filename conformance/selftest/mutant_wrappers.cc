@@ -47,6 +47,7 @@ struct WrapperKnobs {
   bool drops_results_at_close = false;      // results completed before close() are discarded
   bool keeps_load_destinations = false;     // every load's destinations kept until close()
   bool lookup_answers_after_close = false;  // "no result yet" instead of a throw after close()
+  bool prefetches_lent_buffers = false;     // lends a spare set for the next store, kept unused
 };
 
 // A serde processor whose failed deserializations report success.
@@ -107,6 +108,25 @@ class BitmapFixingInner final : public ForwardingL2Adapter {
  private:
   std::mutex mu_;
   std::map<TaskId, std::size_t> sizes_;
+};
+
+// An inner adapter whose every lend also borrows a spare set "for the next store", which is
+// never used: one set of lent buffers is always outstanding.
+class PrefetchingLender final : public ForwardingL2Adapter {
+ public:
+  using ForwardingL2Adapter::ForwardingL2Adapter;
+  std::vector<MemoryObjPtr> lend_store_buffers(const std::vector<ObjectKey>& keys,
+                                               const MemoryLayoutDesc& layout) override {
+    std::vector<MemoryObjPtr> lent = ForwardingL2Adapter::lend_store_buffers(keys, layout);
+    std::vector<MemoryObjPtr> spare = ForwardingL2Adapter::lend_store_buffers(keys, layout);
+    std::lock_guard lock(mu_);
+    spare_ = std::move(spare);
+    return lent;
+  }
+
+ private:
+  std::mutex mu_;
+  std::vector<MemoryObjPtr> spare_;
 };
 
 class KnobWrapper final : public ForwardingL2Adapter {
@@ -275,6 +295,7 @@ WrapperUnderTest make_knob_wrapper(WrapperKnobs k) {
     if (k.close_leaves_serde_open) serde = std::make_unique<UnclosedProcessor>(std::move(serde));
     if (k.temp_size_cached) serde = std::make_unique<FirstEstimateProcessor>(std::move(serde));
     if (k.resizes_inner_bitmap) inner = std::make_unique<BitmapFixingInner>(std::move(inner));
+    if (k.prefetches_lent_buffers) inner = std::make_unique<PrefetchingLender>(std::move(inner));
     auto wrapper = std::make_unique<SerdeL2AdapterWrapper>(std::move(inner), std::move(serde), l1);
     return std::make_unique<KnobWrapper>(std::move(wrapper), l1, k);
   };
@@ -382,6 +403,21 @@ void add_wrapper_mutants(std::vector<Mutant>& out) {
         std::this_thread::sleep_for(20ms);
         return s.l1->get_memory_usage().used_bytes == 0 ? "" : "L1 holds bytes after a store";
       }));
+  add(out, "prefetches_lent_buffers", BugClass::kState, "LentBuffersReleasedOnFailure",
+      "borrows a spare set of lent buffers for the next store with every store, and never "
+      "gives the spare back",
+      {.prefetches_lent_buffers = true},
+      with_wrapper(
+          [](WitnessStack& s) -> std::string {
+            auto r =
+                wait_store(*s.w, s.w->submit_store_task(witness_keys(2), witness_objects(2, 1)));
+            if (!r || !r->is_successful()) return "a store failed";
+            return s.mock->lent_bytes_outstanding() == 0
+                       ? ""
+                       : std::to_string(s.mock->lent_bytes_outstanding()) +
+                             " lent bytes outstanding after a completed store";
+          },
+          /*lends=*/true));
   add(out, "close_drops_in_flight_tasks", BugClass::kFailureOrder, "CloseFailsInFlightTasks",
       "tasks failed by close() never come out", {.close_drops_in_flight = true},
       with_wrapper([](WitnessStack& s) -> std::string {

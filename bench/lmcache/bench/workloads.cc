@@ -259,6 +259,7 @@ std::unique_ptr<MockL2Adapter> make_fast_mock(std::uint64_t capacity_bytes) {
   MockL2AdapterOptions options;
   options.max_capacity_bytes = capacity_bytes;
   options.bandwidth_bytes_per_sec = kFastMockBandwidth;
+  options.lend_load_views = true;  // zero copy on load, as lent buffers are on store
   return std::make_unique<MockL2Adapter>(options);
 }
 

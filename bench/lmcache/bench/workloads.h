@@ -126,7 +126,8 @@ inline constexpr std::uint64_t kFastMockBandwidth = std::uint64_t{1} << 50;
 
 // make_fast_mock()
 //
-// A MockL2Adapter with `capacity_bytes` and kFastMockBandwidth.
+// A MockL2Adapter with `capacity_bytes` and kFastMockBandwidth that lends load views (and, as
+// every mock, store buffers): the wrapper rows measure the zero-copy paths.
 std::unique_ptr<MockL2Adapter> make_fast_mock(std::uint64_t capacity_bytes);
 
 // WrapperRig

@@ -1,4 +1,11 @@
-// The lent store buffer properties (internal/lent_buffer_properties.h).
+// The lent store buffer properties (docs/l2-adapter.md, lend_store_buffers()): three of
+// AdapterConformance and one of WrapperConformance (internal/property_list.h). A lent buffer is
+// written once (by the caller, never by the adapter, and never lent while another lent buffer or
+// a stored key still uses its memory), released on failure (whatever path it takes,
+// lent_bytes_outstanding() comes back), and never visible before the store that adopts it.
+// Scenario properties: fixed layouts from the descriptor's first dtype, several batch sizes, no
+// random cases. An adapter that lends nothing for a small request is NotSupported (the
+// capability is optional).
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -14,8 +21,9 @@
 #include <vector>
 
 #include "lmcache/conformance/buffers.h"
-#include "lmcache/conformance/internal/lent_buffer_properties.h"
+#include "lmcache/conformance/internal/adapter_properties.h"
 #include "lmcache/conformance/internal/waits.h"
+#include "lmcache/conformance/internal/wrapper_properties.h"
 #include "lmcache/l1/l1_manager.h"
 #include "lmcache/l2/mock_adapter.h"
 #include "lmcache/serde/async_serde_processor.h"
@@ -212,7 +220,7 @@ class StoreListener final : public L2AdapterListener {
 
 // ---------------------------------------------------------------------------------------------
 
-Verdict LentBufferWrittenOnce(const AdapterUnderTest& aut) {
+Verdict written_once(const AdapterUnderTest& aut) {
   if (auto unsupported = probe_lending(aut)) return *unsupported;
   return run([&] {
     L2AdapterPtr a = aut.make();
@@ -305,7 +313,7 @@ Verdict LentBufferWrittenOnce(const AdapterUnderTest& aut) {
   });
 }
 
-Verdict LentBufferReleasedOnFailure(const AdapterUnderTest& aut) {
+Verdict released_on_failure(const AdapterUnderTest& aut) {
   if (auto unsupported = probe_lending(aut)) return *unsupported;
   return run([&] {
     L2AdapterPtr a = aut.make();
@@ -359,7 +367,7 @@ Verdict LentBufferReleasedOnFailure(const AdapterUnderTest& aut) {
   });
 }
 
-Verdict LentBufferInvisibleBeforeStore(const AdapterUnderTest& aut) {
+Verdict invisible_before_store(const AdapterUnderTest& aut) {
   if (auto unsupported = probe_lending(aut)) return *unsupported;
   return run([&] {
     L2AdapterPtr a = aut.make();
@@ -461,7 +469,7 @@ WrapperRig make_rig(const WrapperUnderTest& wut, bool fail, std::chrono::millise
 
 }  // namespace
 
-Verdict WrapperLentBuffersReleasedOnFailure(const WrapperUnderTest& wut) {
+Verdict wrapper_released_on_failure(const WrapperUnderTest& wut) {
   return run([&] {
     const MemoryLayoutDesc layout = MemoryLayoutDesc::single({4096 + 7}, DType::kFloat32);
     auto expect_released = [](const WrapperRig& rig, const std::string& when) {
@@ -543,3 +551,25 @@ Verdict WrapperLentBuffersReleasedOnFailure(const WrapperUnderTest& wut) {
 }
 
 }  // namespace lmcache::conformance_internal::lent_buffer_properties
+
+namespace lmcache::conformance_internal::adapter_properties {
+
+Verdict LentBufferWrittenOnce(const AdapterUnderTest& aut) {
+  return lent_buffer_properties::written_once(aut);
+}
+Verdict LentBufferReleasedOnFailure(const AdapterUnderTest& aut) {
+  return lent_buffer_properties::released_on_failure(aut);
+}
+Verdict LentBufferInvisibleBeforeStore(const AdapterUnderTest& aut) {
+  return lent_buffer_properties::invisible_before_store(aut);
+}
+
+}  // namespace lmcache::conformance_internal::adapter_properties
+
+namespace lmcache::conformance_internal::wrapper_properties {
+
+Verdict LentBuffersReleasedOnFailure(const WrapperUnderTest& wut, const WrapperRigOptions&) {
+  return lent_buffer_properties::wrapper_released_on_failure(wut);
+}
+
+}  // namespace lmcache::conformance_internal::wrapper_properties

@@ -28,7 +28,10 @@ std::string format_suffix(Fp8Format format) {
 }
 
 L2AdapterPtr make_mock() {
-  return std::make_unique<MockL2Adapter>(MockL2AdapterOptions{kMockCapacityBytes, kMockBandwidth});
+  return std::make_unique<MockL2Adapter>(
+      MockL2AdapterOptions{.max_capacity_bytes = kMockCapacityBytes,
+                           .bandwidth_bytes_per_sec = kMockBandwidth,
+                           .lend_load_views = true});
 }
 
 }  // namespace

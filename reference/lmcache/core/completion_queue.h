@@ -76,6 +76,20 @@ class CompletionQueue {
     return out;
   }
 
+  // take_if()
+  //
+  // take(), but only when `wanted(result)` holds: a result it does not want stays waiting (one
+  // queue, and so one fd, for two kinds of result, each taken by its own query).
+  template <class Pred>
+  std::optional<Result> take_if(TaskId id, Pred&& wanted) {
+    std::lock_guard lock(mu_);
+    auto it = results_.find(id);
+    if (it == results_.end() || !wanted(std::as_const(it->second))) return std::nullopt;
+    std::optional<Result> out(std::move(it->second));
+    results_.erase(it);
+    return out;
+  }
+
   // take_all()
   //
   // Removes and returns every waiting result, ordered by id.

@@ -44,6 +44,19 @@ TEST(CompletionQueueConcurrency, StoresBeforeNotifyingOncePerTask) {
   EXPECT_TRUE(q.take_all().empty());
 }
 
+TEST(CompletionQueue, TakeIfLeavesAnUnwantedResultWaiting) {
+  CompletionQueue<int> q;
+  q.complete(1, 10);
+  q.complete(2, 21);
+  auto odd = [](int v) { return v % 2 == 1; };
+  EXPECT_EQ(q.take_if(1, odd), std::nullopt);  // even: stays
+  EXPECT_EQ(q.waiting(), 2u);
+  EXPECT_EQ(q.take_if(2, odd), 21);
+  EXPECT_EQ(q.take_if(2, odd), std::nullopt);  // one-shot
+  EXPECT_EQ(q.take_if(7, odd), std::nullopt);  // unknown
+  EXPECT_EQ(q.take(1), 10);
+}
+
 TEST(CompletionQueueConcurrency, DoubleCompletionIsALogicError) {
   CompletionQueue<int> q;
   q.complete(3, 1);

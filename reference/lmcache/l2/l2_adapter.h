@@ -16,12 +16,18 @@
 // caller writes the final bytes in place -- the serde wrapper's serializer writes its output
 // there -- and the store adopts them instead of copying. Adapters that do not lend keep the
 // defaults below and work as before; callers fall back to their own buffers.
+//
+// Optional capability, load views (zero copy on load): an adapter that holds a key's stored
+// bytes in memory it can share read-only (an in-memory copy, a mapped file, a registered region)
+// may hand them out instead of copying them into the caller's buffers (submit_load_view_task()),
+// so that the caller -- the serde wrapper's deserializer -- reads them where they are.
 #pragma once
 
 #include <cstdint>
 #include <map>
 #include <memory>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -49,6 +55,16 @@ struct AdapterUsage {
                ? -1.0
                : static_cast<double>(total_bytes_used) / static_cast<double>(total_capacity_bytes);
   }
+};
+
+// L2LoadViews
+//
+// The result of a view load (L2AdapterInterface::submit_load_view_task()): bit i of `loaded` is
+// set when key i was loaded, and then views[i] holds its stored bytes; views[i] is null where
+// the bit is clear. views.size() == loaded.size() == the number of keys.
+struct L2LoadViews {
+  Bitmap loaded;
+  std::vector<MemoryObjPtr> views;
 };
 
 // L2AdapterListener
@@ -140,6 +156,36 @@ class L2AdapterInterface {
   // back yet (see above): 0 for an adapter that does not lend, and 0 again once every lent
   // buffer was submitted or dropped. Usable after close().
   virtual std::uint64_t lent_bytes_outstanding() const { return 0; }
+
+  // supports_load_views()
+  //
+  // Optional (default false): whether submit_load_view_task() works. Constant for the life of
+  // the adapter.
+  virtual bool supports_load_views() const { return false; }
+
+  // submit_load_view_task() / query_load_view_result()
+  //
+  // Optional. A load that lends instead of copying: the same task as submit_load_task() (ids
+  // from the same counter, completion signalled once on get_load_event_fd(), the same bits, the
+  // same listener calls), whose result (L2LoadViews) holds, for each loaded key, a read-only
+  // object over its stored bytes. A view:
+  //  - has size() == the bytes stored for the key and holds exactly them (any layout that
+  //    covers them; a byte layout is usual);
+  //  - never changes: a later store, delete_keys() or eviction of the key, or close(), leaves
+  //    the viewed bytes as they were (the adapter keeps them alive while a view holds them);
+  //  - is not written by the caller, and may outlive the adapter.
+  // query_load_view_result() answers view tasks only, query_load_result() plain loads only: the
+  // other query gives nullopt and leaves the result waiting. One-shot, never throws.
+  // submit_load_view_task() throws std::logic_error when the adapter does not support views
+  // (the default) and after close().
+  virtual TaskId submit_load_view_task(const std::vector<ObjectKey>& keys) {
+    (void)keys;
+    throw std::logic_error("this L2 adapter does not lend load views (supports_load_views())");
+  }
+  virtual std::optional<L2LoadViews> query_load_view_result(TaskId id) {
+    (void)id;
+    return std::nullopt;
+  }
 
   // delete_keys()
   //

@@ -104,6 +104,7 @@ MockL2AdapterOptions MockL2Adapter::parse_config(const Json& config) {
   reader.allow("type");
   reader.allow("max_size_gb");
   reader.allow("mock_bandwidth_gb");
+  reader.allow("lend_load_views");
   reader.finish();
 
   if (const Json* type = reader.raw("type"); type != nullptr) {
@@ -121,6 +122,10 @@ MockL2AdapterOptions MockL2Adapter::parse_config(const Json& config) {
   MockL2AdapterOptions options;
   options.max_capacity_bytes = read_gb("max_size_gb");
   options.bandwidth_bytes_per_sec = read_gb("mock_bandwidth_gb");
+  if (const Json* views = reader.raw("lend_load_views"); views != nullptr) {
+    if (!views->is_boolean()) reader.error("lend_load_views must be a boolean, got " + views->dump());
+    options.lend_load_views = views->get<bool>();
+  }
   return options;
 }
 
@@ -262,8 +267,29 @@ TaskId MockL2Adapter::submit_load_task(const std::vector<ObjectKey>& keys,
           bits = Bitmap(keys.size());  // nothing counts as loaded
           moved = 0;
         }
-        schedule(due_after(submitted, moved), [this, id, bits] { load_done_.complete(id, bits); });
+        schedule(due_after(submitted, moved),
+                 [this, id, bits] { load_done_.complete(id, LoadOutcome{bits, std::nullopt}); });
       });
+}
+
+TaskId MockL2Adapter::submit_load_view_task(const std::vector<ObjectKey>& keys) {
+  if (!options_.lend_load_views) return L2AdapterInterface::submit_load_view_task(keys);
+  return submit("submit_load_view_task", true,
+                [this, keys](TaskId id, Clock::time_point submitted) {
+                  std::uint64_t moved = 0;
+                  L2LoadViews result;
+                  try {
+                    result = run_load_views(keys, &moved);
+                  } catch (...) {
+                    // Nothing counts as loaded.
+                    result = L2LoadViews{Bitmap(keys.size()),
+                                         std::vector<MemoryObjPtr>(keys.size())};
+                    moved = 0;
+                  }
+                  schedule(due_after(submitted, moved), [this, id, result] {
+                    load_done_.complete(id, LoadOutcome{result.loaded, result.views});
+                  });
+                });
 }
 
 // --- results --------------------------------------------------------------------------------
@@ -276,7 +302,17 @@ std::optional<Bitmap> MockL2Adapter::query_lookup_and_lock_result(TaskId id) {
   return lookup_done_.take(id);
 }
 
-std::optional<Bitmap> MockL2Adapter::query_load_result(TaskId id) { return load_done_.take(id); }
+std::optional<Bitmap> MockL2Adapter::query_load_result(TaskId id) {
+  auto outcome = load_done_.take_if(id, [](const LoadOutcome& o) { return !o.views; });
+  if (!outcome) return std::nullopt;
+  return std::move(outcome->bits);
+}
+
+std::optional<L2LoadViews> MockL2Adapter::query_load_view_result(TaskId id) {
+  auto outcome = load_done_.take_if(id, [](const LoadOutcome& o) { return o.views.has_value(); });
+  if (!outcome) return std::nullopt;
+  return L2LoadViews{std::move(outcome->bits), std::move(*outcome->views)};
+}
 
 // --- task bodies (worker thread) -------------------------------------------------------------
 
@@ -357,6 +393,40 @@ void MockL2Adapter::run_unlock(const std::vector<ObjectKey>& keys) {
     if (it == lock_counts_.end()) continue;  // unknown or not locked: ignored
     if (--it->second == 0) lock_counts_.erase(it);
   }
+}
+
+L2LoadViews MockL2Adapter::run_load_views(const std::vector<ObjectKey>& keys,
+                                          std::uint64_t* bytes_moved) {
+  // Snapshot the entries under the lock; the shared bytes outlive a concurrent delete, and
+  // every view shares them.
+  std::vector<std::pair<std::size_t, StoredEntry>> hits;
+  {
+    std::lock_guard lock(state_mu_);
+    for (std::size_t i = 0; i < keys.size(); ++i) {
+      auto it = objects_.find(keys[i]);
+      if (it != objects_.end()) hits.emplace_back(i, it->second);
+    }
+  }
+  L2LoadViews out{Bitmap(keys.size()), std::vector<MemoryObjPtr>(keys.size())};
+  std::vector<ObjectKey> accessed;
+  *bytes_moved = 0;
+  for (const auto& [i, entry] : hits) {
+    const MemoryLayoutDesc layout =
+        MemoryLayoutDesc::single({static_cast<std::int64_t>(entry.size)}, DType::kUInt8);
+    if (entry.size == 0) {
+      out.views[i] = MemoryObj::allocate(layout);
+    } else {
+      // Read-only by contract: MemoryObj has no const form, the caller promises not to write.
+      auto* bytes = const_cast<std::byte*>(entry.data.get());
+      out.views[i] = std::make_shared<MemoryObj>(std::shared_ptr<void>(entry.data, bytes), bytes,
+                                                 entry.size, layout);
+    }
+    out.loaded.set(i);
+    *bytes_moved += entry.size;
+    accessed.push_back(keys[i]);
+  }
+  usage_.notify_accessed(accessed);
+  return out;
 }
 
 Bitmap MockL2Adapter::run_load(const std::vector<ObjectKey>& keys,

@@ -28,6 +28,11 @@
 //    no bytes on the worker), under the same rules as a copy (no overwrite, all or nothing);
 //    a buffer the store does not keep is freed with the task. Buffers are matched by address
 //    and key, so anything else stays a caller buffer and is copied.
+//  - Load views (L2AdapterInterface::submit_load_view_task()), when lend_load_views is set: a
+//    view load is a load whose hits hand out the stored bytes themselves (a uint8 object over
+//    them, sharing their ownership) instead of copying them. Stored bytes are never written in
+//    place -- a delete drops the entry, and a key is never overwritten -- so a view stays
+//    exactly what was stored however long it is held. Timing and listeners as for a load.
 //  - Usage by cache_salt and listeners go through a UsageTracker: stored (with sizes) when a
 //    store writes, accessed for the keys a load served, deleted (with sizes) by delete_keys().
 //
@@ -77,6 +82,9 @@ namespace lmcache {
 struct MockL2AdapterOptions {
   std::uint64_t max_capacity_bytes = 0;
   std::uint64_t bandwidth_bytes_per_sec = 0;
+  // Load views (zero copy on load): supports_load_views(). JSON "lend_load_views" (boolean,
+  // default false).
+  bool lend_load_views = false;
 
   // from_gb()
   //
@@ -93,7 +101,8 @@ class MockL2Adapter final : public L2AdapterInterface {
 
   // parse_config()
   //
-  // Reads {"max_size_gb": number > 0, "mock_bandwidth_gb": number > 0}. A "type" key is
+  // Reads {"max_size_gb": number > 0, "mock_bandwidth_gb": number > 0} and an optional
+  // "lend_load_views": boolean (MockL2AdapterOptions::lend_load_views). A "type" key is
   // accepted only when it is "mock" (the registry strips it). Throws std::invalid_argument
   // naming the key for an unknown key (checked first, so a typo is reported as such), a
   // missing key, a non-number (booleans included) or a value <= 0.
@@ -135,6 +144,9 @@ class MockL2Adapter final : public L2AdapterInterface {
   TaskId submit_load_task(const std::vector<ObjectKey>& keys,
                           const std::vector<MemoryObjPtr>& objects) override;
   std::optional<Bitmap> query_load_result(TaskId id) override;
+  bool supports_load_views() const override { return options_.lend_load_views; }
+  TaskId submit_load_view_task(const std::vector<ObjectKey>& keys) override;
+  std::optional<L2LoadViews> query_load_view_result(TaskId id) override;
 
   // See the header comment ("Lent store buffers"). Throws std::logic_error after close().
   std::vector<MemoryObjPtr> lend_store_buffers(const std::vector<ObjectKey>& keys,
@@ -206,6 +218,7 @@ class MockL2Adapter final : public L2AdapterInterface {
                           const std::vector<bool>& adopted);
   Bitmap run_lookup(const std::vector<ObjectKey>& keys);
   void run_unlock(const std::vector<ObjectKey>& keys);
+  L2LoadViews run_load_views(const std::vector<ObjectKey>& keys, std::uint64_t* bytes_moved);
   Bitmap run_load(const std::vector<ObjectKey>& keys, const std::vector<MemoryObjPtr>& objects,
                   std::uint64_t* bytes_moved);
 
@@ -219,7 +232,12 @@ class MockL2Adapter final : public L2AdapterInterface {
   TaskIdCounter ids_;  // shared by store, lookup and load
   CompletionQueue<L2StoreResult> store_done_;
   CompletionQueue<Bitmap> lookup_done_;
-  CompletionQueue<Bitmap> load_done_;
+  // Plain loads and view loads share the load fd: one queue, each query taking its own kind.
+  struct LoadOutcome {
+    Bitmap bits;
+    std::optional<std::vector<MemoryObjPtr>> views;  // set for a view load
+  };
+  CompletionQueue<LoadOutcome> load_done_;
   UsageTracker usage_;
   const std::shared_ptr<LendLedger> ledger_;
 

@@ -49,6 +49,7 @@ SerdeL2AdapterWrapper::SerdeL2AdapterWrapper(L2AdapterPtr inner, SerdeProcessorP
                               : "L1Manager") +
         ")");
   }
+  inner_views_ = inner_->supports_load_views();
   loop_ = std::make_unique<PollLoop>(
       std::vector<int>{inner_->get_store_event_fd(), inner_->get_load_event_fd(),
                        serde_->get_serialize_event_fd(), serde_->get_deserialize_event_fd()},
@@ -180,6 +181,10 @@ void SerdeL2AdapterWrapper::release_lent_buffers(Task& task) noexcept {
 
 void SerdeL2AdapterWrapper::release_write_locked_temps(Task& task) {
   if (task.lent) return release_lent_buffers(task);
+  if (task.viewed) {
+    task.temp_objects.clear();  // the inner's views: nothing of ours to release
+    return;
+  }
   if (task.temp_keys.empty()) return;
   try {
     l1_->finish_write(task.temp_keys);
@@ -445,6 +450,16 @@ TaskId SerdeL2AdapterWrapper::submit_load_task(const std::vector<ObjectKey>& key
   task.is_store = false;
   task.keys = keys;
   task.dst_objects = objects;
+  if (inner_views_) {
+    // The inner lends its stored bytes: the deserializer reads them in place, no temps.
+    task.viewed = true;
+    start_task(id, std::move(task), Phase::kInnerLoad,
+               &SerdeL2AdapterWrapper::release_write_locked_temps, [&](Task&) {
+                 const TaskId inner_id = inner_->submit_load_view_task(keys);
+                 inner_load_to_task_.emplace(inner_id, id);
+               });
+    return id;
+  }
   if (!allocate_temps(task, objects[0]->layout(), /*zero_fill=*/true)) {
     finish_load(id, Bitmap(keys.size()), /*failed=*/true);
     return id;
@@ -468,22 +483,40 @@ void SerdeL2AdapterWrapper::drain_inner_load() {
     pending.assign(inner_load_to_task_.begin(), inner_load_to_task_.end());
   }
   for (auto [inner_id, id] : pending) {
+    Task* task;
+    {
+      std::lock_guard lock(mu_);
+      task = &tasks_.at(id);  // nodes stay put; only this thread erases from here on
+    }
     std::optional<Bitmap> loaded;
+    std::vector<MemoryObjPtr> views;
     try {
-      loaded = inner_->query_load_result(inner_id);
+      if (!task->viewed) {
+        loaded = inner_->query_load_result(inner_id);
+      } else if (std::optional<L2LoadViews> r = inner_->query_load_view_result(inner_id)) {
+        loaded = std::move(r->loaded);
+        views = std::move(r->views);
+      }
     } catch (...) {
       loaded = Bitmap();  // a malformed answer: deserialize_loaded() fails the load
     }
     if (!loaded) continue;
-    Task* task;
     {
       std::lock_guard lock(mu_);
       inner_load_to_task_.erase(inner_id);
-      task = &tasks_.at(id);
     }
     leave_phase(*task);
+    if (task->viewed) task->temp_objects = std::move(views);  // the deserializer's sources
     deserialize_loaded(id, *task, std::move(*loaded));
   }
+}
+
+bool SerdeL2AdapterWrapper::sources_cover(const Task& task, const Bitmap& loaded) {
+  if (task.temp_objects.size() != loaded.size()) return false;
+  for (std::size_t i : loaded.set_indices()) {
+    if (!task.temp_objects[i]) return false;
+  }
+  return true;
 }
 
 void SerdeL2AdapterWrapper::deserialize_loaded(TaskId id, Task& task, Bitmap loaded) {
@@ -493,8 +526,8 @@ void SerdeL2AdapterWrapper::deserialize_loaded(TaskId id, Task& task, Bitmap loa
   bool failed = true;
   bool in_deserialize = false;
   try {
-    if (loaded.size() != n) {
-      result = Bitmap(n);  // a malformed bitmap: the load fails
+    if (loaded.size() != n || !sources_cover(task, loaded)) {
+      result = Bitmap(n);  // a malformed bitmap, or a hit without its view: the load fails
     } else if (loaded.none()) {
       result = std::move(loaded);  // every key absent: a miss, not a failure
       failed = false;

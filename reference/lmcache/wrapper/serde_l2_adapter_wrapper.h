@@ -142,6 +142,9 @@ class SerdeL2AdapterWrapper final : public L2AdapterInterface {
     std::uint64_t temp_bytes = 0;
     bool lent = false;
     std::uint64_t lent_bytes = 0;
+    // Loads: the inner lends views of its stored bytes (no temps); temp_objects holds them once
+    // the inner load completed.
+    bool viewed = false;
     Bitmap inner_bitmap;  // loads: what the inner adapter loaded
   };
 
@@ -181,6 +184,8 @@ class SerdeL2AdapterWrapper final : public L2AdapterInterface {
   // malformed bitmap, a deserialize that ran inline, or a failure to start one. Either way the
   // task is finished exactly once and its temps released once.
   void deserialize_loaded(TaskId id, Task& task, Bitmap loaded);
+  // Whether the task holds a source (temp or view) for every key `loaded` says was loaded.
+  static bool sources_cover(const Task& task, const Bitmap& loaded);
 
   // Adds `task` under `id`, enters `phase` and starts it: `submit` hands the task's next step to
   // the serde or the inner adapter and maps that step's id, under mu_. A task that cannot start
@@ -203,6 +208,7 @@ class SerdeL2AdapterWrapper final : public L2AdapterInterface {
   void drain_deserialize();
 
   std::unique_ptr<L2AdapterInterface> inner_;
+  bool inner_views_ = false;  // inner_->supports_load_views(), read once
   std::unique_ptr<SerdeProcessor> serde_;
   std::shared_ptr<L1Manager> l1_;
   SerdeWrapperOptions options_;

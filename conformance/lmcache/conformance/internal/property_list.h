@@ -133,7 +133,22 @@
     "notify per task; usage and locks end at zero")                                              \
   X(ResourcesBoundedOverManyTasks,                                                               \
     "hundreds of tasks leave the fd and thread counts where a warmed-up adapter had them, and "  \
-    "no reference to a caller buffer once its task completed")
+    "no reference to a caller buffer once its task completed")                                    \
+  X(LentBufferWrittenOnce,                                                                       \
+    "lent store buffers come as asked, pairwise disjoint and disjoint from every buffer still "  \
+    "lent or stored; the adapter leaves what the caller writes alone, and every key loads back " \
+    "what was written into its buffer (lend_store_buffers; NotSupported when it lends nothing)") \
+  X(LentBufferReleasedOnFailure,                                                                 \
+    "lent_bytes_outstanding() grows by each lent buffer and comes back when it is dropped "      \
+    "unsubmitted, adopted by its store, stored under another key or dropped after close(); "     \
+    "lending changes no usage")                                                                  \
+  X(LentBufferInvisibleBeforeStore,                                                              \
+    "a lent, written buffer makes nothing visible (lookups and loads miss, listeners hear "      \
+    "nothing) until its store completes; a dropped one never does")                             \
+  X(LoadViewsHoldStoredBytes,                                                                    \
+    "a view load answers only its own query, once, with a view per hit holding exactly the "     \
+    "stored bytes (size() included) and none per miss; a view never changes across a delete, a " \
+    "new store of its key, close() or the adapter's end (NotSupported without load views)")
 
 #define LMCACHE_CONFORMANCE_WRAPPER_PROPERTIES(X)                                                 \
   X(EmptyBatchCompletes,                                                                          \
@@ -173,4 +188,8 @@
     "lookups, unlocks and deletes on one wrapper match a model; temps are back after each step")  \
   X(ResourcesBoundedOverManyTasks,                                                                \
     "hundreds of tasks leave fds, threads and L1 where a warmed-up wrapper had them, and no "     \
-    "reference to a caller buffer once its task completed")
+    "reference to a caller buffer once its task completed")                                       \
+  X(LentBuffersReleasedOnFailure,                                                                 \
+    "over a lending inner (the reference mock): after every store -- successful, failed in the "  \
+    "serde, or failed by close() -- the inner's lent_bytes_outstanding() is back at 0, a failed " \
+    "store leaves its keys absent, and stored keys load back the serde round trip")
