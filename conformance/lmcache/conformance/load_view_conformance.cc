@@ -4,6 +4,7 @@
 // re-store of the key with other bytes, close() and the adapter's destruction. An adapter
 // without the capability is NotSupported.
 #include <cstring>
+#include <map>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -55,16 +56,9 @@ std::string differs(const MemoryObj& view, std::size_t n, std::uint8_t tag) {
 void store_all(L2AdapterInterface& a, const std::vector<ObjectKey>& ks,
                const std::vector<MemoryObjPtr>& objs) {
   const TaskId id = a.submit_store_task(ks, objs);
-  std::optional<L2StoreResult> result;
-  poll_until(
-      [&]() -> std::optional<bool> {
-        for (auto& [done, r] : a.pop_completed_store_tasks()) {
-          if (done == id) result = r;
-        }
-        return result ? std::optional<bool>(true) : std::nullopt;
-      },
-      result_timeout());
-  check(result && result->is_successful(),
+  std::map<TaskId, L2StoreResult> got;
+  const bool completed = pop_stores_until(a, {id}, &got).empty();
+  check(completed && got.at(id).is_successful(),
         "a store of " + std::to_string(ks.size()) + " keys did not complete successfully");
 }
 

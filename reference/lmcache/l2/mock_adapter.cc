@@ -123,7 +123,8 @@ MockL2AdapterOptions MockL2Adapter::parse_config(const Json& config) {
   options.max_capacity_bytes = read_gb("max_size_gb");
   options.bandwidth_bytes_per_sec = read_gb("mock_bandwidth_gb");
   if (const Json* views = reader.raw("lend_load_views"); views != nullptr) {
-    if (!views->is_boolean()) reader.error("lend_load_views must be a boolean, got " + views->dump());
+    if (!views->is_boolean())
+      reader.error("lend_load_views must be a boolean, got " + views->dump());
     options.lend_load_views = views->get<bool>();
   }
   return options;
@@ -257,39 +258,39 @@ void MockL2Adapter::submit_unlock(const std::vector<ObjectKey>& keys) {
 TaskId MockL2Adapter::submit_load_task(const std::vector<ObjectKey>& keys,
                                        const std::vector<MemoryObjPtr>& objects) {
   check_batch("submit_load_task", keys, objects);
-  return submit(
-      "submit_load_task", true, [this, keys, objects](TaskId id, Clock::time_point submitted) {
-        std::uint64_t moved = 0;
-        Bitmap bits(keys.size());
-        try {
-          bits = run_load(keys, objects, &moved);
-        } catch (...) {
-          bits = Bitmap(keys.size());  // nothing counts as loaded
-          moved = 0;
-        }
-        schedule(due_after(submitted, moved),
-                 [this, id, bits] { load_done_.complete(id, LoadOutcome{bits, std::nullopt}); });
-      });
+  return submit("submit_load_task", true,
+                [this, keys, objects](TaskId id, Clock::time_point submitted) {
+                  std::uint64_t moved = 0;
+                  Bitmap bits(keys.size());
+                  try {
+                    bits = run_load(keys, objects, &moved);
+                  } catch (...) {
+                    bits = Bitmap(keys.size());  // nothing counts as loaded
+                    moved = 0;
+                  }
+                  schedule(due_after(submitted, moved), [this, id, bits] {
+                    load_done_.complete(id, LoadOutcome{bits, std::nullopt});
+                  });
+                });
 }
 
 TaskId MockL2Adapter::submit_load_view_task(const std::vector<ObjectKey>& keys) {
   if (!options_.lend_load_views) return L2AdapterInterface::submit_load_view_task(keys);
-  return submit("submit_load_view_task", true,
-                [this, keys](TaskId id, Clock::time_point submitted) {
-                  std::uint64_t moved = 0;
-                  L2LoadViews result;
-                  try {
-                    result = run_load_views(keys, &moved);
-                  } catch (...) {
-                    // Nothing counts as loaded.
-                    result = L2LoadViews{Bitmap(keys.size()),
-                                         std::vector<MemoryObjPtr>(keys.size())};
-                    moved = 0;
-                  }
-                  schedule(due_after(submitted, moved), [this, id, result] {
-                    load_done_.complete(id, LoadOutcome{result.loaded, result.views});
-                  });
-                });
+  return submit(
+      "submit_load_view_task", true, [this, keys](TaskId id, Clock::time_point submitted) {
+        std::uint64_t moved = 0;
+        L2LoadViews result;
+        try {
+          result = run_load_views(keys, &moved);
+        } catch (...) {
+          // Nothing counts as loaded.
+          result = L2LoadViews{Bitmap(keys.size()), std::vector<MemoryObjPtr>(keys.size())};
+          moved = 0;
+        }
+        schedule(due_after(submitted, moved), [this, id, result] {
+          load_done_.complete(id, LoadOutcome{result.loaded, result.views});
+        });
+      });
 }
 
 // --- results --------------------------------------------------------------------------------
@@ -395,18 +396,22 @@ void MockL2Adapter::run_unlock(const std::vector<ObjectKey>& keys) {
   }
 }
 
+std::vector<std::pair<std::size_t, MockL2Adapter::StoredEntry>> MockL2Adapter::snapshot_entries(
+    const std::vector<ObjectKey>& keys) const {
+  // Under the lock; the shared bytes outlive a concurrent delete.
+  std::vector<std::pair<std::size_t, StoredEntry>> hits;
+  std::lock_guard lock(state_mu_);
+  for (std::size_t i = 0; i < keys.size(); ++i) {
+    auto it = objects_.find(keys[i]);
+    if (it != objects_.end()) hits.emplace_back(i, it->second);
+  }
+  return hits;
+}
+
 L2LoadViews MockL2Adapter::run_load_views(const std::vector<ObjectKey>& keys,
                                           std::uint64_t* bytes_moved) {
-  // Snapshot the entries under the lock; the shared bytes outlive a concurrent delete, and
-  // every view shares them.
-  std::vector<std::pair<std::size_t, StoredEntry>> hits;
-  {
-    std::lock_guard lock(state_mu_);
-    for (std::size_t i = 0; i < keys.size(); ++i) {
-      auto it = objects_.find(keys[i]);
-      if (it != objects_.end()) hits.emplace_back(i, it->second);
-    }
-  }
+  // Every view shares its entry's bytes.
+  const std::vector<std::pair<std::size_t, StoredEntry>> hits = snapshot_entries(keys);
   L2LoadViews out{Bitmap(keys.size()), std::vector<MemoryObjPtr>(keys.size())};
   std::vector<ObjectKey> accessed;
   *bytes_moved = 0;
@@ -432,15 +437,7 @@ L2LoadViews MockL2Adapter::run_load_views(const std::vector<ObjectKey>& keys,
 Bitmap MockL2Adapter::run_load(const std::vector<ObjectKey>& keys,
                                const std::vector<MemoryObjPtr>& objects,
                                std::uint64_t* bytes_moved) {
-  // Snapshot the entries under the lock; the shared bytes outlive a concurrent delete.
-  std::vector<std::pair<std::size_t, StoredEntry>> hits;
-  {
-    std::lock_guard lock(state_mu_);
-    for (std::size_t i = 0; i < keys.size(); ++i) {
-      auto it = objects_.find(keys[i]);
-      if (it != objects_.end()) hits.emplace_back(i, it->second);
-    }
-  }
+  const std::vector<std::pair<std::size_t, StoredEntry>> hits = snapshot_entries(keys);
   Bitmap bits(keys.size());
   std::vector<ObjectKey> accessed;
   *bytes_moved = 0;

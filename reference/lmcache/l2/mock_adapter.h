@@ -218,6 +218,9 @@ class MockL2Adapter final : public L2AdapterInterface {
                           const std::vector<bool>& adopted);
   Bitmap run_lookup(const std::vector<ObjectKey>& keys);
   void run_unlock(const std::vector<ObjectKey>& keys);
+  // (index in `keys`, entry) of every key present, copied under the lock.
+  std::vector<std::pair<std::size_t, StoredEntry>> snapshot_entries(
+      const std::vector<ObjectKey>& keys) const;
   L2LoadViews run_load_views(const std::vector<ObjectKey>& keys, std::uint64_t* bytes_moved);
   Bitmap run_load(const std::vector<ObjectKey>& keys, const std::vector<MemoryObjPtr>& objects,
                   std::uint64_t* bytes_moved);

@@ -146,8 +146,8 @@ TEST(MockViews, OffByDefaultAndRefusedThen) {
   EXPECT_FALSE(a->supports_load_views());
   EXPECT_THROW(a->submit_load_view_task({key(1)}), std::logic_error);
   a->close();
-  EXPECT_FALSE(MockL2Adapter::parse_config({{"max_size_gb", 1}, {"mock_bandwidth_gb", 1}})
-                   .lend_load_views);
+  EXPECT_FALSE(
+      MockL2Adapter::parse_config({{"max_size_gb", 1}, {"mock_bandwidth_gb", 1}}).lend_load_views);
   EXPECT_TRUE(MockL2Adapter::parse_config(
                   {{"max_size_gb", 1}, {"mock_bandwidth_gb", 1}, {"lend_load_views", true}})
                   .lend_load_views);

@@ -107,7 +107,8 @@ TEST(WrapperViews, StoreAndLoadNeedNoL1RoomWhenTheInnerLendsBothWays) {
 }
 
 TEST(WrapperViews, AHitWithoutItsViewFailsTheWholeLoad) {
-  auto w = wrap(std::make_unique<DropsAView>(viewing_mock()), std::make_shared<L1Manager>(64u << 20));
+  auto w =
+      wrap(std::make_unique<DropsAView>(viewing_mock()), std::make_shared<L1Manager>(64u << 20));
   auto stored = wait_store(*w, w->submit_store_task({key(1), key(2)}, {chunk(0), chunk(1)}));
   ASSERT_TRUE(stored && stored->is_successful());
   const std::vector<MemoryObjPtr> dst = {empty_chunk(), empty_chunk()};

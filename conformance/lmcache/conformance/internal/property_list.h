@@ -133,7 +133,7 @@
     "notify per task; usage and locks end at zero")                                              \
   X(ResourcesBoundedOverManyTasks,                                                               \
     "hundreds of tasks leave the fd and thread counts where a warmed-up adapter had them, and "  \
-    "no reference to a caller buffer once its task completed")                                    \
+    "no reference to a caller buffer once its task completed")                                   \
   X(LentBufferWrittenOnce,                                                                       \
     "lent store buffers come as asked, pairwise disjoint and disjoint from every buffer still "  \
     "lent or stored; the adapter leaves what the caller writes alone, and every key loads back " \
@@ -144,7 +144,7 @@
     "lending changes no usage")                                                                  \
   X(LentBufferInvisibleBeforeStore,                                                              \
     "a lent, written buffer makes nothing visible (lookups and loads miss, listeners hear "      \
-    "nothing) until its store completes; a dropped one never does")                             \
+    "nothing) until its store completes; a dropped one never does")                              \
   X(LoadViewsHoldStoredBytes,                                                                    \
     "a view load answers only its own query, once, with a view per hit holding exactly the "     \
     "stored bytes (size() included) and none per miss; a view never changes across a delete, a " \
