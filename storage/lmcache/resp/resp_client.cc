@@ -163,7 +163,21 @@ void RespClient::connect() {
   }
 }
 
+bool RespClient::idle_connection_ok() const {
+  if (in_pos_ != in_end_) return false;  // bytes no request asked for
+  pollfd p{fd_, POLLIN | POLLRDHUP, 0};
+  int rc;
+  do {
+    rc = ::poll(&p, 1, 0);
+  } while (rc < 0 && errno == EINTR);
+  return rc == 0;
+}
+
 void RespClient::ensure_connected() {
+  if (fd_ >= 0 && !idle_connection_ok()) {
+    idle_drops_.fetch_add(1, std::memory_order_relaxed);
+    disconnect();
+  }
   if (fd_ < 0) connect();
 }
 

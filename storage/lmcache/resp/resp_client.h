@@ -11,8 +11,11 @@
 //     replies 16 KiB at a time into a reply object that must be copied again;
 //   - failure semantics we control: every socket wait is a poll() bounded by io_timeout, a
 //     connection that fails or times out is closed at once, and the next call reconnects (a
-//     server restart), so a request in flight when the connection dies fails cleanly; another
-//     thread can interrupt a blocked call (close() of the connector) with shutdown();
+//     server restart), so a request in flight when the connection dies fails cleanly; an idle
+//     connection the server closed meanwhile (a restart, CLIENT KILL, its idle `timeout`) is
+//     found before a call uses it and replaced, so that call does not fail (the pool check on
+//     checkout that redis-py does too); another thread can interrupt a blocked call (close() of
+//     the connector) with shutdown();
 //   - the protocol surface is tiny (arrays of bulk strings out; simple strings, errors,
 //     integers, bulk strings, nulls and arrays in) and is tested against a scripted fake server
 //     and a real redis-server; LMCache's own Redis connector also speaks RESP2 itself.
@@ -130,9 +133,11 @@ class RespClient {
   std::vector<std::uint8_t> exists_many(std::span<const std::string> keys);
   std::vector<std::uint8_t> del_many(std::span<const std::string> keys);
 
-  // Counters since construction.
+  // Counters since construction: connections made, calls failed, and idle connections found
+  // closed by the server (or carrying unsolicited bytes) and replaced before a call.
   std::uint64_t connects() const { return connects_.load(std::memory_order_relaxed); }
   std::uint64_t failures() const { return failures_.load(std::memory_order_relaxed); }
+  std::uint64_t idle_drops() const { return idle_drops_.load(std::memory_order_relaxed); }
 
   const RespEndpoint& endpoint() const { return endpoint_; }
 
@@ -147,7 +152,11 @@ class RespClient {
 
   [[noreturn]] void fail(const std::string& what);
   bool connect_one(int fd, const ::addrinfo* ai, std::string* error);
+  // Connects when there is no connection, or when the idle one is dead (idle_connection_ok()).
   void ensure_connected();
+  // Between calls the server has nothing to say: a readable, hung-up or failed socket means it
+  // closed the connection (or we are out of sync with it). One poll() of timeout 0.
+  bool idle_connection_ok() const;
   // Appends "*<argc>\r\n" and one "$<len>\r\n<arg>\r\n" per argument to out_ (copied).
   void queue_command(const std::vector<std::string_view>& args);
   // Appends a command whose last argument is sent from `payload` without a copy.
@@ -185,6 +194,7 @@ class RespClient {
 
   std::atomic<std::uint64_t> connects_{0};
   std::atomic<std::uint64_t> failures_{0};
+  std::atomic<std::uint64_t> idle_drops_{0};
 };
 
 }  // namespace lmcache::resp

@@ -113,6 +113,8 @@ class FakeServer {
   }
   int port() const { return port_; }
   int connections() const { return connections_.load(); }
+  // Connections the server has closed.
+  int closed() const { return closed_.load(); }
 
   RespEndpoint endpoint(std::chrono::milliseconds io_timeout = 5000ms) const {
     RespEndpoint e;
@@ -141,6 +143,7 @@ class FakeServer {
         conn_fd_ = -1;
       }
       ::close(fd);
+      ++closed_;
     }
   }
 
@@ -149,6 +152,7 @@ class FakeServer {
   int port_ = 0;
   std::atomic<bool> stop_{false};
   std::atomic<int> connections_{0};
+  std::atomic<int> closed_{0};
   std::mutex mu_;
   int conn_fd_ = -1;
   std::thread thread_;
@@ -275,6 +279,48 @@ TEST(RespClient, ServerClosingMidReplyFailsThenReconnects) {
   }
   EXPECT_FALSE(client.connected());
   EXPECT_EQ(client.command({"GET", "k"}).str, "xyz");
+  EXPECT_EQ(client.connects(), 2u);
+}
+
+TEST(RespClient, IdleConnectionClosedByTheServerIsReplacedBeforeTheNextCall) {
+  FakeServer server([](FakeServer::Conn& c) {
+    c.request();
+    c.send("+PONG\r\n");
+    // then closed while the client is idle (a restart, CLIENT KILL, an idle timeout)
+  });
+  RespClient client(server.endpoint());
+  EXPECT_EQ(client.command({"PING"}).str, "PONG");
+  for (auto end = std::chrono::steady_clock::now() + 5s;
+       server.closed() < 1 && std::chrono::steady_clock::now() < end;) {
+    std::this_thread::sleep_for(1ms);
+  }
+  ASSERT_EQ(server.closed(), 1);
+  EXPECT_EQ(client.command({"PING"}).str, "PONG") << "the call used the dead connection";
+  EXPECT_EQ(client.failures(), 0u);
+  EXPECT_EQ(client.idle_drops(), 1u);
+  EXPECT_EQ(client.connects(), 2u);
+}
+
+TEST(RespClient, UnsolicitedBytesOnAnIdleConnectionReplaceIt) {
+  std::atomic<int> conn{0};
+  std::atomic<bool> sent{false};
+  FakeServer server([&](FakeServer::Conn& c) {
+    if (conn++ == 0) {
+      c.request();
+      c.send("+PONG\r\n+STRAY\r\n");  // one reply too many: whatever follows is out of step
+      sent = true;
+      c.drain();
+      return;
+    }
+    c.request();
+    c.send("+PONG\r\n");
+    c.drain();
+  });
+  RespClient client(server.endpoint());
+  EXPECT_EQ(client.command({"PING"}).str, "PONG");
+  while (!sent) std::this_thread::sleep_for(1ms);
+  EXPECT_EQ(client.command({"PING"}).str, "PONG") << "a stray reply was taken for an answer";
+  EXPECT_EQ(client.idle_drops(), 1u);
   EXPECT_EQ(client.connects(), 2u);
 }
 

@@ -72,6 +72,12 @@ std::uint64_t RespConnector::connects() const {
   return n;
 }
 
+std::uint64_t RespConnector::idle_drops() const {
+  std::uint64_t n = 0;
+  for (const auto& client : clients_) n += client->idle_drops();
+  return n;
+}
+
 std::uint64_t RespConnector::connection_failures() const {
   std::uint64_t n = 0;
   for (const auto& client : clients_) n += client->failures();
@@ -82,7 +88,8 @@ Json RespConnector::status_extra() const {
   return Json{{"host", options_.endpoint.host},
               {"port", options_.endpoint.port},
               {"connects", connects()},
-              {"connection_failures", connection_failures()}};
+              {"connection_failures", connection_failures()},
+              {"idle_drops", idle_drops()}};
 }
 
 }  // namespace lmcache::resp

@@ -41,9 +41,10 @@ class RespConnector final : public connector::BatchConnectorBase {
   explicit RespConnector(RespConnectorOptions options);
   ~RespConnector() override;
 
-  // Totals over the workers' connections.
+  // Totals over the workers' connections (RespClient's counters).
   std::uint64_t connects() const;
   std::uint64_t connection_failures() const;
+  std::uint64_t idle_drops() const;
 
   const RespConnectorOptions& options() const { return options_; }
 
@@ -52,7 +53,7 @@ class RespConnector final : public connector::BatchConnectorBase {
   void interrupt_workers() override;
   // Closes every connection.
   void release_resources() override;
-  // {"host", "port", "connects", "connection_failures"}
+  // {"host", "port", "connects", "connection_failures", "idle_drops"}
   Json status_extra() const override;
 
  private:

@@ -173,14 +173,30 @@ TEST(RespConnector, KilledClientConnectionsAreReplaced) {
   RespConnector c(options_for(server, 1));
   ASSERT_TRUE(wait_one(c, c.submit_batch_exists({"a", "b"})).ok);
   ASSERT_EQ(server.command({"CLIENT", "KILL", "TYPE", "normal"}).integer, 1);
-  // The worker finds its connection dead once (that batch fails), then reconnects.
-  int failures = 0;
+  // The worker finds its idle connection closed before the next batch uses it and replaces it:
+  // no batch fails.
   for (int i = 0; i < 5; ++i) {
-    if (!wait_one(c, c.submit_batch_exists({"a", "b"})).ok) ++failures;
+    Completion r = wait_one(c, c.submit_batch_exists({"a", "b"}));
+    EXPECT_TRUE(r.ok) << "batch " << i << ": " << r.error;
   }
-  EXPECT_EQ(failures, 1);
-  EXPECT_EQ(c.connection_failures(), 1u);
+  EXPECT_EQ(c.connection_failures(), 0u);
+  EXPECT_EQ(c.idle_drops(), 1u);
   EXPECT_EQ(c.connects(), 2u);
+}
+
+TEST(RespConnector, ARestartedServerCostsNoBatch) {
+  SKIP_WITHOUT_REDIS();
+  RedisServer server;
+  RespConnector c(options_for(server, 2));
+  ASSERT_TRUE(wait_one(c, c.submit_batch_exists({"a", "b", "c", "d"})).ok);
+  server.restart();
+  for (int i = 0; i < 4; ++i) {
+    Completion r = wait_one(c, c.submit_batch_exists({"a", "b", "c", "d"}));
+    EXPECT_TRUE(r.ok) << "batch " << i << " after the restart: " << r.error;
+  }
+  EXPECT_EQ(c.connection_failures(), 0u);
+  EXPECT_GE(c.idle_drops(), 1u) << "at least the connection of the first batch died idle";
+  EXPECT_EQ(c.report_status()["idle_drops"], c.idle_drops());
 }
 
 TEST(RespConnector, MaxmemoryRefusalFailsTheSet) {
