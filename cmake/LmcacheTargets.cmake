@@ -62,6 +62,20 @@ function(lmcache_add_to_concurrency_tests target)
   add_dependencies(lmcache_concurrency_tests ${target})
 endfunction()
 
+# _lmcache_gtest_executable(<name> <caller> <unparsed-args> SOURCES ... DEPS ...)
+# The test binary of lmcache_add_test() and lmcache_add_conformance_test(): fails the
+# configuration on arguments the caller did not recognise, then builds <name> from SOURCES,
+# linked with DEPS, GoogleTest (main included) and the project's flags.
+function(_lmcache_gtest_executable name caller unparsed)
+  cmake_parse_arguments(ARG "" "" "SOURCES;DEPS" ${ARGN})
+  if(unparsed)
+    message(FATAL_ERROR "${caller}(${name}): unknown arguments ${unparsed}")
+  endif()
+  add_executable(${name} ${ARG_SOURCES})
+  target_link_libraries(${name} PRIVATE ${ARG_DEPS} GTest::gtest GTest::gmock GTest::gtest_main
+                                        lmcache_build_flags)
+endfunction()
+
 # lmcache_add_test(<name> SOURCES ... DEPS ... LABELS ... [TIMEOUT s] [CONCURRENCY])
 # One gtest binary = one ctest entry carrying LABELS (per-binary, not per-case: each process
 # pays libtorch's start-up). CONCURRENCY declares that the binary holds thread-heavy cases;
@@ -76,15 +90,11 @@ function(lmcache_add_test name)
     return()
   endif()
   cmake_parse_arguments(ARG "CONCURRENCY" "TIMEOUT" "SOURCES;DEPS;LABELS" ${ARGN})
-  if(ARG_UNPARSED_ARGUMENTS)
-    message(FATAL_ERROR "lmcache_add_test(${name}): unknown arguments ${ARG_UNPARSED_ARGUMENTS}")
-  endif()
+  _lmcache_gtest_executable(${name} lmcache_add_test "${ARG_UNPARSED_ARGUMENTS}"
+    SOURCES ${ARG_SOURCES} DEPS ${ARG_DEPS})
   if(NOT ARG_TIMEOUT)
     set(ARG_TIMEOUT 600)
   endif()
-  add_executable(${name} ${ARG_SOURCES})
-  target_link_libraries(${name} PRIVATE ${ARG_DEPS} GTest::gtest GTest::gmock GTest::gtest_main
-                                        lmcache_build_flags)
   set(subset ${PROJECT_SOURCE_DIR}/cmake/concurrency_subset.sh)
   if(ARG_CONCURRENCY)
     lmcache_add_to_concurrency_tests(${name})
@@ -141,13 +151,8 @@ function(lmcache_add_conformance_test name)
     return()
   endif()
   cmake_parse_arguments(ARG "" "" "SOURCES;DEPS" ${ARGN})
-  if(ARG_UNPARSED_ARGUMENTS)
-    message(FATAL_ERROR
-      "lmcache_add_conformance_test(${name}): unknown arguments ${ARG_UNPARSED_ARGUMENTS}")
-  endif()
-  add_executable(${name} ${ARG_SOURCES})
-  target_link_libraries(${name} PRIVATE ${ARG_DEPS} lmcache::conformance GTest::gtest
-                                        GTest::gtest_main lmcache_build_flags)
+  _lmcache_gtest_executable(${name} lmcache_add_conformance_test "${ARG_UNPARSED_ARGUMENTS}"
+    SOURCES ${ARG_SOURCES} DEPS ${ARG_DEPS} lmcache::conformance)
   if(LMCACHE_SANITIZE STREQUAL "thread")
     lmcache_add_to_concurrency_tests(${name})
     lmcache_conformance_thread_heavy_filter(filter)

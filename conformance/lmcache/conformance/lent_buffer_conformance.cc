@@ -22,6 +22,7 @@
 
 #include "lmcache/conformance/buffers.h"
 #include "lmcache/conformance/internal/adapter_properties.h"
+#include "lmcache/conformance/internal/scenario_checks.h"
 #include "lmcache/conformance/internal/waits.h"
 #include "lmcache/conformance/internal/wrapper_properties.h"
 #include "lmcache/l1/l1_manager.h"
@@ -34,35 +35,7 @@ using namespace ::lmcache::conformance;  // the kit's public types
 
 namespace {
 
-// A failed check: the message of the Fail verdict.
-struct Broken : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
-
-void require(bool ok, const std::string& what) {
-  if (!ok) throw Broken(what);
-}
-
-// Runs `body` and turns a Broken into a Fail, anything else escaping into a Fail naming it.
-Verdict run(const std::function<Verdict()>& body) {
-  try {
-    return body();
-  } catch (const Broken& e) {
-    return Verdict::fail(e.what());
-  } catch (const std::exception& e) {
-    return Verdict::fail(std::string("unexpected exception: ") + e.what());
-  }
-}
-
-struct Closer {
-  L2AdapterInterface* a = nullptr;
-  ~Closer() {
-    try {
-      if (a != nullptr) a->close();
-    } catch (...) {
-    }
-  }
-};
+using adapter_properties::Closer;
 
 ObjectKey key(std::uint32_t i) {
   return ObjectKey(int_hash_to_bytes(i), "lent_buffer_conformance", 0, 0, "");
@@ -104,18 +77,18 @@ std::string check_pattern(const MemoryObj& obj, std::size_t n, std::uint32_t tag
 std::vector<MemoryObjPtr> lend(L2AdapterInterface& a, const std::vector<ObjectKey>& ks,
                                const MemoryLayoutDesc& layout) {
   std::vector<MemoryObjPtr> lent = a.lend_store_buffers(ks, layout);
-  require(lent.empty() || lent.size() == ks.size(),
-          "lend_store_buffers() of " + std::to_string(ks.size()) + " keys returned " +
-              std::to_string(lent.size()) + " buffers (all or nothing)");
+  scenario_check(lent.empty() || lent.size() == ks.size(),
+                 "lend_store_buffers() of " + std::to_string(ks.size()) + " keys returned " +
+                     std::to_string(lent.size()) + " buffers (all or nothing)");
   for (std::size_t i = 0; i < lent.size(); ++i) {
-    require(lent[i] != nullptr, "lent buffer " + std::to_string(i) + " is null");
-    require(lent[i]->layout() == layout, "lent buffer " + std::to_string(i) + " has layout " +
-                                             lent[i]->layout().to_string() + ", asked for " +
-                                             layout.to_string());
-    require(lent[i]->physical_size() >= layout.total_bytes(),
-            "lent buffer " + std::to_string(i) + " holds " +
-                std::to_string(lent[i]->physical_size()) + " bytes, the layout needs " +
-                std::to_string(layout.total_bytes()));
+    scenario_check(lent[i] != nullptr, "lent buffer " + std::to_string(i) + " is null");
+    scenario_check(lent[i]->layout() == layout, "lent buffer " + std::to_string(i) +
+                                                    " has layout " + lent[i]->layout().to_string() +
+                                                    ", asked for " + layout.to_string());
+    scenario_check(lent[i]->physical_size() >= layout.total_bytes(),
+                   "lent buffer " + std::to_string(i) + " holds " +
+                       std::to_string(lent[i]->physical_size()) + " bytes, the layout needs " +
+                       std::to_string(layout.total_bytes()));
   }
   return lent;
 }
@@ -152,7 +125,7 @@ L2StoreResult store(L2AdapterInterface& a, const std::vector<ObjectKey>& ks,
         return result ? std::optional<bool>(true) : std::nullopt;
       },
       result_timeout());
-  require(result.has_value(), "store task " + std::to_string(id) + " did not complete");
+  scenario_check(result.has_value(), "store task " + std::to_string(id) + " did not complete");
   return *result;
 }
 
@@ -160,9 +133,9 @@ Bitmap load(L2AdapterInterface& a, const std::vector<ObjectKey>& ks,
             const std::vector<MemoryObjPtr>& dsts) {
   const TaskId id = a.submit_load_task(ks, dsts);
   auto bits = poll_until([&] { return a.query_load_result(id); }, result_timeout());
-  require(bits.has_value(), "load task " + std::to_string(id) + " did not complete");
-  require(bits->size() == ks.size(), "load bitmap of " + std::to_string(bits->size()) +
-                                         " bits for " + std::to_string(ks.size()) + " keys");
+  scenario_check(bits.has_value(), "load task " + std::to_string(id) + " did not complete");
+  scenario_check(bits->size() == ks.size(), "load bitmap of " + std::to_string(bits->size()) +
+                                                " bits for " + std::to_string(ks.size()) + " keys");
   return *bits;
 }
 
@@ -170,9 +143,9 @@ Bitmap load(L2AdapterInterface& a, const std::vector<ObjectKey>& ks,
 Bitmap lookup(L2AdapterInterface& a, const std::vector<ObjectKey>& ks) {
   const TaskId id = a.submit_lookup_and_lock_task(ks);
   auto bits = poll_until([&] { return a.query_lookup_and_lock_result(id); }, result_timeout());
-  require(bits.has_value(), "lookup task " + std::to_string(id) + " did not complete");
-  require(bits->size() == ks.size(), "lookup bitmap of " + std::to_string(bits->size()) +
-                                         " bits for " + std::to_string(ks.size()) + " keys");
+  scenario_check(bits.has_value(), "lookup task " + std::to_string(id) + " did not complete");
+  scenario_check(bits->size() == ks.size(), "lookup bitmap of " + std::to_string(bits->size()) +
+                                                " bits for " + std::to_string(ks.size()) + " keys");
   std::vector<ObjectKey> hits;
   for (std::size_t i : bits->set_indices()) hits.push_back(ks[i]);
   if (!hits.empty()) a.submit_unlock(hits);
@@ -222,7 +195,7 @@ class StoreListener final : public L2AdapterListener {
 
 Verdict written_once(const AdapterUnderTest& aut) {
   if (auto unsupported = probe_lending(aut)) return *unsupported;
-  return run([&] {
+  return run_scenario([&] {
     L2AdapterPtr a = aut.make();
     Closer closer{a.get()};
     struct Stored {
@@ -243,19 +216,20 @@ Verdict written_once(const AdapterUnderTest& aut) {
       const std::vector<ObjectKey> ks = keys(next_key, batches[round]);
       next_key += static_cast<std::uint32_t>(batches[round]);
       std::vector<MemoryObjPtr> lent = lend(*a, ks, layout);
-      require(!lent.empty(), "round " + std::to_string(round) + ": lend_store_buffers() of " +
-                                 std::to_string(ks.size()) + " objects of " + layout.to_string() +
-                                 " returned none, though the adapter lends and has room");
+      scenario_check(!lent.empty(), "round " + std::to_string(round) +
+                                        ": lend_store_buffers() of " + std::to_string(ks.size()) +
+                                        " objects of " + layout.to_string() +
+                                        " returned none, though the adapter lends and has room");
       for (std::size_t i = 0; i < lent.size(); ++i) {
         for (std::size_t j = 0; j < i; ++j) {
-          require(!overlap(*lent[i], *lent[j]),
-                  "round " + std::to_string(round) + ": lent buffers " + std::to_string(j) +
-                      " and " + std::to_string(i) + " of one call overlap");
+          scenario_check(!overlap(*lent[i], *lent[j]),
+                         "round " + std::to_string(round) + ": lent buffers " + std::to_string(j) +
+                             " and " + std::to_string(i) + " of one call overlap");
         }
         for (const MemoryObjPtr& old : held) {
-          require(!overlap(*lent[i], *old),
-                  "round " + std::to_string(round) + ": lent buffer " + std::to_string(i) +
-                      " overlaps a buffer lent earlier that is still lent or stored");
+          scenario_check(!overlap(*lent[i], *old),
+                         "round " + std::to_string(round) + ": lent buffer " + std::to_string(i) +
+                             " overlaps a buffer lent earlier that is still lent or stored");
         }
       }
       std::vector<std::uint32_t> tags;
@@ -272,14 +246,16 @@ Verdict written_once(const AdapterUnderTest& aut) {
       const MemoryLayoutDesc other_layout = layout_of(aut, 33);
       auto other = destination(other_layout, 0x5A);
       const ObjectKey other_key = key(next_key++);
-      require(store(*a, {other_key}, {other}).is_successful(), "a store of a caller buffer failed");
+      scenario_check(store(*a, {other_key}, {other}).is_successful(),
+                     "a store of a caller buffer failed");
       load(*a, {other_key}, {destination(other_layout, 0)});
       lookup(*a, ks);
       for (std::size_t i = 0; i < lent.size(); ++i) {
         const std::string bad = check_pattern(*lent[i], lent[i]->size(), tags[i]);
-        require(bad.empty(), "round " + std::to_string(round) + ": lent buffer " +
-                                 std::to_string(i) + " changed before its store was submitted (" +
-                                 bad + "): only the caller writes a lent buffer");
+        scenario_check(bad.empty(), "round " + std::to_string(round) + ": lent buffer " +
+                                        std::to_string(i) +
+                                        " changed before its store was submitted (" + bad +
+                                        "): only the caller writes a lent buffer");
       }
       // Submit all but the last of rounds 0 and 2 (those are dropped unsubmitted).
       const std::size_t submit =
@@ -288,8 +264,8 @@ Verdict written_once(const AdapterUnderTest& aut) {
       const std::vector<MemoryObjPtr> so(lent.begin(),
                                          lent.begin() + static_cast<std::ptrdiff_t>(submit));
       const L2StoreResult r = store(*a, sk, so);
-      require(r.is_successful(), "round " + std::to_string(round) + ": the store of " +
-                                     std::to_string(submit) + " lent buffers failed");
+      scenario_check(r.is_successful(), "round " + std::to_string(round) + ": the store of " +
+                                            std::to_string(submit) + " lent buffers failed");
       for (std::size_t i = 0; i < submit; ++i) {
         stored.push_back({ks[i], lent[i], tags[i]});
         held.push_back(lent[i]);
@@ -299,15 +275,15 @@ Verdict written_once(const AdapterUnderTest& aut) {
     for (const Stored& s : stored) {
       auto dst = destination(s.buffer->layout(), 0xC3);
       const Bitmap bits = load(*a, {s.key}, {dst});
-      require(bits.test(0), "a key stored from a lent buffer did not load");
+      scenario_check(bits.test(0), "a key stored from a lent buffer did not load");
       // Rebuild what was written (the pattern of its tag over its stored size).
       auto written = MemoryObj::allocate(s.buffer->layout());
       written->set_used_size(s.buffer->size());
       fill(*written, s.tag);
       const std::string bad = check_loaded(aut, *written, *dst);
-      require(bad.empty(), bad +
-                               " (a lent buffer was written by someone else, or its memory "
-                               "was lent again while its key was stored)");
+      scenario_check(bad.empty(), bad +
+                                      " (a lent buffer was written by someone else, or its memory "
+                                      "was lent again while its key was stored)");
     }
     return Verdict::pass();
   });
@@ -315,7 +291,7 @@ Verdict written_once(const AdapterUnderTest& aut) {
 
 Verdict released_on_failure(const AdapterUnderTest& aut) {
   if (auto unsupported = probe_lending(aut)) return *unsupported;
-  return run([&] {
+  return run_scenario([&] {
     L2AdapterPtr a = aut.make();
     Closer closer{a.get()};
     auto outstanding = [&] { return a->lent_bytes_outstanding(); };
@@ -323,16 +299,16 @@ Verdict released_on_failure(const AdapterUnderTest& aut) {
       // Allow the adapter a moment for what it does on its own threads.
       poll_until([&] { return outstanding() == want ? std::optional<bool>(true) : std::nullopt; },
                  settle_timeout());
-      require(outstanding() == want, "lent_bytes_outstanding() is " +
-                                         std::to_string(outstanding()) + " " + when +
-                                         ", expected " + std::to_string(want));
+      scenario_check(outstanding() == want, "lent_bytes_outstanding() is " +
+                                                std::to_string(outstanding()) + " " + when +
+                                                ", expected " + std::to_string(want));
     };
     expect_outstanding(0, "on a fresh adapter");
     const std::uint64_t usage_before = a->get_usage().total_bytes_used;
     const MemoryLayoutDesc layout = layout_of(aut, 4096 + 3);
     const std::vector<ObjectKey> ks = keys(200, 4);
     std::vector<MemoryObjPtr> lent = lend(*a, ks, layout);
-    require(!lent.empty(), "lend_store_buffers() of 4 objects returned none");
+    scenario_check(!lent.empty(), "lend_store_buffers() of 4 objects returned none");
     std::uint64_t total = 0;
     std::vector<std::uint64_t> sizes;
     for (const MemoryObjPtr& obj : lent) {
@@ -342,20 +318,22 @@ Verdict released_on_failure(const AdapterUnderTest& aut) {
     }
     expect_outstanding(total, "after lending 4 buffers");
     if (aut.capabilities.reports_usage) {
-      require(a->get_usage().total_bytes_used == usage_before, "lending changed get_usage()");
+      scenario_check(a->get_usage().total_bytes_used == usage_before,
+                     "lending changed get_usage()");
     }
     // 1. Dropped unsubmitted.
     lent[0].reset();
     total -= sizes[0];
     expect_outstanding(total, "after the caller dropped an unsubmitted lent buffer");
     // 2. Adopted by its store (and the caller's reference dropped after it completed).
-    require(store(*a, {ks[1]}, {lent[1]}).is_successful(), "the store of a lent buffer failed");
+    scenario_check(store(*a, {ks[1]}, {lent[1]}).is_successful(),
+                   "the store of a lent buffer failed");
     lent[1].reset();
     total -= sizes[1];
     expect_outstanding(total, "after a lent buffer was stored under its key");
     // 3. Submitted under another key: a copy; the buffer goes back when dropped.
-    require(store(*a, {key(299)}, {lent[2]}).is_successful(),
-            "the store of a lent buffer under another key failed");
+    scenario_check(store(*a, {key(299)}, {lent[2]}).is_successful(),
+                   "the store of a lent buffer under another key failed");
     lent[2].reset();
     total -= sizes[2];
     expect_outstanding(total, "after a lent buffer stored under another key was dropped");
@@ -369,7 +347,7 @@ Verdict released_on_failure(const AdapterUnderTest& aut) {
 
 Verdict invisible_before_store(const AdapterUnderTest& aut) {
   if (auto unsupported = probe_lending(aut)) return *unsupported;
-  return run([&] {
+  return run_scenario([&] {
     L2AdapterPtr a = aut.make();
     Closer closer{a.get()};
     auto listener = std::make_shared<StoreListener>();
@@ -378,38 +356,43 @@ Verdict invisible_before_store(const AdapterUnderTest& aut) {
     const MemoryLayoutDesc layout = layout_of(aut, 1000);
     const std::vector<ObjectKey> ks = keys(300, 3);
     std::vector<MemoryObjPtr> lent = lend(*a, ks, layout);
-    require(!lent.empty(), "lend_store_buffers() of 3 objects returned none");
+    scenario_check(!lent.empty(), "lend_store_buffers() of 3 objects returned none");
     for (std::size_t i = 0; i < lent.size(); ++i)
       fill(*lent[i], 40 + static_cast<std::uint32_t>(i));
     // Lent and written, not stored: absent everywhere.
-    require(lookup(*a, ks).none(), "a lookup found a key whose buffer is lent but not stored");
+    scenario_check(lookup(*a, ks).none(),
+                   "a lookup found a key whose buffer is lent but not stored");
     std::vector<MemoryObjPtr> dsts;
     for (std::size_t i = 0; i < ks.size(); ++i) dsts.push_back(destination(layout, 0xA5));
-    require(load(*a, ks, dsts).none(), "a load found a key whose buffer is lent but not stored");
+    scenario_check(load(*a, ks, dsts).none(),
+                   "a load found a key whose buffer is lent but not stored");
     for (const MemoryObjPtr& d : dsts) {
       for (std::size_t i = 0; i < d->physical_size(); ++i) {
-        require(d->data()[i] == std::byte{0xA5},
-                "a load of a key not stored wrote its destination");
+        scenario_check(d->data()[i] == std::byte{0xA5},
+                       "a load of a key not stored wrote its destination");
       }
     }
     if (aut.capabilities.reports_usage) {
-      require(a->get_usage().total_bytes_used == usage_before,
-              "get_usage() counts buffers that are lent but not stored");
+      scenario_check(a->get_usage().total_bytes_used == usage_before,
+                     "get_usage() counts buffers that are lent but not stored");
     }
     if (aut.capabilities.supports_listeners) {
-      require(listener->stored.load() == 0, "listeners heard of a store before any was submitted");
+      scenario_check(listener->stored.load() == 0,
+                     "listeners heard of a store before any was submitted");
     }
     // Store key 0, drop key 2's buffer, keep key 1's unsubmitted.
-    require(store(*a, {ks[0]}, {lent[0]}).is_successful(), "the store of a lent buffer failed");
+    scenario_check(store(*a, {ks[0]}, {lent[0]}).is_successful(),
+                   "the store of a lent buffer failed");
     lent[2].reset();
     const Bitmap present = lookup(*a, ks);
-    require(present.test(0), "the key stored from a lent buffer is not found");
-    require(!present.test(1), "a key whose buffer is still lent, unsubmitted, is found");
-    require(!present.test(2), "a key whose lent buffer was dropped is found");
+    scenario_check(present.test(0), "the key stored from a lent buffer is not found");
+    scenario_check(!present.test(1), "a key whose buffer is still lent, unsubmitted, is found");
+    scenario_check(!present.test(2), "a key whose lent buffer was dropped is found");
     auto back = destination(layout, 0);
-    require(load(*a, {ks[0]}, {back}).test(0), "the key stored from a lent buffer does not load");
+    scenario_check(load(*a, {ks[0]}, {back}).test(0),
+                   "the key stored from a lent buffer does not load");
     const std::string bad = check_loaded(aut, *lent[0], *back);
-    require(bad.empty(), bad);
+    scenario_check(bad.empty(), bad);
     return Verdict::pass();
   });
 }
@@ -463,14 +446,14 @@ WrapperRig make_rig(const WrapperUnderTest& wut, bool fail, std::chrono::millise
       std::make_shared<ScriptedFp8Serializer>(fail, delay), std::make_shared<Fp8Deserializer>());
   rig.wrapper =
       wut.make(std::move(mock), std::move(serde), std::make_shared<L1Manager>(kWrapperL1Bytes));
-  require(rig.wrapper != nullptr, "the wrapper factory returned null");
+  scenario_check(rig.wrapper != nullptr, "the wrapper factory returned null");
   return rig;
 }
 
 }  // namespace
 
 Verdict wrapper_released_on_failure(const WrapperUnderTest& wut) {
-  return run([&] {
+  return run_scenario([&] {
     const MemoryLayoutDesc layout = MemoryLayoutDesc::single({4096 + 7}, DType::kFloat32);
     auto expect_released = [](const WrapperRig& rig, const std::string& when) {
       poll_until(
@@ -479,9 +462,10 @@ Verdict wrapper_released_on_failure(const WrapperUnderTest& wut) {
                                                             : std::nullopt;
           },
           settle_timeout());
-      require(rig.inner->lent_bytes_outstanding() == 0,
-              "the inner adapter still has " + std::to_string(rig.inner->lent_bytes_outstanding()) +
-                  " lent bytes outstanding " + when);
+      scenario_check(rig.inner->lent_bytes_outstanding() == 0,
+                     "the inner adapter still has " +
+                         std::to_string(rig.inner->lent_bytes_outstanding()) +
+                         " lent bytes outstanding " + when);
     };
     // 1. Successful stores of several batch sizes round-trip and give every buffer back.
     {
@@ -495,20 +479,21 @@ Verdict wrapper_released_on_failure(const WrapperUnderTest& wut) {
         next += static_cast<std::uint32_t>(batch);
         std::vector<MemoryObjPtr> objs;
         for (std::size_t i = 0; i < batch; ++i) objs.push_back(wide_object(layout, next + i));
-        require(store(*rig.wrapper, ks, objs).is_successful(),
-                "a store of " + std::to_string(batch) + " objects failed");
+        scenario_check(store(*rig.wrapper, ks, objs).is_successful(),
+                       "a store of " + std::to_string(batch) + " objects failed");
         expect_released(rig, "after a successful store of " + std::to_string(batch) + " objects");
         std::vector<MemoryObjPtr> dsts;
         for (std::size_t i = 0; i < batch; ++i) dsts.push_back(destination(layout, 0));
-        require(load(*rig.wrapper, ks, dsts).all(), "keys just stored did not all load");
+        scenario_check(load(*rig.wrapper, ks, dsts).all(), "keys just stored did not all load");
         for (std::size_t i = 0; i < batch; ++i) {
           auto temp = MemoryObj::allocate(MemoryLayoutDesc::single(
               {static_cast<std::int64_t>(ser.estimate_serialized_size(layout))}, DType::kUInt8));
           temp->set_used_size(ser.serialize(*objs[i], *temp, probe_key()));
           auto expected = destination(layout, 0);
           deser.deserialize(*temp, *expected, probe_key());
-          require(std::memcmp(expected->data(), dsts[i]->data(), layout.total_bytes()) == 0,
-                  "a key loaded back other bytes than the serde round trip of what was stored");
+          scenario_check(
+              std::memcmp(expected->data(), dsts[i]->data(), layout.total_bytes()) == 0,
+              "a key loaded back other bytes than the serde round trip of what was stored");
         }
       }
     }
@@ -521,9 +506,9 @@ Verdict wrapper_released_on_failure(const WrapperUnderTest& wut) {
         std::vector<MemoryObjPtr> objs;
         for (std::size_t i = 0; i < batch; ++i) objs.push_back(wide_object(layout, 3));
         const L2StoreResult r = store(*rig.wrapper, ks, objs);
-        require(!r.is_successful(), "a store whose serialize failed reported success");
+        scenario_check(!r.is_successful(), "a store whose serialize failed reported success");
         expect_released(rig, "after a store whose serialize failed");
-        require(lookup(*rig.wrapper, ks).none(), "a failed store left keys behind");
+        scenario_check(lookup(*rig.wrapper, ks).none(), "a failed store left keys behind");
       }
     }
     // 3. Stores in flight at close(): every lent buffer back once close() returned.
@@ -542,9 +527,10 @@ Verdict wrapper_released_on_failure(const WrapperUnderTest& wut) {
             return inner->lent_bytes_outstanding() == 0 ? std::optional<bool>(true) : std::nullopt;
           },
           settle_timeout());
-      require(inner->lent_bytes_outstanding() == 0,
-              "the inner adapter still has " + std::to_string(inner->lent_bytes_outstanding()) +
-                  " lent bytes outstanding after close()");
+      scenario_check(inner->lent_bytes_outstanding() == 0,
+                     "the inner adapter still has " +
+                         std::to_string(inner->lent_bytes_outstanding()) +
+                         " lent bytes outstanding after close()");
     }
     return Verdict::pass();
   });

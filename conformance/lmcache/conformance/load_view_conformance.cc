@@ -11,20 +11,13 @@
 #include <vector>
 
 #include "lmcache/conformance/internal/adapter_properties.h"
+#include "lmcache/conformance/internal/scenario_checks.h"
 #include "lmcache/conformance/internal/waits.h"
 
 namespace lmcache::conformance_internal::adapter_properties {
 using namespace ::lmcache::conformance;  // the kit's public types
 
 namespace {
-
-struct Broken : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
-
-void check(bool ok, const std::string& what) {
-  if (!ok) throw Broken(what);
-}
 
 ObjectKey view_key(std::uint32_t i) {
   return ObjectKey(int_hash_to_bytes(i), "load_view_conformance", 0, 0, "");
@@ -58,8 +51,8 @@ void store_all(L2AdapterInterface& a, const std::vector<ObjectKey>& ks,
   const TaskId id = a.submit_store_task(ks, objs);
   std::map<TaskId, L2StoreResult> got;
   const bool completed = pop_stores_until(a, {id}, &got).empty();
-  check(completed && got.at(id).is_successful(),
-        "a store of " + std::to_string(ks.size()) + " keys did not complete successfully");
+  scenario_check(completed && got.at(id).is_successful(),
+                 "a store of " + std::to_string(ks.size()) + " keys did not complete successfully");
 }
 
 // A view load of `ks`; the plain query, asked first each time, must never answer it.
@@ -72,13 +65,13 @@ L2LoadViews view_load(L2AdapterInterface& a, const std::vector<ObjectKey>& ks) {
         return a.query_load_view_result(id);
       },
       result_timeout());
-  check(!plain_answered, "query_load_result() answered a view task");
-  check(r.has_value(), "view load task " + std::to_string(id) + " did not complete");
-  check(!a.query_load_view_result(id), "a view task's result was handed out twice");
-  check(r->loaded.size() == ks.size() && r->views.size() == ks.size(),
-        "a view load of " + std::to_string(ks.size()) + " keys answered " +
-            std::to_string(r->loaded.size()) + " bits and " + std::to_string(r->views.size()) +
-            " views");
+  scenario_check(!plain_answered, "query_load_result() answered a view task");
+  scenario_check(r.has_value(), "view load task " + std::to_string(id) + " did not complete");
+  scenario_check(!a.query_load_view_result(id), "a view task's result was handed out twice");
+  scenario_check(r->loaded.size() == ks.size() && r->views.size() == ks.size(),
+                 "a view load of " + std::to_string(ks.size()) + " keys answered " +
+                     std::to_string(r->loaded.size()) + " bits and " +
+                     std::to_string(r->views.size()) + " views");
   return std::move(*r);
 }
 
@@ -93,7 +86,7 @@ Verdict LoadViewsHoldStoredBytes(const AdapterUnderTest& aut) {
           "the adapter does not lend load views (supports_load_views() is false)");
     }
   }
-  try {
+  return run_scenario([&] {
     L2AdapterPtr a = aut.make();
     Closer closer{a.get()};
     // 1. Two keys, one narrowed (its size() bytes are what is stored), and a miss between.
@@ -102,25 +95,26 @@ Verdict LoadViewsHoldStoredBytes(const AdapterUnderTest& aut) {
     narrowed->set_used_size(100);
     store_all(*a, {view_key(1), view_key(2)}, {whole, narrowed});
     L2LoadViews r = view_load(*a, {view_key(1), view_key(9), view_key(2)});
-    check(r.loaded.to_string() == "101",
-          "the view load of (stored, absent, stored) answered " + r.loaded.to_string());
-    check(r.views[1] == nullptr, "the absent key has a view");
-    check(r.views[0] && r.views[2], "a loaded key has no view");
+    scenario_check(r.loaded.to_string() == "101",
+                   "the view load of (stored, absent, stored) answered " + r.loaded.to_string());
+    scenario_check(r.views[1] == nullptr, "the absent key has a view");
+    scenario_check(r.views[0] && r.views[2], "a loaded key has no view");
     std::string bad = differs(*r.views[0], 4097, 11);
-    check(bad.empty(), "the view of a stored key: " + bad);
+    scenario_check(bad.empty(), "the view of a stored key: " + bad);
     bad = differs(*r.views[2], 100, 29);
-    check(bad.empty(), "the view of a key stored narrowed to 100 bytes: " + bad);
+    scenario_check(bad.empty(), "the view of a key stored narrowed to 100 bytes: " + bad);
     // 2. Views never change: the key deleted, then stored again with other bytes.
     MemoryObjPtr held = r.views[0];
     a->delete_keys({view_key(1)});
     store_all(*a, {view_key(1)}, {pattern_object(4097, 57)});
     L2LoadViews again = view_load(*a, {view_key(1)});
-    check(again.loaded.to_string() == "1" && again.views[0],
-          "a key stored again does not load as a view");
+    scenario_check(again.loaded.to_string() == "1" && again.views[0],
+                   "a key stored again does not load as a view");
     bad = differs(*again.views[0], 4097, 57);
-    check(bad.empty(), "the view of a key stored again: " + bad);
+    scenario_check(bad.empty(), "the view of a key stored again: " + bad);
     bad = differs(*held, 4097, 11);
-    check(bad.empty(), "a view held across a delete and a new store of its key changed: " + bad);
+    scenario_check(bad.empty(),
+                   "a view held across a delete and a new store of its key changed: " + bad);
     // 3. ... nor at close() or when the adapter is gone; submits after close() throw.
     a->close();
     bool threw = false;
@@ -129,15 +123,13 @@ Verdict LoadViewsHoldStoredBytes(const AdapterUnderTest& aut) {
     } catch (const std::logic_error&) {
       threw = true;
     }
-    check(threw, "submit_load_view_task() after close() did not throw std::logic_error");
+    scenario_check(threw, "submit_load_view_task() after close() did not throw std::logic_error");
     closer.a = nullptr;
     a.reset();
     bad = differs(*held, 4097, 11);
-    check(bad.empty(), "a view changed when its adapter was closed and destroyed: " + bad);
+    scenario_check(bad.empty(), "a view changed when its adapter was closed and destroyed: " + bad);
     return Verdict::pass();
-  } catch (const Broken& e) {
-    return Verdict::fail(e.what());
-  }
+  });
 }
 
 }  // namespace lmcache::conformance_internal::adapter_properties
