@@ -15,7 +15,7 @@ namespace {
 using namespace std::chrono_literals;
 
 // Forwards to a shared mock (the witness keeps inspecting it); optionally answers loads with
-// one bit too many.
+// one bit too many; when lending, passes on the mock's lent store buffers and load views.
 class SharedInner final : public L2AdapterInterface {
  public:
   SharedInner(std::shared_ptr<MockL2Adapter> mock, bool long_bitmaps, bool lends)
@@ -47,6 +47,14 @@ class SharedInner final : public L2AdapterInterface {
   TaskId submit_load_task(const std::vector<ObjectKey>& keys,
                           const std::vector<MemoryObjPtr>& objects) override {
     return mock_->submit_load_task(keys, objects);
+  }
+  bool supports_load_views() const override { return lends_ && mock_->supports_load_views(); }
+  TaskId submit_load_view_task(const std::vector<ObjectKey>& keys) override {
+    if (!lends_) return L2AdapterInterface::submit_load_view_task(keys);  // throws
+    return mock_->submit_load_view_task(keys);
+  }
+  std::optional<L2LoadViews> query_load_view_result(TaskId id) override {
+    return mock_->query_load_view_result(id);
   }
   std::optional<Bitmap> query_load_result(TaskId id) override {
     std::optional<Bitmap> bits = mock_->query_load_result(id);
@@ -86,7 +94,9 @@ auto poll(Done done) -> decltype(done()) {
 }  // namespace
 
 WitnessStack::WitnessStack(const WrapperUnderTest& wrapper, bool long_bitmaps, bool lends) {
-  mock = std::make_shared<MockL2Adapter>(MockL2AdapterOptions{1ull << 30, 1ull << 40});
+  mock = std::make_shared<MockL2Adapter>(MockL2AdapterOptions{.max_capacity_bytes = 1ull << 30,
+                                                              .bandwidth_bytes_per_sec = 1ull << 40,
+                                                              .lend_load_views = lends});
   l1 = std::make_shared<L1Manager>(std::size_t{16} << 20);
   w = wrapper.make(std::make_unique<SharedInner>(mock, long_bitmaps, lends),
                    std::make_unique<AsyncSerdeProcessor>(std::make_shared<Fp8Serializer>(),

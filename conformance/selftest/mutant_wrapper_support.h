@@ -23,8 +23,8 @@ inline constexpr std::int64_t kWitnessElements = 256;
 
 struct WitnessStack {
   // `long_bitmaps`: the inner adapter answers every load with a bitmap one bit too long.
-  // `lends`: the inner passes the mock's lent store buffers on (otherwise it lends nothing, and
-  // stores go through L1 temps).
+  // `lends`: the inner passes the mock's lent store buffers and load views on (otherwise it
+  // lends nothing, and stores and loads go through L1 temps).
   explicit WitnessStack(const WrapperUnderTest& wrapper, bool long_bitmaps = false,
                         bool lends = false);
   ~WitnessStack();

@@ -6,6 +6,7 @@
 #include <mutex>
 #include <stdexcept>
 #include <thread>
+#include <unordered_map>
 
 #include "lmcache/conformance/process_stats.h"
 #include "lmcache/core/event_notifier.h"
@@ -48,6 +49,7 @@ struct WrapperKnobs {
   bool keeps_load_destinations = false;     // every load's destinations kept until close()
   bool lookup_answers_after_close = false;  // "no result yet" instead of a throw after close()
   bool prefetches_lent_buffers = false;     // lends a spare set for the next store, kept unused
+  bool caches_views_by_key = false;         // "views never change": memoized, never invalidated
 };
 
 // A serde processor whose failed deserializations report success.
@@ -127,6 +129,41 @@ class PrefetchingLender final : public ForwardingL2Adapter {
  private:
   std::mutex mu_;
   std::vector<MemoryObjPtr> spare_;
+};
+
+// An inner adapter whose view loads are memoized by key ("a view never changes"): a key the
+// inner misses is answered from the memo, even after the key was deleted or evicted.
+class ViewMemoizingInner final : public ForwardingL2Adapter {
+ public:
+  using ForwardingL2Adapter::ForwardingL2Adapter;
+  bool supports_load_views() const override { return inner().supports_load_views(); }
+  TaskId submit_load_view_task(const std::vector<ObjectKey>& keys) override {
+    TaskId id = inner().submit_load_view_task(keys);
+    std::lock_guard lock(mu_);
+    keys_[id] = keys;
+    return id;
+  }
+  std::optional<L2LoadViews> query_load_view_result(TaskId id) override {
+    std::optional<L2LoadViews> r = inner().query_load_view_result(id);
+    if (!r) return r;
+    std::lock_guard lock(mu_);
+    const std::vector<ObjectKey> keys = std::move(keys_[id]);
+    keys_.erase(id);
+    for (std::size_t i = 0; i < keys.size() && i < r->views.size(); ++i) {
+      if (r->loaded.test(i)) {
+        memo_[keys[i]] = r->views[i];
+      } else if (auto it = memo_.find(keys[i]); it != memo_.end()) {
+        r->loaded.set(i);
+        r->views[i] = it->second;
+      }
+    }
+    return r;
+  }
+
+ private:
+  std::mutex mu_;
+  std::map<TaskId, std::vector<ObjectKey>> keys_;
+  std::unordered_map<ObjectKey, MemoryObjPtr> memo_;
 };
 
 class KnobWrapper final : public ForwardingL2Adapter {
@@ -296,6 +333,7 @@ WrapperUnderTest make_knob_wrapper(WrapperKnobs k) {
     if (k.temp_size_cached) serde = std::make_unique<FirstEstimateProcessor>(std::move(serde));
     if (k.resizes_inner_bitmap) inner = std::make_unique<BitmapFixingInner>(std::move(inner));
     if (k.prefetches_lent_buffers) inner = std::make_unique<PrefetchingLender>(std::move(inner));
+    if (k.caches_views_by_key) inner = std::make_unique<ViewMemoizingInner>(std::move(inner));
     auto wrapper = std::make_unique<SerdeL2AdapterWrapper>(std::move(inner), std::move(serde), l1);
     return std::make_unique<KnobWrapper>(std::move(wrapper), l1, k);
   };
@@ -416,6 +454,25 @@ void add_wrapper_mutants(std::vector<Mutant>& out) {
                        ? ""
                        : std::to_string(s.mock->lent_bytes_outstanding()) +
                              " lent bytes outstanding after a completed store";
+          },
+          /*lends=*/true));
+  add(out, "caches_views_by_key", BugClass::kState, "StatefulModel",
+      "memoizes the inner's load views by key (\"a view never changes\") and answers a key the "
+      "inner misses from the memo, so a deleted or evicted key still loads",
+      {.caches_views_by_key = true},
+      with_wrapper(
+          [](WitnessStack& s) -> std::string {
+            const std::vector<ObjectKey> keys = witness_keys(2);
+            auto r = wait_store(*s.w, s.w->submit_store_task(keys, witness_objects(2, 1)));
+            if (!r || !r->is_successful()) return "a store failed";
+            auto first = wait_load(*s.w, s.w->submit_load_task(keys, witness_objects(2, 0)));
+            if (!first || !first->all()) return "2 stored keys did not load";
+            s.w->delete_keys({keys[0]});
+            auto again = wait_load(*s.w, s.w->submit_load_task(keys, witness_objects(2, 0)));
+            return again && again->to_string() == "01"
+                       ? ""
+                       : "after deleting key 0 the load answered " +
+                             (again ? again->to_string() : std::string("nothing"));
           },
           /*lends=*/true));
   add(out, "close_drops_in_flight_tasks", BugClass::kFailureOrder, "CloseFailsInFlightTasks",

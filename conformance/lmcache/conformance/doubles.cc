@@ -124,8 +124,9 @@ std::set<std::size_t> AdapterFaults::dropped_load_indices() const {
 }
 
 ScriptedAdapter::ScriptedAdapter(std::shared_ptr<L2AdapterInterface> inner,
-                                 std::shared_ptr<AdapterFaults> faults)
-    : inner_(std::move(inner)), faults_(std::move(faults)) {
+                                 std::shared_ptr<AdapterFaults> faults,
+                                 ForwardedCapabilities forwarded)
+    : inner_(std::move(inner)), faults_(std::move(faults)), forwarded_(forwarded) {
   if (!inner_ || !faults_) throw std::invalid_argument("ScriptedAdapter: null inner or faults");
 }
 
@@ -213,16 +214,39 @@ std::optional<Bitmap> ScriptedAdapter::query_load_result(TaskId id) {
   if (faults_->throw_on_query_load) throw std::runtime_error("injected inner query_load failure");
   std::optional<Bitmap> bits = inner_->query_load_result(id);
   if (!bits) return bits;
-  for (std::size_t i : faults_->dropped_load_indices()) bits->clear(i);
+  return apply_load_faults(std::move(*bits), nullptr);
+}
+
+TaskId ScriptedAdapter::submit_load_view_task(const std::vector<ObjectKey>& keys) {
+  if (!forwarded_.load_views) return L2AdapterInterface::submit_load_view_task(keys);  // throws
+  if (faults_->throw_on_submit_load) throw std::runtime_error("injected inner submit_load failure");
+  return inner_->submit_load_view_task(keys);
+}
+
+std::optional<L2LoadViews> ScriptedAdapter::query_load_view_result(TaskId id) {
+  if (faults_->hold_results) return std::nullopt;
+  if (faults_->throw_on_query_load) throw std::runtime_error("injected inner query_load failure");
+  std::optional<L2LoadViews> r = inner_->query_load_view_result(id);
+  if (!r) return r;
+  r->loaded = apply_load_faults(std::move(r->loaded), &r->views);
+  return r;
+}
+
+Bitmap ScriptedAdapter::apply_load_faults(Bitmap bits, std::vector<MemoryObjPtr>* views) const {
+  for (std::size_t i : faults_->dropped_load_indices()) {
+    bits.clear(i);
+    if (views != nullptr && i < views->size()) (*views)[i] = nullptr;
+  }
   if (const int delta = faults_->load_bitmap_size_delta.load(); delta != 0) {
     const std::size_t n =
-        delta > 0 ? bits->size() + static_cast<std::size_t>(delta)
-                  : bits->size() - std::min(bits->size(), static_cast<std::size_t>(-delta));
+        delta > 0 ? bits.size() + static_cast<std::size_t>(delta)
+                  : bits.size() - std::min(bits.size(), static_cast<std::size_t>(-delta));
     Bitmap resized(n);
     for (std::size_t i = 0; i < n; ++i) {
-      if (i >= bits->size() || bits->test(i)) resized.set(i);
+      if (i >= bits.size() || bits.test(i)) resized.set(i);
     }
     bits = resized;
+    if (views != nullptr) views->resize(n);
   }
   return bits;
 }

@@ -172,10 +172,19 @@ struct AdapterFaults {
 // ScriptedAdapter
 //
 // Forwards to a shared inner adapter (so a test can keep inspecting it), failing as `faults`
-// says. Its fds are the inner's.
+// says. Its fds are the inner's. The inner's optional capabilities (lent store buffers, load
+// views) are passed on only as `forwarded` says (default: neither), and the load faults apply to
+// view loads as to plain ones: a dropped index also drops its view, a resized bitmap resizes the
+// views (new entries null).
+struct ForwardedCapabilities {
+  bool store_buffers = false;
+  bool load_views = false;
+};
+
 class ScriptedAdapter final : public L2AdapterInterface {
  public:
-  ScriptedAdapter(std::shared_ptr<L2AdapterInterface> inner, std::shared_ptr<AdapterFaults> faults);
+  ScriptedAdapter(std::shared_ptr<L2AdapterInterface> inner, std::shared_ptr<AdapterFaults> faults,
+                  ForwardedCapabilities forwarded = {});
 
   int get_store_event_fd() const override { return inner_->get_store_event_fd(); }
   int get_lookup_and_lock_event_fd() const override {
@@ -195,6 +204,17 @@ class ScriptedAdapter final : public L2AdapterInterface {
   TaskId submit_load_task(const std::vector<ObjectKey>& keys,
                           const std::vector<MemoryObjPtr>& objects) override;
   std::optional<Bitmap> query_load_result(TaskId id) override;
+  std::vector<MemoryObjPtr> lend_store_buffers(const std::vector<ObjectKey>& keys,
+                                               const MemoryLayoutDesc& layout) override {
+    if (!forwarded_.store_buffers) return {};
+    return inner_->lend_store_buffers(keys, layout);
+  }
+  std::uint64_t lent_bytes_outstanding() const override { return inner_->lent_bytes_outstanding(); }
+  bool supports_load_views() const override {
+    return forwarded_.load_views && inner_->supports_load_views();
+  }
+  TaskId submit_load_view_task(const std::vector<ObjectKey>& keys) override;
+  std::optional<L2LoadViews> query_load_view_result(TaskId id) override;
   void delete_keys(const std::vector<ObjectKey>& keys) override;
   AdapterUsage get_usage() const override;
   bool supports_global_eviction() const override;
@@ -203,8 +223,13 @@ class ScriptedAdapter final : public L2AdapterInterface {
   void close() override;
 
  private:
+  // The load faults' bitmap (dropped indices cleared, size changed by the delta); `views`, when
+  // given, follows it.
+  Bitmap apply_load_faults(Bitmap bits, std::vector<MemoryObjPtr>* views) const;
+
   std::shared_ptr<L2AdapterInterface> inner_;
   std::shared_ptr<AdapterFaults> faults_;
+  const ForwardedCapabilities forwarded_;
   std::mutex mu_;
   std::map<TaskId, L2StoreResult> held_;  // popped while held
 };

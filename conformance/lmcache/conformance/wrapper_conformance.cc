@@ -63,18 +63,24 @@ void Rig::refill_l1() {
 
 std::unique_ptr<Rig> make_rig(const WrapperUnderTest& wut, const WrapperRigOptions& options) {
   auto rig = std::make_unique<Rig>();
+  rig->lends = options.inner_lends;
   rig->l1 = std::make_shared<L1Manager>(kRigL1Bytes);
-  rig->mock = std::make_shared<MockL2Adapter>(MockL2AdapterOptions{1ull << 30, 1ull << 40});
+  rig->mock =
+      std::make_shared<MockL2Adapter>(MockL2AdapterOptions{.max_capacity_bytes = 1ull << 30,
+                                                           .bandwidth_bytes_per_sec = 1ull << 40,
+                                                           .lend_load_views = options.inner_lends});
+  const ForwardedCapabilities lends{.store_buffers = options.inner_lends,
+                                    .load_views = options.inner_lends};
   std::shared_ptr<L2AdapterInterface> below_script = rig->mock;
   if (options.decorate_inner) {
     // A switch-less ScriptedAdapter is a plain forwarder to the shared mock: the decorator owns
     // it (and may close it) while the rig keeps inspecting the mock.
     L2AdapterPtr decorated = options.decorate_inner(
-        std::make_unique<ScriptedAdapter>(rig->mock, std::make_shared<AdapterFaults>()));
+        std::make_unique<ScriptedAdapter>(rig->mock, std::make_shared<AdapterFaults>(), lends));
     require(decorated != nullptr, "WrapperRigOptions::decorate_inner returned null");
     below_script = std::move(decorated);
   }
-  auto inner = std::make_unique<ScriptedAdapter>(below_script, rig->inner);
+  auto inner = std::make_unique<ScriptedAdapter>(below_script, rig->inner, lends);
   rig->inner_lookup_fd = inner->get_lookup_and_lock_event_fd();
   rig->wrapper =
       wut.make(std::move(inner), std::make_unique<ScriptedProcessor>(rig->serde), rig->l1);
@@ -452,7 +458,16 @@ Verdict TempsReleased(const WrapperUnderTest& wut, const WrapperRigOptions& rig_
 namespace lmcache::conformance {
 
 Verdict run_wrapper_property(std::string_view property, const WrapperUnderTest& wrapper) {
-  return run_wrapper_property(property, wrapper, WrapperRigOptions{});
+  Verdict plain = run_wrapper_property(property, wrapper, WrapperRigOptions{});
+  if (plain.status != Status::kPass) return plain;
+  WrapperRigOptions lending;
+  lending.name = "lends";
+  lending.inner_lends = true;
+  Verdict lent = run_wrapper_property(property, wrapper, lending);
+  if (lent.status == Status::kFail) {
+    lent.message = "with an inner adapter that lends store buffers and load views: " + lent.message;
+  }
+  return lent.status == Status::kFail ? lent : plain;
 }
 
 Verdict run_wrapper_property(std::string_view property, const WrapperUnderTest& wrapper,

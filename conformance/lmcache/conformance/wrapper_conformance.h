@@ -27,7 +27,10 @@ class WrapperConformance : public ::testing::TestWithParam<WrapperUnderTest> {};
 
 // run_wrapper_property()
 //
-// The verdict of one property (by name) for `wrapper`; an unknown name is a Fail.
+// The verdict of one property (by name) for `wrapper`; an unknown name is a Fail. The property
+// runs twice: over the kit's rig with an inner adapter that lends nothing (the wrapper's L1
+// temps), then, if it passed, with one that lends store buffers and load views (the wrapper's
+// zero-copy paths; rig "lends", see WrapperRigOptions::inner_lends).
 Verdict run_wrapper_property(std::string_view property, const WrapperUnderTest& wrapper);
 
 // WrapperRigOptions
@@ -47,9 +50,13 @@ Verdict run_wrapper_property(std::string_view property, const WrapperUnderTest& 
 //                   faults do; a store failure does not keep a "store then load" property).
 //   name            Appended to the RapidCheck id ("WrapperConformance.P/<wrapper>@<name>"),
 //                   so that a `reproduce=` token replays the run with this rig.
+//   inner_lends     The kit's mock lends store buffers and load views, and the scripted double
+//                   passes both on (its failure points apply to view loads too), so the
+//                   wrapper's zero-copy paths run instead of its L1 temps.
 struct WrapperRigOptions {
   std::function<L2AdapterPtr(L2AdapterPtr mock)> decorate_inner;
   std::string name;
+  bool inner_lends = false;
 };
 
 // run_wrapper_property() with a rig

@@ -43,6 +43,9 @@ struct Rig {
   int inner_lookup_fd = -1;
   std::vector<ObjectKey> ballast;
   L2AdapterPtr wrapper;
+  // The inner lends store buffers and load views (WrapperRigOptions::inner_lends): a wrapper
+  // may then need no L1 temps, so a full L1 need not fail its tasks.
+  bool lends = false;
 
   ~Rig();
   std::size_t l1_used() const;
