@@ -33,6 +33,7 @@ def size_colour(size, sizes):
     others = [s for s in sizes if s not in SIZE_COLOURS]
     return OTHER_SIZE_COLOURS[others.index(size) % len(OTHER_SIZE_COLOURS)]
 WRAPPER_STYLES = {'wrapper': ('wrapper, one task at a time', '-', 'o'),
+                  'wrapper_inline': ('wrapper, serde steps inline', '-.', 'D'),
                   'wrapper_pipelined': ('wrapper, 4 tasks in flight', '--', 's'),
                   'processor': ('AsyncSerdeProcessor alone', ':', '^')}
 FORMATS = ('float8_e4m3fn', 'float8_e5m2')

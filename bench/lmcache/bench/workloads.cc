@@ -264,11 +264,12 @@ std::unique_ptr<MockL2Adapter> make_fast_mock(std::uint64_t capacity_bytes) {
 }
 
 WrapperRig make_wrapper_rig(const Json& serde_config, std::uint64_t l1_capacity_bytes,
-                            std::uint64_t mock_capacity_bytes) {
+                            std::uint64_t mock_capacity_bytes, SerdeWrapperOptions options) {
   WrapperRig rig;
   rig.l1 = std::make_shared<L1Manager>(l1_capacity_bytes);
-  rig.adapter = std::make_unique<SerdeL2AdapterWrapper>(
-      make_fast_mock(mock_capacity_bytes), create_serde_processor(serde_config), rig.l1);
+  rig.adapter = std::make_unique<SerdeL2AdapterWrapper>(make_fast_mock(mock_capacity_bytes),
+                                                        create_serde_processor(serde_config),
+                                                        rig.l1, std::move(options));
   return rig;
 }
 

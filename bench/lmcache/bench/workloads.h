@@ -30,6 +30,7 @@
 #include "lmcache/l1/byte_capacity_allocator.h"
 #include "lmcache/l1/l1_manager.h"
 #include "lmcache/l2/l2_adapter.h"
+#include "lmcache/wrapper/serde_l2_adapter_wrapper.h"
 #include "lmcache/l2/mock_adapter.h"
 #include "lmcache/serde/fp8_serde.h"
 #include "lmcache/serde/serde_processor.h"
@@ -142,9 +143,10 @@ struct WrapperRig {
 // make_wrapper_rig()
 //
 // Builds the rig; `l1_capacity_bytes` must fit a batch's temps (1.5 bytes per element for
-// fp8), `mock_capacity_bytes` what the rounds store at once.
+// fp8), `mock_capacity_bytes` what the rounds store at once; `options` configure the wrapper
+// (its inline serde steps).
 WrapperRig make_wrapper_rig(const Json& serde_config, std::uint64_t l1_capacity_bytes,
-                            std::uint64_t mock_capacity_bytes);
+                            std::uint64_t mock_capacity_bytes, SerdeWrapperOptions options = {});
 
 // The fp8 rows of the wrapper and serde suites: "fp8" is the fp8 serde as configured by
 // default; "fp8_simd" is the same serde with its kernel pinned to the SIMD backend (and, with

@@ -10,6 +10,11 @@
 //   impl=wrapper_pipelined  the same wrapper with kPipelineDepth tasks (distinct keys) in
 //                      flight, as a controller drives it: one task's inner store overlaps the
 //                      next one's serialize
+//   impl=wrapper_inline  the same wrapper with its serde steps inline, as a caller opts in
+//                      (SerdeWrapperOptions::inline_serialize_max_bytes /
+//                      inline_deserialize_max_bytes = the task's wide bytes): serialize on the
+//                      submitting thread, deserialize on the wrapper's loop thread; one task at
+//                      a time, like impl=wrapper
 //   impl=inner         the fast mock alone, storing the wide bytes (no serde)
 //   impl=processor     AsyncSerdeProcessor(fp8) alone: one serialize / deserialize task of the
 //                      batch into preallocated temps
@@ -49,12 +54,14 @@ constexpr std::uint64_t kMaxDefaultTaskBytes = 128ull << 20;
 constexpr std::size_t kPipelineDepth = 4;
 constexpr std::uint64_t kMaxDefaultPipelinedBytes = 64ull << 20;
 
-enum class Impl { kWrapper, kWrapperPipelined, kInner, kProcessor, kSerdeDirect };
+enum class Impl { kWrapper, kWrapperInline, kWrapperPipelined, kInner, kProcessor, kSerdeDirect };
 
 const char* impl_name(Impl i) {
   switch (i) {
     case Impl::kWrapper:
       return "wrapper";
+    case Impl::kWrapperInline:
+      return "wrapper_inline";
     case Impl::kWrapperPipelined:
       return "wrapper_pipelined";
     case Impl::kInner:
@@ -137,7 +144,7 @@ void register_case(const std::string& serde, bool store, Impl impl, std::uint64_
         const std::size_t depth = pipelined ? kPipelineDepth : 1;  // tasks per iteration
         const double batch_bytes =
             static_cast<double>(size) * static_cast<double>(batch) * static_cast<double>(depth);
-        const bool wrapped = impl == Impl::kWrapper || pipelined;
+        const bool wrapped = impl == Impl::kWrapper || impl == Impl::kWrapperInline || pipelined;
         const bool want_ratio = wrapped || impl == Impl::kProcessor;
         Batch b = make_batch(size, batch, impl != Impl::kInner || want_ratio, !store);
         SerializerPtr ser = make_ser(serde);
@@ -186,7 +193,12 @@ void register_case(const std::string& serde, bool store, Impl impl, std::uint64_
             L2AdapterPtr bare;
             L2AdapterInterface* a = nullptr;
             if (wrapped) {
-              rig = make_wrapper_rig(fp8_row_config(serde), capacity, capacity);
+              SerdeWrapperOptions options;
+              if (impl == Impl::kWrapperInline) {
+                options.inline_serialize_max_bytes = size * batch;
+                options.inline_deserialize_max_bytes = size * batch;  // >= the serialized bytes
+              }
+              rig = make_wrapper_rig(fp8_row_config(serde), capacity, capacity, options);
               a = rig.adapter.get();
             } else {
               bare = make_fast_mock(capacity);
@@ -283,8 +295,8 @@ void register_wrapper_suite(const SuiteConfig& c) {
       for (bool store : {true, false}) {
         register_case("fp8", store, Impl::kInner, size, batch);
         for (const char* serde : {"fp8", kFp8SimdRow}) {
-          for (Impl impl :
-               {Impl::kWrapper, Impl::kWrapperPipelined, Impl::kProcessor, Impl::kSerdeDirect}) {
+          for (Impl impl : {Impl::kWrapper, Impl::kWrapperInline, Impl::kWrapperPipelined,
+                            Impl::kProcessor, Impl::kSerdeDirect}) {
             // Pipelined rows keep at most 64 MiB of wide data in flight by default: past the
             // process HostBufferPool's bound (256 MiB of temps and stored copies) every task
             // pays fresh page faults again, which measures the VM, not the wrapper.
