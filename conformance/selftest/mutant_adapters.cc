@@ -299,16 +299,14 @@ class KnobAdapter final : public ForwardingL2Adapter {
   bool supports_load_views() const override { return inner().supports_load_views(); }
   TaskId submit_load_view_task(const std::vector<ObjectKey>& keys) override {
     const TaskId id = inner().submit_load_view_task(map_keys(keys));
-    std::lock_guard lock(mu_);
-    view_keys_[id] = keys;
+    view_keys_.remember(id, keys);
     return id;
   }
   std::optional<L2LoadViews> query_load_view_result(TaskId id) override {
     std::optional<L2LoadViews> r = inner().query_load_view_result(id);
     if (!r) return r;
+    const std::vector<ObjectKey> asked = view_keys_.take(id);
     std::lock_guard lock(mu_);
-    const std::vector<ObjectKey> asked = std::move(view_keys_[id]);
-    view_keys_.erase(id);
     if (k_.views_recycled_on_delete) {
       for (std::size_t i = 0; i < asked.size() && i < r->views.size(); ++i) {
         if (r->views[i]) views_of_[asked[i]].push_back(r->views[i]);
@@ -394,7 +392,7 @@ class KnobAdapter final : public ForwardingL2Adapter {
   std::atomic<TaskId> next_id_{0};
   std::vector<MemoryObjPtr> history_;
   std::uint64_t lent_total_ = 0;
-  std::map<TaskId, std::vector<ObjectKey>> view_keys_;
+  ViewTaskKeys view_keys_;
   std::unordered_map<ObjectKey, std::vector<MemoryObjPtr>> views_of_;
   std::map<std::size_t, MemoryObjPtr> first_lent_;
   std::unordered_set<ObjectKey> lent_keys_;

@@ -139,16 +139,14 @@ class ViewMemoizingInner final : public ForwardingL2Adapter {
   bool supports_load_views() const override { return inner().supports_load_views(); }
   TaskId submit_load_view_task(const std::vector<ObjectKey>& keys) override {
     TaskId id = inner().submit_load_view_task(keys);
-    std::lock_guard lock(mu_);
-    keys_[id] = keys;
+    keys_.remember(id, keys);
     return id;
   }
   std::optional<L2LoadViews> query_load_view_result(TaskId id) override {
     std::optional<L2LoadViews> r = inner().query_load_view_result(id);
     if (!r) return r;
+    const std::vector<ObjectKey> keys = keys_.take(id);
     std::lock_guard lock(mu_);
-    const std::vector<ObjectKey> keys = std::move(keys_[id]);
-    keys_.erase(id);
     for (std::size_t i = 0; i < keys.size() && i < r->views.size(); ++i) {
       if (r->loaded.test(i)) {
         memo_[keys[i]] = r->views[i];
@@ -161,8 +159,8 @@ class ViewMemoizingInner final : public ForwardingL2Adapter {
   }
 
  private:
-  std::mutex mu_;
-  std::map<TaskId, std::vector<ObjectKey>> keys_;
+  ViewTaskKeys keys_;
+  std::mutex mu_;  // guards memo_
   std::unordered_map<ObjectKey, MemoryObjPtr> memo_;
 };
 

@@ -5,10 +5,14 @@
 #pragma once
 
 #include <functional>
+#include <map>
+#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "lmcache/core/completion_queue.h"
+#include "lmcache/core/object_key.h"
 #include "mutants.h"
 
 namespace lmcache::conformance::selftest {
@@ -19,6 +23,29 @@ void add_processor_mutants(std::vector<Mutant>& out);
 void add_adapter_mutants(std::vector<Mutant>& out);
 void add_wrapper_mutants(std::vector<Mutant>& out);
 void add_sequential_wrapper_mutants(std::vector<Mutant>& out);
+
+// The keys of each view load task in flight, for adapter decorators that rewrite a view result
+// key by key. Thread-safe.
+class ViewTaskKeys {
+ public:
+  void remember(TaskId id, std::vector<ObjectKey> keys) {
+    std::lock_guard lock(mu_);
+    keys_[id] = std::move(keys);
+  }
+  // The keys remembered for `id` (empty when none), forgotten.
+  std::vector<ObjectKey> take(TaskId id) {
+    std::lock_guard lock(mu_);
+    auto it = keys_.find(id);
+    if (it == keys_.end()) return {};
+    std::vector<ObjectKey> keys = std::move(it->second);
+    keys_.erase(it);
+    return keys;
+  }
+
+ private:
+  std::mutex mu_;
+  std::map<TaskId, std::vector<ObjectKey>> keys_;
+};
 
 // A mutant of `kind` caught by `property` of the same kind's suite. `impl` and `base` have
 // the field of `kind` filled; the mutant's implementation is renamed `name`.
