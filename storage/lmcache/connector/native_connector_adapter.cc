@@ -369,20 +369,31 @@ void NativeConnectorL2Adapter::start_batches_locked(Task& task, std::uint64_t se
 // ---------------------------------------------------------------------------------------------
 // Submits.
 
-TaskId NativeConnectorL2Adapter::submit_store_task(const std::vector<ObjectKey>& keys,
-                                                   const std::vector<MemoryObjPtr>& objects) {
-  check_batch("submit_store_task", keys, objects);
-  std::vector<std::uint64_t> sizes(objects.size());
-  for (std::size_t i = 0; i < objects.size(); ++i) sizes[i] = objects[i]->size();
+template <class Plan>
+TaskId NativeConnectorL2Adapter::submit_task(const char* what, Plan&& plan) {
   Outbox out;
   std::vector<Submission> subs;
   TaskId id = 0;
   std::optional<CallerGuard> guard;
   {
     std::lock_guard lock(mu_);
-    enter_locked("submit_store_task");
+    enter_locked(what);
     guard.emplace(*this);
     id = ids_.next();
+    plan(id, out, subs);
+  }
+  run(out);
+  if (!subs.empty()) launch(std::move(subs));
+  return id;
+}
+
+TaskId NativeConnectorL2Adapter::submit_store_task(const std::vector<ObjectKey>& keys,
+                                                   const std::vector<MemoryObjPtr>& objects) {
+  check_batch("submit_store_task", keys, objects);
+  std::vector<std::uint64_t> sizes(objects.size());
+  for (std::size_t i = 0; i < objects.size(); ++i) sizes[i] = objects[i]->size();
+  return submit_task("submit_store_task", [&](TaskId id, Outbox& out,
+                                              std::vector<Submission>& subs) {
     if (keys.empty()) {
       out.add([this, id] { store_done_.complete(id, L2StoreResult::success(0)); });
     } else {
@@ -414,46 +425,33 @@ TaskId NativeConnectorL2Adapter::submit_store_task(const std::vector<ObjectKey>&
         start_batches_locked(task, serial, Op::kSet, task.sent, subs);
       }
     }
-  }
-  run(out);
-  if (!subs.empty()) launch(std::move(subs));
-  return id;
+  });
 }
 
 TaskId NativeConnectorL2Adapter::submit_lookup_and_lock_task(const std::vector<ObjectKey>& keys) {
-  Outbox out;
-  std::vector<Submission> subs;
-  TaskId id = 0;
-  std::optional<CallerGuard> guard;
-  {
-    std::lock_guard lock(mu_);
-    enter_locked("submit_lookup_and_lock_task");
-    guard.emplace(*this);
-    id = ids_.next();
-    if (keys.empty()) {
-      out.add([this, id] { lookup_done_.complete(id, Bitmap(0)); });
-    } else {
-      Task t;
-      t.kind = TaskKind::kLookup;
-      t.l2_id = id;
-      t.keys = keys;
-      t.hit.assign(keys.size(), 0);
-      t.epoch = keys_->epoch();
-      t.pending = 1;
-      const std::uint64_t serial = add_task_locked(std::move(t));
-      Submission s;
-      s.batch.op = Op::kExists;
-      s.batch.task = serial;
-      for (std::size_t i = 0; i < keys.size(); ++i) {
-        s.keys.push_back(codec_.encode(keys[i]));
-        s.batch.idx.push_back(i);
-      }
-      subs.push_back(std::move(s));
-    }
-  }
-  run(out);
-  if (!subs.empty()) launch(std::move(subs));
-  return id;
+  return submit_task("submit_lookup_and_lock_task",
+                     [&](TaskId id, Outbox& out, std::vector<Submission>& subs) {
+                       if (keys.empty()) {
+                         out.add([this, id] { lookup_done_.complete(id, Bitmap(0)); });
+                       } else {
+                         Task t;
+                         t.kind = TaskKind::kLookup;
+                         t.l2_id = id;
+                         t.keys = keys;
+                         t.hit.assign(keys.size(), 0);
+                         t.epoch = keys_->epoch();
+                         t.pending = 1;
+                         const std::uint64_t serial = add_task_locked(std::move(t));
+                         Submission s;
+                         s.batch.op = Op::kExists;
+                         s.batch.task = serial;
+                         for (std::size_t i = 0; i < keys.size(); ++i) {
+                           s.keys.push_back(codec_.encode(keys[i]));
+                           s.batch.idx.push_back(i);
+                         }
+                         subs.push_back(std::move(s));
+                       }
+                     });
 }
 
 void NativeConnectorL2Adapter::submit_unlock(const std::vector<ObjectKey>& keys) {
@@ -464,55 +462,45 @@ void NativeConnectorL2Adapter::submit_unlock(const std::vector<ObjectKey>& keys)
 TaskId NativeConnectorL2Adapter::submit_load_task(const std::vector<ObjectKey>& keys,
                                                   const std::vector<MemoryObjPtr>& objects) {
   check_batch("submit_load_task", keys, objects);
-  Outbox out;
-  std::vector<Submission> subs;
-  TaskId id = 0;
-  std::optional<CallerGuard> guard;
-  {
-    std::lock_guard lock(mu_);
-    enter_locked("submit_load_task");
-    guard.emplace(*this);
-    id = ids_.next();
-    Task t;
-    t.kind = TaskKind::kLoad;
-    t.l2_id = id;
-    t.keys = keys;
-    t.objects = objects;
-    t.lens.assign(keys.size(), 0);
-    t.hit.assign(keys.size(), 0);
-    t.epoch = keys_->epoch();
-    std::vector<std::size_t> eligible;
-    for (std::size_t i = 0; i < keys.size(); ++i) {
-      if (keys_->tombstoned(keys[i])) continue;  // hidden: never fetched into the destination
-      if (std::optional<std::uint64_t> known = keys_->known_size(keys[i])) {
-        if (*known > objects[i]->physical_size()) continue;  // would overrun
-        t.lens[i] = *known;
-      } else {
-        t.lens[i] = objects[i]->size();
-      }
-      eligible.push_back(i);
-    }
-    if (eligible.empty()) {
-      out.add([this, id, n = keys.size()] { load_done_.complete(id, Bitmap(n)); });
-    } else {
-      const std::uint64_t serial = add_task_locked(std::move(t));
-      Task& task = tasks_.at(serial);
-      if (probe_before_get_) {
-        task.pending = 1;
-        Submission s;
-        s.batch.op = Op::kExists;
-        s.batch.task = serial;
-        for (std::size_t i : eligible) s.keys.push_back(codec_.encode(keys[i]));
-        s.batch.idx = std::move(eligible);
-        subs.push_back(std::move(s));
-      } else {
-        start_batches_locked(task, serial, Op::kGet, eligible, subs);
-      }
-    }
-  }
-  run(out);
-  if (!subs.empty()) launch(std::move(subs));
-  return id;
+  return submit_task(
+      "submit_load_task", [&](TaskId id, Outbox& out, std::vector<Submission>& subs) {
+        Task t;
+        t.kind = TaskKind::kLoad;
+        t.l2_id = id;
+        t.keys = keys;
+        t.objects = objects;
+        t.lens.assign(keys.size(), 0);
+        t.hit.assign(keys.size(), 0);
+        t.epoch = keys_->epoch();
+        std::vector<std::size_t> eligible;
+        for (std::size_t i = 0; i < keys.size(); ++i) {
+          if (keys_->tombstoned(keys[i])) continue;  // hidden: never fetched into the destination
+          if (std::optional<std::uint64_t> known = keys_->known_size(keys[i])) {
+            if (*known > objects[i]->physical_size()) continue;  // would overrun
+            t.lens[i] = *known;
+          } else {
+            t.lens[i] = objects[i]->size();
+          }
+          eligible.push_back(i);
+        }
+        if (eligible.empty()) {
+          out.add([this, id, n = keys.size()] { load_done_.complete(id, Bitmap(n)); });
+        } else {
+          const std::uint64_t serial = add_task_locked(std::move(t));
+          Task& task = tasks_.at(serial);
+          if (probe_before_get_) {
+            task.pending = 1;
+            Submission s;
+            s.batch.op = Op::kExists;
+            s.batch.task = serial;
+            for (std::size_t i : eligible) s.keys.push_back(codec_.encode(keys[i]));
+            s.batch.idx = std::move(eligible);
+            subs.push_back(std::move(s));
+          } else {
+            start_batches_locked(task, serial, Op::kGet, eligible, subs);
+          }
+        }
+      });
 }
 
 void NativeConnectorL2Adapter::delete_keys(const std::vector<ObjectKey>& keys) {

@@ -250,6 +250,10 @@ class NativeConnectorL2Adapter final : public L2AdapterInterface {
   // check_open_locked(), then counts the caller until its CallerGuard goes.
   void enter_locked(const char* what);
   void run(Outbox& out);
+  // One submit: under mu_, enter_locked(what) and a fresh id, then plan(id, out, subs) builds
+  // the task; outside the lock the outbox runs and the submissions are launched. Returns the id.
+  template <class Plan>
+  TaskId submit_task(const char* what, Plan&& plan);
 
   const NativeConnectorAdapterOptions options_;
   const KeyCodec codec_;
