@@ -92,7 +92,13 @@ TEST(RespConnector, BatchesRoundTripThroughTheWorkers) {
   Completion del = wait_one(c, c.submit_batch_delete({"k1", "absent"}));
   EXPECT_EQ(del.result_bytes, (std::vector<std::uint8_t>{1, 0}));
   EXPECT_EQ(server.command({"DBSIZE"}).integer, 9);
-  EXPECT_EQ(c.report_status()["connects"], 3) << "one connection per worker that ran";
+  // One connection per worker that took a tile (which workers do is up to the scheduler), none
+  // lost or replaced.
+  const std::uint64_t connects = c.report_status()["connects"].get<std::uint64_t>();
+  EXPECT_GE(connects, 1u);
+  EXPECT_LE(connects, 3u) << "a worker connected twice";
+  EXPECT_EQ(c.connection_failures(), 0u);
+  EXPECT_EQ(c.idle_drops(), 0u);
 }
 
 TEST(RespConnector, UnreachableServerCompletesEveryBatchPromptly) {
