@@ -156,9 +156,16 @@ void RespClient::connect() {
   ::setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
   connects_.fetch_add(1, std::memory_order_relaxed);
   if (!endpoint_.password.empty()) {
-    RespReply r = endpoint_.username.empty()
-                      ? command({"AUTH", endpoint_.password})
-                      : command({"AUTH", endpoint_.username, endpoint_.password});
+    // Straight on the new socket, not through command(): its idle check would take an early
+    // refusal the server sends at accept ("max number of clients") for a dead connection and
+    // reconnect, where the caller must see the refusal.
+    if (endpoint_.username.empty()) {
+      queue_command({"AUTH", endpoint_.password});
+    } else {
+      queue_command({"AUTH", endpoint_.username, endpoint_.password});
+    }
+    flush();
+    RespReply r = read_reply();
     if (r.type != RespReply::Type::kSimple || r.str != "OK") fail("AUTH failed: " + r.to_string());
   }
 }
