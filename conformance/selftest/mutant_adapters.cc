@@ -67,9 +67,9 @@ ObjectKey without_rank(const ObjectKey& k) {
   return ObjectKey(k.chunk_hash(), k.model_name(), 0, k.object_group_id(), k.cache_salt());
 }
 
-class KnobAdapter final : public ForwardingL2Adapter {
+class KnobAdapter final : public ViewRewritingAdapter {
  public:
-  KnobAdapter(L2AdapterPtr inner, AdapterKnobs k) : ForwardingL2Adapter(std::move(inner)), k_(k) {
+  KnobAdapter(L2AdapterPtr inner, AdapterKnobs k) : ViewRewritingAdapter(std::move(inner)), k_(k) {
     if (k_.silent_load_fd || k_.close_leaks_fd) extra_ = std::make_unique<EventNotifier>();
   }
   ~KnobAdapter() override { join_helpers(); }
@@ -296,23 +296,15 @@ class KnobAdapter final : public ForwardingL2Adapter {
   }
 
   // Load views pass through (the mock lends them); the knob recycles their memory on delete.
-  bool supports_load_views() const override { return inner().supports_load_views(); }
-  TaskId submit_load_view_task(const std::vector<ObjectKey>& keys) override {
-    const TaskId id = inner().submit_load_view_task(map_keys(keys));
-    view_keys_.remember(id, keys);
-    return id;
+  std::vector<ObjectKey> inner_keys(const std::vector<ObjectKey>& keys) const override {
+    return map_keys(keys);
   }
-  std::optional<L2LoadViews> query_load_view_result(TaskId id) override {
-    std::optional<L2LoadViews> r = inner().query_load_view_result(id);
-    if (!r) return r;
-    const std::vector<ObjectKey> asked = view_keys_.take(id);
+  void rewrite_views(const std::vector<ObjectKey>& asked, L2LoadViews& r) override {
+    if (!k_.views_recycled_on_delete) return;
     std::lock_guard lock(mu_);
-    if (k_.views_recycled_on_delete) {
-      for (std::size_t i = 0; i < asked.size() && i < r->views.size(); ++i) {
-        if (r->views[i]) views_of_[asked[i]].push_back(r->views[i]);
-      }
+    for (std::size_t i = 0; i < asked.size() && i < r.views.size(); ++i) {
+      if (r.views[i]) views_of_[asked[i]].push_back(r.views[i]);
     }
-    return r;
   }
 
   std::uint64_t lent_bytes_outstanding() const override {
@@ -392,7 +384,6 @@ class KnobAdapter final : public ForwardingL2Adapter {
   std::atomic<TaskId> next_id_{0};
   std::vector<MemoryObjPtr> history_;
   std::uint64_t lent_total_ = 0;
-  ViewTaskKeys view_keys_;
   std::unordered_map<ObjectKey, std::vector<MemoryObjPtr>> views_of_;
   std::map<std::size_t, MemoryObjPtr> first_lent_;
   std::unordered_set<ObjectKey> lent_keys_;

@@ -133,34 +133,25 @@ class PrefetchingLender final : public ForwardingL2Adapter {
 
 // An inner adapter whose view loads are memoized by key ("a view never changes"): a key the
 // inner misses is answered from the memo, even after the key was deleted or evicted.
-class ViewMemoizingInner final : public ForwardingL2Adapter {
+class ViewMemoizingInner final : public ViewRewritingAdapter {
  public:
-  using ForwardingL2Adapter::ForwardingL2Adapter;
-  bool supports_load_views() const override { return inner().supports_load_views(); }
-  TaskId submit_load_view_task(const std::vector<ObjectKey>& keys) override {
-    TaskId id = inner().submit_load_view_task(keys);
-    keys_.remember(id, keys);
-    return id;
-  }
-  std::optional<L2LoadViews> query_load_view_result(TaskId id) override {
-    std::optional<L2LoadViews> r = inner().query_load_view_result(id);
-    if (!r) return r;
-    const std::vector<ObjectKey> keys = keys_.take(id);
+  using ViewRewritingAdapter::ViewRewritingAdapter;
+
+ protected:
+  void rewrite_views(const std::vector<ObjectKey>& keys, L2LoadViews& r) override {
     std::lock_guard lock(mu_);
-    for (std::size_t i = 0; i < keys.size() && i < r->views.size(); ++i) {
-      if (r->loaded.test(i)) {
-        memo_[keys[i]] = r->views[i];
+    for (std::size_t i = 0; i < keys.size() && i < r.views.size(); ++i) {
+      if (r.loaded.test(i)) {
+        memo_[keys[i]] = r.views[i];
       } else if (auto it = memo_.find(keys[i]); it != memo_.end()) {
-        r->loaded.set(i);
-        r->views[i] = it->second;
+        r.loaded.set(i);
+        r.views[i] = it->second;
       }
     }
-    return r;
   }
 
  private:
-  ViewTaskKeys keys_;
-  std::mutex mu_;  // guards memo_
+  std::mutex mu_;
   std::unordered_map<ObjectKey, MemoryObjPtr> memo_;
 };
 

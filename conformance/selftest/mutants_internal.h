@@ -13,6 +13,7 @@
 
 #include "lmcache/core/completion_queue.h"
 #include "lmcache/core/object_key.h"
+#include "lmcache/l2/forwarding_adapter.h"
 #include "mutants.h"
 
 namespace lmcache::conformance::selftest {
@@ -24,8 +25,7 @@ void add_adapter_mutants(std::vector<Mutant>& out);
 void add_wrapper_mutants(std::vector<Mutant>& out);
 void add_sequential_wrapper_mutants(std::vector<Mutant>& out);
 
-// The keys of each view load task in flight, for adapter decorators that rewrite a view result
-// key by key. Thread-safe.
+// The keys of each view load task in flight (ViewRewritingAdapter). Thread-safe.
 class ViewTaskKeys {
  public:
   void remember(TaskId id, std::vector<ObjectKey> keys) {
@@ -45,6 +45,36 @@ class ViewTaskKeys {
  private:
   std::mutex mu_;
   std::map<TaskId, std::vector<ObjectKey>> keys_;
+};
+
+// ViewRewritingAdapter
+//
+// A decorator that passes load views on and hands each view result, with the keys the caller
+// asked for, to rewrite_views(); inner_keys() maps those keys for the inner (default: as they
+// are). For mutants whose bug lives in what a view load answers.
+class ViewRewritingAdapter : public ForwardingL2Adapter {
+ public:
+  using ForwardingL2Adapter::ForwardingL2Adapter;
+  bool supports_load_views() const override { return inner().supports_load_views(); }
+  TaskId submit_load_view_task(const std::vector<ObjectKey>& keys) override {
+    const TaskId id = inner().submit_load_view_task(inner_keys(keys));
+    view_keys_.remember(id, keys);
+    return id;
+  }
+  std::optional<L2LoadViews> query_load_view_result(TaskId id) override {
+    std::optional<L2LoadViews> r = inner().query_load_view_result(id);
+    if (r) rewrite_views(view_keys_.take(id), *r);
+    return r;
+  }
+
+ protected:
+  virtual std::vector<ObjectKey> inner_keys(const std::vector<ObjectKey>& keys) const {
+    return keys;
+  }
+  virtual void rewrite_views(const std::vector<ObjectKey>& keys, L2LoadViews& result) = 0;
+
+ private:
+  ViewTaskKeys view_keys_;
 };
 
 // A mutant of `kind` caught by `property` of the same kind's suite. `impl` and `base` have
