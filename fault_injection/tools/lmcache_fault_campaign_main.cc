@@ -7,6 +7,9 @@
 //   lmcache-fault-campaign --seed 7 --faults corrupt,hang --rate 0.05 --json out.json
 //   lmcache-fault-campaign --seconds 600 --faults all         # a long campaign
 //   lmcache-fault-campaign --mutant wrong_bytes --faults none # must fail (loaded_data_matches)
+//   lmcache-fault-campaign --inner '{"type":"resp"}' --storage-faults all   # a private Redis,
+//                                                     # killed, paused, ... (storage_campaign.h)
+//   lmcache-fault-campaign --inner '{"type":"fs","checksum":"crc32"}' --storage-faults all
 //
 // Exit codes: 0 no violation, 1 violations, 2 bad command line or configuration, 3 the
 // watchdog found a stuck task or call (no_deadlock).
@@ -20,6 +23,9 @@
 #include <CLI/CLI.hpp>
 
 #include "lmcache/fault/campaign.h"
+#include "lmcache/fs/fs_adapter.h"
+#include "lmcache/resp/resp_adapter.h"
+#include "lmcache/storage_fault/storage_campaign.h"
 
 namespace {
 
@@ -35,6 +41,11 @@ void list_everything() {
   for (const auto& k : lmcache::fault::all_fault_kinds()) {
     std::cout << "  " << k.name << " [" << k.layer << ", "
               << lmcache::fault::fault_effect_name(k.effect) << "] " << k.detectability << "\n";
+  }
+  std::cout << "real storage faults (--storage-faults, with --inner of that type):\n";
+  for (auto k : lmcache::fault::all_storage_fault_kinds()) {
+    std::cout << "  " << lmcache::fault::storage_fault_name(k) << " ["
+              << lmcache::fault::storage_fault_adapter_type(k) << "]\n";
   }
   std::cout << "mutants (--mutant):\n";
   for (const auto& m : lmcache::fault::all_mutants()) {
@@ -52,6 +63,7 @@ int main(int argc, char** argv) {
   lmcache::fault::CampaignOptions o;
   std::uint64_t seed = 0;
   std::string plan_json, inner_json, serde_json, json_path, mutant = "none";
+  std::string storage_faults = "none";
   std::int64_t timeout_ms = o.task_timeout.count();
   std::size_t l1_mb = o.l1_capacity_bytes >> 20;
   bool list = false;
@@ -68,6 +80,13 @@ int main(int argc, char** argv) {
       "JSON merged into the plan: {\"adapter\": {...}, \"l1\": {...}, \"serde\": {...}}");
   app.add_option("--inner", inner_json, "inner adapter spec (default: the mock adapter)");
   app.add_option("--serde", serde_json, "serde config (default: fp8 e4m3fn)");
+  app.add_option("--storage-faults", storage_faults,
+                 "none | all | comma list of real storage faults for --inner resp or fs (see "
+                 "--list); the campaign then starts its own redis-server or directory")
+      ->capture_default_str();
+  app.add_option("--storage-rate", o.storage_rate,
+                 "probability that a wave is struck by a real storage fault")
+      ->capture_default_str();
   app.add_option("--keys", o.key_count, "distinct keys")->capture_default_str();
   app.add_option("--max-batch", o.max_batch, "keys per task, at most")->capture_default_str();
   app.add_option("--max-in-flight", o.max_in_flight, "tasks per wave, at most")
@@ -103,6 +122,19 @@ int main(int argc, char** argv) {
     if (!m) throw std::invalid_argument("unknown mutant '" + mutant + "' (see --list)");
     o.mutant = *m;
     if (!inner_json.empty()) o.inner = lmcache::Json::parse(inner_json);
+    if (!(o.storage_rate >= 0 && o.storage_rate <= 1)) {
+      throw std::invalid_argument("--storage-rate must be in [0, 1]");
+    }
+    lmcache::resp::register_resp_adapter_type();
+    lmcache::fs::register_fs_adapter_type();
+    // A resp or fs inner adapter with no server or directory named gets the campaign's own,
+    // which the storage faults need; `storage` keeps it alive until the end.
+    const auto kinds =
+        lmcache::fault::parse_storage_fault_kinds(storage_faults, o.inner.value("type", ""));
+    lmcache::fault::StorageCampaign storage =
+        lmcache::fault::make_storage_campaign(o.inner, kinds, o.seed);
+    o.inner = storage.inner;
+    o.storage_faults = storage.faults;
     if (!serde_json.empty()) o.serde = lmcache::Json::parse(serde_json);
     const auto seed64 = static_cast<std::int64_t>(o.seed);
     o.plan = lmcache::fault::FaultPlan::for_kinds(lmcache::fault::FaultPlan::parse_kinds(o.faults),

@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -106,6 +107,7 @@ class Campaign {
 
  private:
   // --- stack ---
+  Json epoch_inner_config();
   void build_stack();
   void close_stack();
   bool finished() const;
@@ -124,6 +126,12 @@ class Campaign {
   void evaluate_completed();
   void evaluate(CampaignTask& t);
   void release(std::uint64_t serial);
+
+  // --- real storage faults ---
+  void maybe_strike();
+  void after_wave_storage();
+  void heal_storage();
+  void mark_present_lost();
 
   // --- reporting ---
   void say(const std::string& line) { ledger_.say(line); }
@@ -166,6 +174,14 @@ class Campaign {
   std::uint64_t epoch_ = 0;
   bool hang_seen_ = false;
   ProcessResources base_resources_;
+  std::string key_namespace_;  // the epoch's, for a real inner adapter
+
+  // The storage fault striking now (driver thread only).
+  bool strike_active_ = false;
+  bool strike_disturbs_ = false;
+  bool strike_loses_ = false;
+  int disturbed_left_ = 0;
+  std::string strike_text_;
 
   // Last: its thread may call describe_stack() and fire_watchdog() until it is stopped.
   Watchdog watchdog_;
@@ -180,12 +196,28 @@ bool Campaign::finished() const {
   return false;
 }
 
+// A real store keeps what earlier epochs wrote: each epoch writes under its own key namespace
+// (the bridge's "key_namespace"), so that it starts empty like the model. The mock starts empty.
+Json Campaign::epoch_inner_config() {
+  Json inner = o_.inner;
+  const std::string type = inner.value("type", "");
+  if (type != "resp" && type != "fs") {
+    key_namespace_.clear();
+    return inner;
+  }
+  const std::string base = inner.value("key_namespace", "");
+  key_namespace_ = (base.empty() ? "" : base + "-") + "s" + std::to_string(o_.seed) + "e" +
+                   std::to_string(epoch_);
+  inner["key_namespace"] = key_namespace_;
+  return inner;
+}
+
 void Campaign::build_stack() {
   const std::int64_t seed = static_cast<std::int64_t>(o_.seed);
   L1AllocFaultHook hook(o_.plan.l1, seed, log_);
   auto l1 = std::make_shared<L1Manager>(o_.l1_capacity_bytes, hook.factory());
   AdapterContext ctx{l1};
-  L2AdapterPtr inner = create_l2_adapter(o_.inner, ctx);
+  L2AdapterPtr inner = create_l2_adapter(epoch_inner_config(), ctx);
   MockL2Adapter* mock = dynamic_cast<MockL2Adapter*>(inner.get());
   auto fault = std::make_unique<FaultInjectL2Adapter>(std::move(inner), o_.plan.adapter, log_);
   FaultInjectL2Adapter* fault_ptr = fault.get();
@@ -233,14 +265,24 @@ CampaignSummary Campaign::run() {
                 {"task_timeout_ms", o_.task_timeout.count()},
                 {"l1_capacity_bytes", o_.l1_capacity_bytes},
                 {"mutant", std::string(mutant_info(o_.mutant).name)}};
+    if (o_.storage_faults) {
+      cfg["storage_faults"] = o_.storage_faults->kinds();
+      cfg["storage_faults_skipped"] = o_.storage_faults->skipped();
+      cfg["storage_rate"] = o_.storage_rate;
+    }
     ledger_.update([&](CampaignSummary& s) {
       s.seed = o_.seed;
       s.config = cfg;
+      if (o_.storage_faults) {
+        for (const std::string& k : o_.storage_faults->kinds()) s.storage_faults_struck[k] = 0;
+        s.storage_faults_skipped = o_.storage_faults->skipped();
+      }
     });
   }
   say("lmcache-fault-campaign: operations=" + std::to_string(o_.operations) +
       (o_.seconds > 0 ? " seconds=" + Json(o_.seconds).dump() : "") + " faults=" + o_.faults +
       " rate=" + Json(o_.rate).dump() + " inner=" + o_.inner.value("type", "?") +
+      (o_.storage_faults ? " storage_rate=" + Json(o_.storage_rate).dump() : "") +
       " serde=" + o_.serde.dump() +
       (o_.mutant != StackMutant::kNone ? " mutant=" + std::string(mutant_info(o_.mutant).name)
                                        : ""));
@@ -261,6 +303,16 @@ CampaignSummary Campaign::run() {
                " is enabled but was never injected (raise --rate or --operations)";
       });
     }
+    if (o_.storage_faults) {
+      const auto struck = ledger_.summary().storage_faults_struck;
+      for (const std::string& k : o_.storage_faults->kinds()) {
+        auto it = struck.find(k);
+        check(it != struck.end() && it->second > 0, invariant::kFaultInjected, [&] {
+          return "storage fault " + k +
+                 " is enabled but never struck (raise --storage-rate or --operations)";
+        });
+      }
+    }
   }
   CampaignSummary s = snapshot();
   say(s.to_text());
@@ -273,6 +325,7 @@ CampaignSummary Campaign::snapshot() {
   s.epochs = epoch_;
   s.duration_s = std::chrono::duration<double>(Clock::now() - start_).count();
   s.faults_injected = log_->counts_json();
+  for (const auto& [kind, n] : s.storage_faults_struck) s.faults_injected[kind] = n;
   std::uint64_t fp = s.fingerprint;
   for (auto it = s.faults_injected.begin(); it != s.faults_injected.end(); ++it) {
     fp ^= splitmix64(Fnv1a64().add(it.key()).add_u64(it.value().get<std::uint64_t>()).value());
@@ -289,6 +342,8 @@ void Campaign::run_epoch() {
   epoch_ops_ = 0;
   hang_seen_ = false;
   while (!finished() && epoch_ops_ < o_.epoch_ops && !hang_seen_) run_wave();
+  // The stack closes over healthy storage; a strike cut short by the epoch ends here.
+  if (strike_active_) heal_storage();
   close_stack();
   if (o_.verbose) {
     say("[epoch " + std::to_string(epoch_) + "] done at operation " + std::to_string(ops_));
@@ -298,7 +353,9 @@ void Campaign::run_epoch() {
 void Campaign::run_wave() {
   const std::uint64_t width = 1 + workload_.below(o_.max_in_flight);
   for (std::uint64_t w = 0; w < width && !finished(); ++w) submit_random_op();
+  if (!strike_active_) maybe_strike();
   wait_wave();
+  after_wave_storage();
   bool hung = false;
   for (const auto& [s, t] : tasks_) hung |= t.hung;
   if (!hung) check_idle();
@@ -353,6 +410,7 @@ void Campaign::submit(OpKind kind, std::vector<std::size_t> key_idx) {
   for (const auto& obj : t.objects) object_owner_[obj.get()] = {serial, t.since};
   watchdog_.watch(serial, kind, t.key_idx.front());
   CampaignTask& task = tasks_.emplace(serial, std::move(t)).first->second;
+  if (strike_active_ && strike_disturbs_) task.storage_faults.push_back(strike_text_);
 
   const char* call_name = kind == OpKind::kStore  ? "submit_store_task"
                           : kind == OpKind::kLoad ? "submit_load_task"
@@ -543,6 +601,74 @@ void Campaign::release(std::uint64_t serial) {
   for (const auto& obj : it->second.objects) object_owner_.erase(obj.get());
   tasks_.erase(it);
   watchdog_.forget(serial);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Real storage faults.
+
+void Campaign::maybe_strike() {
+  if (!o_.storage_faults || o_.storage_faults->kinds().empty()) return;
+  if (!(workload_.uniform01() < o_.storage_rate)) return;
+  const std::uint64_t draw = workload_.below(std::numeric_limits<std::uint64_t>::max());
+  std::vector<ObjectKey> stored;
+  for (std::size_t i = 0; i < model_.size(); ++i) {
+    if (model_[i].present && !key_owner_.count(i)) stored.push_back(workload_.key(i).key);
+  }
+  std::optional<StorageStrike> strike;
+  try {
+    strike = o_.storage_faults->strike(draw, stored, key_namespace_);
+  } catch (const std::exception& e) {
+    throw std::runtime_error(std::string("campaign: the storage fault could not strike: ") +
+                             e.what());
+  }
+  if (!strike) return;
+  strike_active_ = true;
+  strike_disturbs_ = strike->disturbs_tasks;
+  strike_loses_ = strike->loses_stored;
+  disturbed_left_ = strike->disturbed_waves;
+  strike_text_ = strike->kind + ": " + strike->detail;
+  ledger_.update([&](CampaignSummary& s) { ++s.storage_faults_struck[strike->kind]; });
+  if (o_.verbose) say("[storage] " + strike_text_);
+  if (strike_disturbs_) {
+    for (auto& [serial, t] : tasks_) t.storage_faults.push_back(strike_text_);
+  }
+  if (strike_loses_) mark_present_lost();
+  for (const ObjectKey& k : strike->gone) {
+    if (auto i = workload_.index_of(k)) model_[*i].may_be_gone = true;
+  }
+  for (const ObjectKey& k : strike->lost) {
+    if (auto i = workload_.index_of(k)) model_[*i].may_be_lost = true;
+  }
+  for (const ObjectKey& k : strike->damaged) {
+    if (auto i = workload_.index_of(k)) model_[*i].poisoned = true;
+  }
+}
+
+void Campaign::after_wave_storage() {
+  if (!strike_active_) return;
+  if (disturbed_left_ > 0) {
+    --disturbed_left_;
+    return;
+  }
+  heal_storage();
+}
+
+void Campaign::heal_storage() {
+  try {
+    o_.storage_faults->heal();
+  } catch (const std::exception& e) {
+    throw std::runtime_error("campaign: the storage did not heal after " + strike_text_ + ": " +
+                             e.what());
+  }
+  // Stores that completed between the strike and the heal are gone too.
+  if (strike_loses_) mark_present_lost();
+  strike_active_ = false;
+}
+
+void Campaign::mark_present_lost() {
+  for (KeyState& st : model_) {
+    if (st.present) st.may_be_gone = true;
+  }
 }
 
 void Campaign::check_idle() {

@@ -20,18 +20,30 @@
 // Epochs: the campaign builds a fresh stack every epoch_ops operations (and right after a wave
 // that saw a hang fault), closes it, and checks close()'s obligations: every task completed
 // exactly once (hung ones as failures), L1 back to its baseline, no fd or thread left behind.
-// The in-memory inner adapter starts empty each epoch, and so does the model.
+// The in-memory inner adapter starts empty each epoch, and so does the model. A real inner
+// adapter (resp, fs) keeps its data, so each epoch writes under a key namespace of its own
+// ("<key_namespace>-s<seed>e<epoch>"): it starts empty as far as the campaign can see.
+//
+// Real storage faults: with a StorageFaultSource the campaign also strikes the storage under a
+// real inner adapter (a Redis server killed, paused, its clients killed, out of memory; a cache
+// directory full or read-only, its files damaged or deleted), at a seeded rate per wave, right
+// after the wave's tasks are submitted. The source says what a strike does: which waves it
+// disturbs (their tasks may fail and their keys may miss) and which stored keys it may have
+// lost or damaged; the invariants then hold with those allowances and no others.
 #pragma once
 
 #include <chrono>
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
 
 #include "lmcache/core/config.h"
+#include "lmcache/core/object_key.h"
 #include "lmcache/fault/fault_plan.h"
 #include "lmcache/fault/mutants.h"
 
@@ -65,6 +77,60 @@ inline constexpr const char* kFaultInjected = "fault_injected";
 
 struct CampaignSummary;
 
+// StorageStrike
+//
+// What one real storage fault did, as its StorageFaultSource reports it to the campaign.
+struct StorageStrike {
+  std::string kind;    // "redis_kill", as lmcache/storage_fault/storage_faults.h names it
+  std::string detail;  // what was done, for violation messages ("SIGKILL pid 123")
+  // The tasks in flight when it struck, and those of the next `disturbed_waves` waves, may
+  // fail and may miss any key (a server down, paused or full; a directory full). false for a
+  // strike on one key's file, which spares every task in flight.
+  bool disturbs_tasks = true;
+  int disturbed_waves = 0;
+  // Every key stored before heal() may be gone (a server restarted empty).
+  bool loses_stored = false;
+  // These keys may be gone (a file deleted): a load or lookup may miss them.
+  std::vector<ObjectKey> gone;
+  // These keys' objects may be unreadable (a file truncated, or flipped under a checksum): a
+  // load may miss them, and must never load wrong bytes; a lookup may still find them.
+  std::vector<ObjectKey> lost;
+  // These keys may load wrong bytes or fail (a file flipped with no checksum).
+  std::vector<ObjectKey> damaged;
+};
+
+// StorageFaultSource
+//
+// Real faults for the storage under a real inner adapter, made for a campaign by
+// lmcache/storage_fault/storage_campaign.h. Called from the campaign's driver thread only.
+class StorageFaultSource {
+ public:
+  virtual ~StorageFaultSource() = default;
+
+  // kinds()
+  //
+  // The kinds strike() takes turns at (their names), and the kinds that cannot strike here,
+  // each with the reason ("fs_unwritable: root ignores directory permissions").
+  virtual std::vector<std::string> kinds() const = 0;
+  virtual std::vector<std::string> skipped() const = 0;
+
+  // strike()
+  //
+  // Strikes the next kind now, while the wave's tasks are in flight. `draw` is a seeded
+  // random number; `stored` are keys the model holds that no task in flight owns (a kind that
+  // damages one key's file picks one of them); `key_namespace` is the epoch's. nullopt when
+  // the kind found nothing to strike (then the same kind is tried at the next strike).
+  virtual std::optional<StorageStrike> strike(std::uint64_t draw,
+                                              const std::vector<ObjectKey>& stored,
+                                              const std::string& key_namespace) = 0;
+
+  // heal()
+  //
+  // Ends the last strike's disturbance (restart the server, resume it, lift a limit), once
+  // the waves it disturbs are over; called once after every strike that returned a value.
+  virtual void heal() = 0;
+};
+
 struct CampaignOptions {
   std::uint64_t seed = 1;
   std::uint64_t operations = 10000;  // 0: no limit (then seconds must be > 0)
@@ -84,6 +150,11 @@ struct CampaignOptions {
   // Report every kind the plan enables but that was never injected as a violation
   // (fault_injected): makes a short CI campaign prove it exercised its kind.
   bool expect_injections = false;
+  // Real storage faults (see above): null for none. Each wave is struck with probability
+  // storage_rate, the kinds taking turns; the inner config must be the one the source was made
+  // for.
+  std::shared_ptr<StorageFaultSource> storage_faults;
+  double storage_rate = 0.02;
   bool verbose = false;
   // Called by the watchdog after it recorded a no_deadlock violation, from the watchdog
   // thread, while the driver may be stuck. Default (null): print the summary to the campaign's
@@ -113,6 +184,12 @@ struct CampaignSummary {
   // Damaged frames an integrity serde (checksum, aesgcm) refused to load, as it must.
   std::uint64_t corruptions_detected = 0;
   std::uint64_t hung_tasks = 0;
+  // Real storage faults struck, by kind, and the kinds that could not strike here (and why).
+  std::map<std::string, std::uint64_t> storage_faults_struck;
+  std::vector<std::string> storage_faults_skipped;
+  // Misses of stored keys that a real storage fault explains (data lost with a server, a
+  // damaged or deleted file): they are misses, never wrong bytes.
+  std::uint64_t storage_losses = 0;
   std::uint64_t fingerprint = 0;  // order-independent digest of tasks, outcomes and faults
   bool watchdog_fired = false;
   Json config = Json::object();  // options and plan, to reproduce the run

@@ -36,6 +36,9 @@ Json CampaignSummary::to_json() const {
           {"corruptions_caught", corruptions_caught},
           {"corruptions_detected", corruptions_detected},
           {"hung_tasks", hung_tasks},
+          {"storage_faults_struck", storage_faults_struck},
+          {"storage_faults_skipped", storage_faults_skipped},
+          {"storage_losses", storage_losses},
           {"fingerprint", fp.str()},
           {"watchdog_fired", watchdog_fired},
           {"config", config}};
@@ -64,6 +67,12 @@ std::string CampaignSummary::to_text() const {
   out << "corruptions caught by the data check: " << corruptions_caught
       << "; refused by an integrity serde: " << corruptions_detected
       << "; hung tasks failed by close(): " << hung_tasks << "\n";
+  if (!storage_faults_struck.empty() || !storage_faults_skipped.empty()) {
+    out << "real storage faults struck:";
+    for (const auto& [k, n] : storage_faults_struck) out << " " << k << "=" << n;
+    out << "; stored keys they took, seen as misses: " << storage_losses << "\n";
+    for (const auto& why : storage_faults_skipped) out << "  skipped " << why << "\n";
+  }
   std::uint64_t passed_total = 0;
   for (const auto& [k, n] : checks_passed) passed_total += n;
   out << "checks passed: " << passed_total << "\n";

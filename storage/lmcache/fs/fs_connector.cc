@@ -157,8 +157,13 @@ FsConnector::FsConnector(FsConnectorOptions options)
 FsConnector::~FsConnector() { close(); }
 
 std::filesystem::path FsConnector::path_for(const std::string& key) const {
-  if (key.size() <= kMaxNameBytes) return options_.base_path / (key + ".data");
-  std::filesystem::path p = options_.base_path;
+  return object_path(options_.base_path, key);
+}
+
+std::filesystem::path FsConnector::object_path(const std::filesystem::path& base_path,
+                                               const std::string& key) {
+  if (key.size() <= kMaxNameBytes) return base_path / (key + ".data");
+  std::filesystem::path p = base_path;
   for (std::size_t pos = 0; pos < key.size(); pos += kComponentBytes) {
     std::string part = key.substr(pos, kComponentBytes);
     if (pos + kComponentBytes >= key.size()) part += ".data";

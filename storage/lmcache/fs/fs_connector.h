@@ -68,10 +68,13 @@ class FsConnector final : public connector::BatchConnectorBase {
   explicit FsConnector(FsConnectorOptions options);
   ~FsConnector() override;
 
-  // path_for()
+  // path_for() / object_path()
   //
-  // The file of `key` (layout above).
+  // The file of `key` (layout above), under this connector's base_path or under `base_path`
+  // (how a test or a fault campaign finds an object's file without a connector).
   std::filesystem::path path_for(const std::string& key) const;
+  static std::filesystem::path object_path(const std::filesystem::path& base_path,
+                                           const std::string& key);
 
   // True when O_DIRECT was asked for but the file system refused it.
   bool odirect_fell_back() const { return odirect_fell_back_.load(std::memory_order_relaxed); }

@@ -21,6 +21,10 @@ std::string task_text(const CampaignTask& t) {
 
 Attribution attribute(const CampaignTask& t) {
   Attribution a;
+  for (const std::string& s : t.storage_faults) {
+    a.storage_disturbed = true;
+    a.texts.push_back("storage fault " + s);
+  }
   for (const auto& e : t.events) {
     if (e.effect == FaultEffect::kNone) continue;
     a.texts.push_back(e.to_string());
@@ -90,12 +94,14 @@ void Judge::store(CampaignTask& t, const Attribution& a) {
       st.present = true;
       st.poisoned = a.poison.count(p) > 0;
       st.last_store_failed = false;
+      st.may_be_lost = false;
+      st.may_be_gone = false;
     }
     return;
   }
   if (a.hang) ledger_.pass(invariant::kHungTaskFails);
   if (a.fails_task) ledger_.pass(invariant::kInjectedFaultNeverSuccess);
-  bool explained = a.fails_task || a.may_fail || a.hang || !a.poison.empty();
+  bool explained = a.fails_task || a.may_fail || a.hang || !a.poison.empty() || a.storage_disturbed;
   if (!explained) {
     // The inner adapter may be full: then a failure is legitimate.
     std::uint64_t need = 0;
@@ -105,7 +111,7 @@ void Judge::store(CampaignTask& t, const Attribution& a) {
   }
   ledger_.check(explained, invariant::kStoreFailureExplained,
                 [&] { return task_text(t) + " failed with no injected fault to explain it"; });
-  for (std::size_t i : t.key_idx) model_[i] = KeyState{false, false, true};
+  for (std::size_t i : t.key_idx) model_[i] = KeyState{false, false, true, false, false};
 }
 
 void Judge::check_miss_honoured(const CampaignTask& t, const Attribution& a, std::size_t p,
@@ -115,6 +121,13 @@ void Judge::check_miss_honoured(const CampaignTask& t, const Attribution& a, std
     return task_text(t) + ": key " + std::to_string(t.key_idx[p]) + " " + what + ": " +
            a.describe();
   });
+}
+
+void Judge::learn_storage_loss(std::size_t key_index) {
+  ledger_.update([](fault::CampaignSummary& s) { ++s.storage_losses; });
+  KeyState& st = model_[key_index];
+  // A key a storage fault removed is absent from now on: later loads and lookups must miss it.
+  if (st.may_be_gone) st = KeyState{};
 }
 
 bool Judge::check_bitmap_size(const CampaignTask& t) {
@@ -143,7 +156,7 @@ void Judge::load(CampaignTask& t, const Attribution& a) {
              " although an injected fault must fail the whole load: " + a.describe();
     });
   }
-  bool batch_may_fail = a.fails_task || a.may_fail || a.hang;
+  bool batch_may_fail = a.fails_task || a.may_fail || a.hang || a.storage_disturbed;
   for (std::size_t i : t.key_idx) batch_may_fail |= model_[i].poisoned;
   // An integrity serde fails the deserialize of a damaged frame, hence the whole load.
   if (serde_detects_corruption_) batch_may_fail |= !a.corrupt_effective.empty();
@@ -166,10 +179,13 @@ void Judge::load(CampaignTask& t, const Attribution& a) {
     }
     if (!bits.test(p)) {
       if (st.present) {
-        ledger_.check(batch_may_fail || a.miss.count(p) > 0, invariant::kMissExplained, [&] {
+        const bool explained = batch_may_fail || a.miss.count(p) > 0;
+        const bool lost = st.may_be_lost || st.may_be_gone;
+        ledger_.check(explained || lost, invariant::kMissExplained, [&] {
           return task_text(t) + ": stored key " + std::to_string(ki) +
                  " was not loaded and no injected fault explains it";
         });
+        if (!explained && lost) learn_storage_loss(ki);
       } else {
         ledger_.pass(st.last_store_failed ? invariant::kFailedStoreInvisible
                                           : invariant::kAbsentKeyNotFound);
@@ -234,10 +250,12 @@ std::vector<ObjectKey> Judge::lookup(CampaignTask& t, const Attribution& a) {
                 (st.last_store_failed ? "its last store failed" : "it was never stored"));
       }
     } else if (st.present) {
-      ledger_.check(a.miss.count(p) > 0 || a.fails_task, invariant::kMissExplained, [&] {
+      const bool explained = a.miss.count(p) > 0 || a.fails_task || a.storage_disturbed;
+      ledger_.check(explained || st.may_be_gone, invariant::kMissExplained, [&] {
         return task_text(t) + ": lookup misses stored key " + std::to_string(ki) +
                " and no injected fault explains it";
       });
+      if (!explained && st.may_be_gone) learn_storage_loss(ki);
     } else {
       ledger_.pass(st.last_store_failed ? invariant::kFailedStoreInvisible
                                         : invariant::kAbsentKeyNotFound);

@@ -42,6 +42,8 @@ struct CampaignTask {
   std::optional<L2StoreResult> store_result;
   std::optional<Bitmap> bitmap;
   std::vector<fault::FaultEvent> events;
+  // Real storage faults that struck while it was in flight (StorageStrike::detail).
+  std::vector<std::string> storage_faults;
 };
 
 // "load task #12 (wrapper id 7, op 40, keys [1,4])".
@@ -52,6 +54,8 @@ struct Attribution {
   bool fails_task = false;
   bool may_fail = false;
   bool hang = false;
+  // A real storage fault disturbed it: it may fail, and may miss any key.
+  bool storage_disturbed = false;
   std::set<std::size_t> miss;
   std::set<std::size_t> corrupt;
   std::set<std::size_t> corrupt_effective;
@@ -99,6 +103,10 @@ class Judge {
   std::vector<ObjectKey> lookup(CampaignTask& t, const Attribution& a);
 
  private:
+  // A stored key missed because a real storage fault took it (KeyState::may_be_lost or
+  // may_be_gone), with no other fault to explain the miss: counted, and a removed key becomes
+  // absent in the model.
+  void learn_storage_loss(std::size_t key_index);
   // The kBitmapSize invariant of a load or lookup result: one bit per key.
   bool check_bitmap_size(const CampaignTask& t);
   // A position a fault hid or dropped (a.miss) must not be reported: the bit `p` is clear.

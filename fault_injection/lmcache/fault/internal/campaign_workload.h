@@ -49,6 +49,13 @@ struct KeyState {
   bool present = false;
   bool poisoned = false;
   bool last_store_failed = false;
+  // A real storage fault may have made its object unreadable (a file damaged): a load miss is
+  // explained, wrong bytes are not.
+  bool may_be_lost = false;
+  // A real storage fault may have removed it (a server restarted empty, a file deleted): a
+  // load or lookup miss is explained, and once one misses it outside any other fault the
+  // model learns that it is absent.
+  bool may_be_gone = false;
 };
 
 class Workload {
