@@ -1,6 +1,9 @@
 // lmcache-conform end to end: the reference and the example plugin pass and both reports are
 // written; a broken plugin fails naming the property; a crashing and a hanging implementation
-// become Fails of the running property while the run goes on; bad plugins are usage errors.
+// become Fails of the running property while the run goes on; bad plugins are usage errors. A
+// native connector plugin (the out-of-tree example's connector) passes under --connector-plugin,
+// the same connector with a bug fails naming the property, and --connector-plugin refuses a
+// plugin that registers no connector.
 #include <sys/wait.h>
 
 #include <cstdio>
@@ -200,6 +203,57 @@ TEST(Runner, ListShowsImplementationsAndProperties) {
   EXPECT_NE(r.output.find("adapter serde_l2_adapter_wrapper"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("wrapper serde_l2_adapter_wrapper"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("BridgeEquivalence"), std::string::npos);
+}
+
+TEST(Runner, ConnectorPluginPasses) {
+  RunResult r = run_conform(std::string("--connector-plugin ") + LMCONF_CONNECTOR_PLUGIN);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  ASSERT_TRUE(r.json_written) << r.output;
+  EXPECT_EQ(r.json["summary"]["Fail"], 0) << r.output;
+  // The bridge over the connector, bare and under the fp8 serde wrapper.
+  EXPECT_EQ(status_of(r, "MapConnector", "PartialLoadBitmap"), "Pass") << r.output;
+  EXPECT_EQ(status_of(r, "MapConnector_fp8", "StatefulModel"), "Pass") << r.output;
+  nlohmann::json f = result(r, "MapConnector", "LookupLocks");
+  EXPECT_EQ(f["status"], "Pass") << r.output;
+  EXPECT_NE(f["reproduce"].get<std::string>().find("--connector-plugin "), std::string::npos) << f;
+  // A plugin written with LMCACHE_CONFORMANCE_CONNECTOR is an ordinary plugin too.
+  RunResult listed = run_conform(std::string("--list --plugin ") + LMCONF_CONNECTOR_PLUGIN);
+  EXPECT_EQ(listed.exit_code, 0) << listed.output;
+  EXPECT_NE(listed.output.find("adapter MapConnector_fp8"), std::string::npos) << listed.output;
+}
+
+TEST(Runner, BrokenConnectorFailsNamingTheProperty) {
+  RunResult r = run_conform(std::string("--connector-plugin ") + LMCONF_BROKEN_CONNECTOR_PLUGIN +
+                            " --filter 'ForgetfulSetConnector.DistinctEventFds:"
+                            "ForgetfulSetConnector.LookupReportsPresence:"
+                            "ForgetfulSetConnector.PartialLoadBitmap'");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  ASSERT_TRUE(r.json_written) << r.output;
+  EXPECT_EQ(status_of(r, "ForgetfulSetConnector", "DistinctEventFds"), "Pass") << r.output;
+  EXPECT_EQ(status_of(r, "ForgetfulSetConnector", "LookupReportsPresence"), "Fail") << r.output;
+  EXPECT_EQ(status_of(r, "ForgetfulSetConnector", "PartialLoadBitmap"), "Fail") << r.output;
+  EXPECT_NE(r.output.find(
+                "FAIL ForgetfulSetConnector (adapter) AdapterConformance.LookupReportsPresence"),
+            std::string::npos)
+      << r.output;
+}
+
+TEST(Runner, ConnectorPluginUsageErrors) {
+  // A plugin of other implementations: loaded, but it registers no connector.
+  RunResult none = run_conform(std::string("--connector-plugin ") + LMCONF_EXAMPLE_PLUGIN);
+  EXPECT_EQ(none.exit_code, 2) << none.output;
+  EXPECT_NE(none.output.find("registers no native connector"), std::string::npos) << none.output;
+  EXPECT_NE(none.output.find("LMCACHE_CONFORMANCE_CONNECTOR"), std::string::npos) << none.output;
+  // Not a plugin at all.
+  RunResult not_plugin = run_conform(std::string("--connector-plugin ") + LMCONF_NOT_A_PLUGIN);
+  EXPECT_EQ(not_plugin.exit_code, 2) << not_plugin.output;
+  EXPECT_NE(not_plugin.output.find("does not export lmcache_conformance_plugin_v2"),
+            std::string::npos)
+      << not_plugin.output;
+  // No such file.
+  RunResult missing = run_conform("--connector-plugin /nonexistent/libnothing.so");
+  EXPECT_EQ(missing.exit_code, 2) << missing.output;
+  EXPECT_NE(missing.output.find("/nonexistent/libnothing.so"), std::string::npos) << missing.output;
 }
 
 }  // namespace

@@ -1,13 +1,9 @@
 #include "adapter_config_source.h"
 
-#include <unistd.h>
-
-#include <atomic>
-#include <cstdio>
 #include <exception>
-#include <random>
 #include <string_view>
 
+#include "lmcache/conformance/key_namespace.h"
 #include "lmcache/conformance/reference_impls.h"
 #include "lmcache/fs/fs_adapter.h"
 #include "lmcache/l1/l1_manager.h"
@@ -19,17 +15,6 @@ namespace {
 
 // The storage types whose configs take "key_namespace" (storage/README.md).
 bool takes_key_namespace(std::string_view type) { return type == "resp" || type == "fs"; }
-
-// A namespace no other adapter of this run, of another process of this run or of another run
-// shares: "<user namespace>-" (when set) "conform-<run>-<pid>-<n>", within the 64-byte limit.
-std::string fresh_namespace(const std::string& user) {
-  static const std::uint32_t run = std::random_device{}();
-  static std::atomic<std::uint64_t> counter{0};
-  char suffix[64];
-  std::snprintf(suffix, sizeof suffix, "conform-%08x-%d-%llu", run, static_cast<int>(::getpid()),
-                static_cast<unsigned long long>(counter.fetch_add(1)));
-  return user.empty() ? std::string(suffix) : user + "-" + suffix;
-}
 
 }  // namespace
 
@@ -70,7 +55,7 @@ std::string load_adapter_config_source(const std::string& source, Registry& regi
           : "";
   auto make = [config, namespaced, user_ns]() -> L2AdapterPtr {
     Json c = config;
-    if (namespaced) c["key_namespace"] = fresh_namespace(user_ns);
+    if (namespaced) c["key_namespace"] = fresh_key_namespace(user_ns);
     AdapterContext ctx;
     ctx.l1_manager = std::make_shared<L1Manager>(256u << 20);  // the serde wrapper's temps
     return create_l2_adapter(c, ctx);

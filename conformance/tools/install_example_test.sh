@@ -2,7 +2,9 @@
 # install_example_test.sh <build-dir> <source-dir>: installs the build into a temporary prefix,
 # then configures conformance/examples against it as an out-of-tree vendor would
 # (find_package(lmcache_conformance)), builds it, runs its link-time conformance test, and runs
-# the installed lmcache-conform on the example plugin, expecting both reports.
+# the installed lmcache-conform on the example plugin, expecting both reports. Then the same for
+# the native connector example (conformance/examples/connector): built against the prefix, its
+# plugin must pass `lmcache-conform --connector-plugin` (exit 0).
 set -euo pipefail
 build=$1 src=$2
 tmp=$(mktemp -d)
@@ -22,4 +24,19 @@ test -s "$tmp/report.xml" || { echo "no JUnit report"; exit 1; }
 test -f "$tmp/prefix/share/lmcache/conformance/mustpass.txt" || { echo "mustpass.txt not installed"; exit 1; }
 test ! -e "$tmp/prefix/include/lmcache/conformance/serde_conformance.cc" \
   || { echo "sources installed"; exit 1; }
+# The native connector example: one LMCACHE_CONFORMANCE_CONNECTOR line, the bridge headers and
+# lmcache::connector from the installed tree.
+cmake -S "$src/conformance/examples/connector" -B "$tmp/connector" -G Ninja \
+  -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$tmp/prefix" >"$tmp/connector_configure.log" 2>&1 \
+  || { cat "$tmp/connector_configure.log"; exit 1; }
+cmake --build "$tmp/connector" >"$tmp/connector_build.log" 2>&1 \
+  || { cat "$tmp/connector_build.log"; exit 1; }
+connector=$(find "$tmp/connector" -name 'libvendor_connector_plugin.so' | head -n1)
+test -n "$connector" || { echo "example connector plugin not built"; exit 1; }
+rc=0
+"$tmp/prefix/bin/lmcache-conform" --connector-plugin "$connector" --quiet \
+  --json "$tmp/connector.json" >"$tmp/connector_run.log" 2>&1 || rc=$?
+test "$rc" -eq 0 || { cat "$tmp/connector_run.log"; echo "connector example: exit $rc"; exit 1; }
+grep -q '"MapConnector_fp8"' "$tmp/connector.json" \
+  || { echo "connector example: no MapConnector_fp8 in the report"; exit 1; }
 echo "installed conformance kit works with find_package(lmcache_conformance)"

@@ -1,5 +1,6 @@
 // lmcache-conform: runs the conformance suites against implementations loaded from plugins
-// (--plugin) and/or the reference implementations (--reference), each property in its own child
+// (--plugin), native connector plugins (--connector-plugin), live adapters (--adapter) and/or
+// the reference implementations (--reference), each property in its own child
 // process with a timeout, prints a Pass / NotSupported / QualityWarning / Fail matrix, writes
 // JSON and JUnit reports, and exits non-zero only when a property failed (1) or a source could
 // not be loaded (2). See conformance/README.md.
@@ -43,7 +44,8 @@ using Clock = std::chrono::steady_clock;
 struct Options {
   bool reference = false;
   std::vector<std::string> plugins;
-  std::vector<std::string> adapter_configs;  // --adapter
+  std::vector<std::string> connector_plugins;  // --connector-plugin
+  std::vector<std::string> adapter_configs;    // --adapter
   std::string filter = "*";
   bool list = false;
   std::string json_path;
@@ -356,6 +358,11 @@ int run_main(int argc, char** argv) {
                  "A plugin shared object exporting " LMCACHE_CONFORMANCE_ENTRY_POINT_V2
                  " (repeatable)")
       ->check(CLI::ExistingFile);
+  app.add_option("--connector-plugin", o.connector_plugins,
+                 "A plugin built with LMCACHE_CONFORMANCE_CONNECTOR (a vendor's native "
+                 "connector): run the adapter suite over the connector bridge, bare and under the "
+                 "fp8 serde wrapper, each adapter in a key namespace of its own (repeatable)")
+      ->check(CLI::ExistingFile);
   app.add_option("--adapter", o.adapter_configs,
                  "An L2 adapter config (JSON, as given to create_l2_adapter, e.g. "
                  "'{\"type\":\"resp\",\"host\":\"127.0.0.1\",\"port\":6379}'): run the "
@@ -396,8 +403,10 @@ int run_main(int argc, char** argv) {
     return 2;
   }
   if (o.timeout_s <= 0) o.timeout_s = *parse_depth(o.depth) == Depth::kExhaustive ? 1800 : 300;
-  if (!o.reference && o.plugins.empty() && o.adapter_configs.empty()) {
-    std::cerr << "lmcache-conform: give --reference, --plugin FILE and/or --adapter JSON\n"
+  if (!o.reference && o.plugins.empty() && o.connector_plugins.empty() &&
+      o.adapter_configs.empty()) {
+    std::cerr << "lmcache-conform: give --reference, --plugin FILE, --connector-plugin FILE "
+                 "and/or --adapter JSON\n"
               << app.help();
     return 2;
   }
@@ -436,6 +445,9 @@ int run_main(int argc, char** argv) {
   std::vector<std::string> sources;
   if (o.reference) sources.push_back(kReferenceSource);
   for (auto& p : o.plugins) sources.push_back(fs::absolute(p).string());
+  for (auto& p : o.connector_plugins) {
+    sources.push_back(kConnectorPluginPrefix + fs::absolute(p).string());
+  }
   for (auto& c : o.adapter_configs) sources.push_back(kAdapterConfigPrefix + c);
   std::vector<Impl> impls;
   for (std::size_t i = 0; i < sources.size(); ++i) {
@@ -522,6 +534,9 @@ int run_main(int argc, char** argv) {
           : is_adapter_config_source(im.source)
               ? "--adapter " +
                     shell_quote(im.source.substr(std::string_view(kAdapterConfigPrefix).size()))
+          : im.source.rfind(kConnectorPluginPrefix, 0) == 0
+              ? "--connector-plugin " +
+                    shell_quote(im.source.substr(std::string_view(kConnectorPluginPrefix).size()))
               : "--plugin " + shell_quote(im.source);
       pr.reproduce = "lmcache-conform " + src + " --depth " + o.depth + " --filter " +
                      shell_quote(im.name + "." + j.property) + " --rc-params " +

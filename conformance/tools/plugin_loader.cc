@@ -3,27 +3,28 @@
 #include <dlfcn.h>
 
 #include <exception>
+#include <string_view>
 
 #include "lmcache/conformance/plugin_abi.h"
 #include "lmcache/conformance/reference_impls.h"
 
 namespace lmcache::conformance::tools {
 
-std::string load_source(const std::string& source, Registry& registry) {
-  if (source == kReferenceSource) {
-    try {
-      register_reference_implementations(registry);
-    } catch (const std::exception& e) {
-      return std::string("registering the reference implementations failed: ") + e.what();
-    }
-    return {};
-  }
+namespace {
+
+// dlopen()s the plugin at `source` into `*handle`; returns why not, or "".
+std::string open_plugin(const std::string& source, void** handle) {
   // RTLD_NOW: an unresolved symbol is a load error here, not a crash in the middle of a suite.
-  void* handle = dlopen(source.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (handle == nullptr) {
+  *handle = dlopen(source.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (*handle == nullptr) {
     const char* err = dlerror();
     return "cannot load plugin '" + source + "': " + (err ? err : "unknown dlopen error");
   }
+  return {};
+}
+
+// Runs the entry point of the plugin at `source`, loaded at `handle`, over `registry`.
+std::string register_plugin(const std::string& source, void* handle, Registry& registry) {
   auto entry = reinterpret_cast<LmcacheConformancePluginV1Fn>(
       dlsym(handle, LMCACHE_CONFORMANCE_ENTRY_POINT_V2));
   if (entry == nullptr && dlsym(handle, LMCACHE_CONFORMANCE_ENTRY_POINT_V1) != nullptr) {
@@ -55,6 +56,51 @@ std::string load_source(const std::string& source, Registry& registry) {
   }
   return "plugin '" + source + "' failed to register its implementations (code " +
          std::to_string(rc) + "): " + why;
+}
+
+std::string load_connector_plugin(const std::string& source, Registry& registry) {
+  void* handle = nullptr;
+  if (std::string e = open_plugin(source, &handle); !e.empty()) return e;
+  auto marker = reinterpret_cast<LmcacheConformanceConnectorNameFn>(
+      dlsym(handle, LMCACHE_CONFORMANCE_CONNECTOR_SYMBOL_V2));
+  const char* name = marker != nullptr ? marker() : nullptr;
+  if (name == nullptr || *name == '\0') {
+    // Not a plugin of this ABI at all: say that first.
+    if (dlsym(handle, LMCACHE_CONFORMANCE_ENTRY_POINT_V2) == nullptr) {
+      return register_plugin(source, handle, registry);
+    }
+    return "plugin '" + source +
+           "' registers no native connector: it does not "
+           "export " LMCACHE_CONFORMANCE_CONNECTOR_SYMBOL_V2
+           " (build it with LMCACHE_CONFORMANCE_CONNECTOR, lmcache/conformance/connector_plugin.h; "
+           "load plugins of other implementations with --plugin)";
+  }
+  if (std::string e = register_plugin(source, handle, registry); !e.empty()) return e;
+  if (!registry.contains(ImplementationKind::kAdapter, name)) {
+    return "plugin '" + source + "' names its native connector '" + name +
+           "' but registered no adapter of that name";
+  }
+  return {};
+}
+
+}  // namespace
+
+std::string load_source(const std::string& source, Registry& registry) {
+  if (source == kReferenceSource) {
+    try {
+      register_reference_implementations(registry);
+    } catch (const std::exception& e) {
+      return std::string("registering the reference implementations failed: ") + e.what();
+    }
+    return {};
+  }
+  if (source.rfind(kConnectorPluginPrefix, 0) == 0) {
+    return load_connector_plugin(source.substr(std::string_view(kConnectorPluginPrefix).size()),
+                                 registry);
+  }
+  void* handle = nullptr;
+  if (std::string e = open_plugin(source, &handle); !e.empty()) return e;
+  return register_plugin(source, handle, registry);
 }
 
 }  // namespace lmcache::conformance::tools

@@ -58,6 +58,14 @@
 /* The v1 symbol, looked up only to tell its author to rebuild against v2. */
 #define LMCACHE_CONFORMANCE_ENTRY_POINT_V1 "lmcache_conformance_plugin_v1"
 
+/* Optional second export of a plugin written with LMCACHE_CONFORMANCE_CONNECTOR
+ * (lmcache/conformance/connector_plugin.h): `const char* lmcache_conformance_connector_v2(void)`
+ * returns the name of the adapter implementation the entry point registers over the vendor's
+ * native connector. `lmcache-conform --connector-plugin` requires it (and that adapter) so that a
+ * plugin registering no connector is reported as such; `--plugin` ignores it. It adds nothing to
+ * the host struct or the entry point. */
+#define LMCACHE_CONFORMANCE_CONNECTOR_SYMBOL_V2 "lmcache_conformance_connector_v2"
+
 /* Return codes of the entry point. */
 #define LMCACHE_CONFORMANCE_OK 0
 /* The plugin was built against an incompatible ABI or project version; nothing registered. */
@@ -86,6 +94,9 @@ typedef struct LmcacheConformanceHostV1 {
 
 /* The entry point's type. */
 typedef int (*LmcacheConformancePluginV1Fn)(LmcacheConformanceHostV1* host);
+
+/* The type of LMCACHE_CONFORMANCE_CONNECTOR_SYMBOL_V2. */
+typedef const char* (*LmcacheConformanceConnectorNameFn)(void);
 
 #ifdef __cplusplus
 } /* extern "C" */
