@@ -127,6 +127,7 @@ int run(int argc, char** argv) {
     if (suite.cpu) {
       lb::register_processor_suite(suite);
       lb::register_wrapper_suite(suite);
+      lb::register_l2_suite(suite);
       lb::register_l1_suite(suite);
       lb::register_serde_suite(suite, registry);
     }

@@ -9,9 +9,10 @@
 #   --out DIR  where the raw results go (default build/harness); the report itself is written
 #              to reports/<system-id>/ and checked with reports/tools/validate_report.py
 #
-# Stages: build -> conformance of the reference implementation -> fault campaign ->
-# benchmarks on every available device -> report. Any failing stage stops the job with a
-# non-zero exit status naming it.
+# Stages: build -> conformance of the reference implementation -> fault campaigns (over the
+# mock, and over real Redis and files with real storage faults) -> benchmarks on every
+# available device (the l2/ rows start their own redis-server and directory) -> report. Any
+# failing stage stops the job with a non-zero exit status naming it.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # ccache: share hits between clones (CI builds a fresh clone in another folder).
@@ -66,9 +67,17 @@ stage "conformance of the reference implementation"
 "$build/conformance/lmcache-conform" --reference --depth "$depth" --rc-params "$rc_params" \
   --json "$out/conformance.json" --junit "$out/conformance.xml"
 
-stage "fault campaign ($operations operations, seed $seed)"
+stage "fault campaigns ($operations operations each, seed $seed)"
 "$build/fault_injection/lmcache-fault-campaign" --operations "$operations" --seed "$seed" \
   --json "$out/campaign.json"
+# Over real storage, with every real storage fault besides the simulated ones: the campaign's
+# own redis-server, and its own directory with crc32 (fault_injection/README.md).
+"$build/fault_injection/lmcache-fault-campaign" --operations "$operations" --seed "$seed" \
+  --inner '{"type":"resp"}' --storage-faults all --storage-rate 0.05 --expect-injections \
+  --json "$out/campaign_resp.json"
+"$build/fault_injection/lmcache-fault-campaign" --operations "$operations" --seed "$seed" \
+  --inner '{"type":"fs","checksum":"crc32"}' --storage-faults all --storage-rate 0.05 \
+  --expect-injections --json "$out/campaign_fs.json"
 
 stage "benchmarks"
 rm -rf "$out/bench" "$out/bench-summary"

@@ -241,8 +241,34 @@ def part_plugin(bench, workdir, plugin_so):
     return None
 
 
+def part_l2(bench, workdir):
+    """The l2/ rows over real storage (a private redis-server, a temporary directory): every
+    adapter x op x serde row ran without error, with its stored bytes per wide byte."""
+    if not shutil.which("redis-server"):
+        return "redis-server not installed (scripts/install-deps.sh installs it)"
+    proc = subprocess.run([bench, "--quick", "--device", "cpu", "--filter", "^l2/",
+                           "--batches", "1", "--sizes", "1MiB", "--out", workdir,
+                           "--benchmark_min_time=0.001"], capture_output=True, text=True,
+                          timeout=300)
+    check(proc.returncode == 0, f"lmcache-bench exited {proc.returncode}:\n"
+                                f"{proc.stdout}{proc.stderr}")
+    _, values = textfile_values(workdir)
+    errors = [v for (n, l), v in values.items()
+              if n == "lmcache_bench_benchmarks" and dict(l).get("status") == "error"]
+    check(errors == [0.0], f"l2 rows failed: {errors}\n{proc.stdout}{proc.stderr}")
+    ratios = {(dict(l)["impl"], dict(l)["op"], dict(l)["serde"]): v for (n, l), v in values.items()
+              if n == "lmcache_bench_stored_ratio" and dict(l).get("suite") == "l2"}
+    for adapter in ("resp", "fs"):
+        for op in ("store", "load"):
+            check(ratios.get((adapter, op, "none")) == 1.0,
+                  f"{adapter} {op} raw: stored_ratio {ratios.get((adapter, op, 'none'))}")
+            fp8 = ratios.get((adapter, op, "fp8"))
+            check(fp8 is not None and 0.5 <= fp8 < 0.51, f"{adapter} {op} fp8: stored_ratio {fp8}")
+    return None
+
+
 PARTS = {"promtool": part_promtool, "push": part_push, "listen": part_listen,
-         "plugin": part_plugin}
+         "plugin": part_plugin, "l2": part_l2}
 
 
 def main():

@@ -27,6 +27,7 @@ import shutil
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import l2  # noqa: E402
 import plots  # noqa: E402
 import reportdata  # noqa: E402
 import summary  # noqa: E402
@@ -99,6 +100,9 @@ def write_tables(report, rows, out_dir):
           us(r.values.get('p99')),
           fmt(r.values['throughput'] / 1e9 if 'throughput' in r.values else None),
           fmt(r.values.get('items')), fmt(r.values.get('codec_ratio'), 3)] for r in over])
+    l2_points = l2.points(sweep)
+    if l2_points:
+        tables['l2'] = l2.table(l2_points)
     tables['summary'] = (
         ['key', 'what', 'value', 'unit', 'q1', 'q3', 'repetitions', 'ratio', 'flagged',
          'relative', 'how'],
@@ -152,6 +156,8 @@ def render(report_dir):
     rows = summary.build(report)
     counts = write_tables(report, rows, report_dir)
     made = make_plots(report, report_dir)
+    l2_points = l2.points(report.sweep)
+    l2_plot = l2.plot(l2_points, report_dir, plots)
     noisy = sum(1 for r in report.sweep.select(suite='codec') if roofline_flag(r) == 'noisy')
     unmeasured = sum(1 for r in report.sweep.select(suite='codec')
                      if roofline_flag(r) == 'spread not measured')
@@ -186,6 +192,7 @@ def render(report_dir):
         out += [f'[![{title}]({png})]({svg})', '']
     if not made:
         out += ['_No plottable results._', '']
+    out += l2.section(l2_points, md_table, l2_plot)
     csv_text = {
         'codec': f"every fp8 codec row (GB/s, roofline, its spread, ratio); {noisy} of "
                  f"{counts['codec']} rows have a roofline spread above {bound} "
@@ -194,10 +201,12 @@ def render(report_dir):
         'roofline': 'the standalone memcpy (device copy) rows',
         'overheads': 'processor, wrapper, L1 and serde rows (p50/p99 µs, GB/s, × the bare codec)',
         'summary': 'the summary block as data (median, quartiles, repetitions)',
+        'l2': 'L2 end to end through real storage (raw and fp8 GB/s, stored bytes per wide '
+              'byte, bare codec, break-even storage bandwidth)',
     }
     out += ['## Full tables', '']
     out += [f'- [tables/{n}.csv](tables/{n}.csv): {counts[n]} rows, {csv_text[n]}.'
-            for n in TABLES]
+            for n in TABLES + (('l2',) if 'l2' in counts else ())]
     sweep_reps = 1
     runs = [run_line('sweep', 'every table and plot', report.sweep_context, sweep_reps)]
     if report.repeated is not None:

@@ -134,6 +134,34 @@ class MakeReportTest(ReportTest):
                 self.assertTrue(os.path.isfile(os.path.join(self.report, 'plots',
                                                             f'{stem}.{ext}')))
 
+    def test_l2_section_table_plot_and_summary_rows(self):
+        bench = os.path.join(self.tmp, 'bench_l2')
+        testdata.write_bench_dir(bench, self.sha, testdata.sweep_rows() + testdata.l2_rows())
+        self.bench = bench
+        self.report = self.make(summary_dir=False)
+        readme = self.read('README.md')
+        self.assertEqual(validate_report.validate(self.report), [])
+        self.assertIn('\n## L2 end to end\n', readme)
+        self.assertIn('(tables/l2.csv)', readme)
+        self.assertIn('(plots/l2_end_to_end.png)](plots/l2_end_to_end.svg)', readme)
+        # 10 rows plus resp and fs, store and load.
+        self.assertEqual(len(validate_report.summary_rows(readme)), 14)
+        # Break-even: bare codec 5 GB/s x (1 - 0.5 stored per wide byte) = 2.5 GB/s; resp's raw
+        # 1 GB/s is below it, fs's 4 GB/s above.
+        self.assertRegex(readme, r'L2 store end to end through resp.*\*\*1\.50 GB/s\*\* \| '
+                                 r'raw 1\.00 GB/s \(1\.50× raw\) · break-even storage '
+                                 r'bandwidth 2\.50 GB/s')
+        with open(os.path.join(self.report, 'tables', 'l2.csv'), encoding='utf-8') as f:
+            rows = list(csv.DictReader(f))
+        self.assertEqual(len(rows), 8)
+        by = {(r['adapter'], r['op'], r['batch']): r for r in rows}
+        self.assertEqual(by[('resp', 'load', '8')]['raw_below_break_even'], 'yes')
+        self.assertEqual(by[('fs', 'load', '8')]['raw_below_break_even'], 'no')
+        self.assertEqual(by[('fs', 'store', '1')]['break_even_gb_per_s'], '2.50')
+        # The validator holds the section to its table and its plot.
+        os.remove(os.path.join(self.report, 'tables', 'l2.csv'))
+        self.assert_caught('no tables/l2.csv')
+
     def test_summary_figures(self):
         readme = self.read('README.md')
         # Best of threads 1 and 2 (6 GB/s at 2 threads), x the scalar reference (1e8).
@@ -420,6 +448,11 @@ class SysinfoTest(unittest.TestCase):
         for lab, _ in testdata.summary_entries(seed=1, reps=1):
             self.assertTrue(pattern.search(testdata.reportdata.benchmark_name(lab) + '/'),
                             lab)
+        # The L2 rows at batch 8, raw (no serde or format in the name) and fp8.
+        for lab, _ in testdata.l2_rows():
+            if lab['suite'] == 'l2' and lab['batch'] == '8':
+                self.assertTrue(pattern.search(testdata.reportdata.benchmark_name(lab) + '/'),
+                                lab)
         for other in ('codec/encode/simd/fp8/float32/float8_e4m3fn/cpu/size:1048576/threads:1/',
                       'codec/encode/simd/fp8/bfloat16/float8_e4m3fn/cpu/size:4096/threads:1/',
                       'wrapper/store/wrapper_pipelined/fp8/bfloat16/float8_e4m3fn/cpu/'

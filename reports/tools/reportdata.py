@@ -78,7 +78,8 @@ class Sweep:
     """metrics.prom as rows: every lmcache_bench_* family of a labelled row is one value.
 
     Value names: throughput (bytes/s), items (items/s), roofline_ratio, roofline_rate
-    (bytes/s), roofline_spread, codec_ratio, p50, p99 (seconds), real_time (seconds)."""
+    (bytes/s), roofline_spread, codec_ratio, stored_ratio, p50, p99 (seconds), real_time
+    (seconds)."""
 
     FAMILIES = {
         'lmcache_bench_throughput_bytes_per_second': 'throughput',
@@ -87,6 +88,7 @@ class Sweep:
         'lmcache_bench_roofline_bytes_per_second': 'roofline_rate',
         'lmcache_bench_roofline_spread_ratio': 'roofline_spread',
         'lmcache_bench_codec_ratio': 'codec_ratio',
+        'lmcache_bench_stored_ratio': 'stored_ratio',
     }
 
     def __init__(self, prom_path):

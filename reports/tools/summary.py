@@ -15,6 +15,8 @@ Rows (when the report has the data):
     AsyncSerdeProcessor's round trip with a no-op serde, with its own cost above the floor;
   - L2 store and load end to end through the fp8 wrapper over the mock adapter, GB/s and x the
     bare codec;
+  - L2 store and load end to end through real storage (resp, fs), through the fp8 wrapper, GB/s
+    beside the raw adapter's and the break-even storage bandwidth (l2.py);
   - the conformance verdict counts and the fault campaign's result.
 Figures come from the summary run (the rows repeated, median and interquartile range) when
 the report has one, otherwise from the sweep's single measurement (said in the row).
@@ -23,6 +25,7 @@ import argparse
 import dataclasses
 import sys
 
+import l2
 from reportdata import human_bytes, num, quartiles
 
 # A roofline whose samples' interquartile range exceeds this fraction of their median is too
@@ -53,7 +56,9 @@ def bench_filter(codec_size):
             '|processor/latency/handoff/'
             '|processor/latency/async/noop/[^/]+/cpu/size:[0-9]+/threads:1/'
             f'|wrapper/(store|load)/wrapper/fp8/bfloat16/float8_e4m3fn/cpu/size:{WRAPPER_SIZE}/'
-            f'threads:1/batch:{WRAPPER_BATCH}/)')
+            f'threads:1/batch:{WRAPPER_BATCH}/'
+            f'|l2/(store|load)/(resp|fs)/(fp8/)?bfloat16/(float8_e4m3fn/)?cpu/size:{WRAPPER_SIZE}/'
+            f'batch:{WRAPPER_BATCH}/)')
 
 
 def bench_args(quick):
@@ -245,6 +250,36 @@ def wrapper_rows(report, source):
     return out
 
 
+def l2_rows(report, source):
+    out = []
+    sweep = report.sweep
+    for p in l2.summary_points(l2.points(sweep), WRAPPER_BATCH):
+        adapter, op, batch = p['adapter'], p['op'], p['batch']
+        fp8 = sweep.select(suite='l2', impl=adapter, op=op, serde='fp8', size_bytes=l2.CHUNK,
+                           batch=batch)
+        raw = sweep.select(suite='l2', impl=adapter, op=op, serde='none', size_bytes=l2.CHUNK,
+                           batch=batch)
+        vals = source.values(fp8[0], 'bytes_per_second', 'throughput')
+        raw_vals = source.values(raw[0], 'bytes_per_second', 'throughput')
+        if not vals or not raw_vals:
+            continue
+        result, med, q1, q3 = spread_text(vals, 1e-9, 'GB/s')
+        raw_med = quartiles(raw_vals)[1]
+        rel = f'raw {raw_med / 1e9:.2f} GB/s ({med / raw_med:.2f}× raw)'
+        if p['break_even'] is not None:
+            rel += f" · break-even storage bandwidth {p['break_even'] / 1e9:.2f} GB/s"
+        out.append(SummaryRow(
+            key=f'l2/{adapter}/{op}', what=f'L2 {op} end to end through {adapter}: fp8 wrapper, '
+            f'{human_bytes(l2.CHUNK)} bfloat16 chunks × {batch} per task',
+            result=result, relative=rel,
+            how=f'{reps_text(vals)}; bytes of the wide chunks; one task at a time; '
+            + ('a private redis-server' if adapter == 'resp' else 'a temporary directory')
+            + '; [L2 end to end](#l2-end-to-end)',
+            value=med / 1e9, unit='GB/s', q1=q1 / 1e9, q3=q3 / 1e9, repetitions=len(vals),
+            ratio=med / raw_med))
+    return out
+
+
 def verdict_rows(report):
     out = []
     conf = report.conformance
@@ -281,7 +316,7 @@ def build(report):
     """The summary rows of a report (a reportdata.Report), at most 15."""
     source = Source(report)
     rows = (codec_rows(report, source) + processor_rows(report, source)
-            + wrapper_rows(report, source) + verdict_rows(report))
+            + wrapper_rows(report, source) + l2_rows(report, source) + verdict_rows(report))
     return rows[:15]
 
 

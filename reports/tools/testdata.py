@@ -65,6 +65,28 @@ def sweep_rows(roofline_spread=0.02):
     return rows
 
 
+def l2_rows():
+    """[(labels, {prom family: value})] of the l2/ suite (resp and fs, raw and fp8, batches 1
+    and 8) and the bare codec rows its break-even needs: resp raw 1 GB/s under a break-even of
+    5e9 x (1 - 0.5) = 2.5 GB/s, fs raw 4 GB/s above it."""
+    rows = []
+    for op in ('store', 'load'):
+        for batch in (1, 8):
+            rows.append((labels(suite='wrapper', op=op, impl='serde_direct', serde='fp8',
+                                dtype='bfloat16', format='float8_e4m3fn', device='cpu',
+                                size_bytes=1 << 20, threads=1, batch=batch),
+                         {'lmcache_bench_throughput_bytes_per_second': 5e9}))
+            for adapter, raw, fp8 in (('resp', 1e9, 1.5e9), ('fs', 4e9, 2e9)):
+                for serde, rate, ratio in (('none', raw, 1.0), ('fp8', fp8, 0.5)):
+                    rows.append((labels(suite='l2', op=op, impl=adapter, serde=serde,
+                                        dtype='bfloat16',
+                                        format='float8_e4m3fn' if serde == 'fp8' else 'none',
+                                        device='cpu', size_bytes=1 << 20, batch=batch),
+                                 {'lmcache_bench_throughput_bytes_per_second': rate,
+                                  'lmcache_bench_stored_ratio': ratio}))
+    return rows
+
+
 def metrics_text(sha, rows):
     lines = ['# TYPE lmcache_bench_build_info gauge',
              f'lmcache_bench_build_info{{build_type="Release",compiler="g++",git_sha="{sha}",'

@@ -39,7 +39,9 @@ TABLES = ('codec', 'roofline', 'overheads', 'summary')
 # Columns that must hold a number (or be empty: not measured) wherever they appear.
 NUMERIC = {'size_bytes', 'threads', 'batch', 'bytes_copied', 'gb_per_s', 'roofline_gb_per_s',
            'roofline_spread', 'ratio_to_roofline', 'p50_us', 'p99_us', 'items_per_s',
-           'ratio_to_bare_codec', 'value', 'q1', 'q3', 'repetitions', 'ratio'}
+           'ratio_to_bare_codec', 'value', 'q1', 'q3', 'repetitions', 'ratio',
+           'raw_gb_per_s', 'fp8_gb_per_s', 'fp8_over_raw', 'stored_bytes_per_wide_byte',
+           'bare_codec_gb_per_s', 'break_even_gb_per_s'}
 MAX_SUMMARY_ROWS = 15
 
 
@@ -200,6 +202,18 @@ def validate(path):
     for table in TABLES:
         if f'tables/{table}.csv' not in links:
             bad(f'tables/{table}.csv is not linked from README.md')
+    # The L2 section (when the sweep had l2/ rows) comes with its table and its plot.
+    if '\n## L2 end to end\n' in readme:
+        csv_path = os.path.join(path, 'tables', 'l2.csv')
+        if not os.path.isfile(csv_path):
+            bad('README.md has an "L2 end to end" section but no tables/l2.csv')
+        else:
+            for p in check_csv(csv_path):
+                bad(f'tables/l2.csv {p}')
+            if 'tables/l2.csv' not in links:
+                bad('tables/l2.csv is not linked from README.md')
+        if 'plots/l2_end_to_end.png' not in links:
+            bad('README.md: the "L2 end to end" section shows no plots/l2_end_to_end.png')
     plots_dir = os.path.join(path, 'plots')
     if os.path.isdir(plots_dir):
         files = set(os.listdir(plots_dir))

@@ -90,6 +90,7 @@ std::optional<BenchResult> summarize_runs(
   out.roofline_bytes_per_second = median_counter(usable, kRooflineRateCounter);
   out.roofline_spread = median_counter(usable, kRooflineSpreadCounter);
   out.codec_ratio = median_counter(usable, kCodecRatioCounter);
+  out.stored_ratio = median_counter(usable, kStoredRatioCounter);
   out.latency_p50_seconds = median_counter(usable, kLatencyP50Counter);
   out.latency_p99_seconds = median_counter(usable, kLatencyP99Counter);
   return out;
@@ -146,6 +147,12 @@ BenchMetrics::BenchMetrics(const BuildInfo& build, const MachineInfo& machine)
                           "Throughput divided by the bare serde's (direct serialize / "
                           "deserialize calls on the same objects), measured in the same run.")
                       .Register(r);
+  stored_ratio_ = &prometheus::BuildGauge()
+                       .Name("lmcache_bench_stored_ratio")
+                       .Help(
+                           "Bytes the L2 storage holds per wide (unquantised) byte stored: 1 "
+                           "raw, about 0.5 for bfloat16 through fp8.")
+                       .Register(r);
   latency_ = &prometheus::BuildGauge()
                   .Name("lmcache_bench_task_latency_seconds")
                   .Help("Per-task latency from submit to result in seconds, stat=p50 or p99.")
@@ -195,6 +202,7 @@ void BenchMetrics::record(const BenchResult& result) {
   }
   if (result.roofline_spread) roofline_spread_->Add(labels).Set(*result.roofline_spread);
   if (result.codec_ratio) codec_ratio_->Add(labels).Set(*result.codec_ratio);
+  if (result.stored_ratio) stored_ratio_->Add(labels).Set(*result.stored_ratio);
   if (result.latency_p50_seconds) {
     latency_->Add(with(labels, "stat", "p50")).Set(*result.latency_p50_seconds);
   }

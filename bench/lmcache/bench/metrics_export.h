@@ -25,6 +25,8 @@
 //   lmcache_bench_roofline_bytes_per_second{...}     that copy's median rate (codec rows)
 //   lmcache_bench_roofline_spread_ratio{...}         its relative interquartile range
 //   lmcache_bench_codec_ratio{...}                   throughput / the bare serde's, same input
+//   lmcache_bench_stored_ratio{...}                  bytes the storage holds per wide byte
+//                                                    stored (l2 rows)
 //   lmcache_bench_task_latency_seconds{...,stat}     per-task latency, stat = p50 | p99
 //   lmcache_bench_build_info{version,git_sha,compiler,build_type}      1
 //   lmcache_bench_machine_info{cpu_model,logical_cores,simd_target,cuda_device}  1
@@ -95,6 +97,7 @@ struct BenchResult {
   std::optional<double> roofline_bytes_per_second;
   std::optional<double> roofline_spread;
   std::optional<double> codec_ratio;
+  std::optional<double> stored_ratio;
   std::optional<double> latency_p50_seconds;
   std::optional<double> latency_p99_seconds;
 };
@@ -104,6 +107,7 @@ inline constexpr const char* kRooflineRatioCounter = "roofline_ratio";
 inline constexpr const char* kRooflineRateCounter = "roofline_bytes_per_second";
 inline constexpr const char* kRooflineSpreadCounter = "roofline_spread";
 inline constexpr const char* kCodecRatioCounter = "codec_ratio";
+inline constexpr const char* kStoredRatioCounter = "stored_ratio";
 inline constexpr const char* kLatencyP50Counter = "p50_s";
 inline constexpr const char* kLatencyP99Counter = "p99_s";
 
@@ -160,6 +164,7 @@ class BenchMetrics {
   GaugeFamily* roofline_rate_ = nullptr;
   GaugeFamily* roofline_spread_ = nullptr;
   GaugeFamily* codec_ratio_ = nullptr;
+  GaugeFamily* stored_ratio_ = nullptr;
   GaugeFamily* latency_ = nullptr;
   prometheus::Gauge* ok_ = nullptr;
   prometheus::Gauge* errors_ = nullptr;

@@ -127,6 +127,7 @@ TEST(BenchMetrics, ExportsBaseUnitsBoundedLabelsAndBuildInfo) {
   EXPECT_NE(text.find("lmcache_bench_benchmarks{status=\"ok\"} 1"), std::string::npos);
   // Absent figures are not exported as zeros.
   EXPECT_EQ(text.find("lmcache_bench_codec_ratio{"), std::string::npos);
+  EXPECT_EQ(text.find("lmcache_bench_stored_ratio{"), std::string::npos);
   EXPECT_EQ(text.find("lmcache_bench_task_latency_seconds{"), std::string::npos);
   EXPECT_EQ(m.ok_count(), 1u);
   m.record_error();
@@ -140,6 +141,7 @@ TEST(BenchMetrics, TextfilePassesPromtoolLint) {
   BenchMetrics m(BuildInfo::current(), {});
   BenchResult r = sample_result();
   r.codec_ratio = 0.9;
+  r.stored_ratio = 0.5;
   r.latency_p50_seconds = 1e-5;
   r.latency_p99_seconds = 3e-5;
   m.record(r);
@@ -164,6 +166,7 @@ TEST(SummarizeRuns, MedianOfIterationRunsAggregatesAndErrorsSkipped) {
     r.counters["bytes_per_second"] = benchmark::Counter(t * 100);
     r.counters[kRooflineRatioCounter] = benchmark::Counter(t / 10);
     r.counters[kRooflineSpreadCounter] = benchmark::Counter(t / 100);
+    r.counters[kStoredRatioCounter] = benchmark::Counter(t / 4);
     runs.push_back(r);
   }
   Run agg;
@@ -183,6 +186,7 @@ TEST(SummarizeRuns, MedianOfIterationRunsAggregatesAndErrorsSkipped) {
   EXPECT_DOUBLE_EQ(*r->bytes_per_second, 200);
   EXPECT_DOUBLE_EQ(*r->roofline_ratio, 0.2);
   EXPECT_DOUBLE_EQ(*r->roofline_spread, 0.02);
+  EXPECT_DOUBLE_EQ(*r->stored_ratio, 0.5);
   EXPECT_FALSE(r->roofline_bytes_per_second.has_value());
   EXPECT_FALSE(r->items_per_second.has_value());
   EXPECT_FALSE(summarize_runs(sample_labels(), {agg, err}).has_value());

@@ -17,12 +17,15 @@
 //   wrapper/    SerdeL2AdapterWrapper store / load end to end over a fast mock adapter, the
 //               mock alone ("inner"), the AsyncSerdeProcessor alone, and the bare serde
 //               ("serde_direct"), for KV-sized chunks and batches.
+//   l2/         KV chunks stored and loaded through real L2 storage (the resp adapter over a
+//               private redis-server, the fs adapter over a temporary directory), raw and
+//               through the fp8 serde wrapper (l2_suite.cc).
 //   l1/         L1Manager reserve_write / finish cycles.
 //   serde/      every serde of the conformance registry (the reference fp8 serdes and those of
 //               --plugin), serialize and deserialize side by side.
 //
 // Byte convention: the codec and roofline suites count bytes read + written (SetBytesProcessed);
-// the processor, wrapper, serde and l1 suites count the bytes of the wide (unquantised) objects
+// the processor, wrapper, l2, serde and l1 suites count the bytes of the wide (unquantised) objects
 // handled, i.e. what a caller stores or loads. Items: elements (codec), tasks (processor),
 // chunks (wrapper, serde), keys (l1).
 #pragma once
@@ -67,6 +70,12 @@ void register_processor_suite(const SuiteConfig& config);
 //
 // The wrapper/ rows for serdes "fp8" and "fp8_simd" (registers the latter's factory).
 void register_wrapper_suite(const SuiteConfig& config);
+
+// register_l2_suite()
+//
+// The l2/ rows: resp and fs, raw and fp8, 1 MiB bfloat16 chunks (or config.sizes) at batches
+// 1, 8, 64 (quick: 1, 8; or config.batches). Starts redis-server when a resp row first runs.
+void register_l2_suite(const SuiteConfig& config);
 
 // register_l1_suite()
 //

@@ -1,0 +1,154 @@
+"""L2 end to end: KV chunks through real storage (lmcache-bench's l2/ rows: the resp adapter over
+a private redis-server, the fs adapter over a temporary directory), raw and through the fp8
+serde wrapper, and the break-even storage bandwidth below which fp8 makes them faster.
+
+Break-even (one task at a time, serde and storage one after the other, as the l2/ rows run):
+a raw task moves W wide bytes through storage of bandwidth B in W / B; an fp8 task codes them
+at the bare codec's rate C (wide bytes per second: the wrapper/ suite's serde_direct row of the
+same chunk size and batch) and moves r W bytes (r = the stored bytes per wide byte, measured),
+in W / C + r W / B. fp8 is faster when W / C + r W / B < W / B, that is when
+
+    B < C (1 - r)        (the break-even storage bandwidth, per direction)
+
+B here is the raw path's own rate (its row's GB/s of KV), which includes the adapter's work
+besides the transfer; the measured fp8 row says what actually happened.
+"""
+from reportdata import num
+
+ADAPTERS = ('resp', 'fs')
+ADAPTER_TEXT = {'resp': 'resp (Redis, private redis-server, 8 workers)',
+                'fs': 'fs (one file per object, temporary directory, no checksum)'}
+CHUNK = 1 << 20
+
+
+def _rate(rows):
+    return rows[0].values.get('throughput') if rows else None
+
+
+def points(sweep):
+    """[{adapter, op, batch, raw, fp8, ratio, codec, break_even}] (bytes/s) for every batch of
+    1 MiB chunks with both a raw and an fp8 row; [] without l2 rows."""
+    out = []
+    for adapter in ADAPTERS:
+        for op in ('store', 'load'):
+            batches = sorted({num(r['batch']) for r in sweep.select(
+                suite='l2', impl=adapter, op=op, size_bytes=CHUNK)})
+            for batch in batches:
+                raw = _rate(sweep.select(suite='l2', impl=adapter, op=op, serde='none',
+                                         size_bytes=CHUNK, batch=batch))
+                fp8_rows = sweep.select(suite='l2', impl=adapter, op=op, serde='fp8',
+                                        size_bytes=CHUNK, batch=batch)
+                fp8 = _rate(fp8_rows)
+                if raw is None or fp8 is None:
+                    continue
+                ratio = fp8_rows[0].values.get('stored_ratio')
+                codec = _rate(sweep.select(suite='wrapper', impl='serde_direct', serde='fp8',
+                                           op=op, size_bytes=CHUNK, batch=batch))
+                break_even = codec * (1 - ratio) if codec and ratio is not None else None
+                out.append({'adapter': adapter, 'op': op, 'batch': batch, 'raw': raw,
+                            'fp8': fp8, 'ratio': ratio, 'codec': codec,
+                            'break_even': break_even})
+    return out
+
+
+def _gb(v, missing='–'):
+    return f'{v / 1e9:.2f}' if v is not None else missing
+
+
+def table(pts):
+    """(header, rows) of tables/l2.csv."""
+    header = ['adapter', 'op', 'batch', 'raw_gb_per_s', 'fp8_gb_per_s', 'fp8_over_raw',
+              'stored_bytes_per_wide_byte', 'bare_codec_gb_per_s', 'break_even_gb_per_s',
+              'raw_below_break_even']
+    rows = [[p['adapter'], p['op'], p['batch'], _gb(p['raw'], ''), _gb(p['fp8'], ''),
+             f"{p['fp8'] / p['raw']:.2f}", f"{p['ratio']:.3f}" if p['ratio'] is not None else '',
+             _gb(p['codec'], ''), _gb(p['break_even'], ''),
+             '' if p['break_even'] is None else 'yes' if p['raw'] < p['break_even'] else 'no']
+            for p in pts]
+    return header, rows
+
+
+def section(pts, md_table, plot):
+    """The README's "L2 end to end" section as lines ([] without l2 rows)."""
+    if not pts:
+        return []
+    out = ['## L2 end to end', '',
+           'Store and load of 1 MiB bfloat16 KV chunks through real storage, one task at a time: '
+           'the adapter alone (raw) and the fp8 e4m3fn serde wrapper over it '
+           '(`{"type": <adapter>, "serde": {"type": "fp8"}}`). GB/s of KV (the wide bytes the '
+           'caller stores or loads). *Break-even*: the storage bandwidth below which fp8 makes '
+           'the operation faster end to end, C × (1 − r) from the bare codec rate C (same chunk '
+           'and batch, wrapper/ suite) and the stored bytes per wide byte r; the raw rate is the '
+           "storage's own, measured here. Where the raw rate is below the break-even, the "
+           'model predicts fp8 faster; *fp8 / raw* is what was measured. The model assumes the '
+           'codec and the storage do not compete: where the storage server, its client workers '
+           'and the codec share a few cores (a local redis-server on a small VM), fp8 gains less '
+           'than it predicts. Sweep measurements (one each).', '']
+    for adapter in ADAPTERS:
+        rows = [p for p in pts if p['adapter'] == adapter]
+        if not rows:
+            continue
+        out += [f'**{ADAPTER_TEXT[adapter]}**', '', md_table(
+            ['op', 'chunks per task', 'raw GB/s', 'fp8 GB/s', 'fp8 / raw', 'stored per wide byte',
+             'bare codec GB/s', 'break-even GB/s', 'raw below break-even'],
+            [[p['op'], p['batch'], _gb(p['raw']), _gb(p['fp8']), f"{p['fp8'] / p['raw']:.2f}×",
+              f"{p['ratio']:.3f}" if p['ratio'] is not None else '–', _gb(p['codec']),
+              _gb(p['break_even']),
+              '–' if p['break_even'] is None else
+              'yes' if p['raw'] < p['break_even'] else 'no']
+             for p in rows]), '']
+    if plot:
+        title, svg, png = plot
+        out += [f'[![{title}]({png})]({svg})', '']
+    return out
+
+
+def plot(pts, out_dir, plots):
+    """plots/l2_end_to_end.{svg,png}: per adapter and op, GB/s against chunks per task, raw and
+    fp8, with the break-even bandwidth; None without points."""
+    if not pts:
+        return None
+    plt = plots._pyplot()
+    adapters = [a for a in ADAPTERS if any(p['adapter'] == a for p in pts)]
+    ops = ('store', 'load')
+    fig, axes = plt.subplots(len(adapters), 2, figsize=(9.5, 3.6 * len(adapters)),
+                             squeeze=False, sharex=True)
+    styles = {'raw': ('raw (adapter alone)', '#0072B2', '-', 'o'),
+              'fp8': ('fp8 wrapper over it', '#D55E00', '--', 's'),
+              'break_even': ('break-even storage bandwidth', plots.ROOFLINE_COLOUR, ':', None)}
+    for i, adapter in enumerate(adapters):
+        for j, op in enumerate(ops):
+            ax = axes[i][j]
+            rows = sorted((p for p in pts if p['adapter'] == adapter and p['op'] == op),
+                          key=lambda p: p['batch'])
+            xs = [p['batch'] for p in rows]
+            for key, (label, colour, line, marker) in styles.items():
+                ys = [p[key] / 1e9 if p[key] is not None else float('nan') for p in rows]
+                ax.plot(xs, ys, color=colour, linestyle=line, marker=marker, label=label)
+            ax.set_xscale('log', base=2)
+            ax.set_xticks(xs)
+            ax.set_xticklabels([str(x) for x in xs])
+            ax.set_ylim(bottom=0)
+            ax.grid(True, alpha=0.3)
+            ax.set_title(f'{adapter}: {op}')
+            ax.set_ylabel('GB/s of KV')
+            if i == len(adapters) - 1:
+                ax.set_xlabel('1 MiB chunks per task')
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc='lower center', ncol=3, frameon=False)
+    fig.suptitle('L2 end to end through real storage (higher is better)')
+    fig.tight_layout(rect=(0, 0.06, 1, 0.96))
+    paths = plots.save(fig, out_dir, 'l2_end_to_end')
+    plt.close(fig)
+    return ('L2 end to end through real storage', *paths)
+
+
+def summary_points(pts, batch):
+    """The points of the summary rows: per adapter and op, the batch nearest `batch`."""
+    out = []
+    for adapter in ADAPTERS:
+        for op in ('store', 'load'):
+            rows = [p for p in pts if p['adapter'] == adapter and p['op'] == op]
+            if rows:
+                out.append(min(rows, key=lambda p: abs(p['batch'] - batch)))
+    return out
