@@ -8,6 +8,7 @@
 #include "lmcache/fs/fs_adapter.h"
 #include "lmcache/l1/l1_manager.h"
 #include "lmcache/resp/resp_adapter.h"
+#include "lmcache/testing/shadowed_adapter.h"
 #include "lmcache/wrapper/adapter_factory.h"
 
 namespace lmcache::conformance::tools {
@@ -15,6 +16,24 @@ namespace {
 
 // The storage types whose configs take "key_namespace" (storage/README.md).
 bool takes_key_namespace(std::string_view type) { return type == "resp" || type == "fs"; }
+
+// The wrapper suite with the config's serde: the reference fp8 wrapper, with the config's adapter
+// (its "serde" left out: the wrapper is the kit's) live below the kit's scripted inner double,
+// the kit's mock as its shadow (storage_testing::ShadowedAdapter), so every store, lookup and
+// load the wrapper makes reaches the deployed store; each in a fresh key namespace.
+WrapperUnderTest live_wrapper(Json config, const std::string& type, bool namespaced,
+                              const std::string& user_ns) {
+  config.erase("serde");
+  WrapperUnderTest w = reference_serde_wrapper();
+  w.name = "config_" + type + "_fp8_wrapper";
+  w.decorate_inner = [config, namespaced, user_ns](L2AdapterPtr mock) -> L2AdapterPtr {
+    Json c = config;
+    if (namespaced) c["key_namespace"] = fresh_key_namespace(user_ns);
+    return std::make_unique<storage_testing::ShadowedAdapter>(create_l2_adapter(c),
+                                                              std::move(mock));
+  };
+  return w;
+}
 
 }  // namespace
 
@@ -78,6 +97,7 @@ std::string load_adapter_config_source(const std::string& source, Registry& regi
   a.make = make;
   try {
     registry.add_adapter(std::move(a));
+    if (fp8) registry.add_wrapper(live_wrapper(config, type, namespaced, user_ns));
   } catch (const std::exception& e) {
     return std::string("--adapter: registering the adapter failed: ") + e.what();
   }

@@ -26,7 +26,10 @@ bool is_adapter_config_source(const std::string& source);
 // load_adapter_config_source()
 //
 // Registers the adapter of the config in `source` into `registry` as "config_<type>" (plus
-// "_fp8" when it carries an fp8 serde). Returns an empty string on success, else why not: the
+// "_fp8" when it carries an fp8 serde); with an fp8 serde also the wrapper
+// "config_<type>_fp8_wrapper": the reference fp8 wrapper whose wrapper properties run with the
+// config's adapter (without its serde) live below the kit's inner double
+// (WrapperUnderTest::decorate_inner). Returns an empty string on success, else why not: the
 // JSON does not parse or is not an object, "type" is missing or unknown, the config is refused
 // by its type (its error names the key), or its "serde" is not one whose round trip the kit
 // knows (none, or "fp8" with the default e4m3fn format).

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # adapter_config_test.sh <lmcache-conform> fs|resp: runs `lmcache-conform --adapter` against a
 # live store made here (a temporary directory; or a private redis-server on a free 127.0.0.1
-# port, no persistence, in a temporary directory), raw and under the fp8 serde. A key the run
-# did not write is planted first and must be untouched afterwards (per-run key namespaces).
+# port, no persistence, in a temporary directory), raw and under the fp8 serde (the adapter
+# suite, and the wrapper suite over the live store). A key the run did not write is planted
+# first and must be untouched afterwards (per-run key namespaces).
 # Exit 77 (ctest: skipped) when redis-server is not installed.
 set -euo pipefail
 conform=$1 type=$2
@@ -44,5 +45,18 @@ args=()
 for c in "${configs[@]}"; do args+=(--adapter "$c"); done
 "$conform" "${args[@]}" --quiet --json "$tmp/report.json"
 grep -q '"config_'"$type"'_fp8"' "$tmp/report.json" || { echo "no fp8 column in the report"; exit 1; }
+# The wrapper suite over the live store, with the config's serde.
+python3 - "$tmp/report.json" "config_${type}_fp8_wrapper" <<'PY' || exit 1
+import json, sys
+doc, name = json.load(open(sys.argv[1])), sys.argv[2]
+impls = [i for i in doc.get("implementations", []) if i.get("name") == name]
+props = [p for i in impls for p in i.get("properties", [])]
+wrapper = [p for p in props if p.get("suite") == "WrapperConformance"]
+failed = [p["property"] for p in props if p.get("status") == "Fail"]
+passed = [p for p in wrapper if p.get("status") == "Pass"]
+if failed or not wrapper or len(passed) != len(wrapper):
+    sys.exit(f"{name}: {len(passed)} of {len(wrapper)} wrapper properties passed; failed: {failed}")
+print(f"{name}: {len(passed)} wrapper properties passed over the live store")
+PY
 check_foreign || { echo "a key the run did not write was changed"; exit 1; }
 echo "lmcache-conform --adapter passes against a live $type store"

@@ -168,11 +168,19 @@ struct AdapterUnderTest {
 // An implementation of the serde L2 wrapper (docs/wrapper.md): given an inner adapter, a serde
 // processor and the L1Manager holding its temps, it returns the wrapping adapter, which owns the
 // first two. The kit composes it with failing serdes and failing inner adapters of its own.
+//
+// `decorate_inner` (optional) puts an adapter of the descriptor's below the kit's scripted inner
+// double, as WrapperRigOptions::decorate_inner does (wrapper_conformance.h): it receives an
+// adapter forwarding to the kit's mock and returns what the scripted double forwards to. That is
+// how a live adapter answers every store, lookup and load of the wrapper properties (shadowed by
+// the kit's mock, which the kit inspects): `lmcache-conform --adapter` does this for a deployed
+// config with a serde. Empty: the kit's mock alone (and a second run over a lending mock).
 struct WrapperUnderTest {
   std::string name;
   std::function<L2AdapterPtr(L2AdapterPtr inner, SerdeProcessorPtr serde,
                              std::shared_ptr<L1Manager> l1)>
       make;
+  std::function<L2AdapterPtr(L2AdapterPtr mock)> decorate_inner;
 };
 
 // Printed by gtest in test names and failure messages.

@@ -26,12 +26,15 @@ AdapterUnderTest adapter_of_wrapper(const WrapperUnderTest& wrapper) {
   }
   AdapterUnderTest a;
   a.name = wrapper.name;
-  a.make = [make = wrapper.make]() -> L2AdapterPtr {
-    auto mock =
+  a.make = [make = wrapper.make, decorate = wrapper.decorate_inner]() -> L2AdapterPtr {
+    L2AdapterPtr inner =
         std::make_unique<MockL2Adapter>(MockL2AdapterOptions{kMockCapacityBytes, kMockBandwidth});
+    // The descriptor's own inner stack (a live adapter shadowed by the mock), as its wrapper
+    // properties run over.
+    if (decorate) inner = decorate(std::move(inner));
     auto serde = std::make_unique<AsyncSerdeProcessor>(std::make_shared<Fp8Serializer>(),
                                                        std::make_shared<Fp8Deserializer>());
-    return make(std::move(mock), std::move(serde), std::make_shared<L1Manager>(kL1Bytes));
+    return make(std::move(inner), std::move(serde), std::make_shared<L1Manager>(kL1Bytes));
   };
   // Lookup locks happen in the inner mock, whose status the wrapper passes through.
   a.capabilities.reports_lock_count = true;

@@ -22,8 +22,9 @@ namespace lmcache::conformance {
 // fp8 e4m3fn pair and an L1Manager of 256 MiB for its temps. It declares what such a stack
 // does: float32 / float16 / bfloat16 objects, one stored byte per element, loads that give the
 // fp8 round trip, and every optional capability (delete, listeners, usage and, through the
-// inner's report_status(), the lock count). Throws std::invalid_argument when the wrapper's
-// factory is empty.
+// inner's report_status(), the lock count). A wrapper with decorate_inner gets its inner stack
+// the same way as in its wrapper properties: decorate_inner(the mock). Throws
+// std::invalid_argument when the wrapper's factory is empty.
 AdapterUnderTest adapter_of_wrapper(const WrapperUnderTest& wrapper);
 
 }  // namespace lmcache::conformance

@@ -30,15 +30,16 @@ class WrapperConformance : public ::testing::TestWithParam<WrapperUnderTest> {};
 // The verdict of one property (by name) for `wrapper`; an unknown name is a Fail. The property
 // runs twice: over the kit's rig with an inner adapter that lends nothing (the wrapper's L1
 // temps), then, if it passed, with one that lends store buffers and load views (the wrapper's
-// zero-copy paths; rig "lends", see WrapperRigOptions::inner_lends).
+// zero-copy paths; rig "lends", see WrapperRigOptions::inner_lends). A descriptor with
+// decorate_inner runs once, over its own inner stack (rig "inner").
 Verdict run_wrapper_property(std::string_view property, const WrapperUnderTest& wrapper);
 
 // WrapperRigOptions
 //
 // An extension point of the kit's rig, for harnesses that want the wrapper properties to run
 // over another inner adapter stack (fault_injection/ runs them over its fault_inject adapter).
-// Not part of a vendor's descriptor and not reachable from plugins; the default options are the
-// rig of the gtest suite and of lmcache-conform.
+// A descriptor reaches decorate_inner through WrapperUnderTest::decorate_inner; the default
+// options are the rig of the gtest suite and of lmcache-conform.
 //
 //   decorate_inner  Empty: the kit's inner adapter is its scripted double over an in-memory
 //                   mock. Set: it receives an adapter forwarding to that mock (the kit keeps

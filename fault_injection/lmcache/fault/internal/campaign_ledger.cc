@@ -4,6 +4,10 @@ namespace lmcache::fault_internal {
 
 void Ledger::say(const std::string& line) {
   std::lock_guard lock(out_mu_);
+  // A line written while an fs_full storage fault limits file sizes fails when the stream is a
+  // file (EFBIG); the stream must not stay failed and swallow the summary (the JSON summary
+  // keeps the violations either way).
+  out_.clear();
   out_ << line << "\n";
   out_.flush();
 }

@@ -21,7 +21,8 @@ class Ledger {
 
   // say()
   //
-  // Writes one line to the campaign's stream (and flushes it).
+  // Writes one line to the campaign's stream (and flushes it), clearing a write error of an
+  // earlier line first.
   void say(const std::string& line);
 
   // at()
