@@ -43,7 +43,8 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 // The storage of the whole run, made when a row first needs it and kept until exit: one server
-// start and one directory for every row.
+// start and one directory for every row. Destroyed at exit (after the last row), which stops the
+// server and removes both temporary directories.
 struct Storage {
   std::mutex mu;
   std::unique_ptr<storage_testing::RedisServer> redis;
@@ -52,8 +53,8 @@ struct Storage {
 };
 
 Storage& storage() {
-  static Storage* s = new Storage();  // never destroyed: rows may run until exit
-  return *s;
+  static Storage s;
+  return s;
 }
 
 // The adapter config of row `adapter` ("resp" or "fs"), with `serde` ("none" or "fp8").
