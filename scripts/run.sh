@@ -70,14 +70,15 @@ stage "conformance of the reference implementation"
 stage "fault campaigns ($operations operations each, seed $seed)"
 "$build/fault_injection/lmcache-fault-campaign" --operations "$operations" --seed "$seed" \
   --json "$out/campaign.json"
-# Over real storage, with every real storage fault besides the simulated ones: the campaign's
-# own redis-server, and its own directory with crc32 (fault_injection/README.md).
+# Over real storage, with every real storage fault: the campaign's own redis-server, and its
+# own directory with crc32 (fault_injection/README.md; simulated kinds are left out there, see
+# its open finding).
 "$build/fault_injection/lmcache-fault-campaign" --operations "$operations" --seed "$seed" \
-  --inner '{"type":"resp"}' --storage-faults all --storage-rate 0.05 --expect-injections \
-  --json "$out/campaign_resp.json"
+  --inner '{"type":"resp"}' --storage-faults all --storage-rate 0.05 --faults none \
+  --expect-injections --json "$out/campaign_resp.json"
 "$build/fault_injection/lmcache-fault-campaign" --operations "$operations" --seed "$seed" \
   --inner '{"type":"fs","checksum":"crc32"}' --storage-faults all --storage-rate 0.05 \
-  --expect-injections --json "$out/campaign_fs.json"
+  --faults none --expect-injections --json "$out/campaign_fs.json"
 
 stage "benchmarks"
 rm -rf "$out/bench" "$out/bench-summary"
