@@ -101,6 +101,7 @@ class Campaign {
       throw std::invalid_argument("campaign: max_batch, max_in_flight and epoch_ops must be > 0");
     }
     log_ = std::make_shared<FaultLog>();
+    storage_strikes_ = o_.storage_faults && !o_.storage_faults->kinds().empty();
   }
 
   CampaignSummary run();
@@ -176,6 +177,8 @@ class Campaign {
   ProcessResources base_resources_;
   std::string key_namespace_;  // the epoch's, for a real inner adapter
 
+  // Whether a storage fault source with kinds to strike was given (asked once, not per wave).
+  bool storage_strikes_ = false;
   // The storage fault striking now (driver thread only).
   bool strike_active_ = false;
   bool strike_disturbs_ = false;
@@ -607,7 +610,7 @@ void Campaign::release(std::uint64_t serial) {
 // Real storage faults.
 
 void Campaign::maybe_strike() {
-  if (!o_.storage_faults || o_.storage_faults->kinds().empty()) return;
+  if (!storage_strikes_) return;
   if (!(workload_.uniform01() < o_.storage_rate)) return;
   const std::uint64_t draw = workload_.below(std::numeric_limits<std::uint64_t>::max());
   std::vector<ObjectKey> stored;
