@@ -9,6 +9,7 @@
 // 2 for a command-line or plugin error.
 #include <benchmark/benchmark.h>
 
+#include <chrono>
 #include <cstdio>
 #include <exception>
 #include <filesystem>
@@ -73,6 +74,7 @@ void write_system_json(const std::string& out_dir, const lb::BuildInfo& build,
                 {"build_type", build.build_type}};
   j["quick"] = f.quick;
   j["device_flag"] = f.device;
+  j["caller_spin_us"] = f.caller_spin_us;
   j["plugins"] = f.plugins;
   std::ofstream(std::filesystem::path(out_dir) / "system.json") << j.dump(2) << "\n";
 }
@@ -122,6 +124,7 @@ int run(int argc, char** argv) {
   suite.threads = flags.threads;
   suite.sizes = flags.sizes;
   suite.batches = flags.batches;
+  lb::set_caller_spin(std::chrono::microseconds(flags.caller_spin_us));
   try {
     if (suite.cpu || suite.cuda) lb::register_codec_suite(suite);
     if (suite.cpu) {
@@ -163,6 +166,7 @@ int run(int argc, char** argv) {
   benchmark::AddCustomContext("simd_target", machine.simd_target);
   benchmark::AddCustomContext("cuda_device", machine.cuda_device);
   benchmark::AddCustomContext("lmcache_bench_quick", flags.quick ? "true" : "false");
+  benchmark::AddCustomContext("lmcache_bench_caller_spin_us", std::to_string(flags.caller_spin_us));
 
   lb::BenchMetrics metrics(build, machine);
   std::unique_ptr<lb::MetricsListener> listener;

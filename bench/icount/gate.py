@@ -11,15 +11,17 @@ threads). The counts are compared with the committed baselines (bench/icount/bas
   * a baseline workload the binary no longer produces fails; a new workload is reported as
     "new" (not gated until the next re-baseline);
   * counts are only comparable with the same toolchain: valgrind version, compiler, glibc,
-    build type and the CPU features that pick glibc's memcpy/memset variants. When any of them
-    differs from the baselines' the gate refuses to compare (exit 3) unless
-    --allow-toolchain-mismatch is given.
+    build type and the CPU features that pick glibc's memcpy/memset variants. The file holds
+    one set of baselines per toolchain ("sets"); the gate compares with the set recorded on
+    this toolchain, and when there is none it refuses to compare (exit 3) unless
+    --allow-toolchain-mismatch is given (then it compares with the closest set).
 
 Each workload's count is the median over --runs runs (default 3); the codec workloads are
 exactly reproducible, the multithreaded ones vary a little with thread scheduling (see
 bench/README.md).
 
-Re-baseline (after an intended change, on the CI machine kind, from a Release build):
+Re-baseline (after an intended change, on each CI machine kind, from a Release build); this
+replaces the set of this toolchain, or adds one, and leaves the other sets alone:
     python3 bench/icount/gate.py --binary <build>/bench/lmcache-icount --rebaseline --runs 5
 
 Exit status: 0 pass, 1 regression or missing workload, 2 usage / run error, 3 toolchain
@@ -134,10 +136,28 @@ def measure(binary, valgrind, workdir, runs, only):
 
 
 def load_baselines(path):
+    """The baselines document with its sets in "sets" (a file of the older one-set layout,
+    with "toolchain" and "workloads" at the top, is read as one set)."""
     if not os.path.exists(path):
         return None
     with open(path) as f:
-        return json.load(f)
+        doc = json.load(f)
+    if "sets" not in doc:
+        one = {k: doc.pop(k) for k in ("toolchain", "runs", "workloads") if k in doc}
+        doc["sets"] = [one] if one else []
+    return doc
+
+
+def pick_set(doc, tc):
+    """(the set recorded on toolchain `tc` or None, the closest set and its differences)."""
+    best, best_diff = None, None
+    for entry in doc.get("sets", []):
+        diff = toolchain_diff(entry.get("toolchain", {}), tc)
+        if not diff:
+            return entry, entry, []
+        if best_diff is None or len(diff) < len(best_diff):
+            best, best_diff = entry, diff
+    return None, best, best_diff or []
 
 
 def toolchain_diff(old, new):
@@ -162,7 +182,9 @@ def spread_pct(values):
 
 
 def rebaseline(path, old, tc, samples, runs):
-    old_workloads = (old or {}).get("workloads", {})
+    mine, closest, _ = pick_set(old, tc) if old else (None, None, [])
+    # Tolerances, gating and notes come from this toolchain's set, else the closest one.
+    old_workloads = (mine or closest or {}).get("workloads", {})
     workloads = {}
     for name in sorted(samples):
         values = samples[name]
@@ -175,20 +197,22 @@ def rebaseline(path, old, tc, samples, runs):
         if runs > 1:
             entry["measured_spread_pct"] = round(spread_pct(values), 3)
         workloads[name] = entry
+    new_set = {"toolchain": tc, "runs": runs, "workloads": workloads}
+    sets = [e for e in (old or {}).get("sets", []) if e is not mine] + [new_set]
     doc = {
-        "about": "Instruction counts (callgrind Ir, all threads) of lmcache-icount's workloads. "
-                 "Regenerate with: python3 bench/icount/gate.py --binary "
-                 "<build>/bench/lmcache-icount --rebaseline --runs 5 (see bench/README.md).",
+        "about": "Instruction counts (callgrind Ir, all threads) of lmcache-icount's workloads, "
+                 "one set per toolchain. Regenerate this toolchain's set with: python3 "
+                 "bench/icount/gate.py --binary <build>/bench/lmcache-icount --rebaseline "
+                 "--runs 5 (see bench/README.md).",
         "default_tolerance_pct": (old or {}).get("default_tolerance_pct", DEFAULT_TOLERANCE_PCT),
-        "runs": runs,
-        "toolchain": tc,
-        "workloads": workloads,
+        "sets": sets,
     }
     with open(path + ".tmp", "w") as f:
         json.dump(doc, f, indent=2, sort_keys=False)
         f.write("\n")
     os.replace(path + ".tmp", path)
-    print(f"icount gate: wrote {len(workloads)} baselines to {path}")
+    print(f"icount gate: wrote {len(workloads)} baselines to {path} "
+          f"({'replaced' if mine else 'added'} the set of this toolchain; {len(sets)} set(s))")
     for name in sorted(samples):
         values = samples[name]
         print(f"  {name:<48} {int(statistics.median(values)):>12}"
@@ -235,20 +259,24 @@ def main():
 
     if baselines is None:
         fail(f"no baselines at {args.baselines}; create them with --rebaseline")
-    diff = toolchain_diff(baselines.get("toolchain", {}), tc)
-    if diff:
-        lines = "\n".join(f"    {k}: baseline {old!r}, here {new!r}" for k, old, new in diff)
+    chosen, closest, diff = pick_set(baselines, tc)
+    if chosen is None:
+        if closest is None:
+            fail(f"{args.baselines} holds no set of baselines; create one with --rebaseline")
+        lines = "\n".join(f"    {k}: closest set {old!r}, here {new!r}" for k, old, new in diff)
         msg = ("TOOLCHAIN MISMATCH: instruction counts are only comparable with the toolchain "
-               "the baselines were recorded with:\n" + lines +
-               "\n  Re-baseline on this toolchain (see bench/README.md) or pass "
-               "--allow-toolchain-mismatch to compare anyway.")
+               f"a set was recorded with, and none of the {len(baselines['sets'])} set(s) in "
+               f"{args.baselines} was recorded on this one:\n" + lines +
+               "\n  Add this toolchain's set with --rebaseline (see bench/README.md) or pass "
+               "--allow-toolchain-mismatch to compare with the closest set anyway.")
         if not args.allow_toolchain_mismatch:
             print("icount gate: " + msg, file=sys.stderr)
             return 3
         print("icount gate: WARNING (comparing anyway): " + msg, file=sys.stderr)
+        chosen = closest
 
     default_tol = float(baselines.get("default_tolerance_pct", DEFAULT_TOLERANCE_PCT))
-    base = baselines.get("workloads", {})
+    base = chosen.get("workloads", {})
     current = {name: int(statistics.median(v)) for name, v in samples.items()}
     rows, failures = [], []
     for name in sorted(set(base) | set(current)):

@@ -127,6 +127,16 @@ BenchFlags parse_bench_flags(int argc, const char* const* argv) {
          f.batches.clear();
          for (const auto& s : split_list(flag, v)) f.batches.push_back(parse_count(flag, s));
        }},
+      {"--caller-spin-us",
+       [&](auto& flag, auto& v) {
+         char* end = nullptr;
+         const unsigned long us = std::strtoul(v.c_str(), &end, 10);
+         if (v.empty() || *end != '\0' || v[0] == '-' || us > 10000) {
+           throw std::invalid_argument(flag + ": expected microseconds in [0, 10000], got '" + v +
+                                       "'");
+         }
+         f.caller_spin_us = static_cast<std::uint32_t>(us);
+       }},
       {"--filter", [&](auto&, auto& v) { f.filter = v; }},
   };
 
@@ -193,6 +203,10 @@ Flags (value as the next argument or after '='):
                            4KiB,1MiB,256MiB (default: per suite, see bench/README.md).
   --batches LIST           Objects per task for the wrapper and l1 suites (default 1,8,64;
                            --quick: 1,8).
+  --caller-spin-us N       The most the wrapper and l2 rows' caller, one task at a time,
+                           re-checks the completion fd before it sleeps in poll(), while
+                           spinning pays (default 0: it sleeps at once). Each row reports
+                           the time spent so (caller_spin_s per task): the CPU it costs.
   --filter REGEX           Only benchmarks whose name matches (--benchmark_filter). Names
                            start with the suite: codec/, roofline/, processor/, wrapper/,
                            l1/, serde/.

@@ -40,6 +40,9 @@ struct BenchFlags {
   std::vector<std::uint64_t> sizes;
   // Batch sizes for the wrapper and L1 suites; empty: the suites' defaults.
   std::vector<std::size_t> batches;
+  // The most the wrapper and L2 rows' caller re-checks a completion fd before it sleeps, in µs
+  // (workloads.h set_caller_spin(); 0, the default: it sleeps at once).
+  std::uint32_t caller_spin_us = 0;
   // A regular expression over benchmark names (--benchmark_filter).
   std::string filter;
   // argv[0] followed by every argument lmcache-bench does not own, in order.

@@ -24,6 +24,7 @@ TEST(BenchFlags, Defaults) {
   EXPECT_EQ(f.device, "all");
   EXPECT_EQ(f.push_job, "lmcache_bench");
   EXPECT_TRUE(f.sizes.empty());
+  EXPECT_EQ(f.caller_spin_us, 0u);
   ASSERT_EQ(f.passthrough.size(), 1u);
   EXPECT_EQ(f.passthrough[0], "lmcache-bench");
 }
@@ -49,7 +50,8 @@ TEST(BenchFlags, OwnFlagsBothForms) {
                               "--batches",
                               "2",
                               "--filter",
-                              "^codec/"});
+                              "^codec/",
+                              "--caller-spin-us=150"});
   EXPECT_TRUE(f.quick);
   EXPECT_EQ(f.out_dir, "/tmp/x");
   EXPECT_EQ(f.metrics_textfile, "/tmp/m.prom");
@@ -63,6 +65,7 @@ TEST(BenchFlags, OwnFlagsBothForms) {
   EXPECT_EQ(f.sizes, (std::vector<std::uint64_t>{4096, 1 << 20, 3}));
   EXPECT_EQ(f.batches, (std::vector<std::size_t>{2}));
   EXPECT_EQ(f.filter, "^codec/");
+  EXPECT_EQ(f.caller_spin_us, 150u);
   EXPECT_EQ(f.passthrough.size(), 1u);
 }
 
@@ -81,9 +84,10 @@ TEST(BenchFlags, HelpListsEveryOwnFlag) {
   EXPECT_TRUE(parse({"--help"}).help);
   EXPECT_TRUE(parse({"-h"}).help);
   const std::string help = bench_flags_help();
-  for (const char* flag : {"--help", "--quick", "--out", "--metrics-textfile", "--push-gateway",
-                           "--push-job", "--metrics-listen", "--metrics-linger", "--plugin",
-                           "--device", "--threads", "--sizes", "--batches", "--filter"}) {
+  for (const char* flag :
+       {"--help", "--quick", "--out", "--metrics-textfile", "--push-gateway", "--push-job",
+        "--metrics-listen", "--metrics-linger", "--plugin", "--device", "--threads", "--sizes",
+        "--batches", "--filter", "--caller-spin-us"}) {
     EXPECT_NE(help.find(flag), std::string::npos) << flag;
   }
 }
@@ -95,6 +99,9 @@ TEST(BenchFlags, RejectsBadValues) {
   EXPECT_THROW(parse({"--threads", "-1"}), std::invalid_argument);
   EXPECT_THROW(parse({"--sizes", "4XB"}), std::invalid_argument);
   EXPECT_THROW(parse({"--metrics-linger", "-1"}), std::invalid_argument);
+  EXPECT_THROW(parse({"--caller-spin-us", "-5"}), std::invalid_argument);
+  EXPECT_THROW(parse({"--caller-spin-us", "20000"}), std::invalid_argument);
+  EXPECT_THROW(parse({"--caller-spin-us", "1.5"}), std::invalid_argument);
   EXPECT_THROW(parse({"--metrics-linger", "abc"}), std::invalid_argument);
   EXPECT_THROW(parse({"--out"}), std::invalid_argument);
   try {

@@ -1,7 +1,9 @@
 #include "lmcache/bench/workloads.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
+#include <memory>
 #include <optional>
 #include <set>
 #include <stdexcept>
@@ -10,6 +12,7 @@
 
 #include "lmcache/conformance/reference_impls.h"
 #include "lmcache/core/event_notifier.h"
+#include "lmcache/core/spin_wait.h"
 #include "lmcache/serde/serde_registry.h"
 #include "lmcache/wrapper/serde_l2_adapter_wrapper.h"
 
@@ -49,10 +52,33 @@ std::uint16_t to_bf16_bits(float x) {
                            std::to_string(kRoundTripTimeout.count()) + " s");
 }
 
-// Waits until `fd` is readable, consumes it; throws after the deadline.
-void wait_and_consume(int fd, Clock::time_point deadline, const char* what) {
+std::atomic<std::int64_t> g_caller_spin_us{0};
+std::atomic<std::int64_t> g_caller_spun_ns{0};
+
+// The calling thread's waiter for store_round_trip() / load_round_trip(), rebuilt when
+// set_caller_spin() changed the budget.
+AdaptiveSpinWaiter& caller_waiter() {
+  thread_local std::unique_ptr<AdaptiveSpinWaiter> waiter;
+  const std::chrono::microseconds spin(g_caller_spin_us.load(std::memory_order_relaxed));
+  if (!waiter || waiter->max_spin() != spin) waiter = std::make_unique<AdaptiveSpinWaiter>(spin);
+  return *waiter;
+}
+
+// Waits until `fd` is readable, consumes it; throws after the deadline. With a `waiter`, waits
+// through it (it may re-check the fd before sleeping) and adds what that cost to
+// g_caller_spun_ns.
+void wait_and_consume(int fd, Clock::time_point deadline, const char* what,
+                      AdaptiveSpinWaiter* waiter = nullptr) {
   const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
-  if (left.count() <= 0 || !wait_readable(fd, left)) timed_out(what);
+  bool ready = false;
+  if (left.count() > 0 && waiter != nullptr) {
+    const std::chrono::nanoseconds before = waiter->spun();
+    ready = waiter->wait_readable(fd, left);
+    g_caller_spun_ns.fetch_add((waiter->spun() - before).count(), std::memory_order_relaxed);
+  } else if (left.count() > 0) {
+    ready = wait_readable(fd, left);
+  }
+  if (!ready) timed_out(what);
   consume_fd(fd);
 }
 
@@ -184,6 +210,18 @@ std::size_t serialize_pipelined(SerdeProcessor& p, const std::vector<MemoryObjPt
                       [&](TaskId id) { return p.query_serialize_result(id); });
 }
 
+void set_caller_spin(std::chrono::microseconds spin) {
+  g_caller_spin_us.store(std::max<std::int64_t>(0, spin.count()), std::memory_order_relaxed);
+}
+
+std::chrono::microseconds caller_spin() {
+  return std::chrono::microseconds(g_caller_spin_us.load(std::memory_order_relaxed));
+}
+
+std::chrono::nanoseconds caller_spun() {
+  return std::chrono::nanoseconds(g_caller_spun_ns.load(std::memory_order_relaxed));
+}
+
 L2StoreResult store_round_trip(L2AdapterInterface& a, const std::vector<ObjectKey>& keys,
                                const std::vector<MemoryObjPtr>& objects, double* submit_seconds) {
   const auto start = Clock::now();
@@ -191,7 +229,7 @@ L2StoreResult store_round_trip(L2AdapterInterface& a, const std::vector<ObjectKe
   const TaskId id = a.submit_store_task(keys, objects);
   if (submit_seconds) *submit_seconds = std::chrono::duration<double>(Clock::now() - start).count();
   for (;;) {
-    wait_and_consume(a.get_store_event_fd(), deadline, "store");
+    wait_and_consume(a.get_store_event_fd(), deadline, "store", &caller_waiter());
     auto done = a.pop_completed_store_tasks();
     auto it = done.find(id);
     if (it != done.end()) return it->second;
@@ -205,7 +243,7 @@ Bitmap load_round_trip(L2AdapterInterface& a, const std::vector<ObjectKey>& keys
   const TaskId id = a.submit_load_task(keys, objects);
   if (submit_seconds) *submit_seconds = std::chrono::duration<double>(Clock::now() - start).count();
   for (;;) {
-    wait_and_consume(a.get_load_event_fd(), deadline, "load");
+    wait_and_consume(a.get_load_event_fd(), deadline, "load", &caller_waiter());
     if (std::optional<Bitmap> r = a.query_load_result(id)) return std::move(*r);
   }
 }
@@ -260,6 +298,8 @@ std::unique_ptr<MockL2Adapter> make_fast_mock(std::uint64_t capacity_bytes) {
   options.max_capacity_bytes = capacity_bytes;
   options.bandwidth_bytes_per_sec = kFastMockBandwidth;
   options.lend_load_views = true;  // zero copy on load, as lent buffers are on store
+  // A task submitted while the mock is idle runs on the submitter: no hand-off to its worker.
+  options.run_when_idle = true;
   return std::make_unique<MockL2Adapter>(options);
 }
 

@@ -30,11 +30,11 @@
 #include "lmcache/l1/byte_capacity_allocator.h"
 #include "lmcache/l1/l1_manager.h"
 #include "lmcache/l2/l2_adapter.h"
-#include "lmcache/wrapper/serde_l2_adapter_wrapper.h"
 #include "lmcache/l2/mock_adapter.h"
 #include "lmcache/serde/fp8_serde.h"
 #include "lmcache/serde/serde_processor.h"
 #include "lmcache/serde/serializer.h"
+#include "lmcache/wrapper/serde_l2_adapter_wrapper.h"
 
 namespace lmcache::bench {
 
@@ -98,11 +98,24 @@ bool deserialize_round_trip(SerdeProcessor& p, std::vector<MemoryObjPtr> srcs,
 std::size_t serialize_pipelined(SerdeProcessor& p, const std::vector<MemoryObjPtr>& srcs,
                                 const std::vector<MemoryObjPtr>& dsts, std::size_t tasks);
 
+// set_caller_spin() / caller_spin() / caller_spun()
+//
+// The most store_round_trip() and load_round_trip() re-check the completion fd without sleeping
+// before they sleep in poll(), through an AdaptiveSpinWaiter per calling thread (it spins only
+// while the previous wait ended within twice this budget, and on one wait in 8); 0 until set:
+// lmcache-bench sets its --caller-spin-us. caller_spun() is the total time spent re-checking since the process
+// started: CPU a spinning caller burns, which the wrapper rows report per task (caller_spin_s).
+// The processor rows never spin: they measure the hand-offs themselves.
+void set_caller_spin(std::chrono::microseconds spin);
+std::chrono::microseconds caller_spin();
+std::chrono::nanoseconds caller_spun();
+
 // store_round_trip() / load_round_trip()
 //
-// Submit one L2 task and wait (fd, consume, pop / query) until its result arrives. Assume no
-// other task of that kind is in flight. Throw std::runtime_error after kRoundTripTimeout. When
-// `submit_seconds` is set, it receives the time the submit call itself took.
+// Submit one L2 task and wait (fd, consume, pop / query) until its result arrives, spinning
+// first as set_caller_spin() says. Assume no other task of that kind is in flight. Throw
+// std::runtime_error after kRoundTripTimeout. When `submit_seconds` is set, it receives the time
+// the submit call itself took.
 L2StoreResult store_round_trip(L2AdapterInterface& a, const std::vector<ObjectKey>& keys,
                                const std::vector<MemoryObjPtr>& objects,
                                double* submit_seconds = nullptr);

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <memory>
@@ -80,6 +81,28 @@ TEST(Workloads, WrapperRigStoresAndLoadsThroughFp8) {
   EXPECT_TRUE(load_round_trip(*rig.adapter, keys, dsts).all());
   rig.adapter->close();
   EXPECT_EQ(rig.l1->get_memory_usage().used_bytes, 0u);
+}
+
+// The caller's spin (--caller-spin-us) changes how round trips wait, never what they return;
+// its cost is accounted in caller_spun(). The default wrapper's tasks take a serde worker and
+// the loop, so the caller waits and, with a spin set, spins first.
+TEST(Workloads, RoundTripsWithACallerSpinAccountTheSpin) {
+  EXPECT_EQ(caller_spin().count(), 0) << "no spin until set";
+  set_caller_spin(std::chrono::microseconds(-5));
+  EXPECT_EQ(caller_spin().count(), 0) << "negative budgets are none";
+  set_caller_spin(std::chrono::microseconds(300));
+  EXPECT_EQ(caller_spin(), std::chrono::microseconds(300));
+  WrapperRig rig = make_wrapper_rig(Json{{"type", "fp8"}}, 8 << 20, 8 << 20);
+  const auto keys = make_bench_keys(40, 1);
+  std::vector<MemoryObjPtr> objs{make_kv_object(DType::kBFloat16, 65536, 1)};
+  const std::chrono::nanoseconds before = caller_spun();
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE(store_round_trip(*rig.adapter, keys, objs).is_successful());
+    rig.adapter->delete_keys(keys);
+  }
+  EXPECT_GT(caller_spun(), before) << "waiting on a worker's result, the caller spun first";
+  set_caller_spin(std::chrono::microseconds(0));
+  rig.adapter->close();
 }
 
 TEST(Workloads, PipelinedTasksAllComplete) {

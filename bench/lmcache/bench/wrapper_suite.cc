@@ -10,11 +10,12 @@
 //   impl=wrapper_pipelined  the same wrapper with kPipelineDepth tasks (distinct keys) in
 //                      flight, as a controller drives it: one task's inner store overlaps the
 //                      next one's serialize
-//   impl=wrapper_inline  the same wrapper with its serde steps inline, as a caller opts in
+//   impl=wrapper_inline  the same wrapper with every shortcut a caller can opt into
 //                      (SerdeWrapperOptions::inline_serialize_max_bytes /
-//                      inline_deserialize_max_bytes = the task's wide bytes): serialize on the
-//                      submitting thread, deserialize on the wrapper's loop thread; one task at
-//                      a time, like impl=wrapper
+//                      inline_deserialize_max_bytes = the task's wide bytes, finish_on_submit):
+//                      serialize on the submitting thread, and the fast mock's result (it runs
+//                      idle tasks on the submitter) taken and deserialized there too, so a task
+//                      completes inside its submit; one task at a time, like impl=wrapper
 //   impl=inner         the fast mock alone, storing the wide bytes (no serde)
 //   impl=processor     AsyncSerdeProcessor(fp8) alone: one serialize / deserialize task of the
 //                      batch into preallocated temps
@@ -197,6 +198,7 @@ void register_case(const std::string& serde, bool store, Impl impl, std::uint64_
               if (impl == Impl::kWrapperInline) {
                 options.inline_serialize_max_bytes = size * batch;
                 options.inline_deserialize_max_bytes = size * batch;  // >= the serialized bytes
+                options.finish_on_submit = true;
               }
               rig = make_wrapper_rig(fp8_row_config(serde), capacity, capacity, options);
               a = rig.adapter.get();
@@ -220,6 +222,7 @@ void register_case(const std::string& serde, bool store, Impl impl, std::uint64_
               return;
             }
             double submit_total = 0;
+            const std::chrono::nanoseconds spun_before = caller_spun();
             for (auto _ : st) {
               const auto t0 = Clock::now();
               bool ok = false;
@@ -244,6 +247,13 @@ void register_case(const std::string& serde, bool store, Impl impl, std::uint64_
                 for (const auto& keys : task_keys) a->delete_keys(keys);
               }
               time_direct_pass();
+            }
+            // The CPU the caller burnt re-checking the fd before it slept, per task (console /
+            // JSON only): the price of --caller-spin-us.
+            if (!pipelined && st.iterations() > 0) {
+              st.counters["caller_spin_s"] =
+                  std::chrono::duration<double>(caller_spun() - spun_before).count() /
+                  static_cast<double>(st.iterations());
             }
             // Where a wrapped task's time goes (console / JSON only, not exported): the submit call
             // (temp reservation in L1) and the mean of each step the wrapper times itself.

@@ -1,3 +1,6 @@
+// ProcessorConformance's scenario properties (the stateful model and the lifecycle properties
+// live in processor_conformance_model.cc / _lifecycle.cc). Just over 600 lines: each property
+// keeps its scenario and its failure messages together.
 #include "lmcache/conformance/processor_conformance.h"
 
 #include <algorithm>

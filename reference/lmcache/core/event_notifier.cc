@@ -56,13 +56,37 @@ bool wait_readable(int fd, std::chrono::milliseconds timeout) {
   pollfd p{fd, POLLIN, 0};
   auto deadline = std::chrono::steady_clock::now() + timeout;
   for (;;) {
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-        deadline - std::chrono::steady_clock::now());
+    // Rounded up: a wait never gives up before its timeout.
+    auto left =
+        std::chrono::ceil<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
     int rc = ::poll(&p, 1, static_cast<int>(std::max<long long>(0, left.count())));
     if (rc > 0) return (p.revents & POLLIN) != 0;
     if (rc == 0) return false;
     if (errno != EINTR) return false;
   }
+}
+
+bool wait_readable_spinning(int fd, std::chrono::microseconds spin,
+                            std::chrono::milliseconds timeout, std::chrono::nanoseconds* spun) {
+  if (fd < 0) return false;
+  using Clock = std::chrono::steady_clock;
+  const Clock::time_point start = Clock::now();
+  if (spin.count() > 0) {
+    const Clock::time_point until = start + std::min<Clock::duration>(spin, timeout);
+    pollfd p{fd, POLLIN, 0};
+    Clock::time_point now = start;
+    do {
+      p.revents = 0;
+      if (::poll(&p, 1, 0) > 0) {  // readable, or an error (a closed fd): no use spinning on
+        if (spun) *spun += Clock::now() - start;
+        return (p.revents & POLLIN) != 0;
+      }
+      now = Clock::now();
+    } while (now < until);
+    if (spun) *spun += now - start;
+  }
+  const auto left = std::chrono::ceil<std::chrono::milliseconds>(start + timeout - Clock::now());
+  return wait_readable(fd, std::max(left, std::chrono::milliseconds(0)));
 }
 
 }  // namespace lmcache

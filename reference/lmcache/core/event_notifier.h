@@ -54,4 +54,16 @@ std::uint64_t consume_fd(int fd);
 // Polls `fd` for POLLIN up to `timeout`; true when it became readable.
 bool wait_readable(int fd, std::chrono::milliseconds timeout);
 
+// wait_readable_spinning()
+//
+// As wait_readable(), but first re-checks `fd` without sleeping (poll() with a zero timeout, in
+// a loop) for up to `spin`, then sleeps in poll() for what is left of `timeout`. A sleeping
+// thread is woken by the kernel, and where an idle vCPU wakes slowly (a VM: tens of µs per
+// wake-up) an event that comes within `spin` is seen that much sooner, for up to `spin` of CPU
+// per call. When `spun` is given, the time spent re-checking is added to it (the CPU cost).
+// spin <= 0 is wait_readable().
+bool wait_readable_spinning(int fd, std::chrono::microseconds spin,
+                            std::chrono::milliseconds timeout,
+                            std::chrono::nanoseconds* spun = nullptr);
+
 }  // namespace lmcache

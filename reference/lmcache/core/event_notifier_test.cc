@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <thread>
 
 namespace lmcache {
 namespace {
@@ -41,6 +42,37 @@ TEST(EventNotifierConcurrency, DistinctInstancesHaveDistinctFds) {
   a.notify();
   EXPECT_FALSE(wait_readable(b.fd(), 0ms));
   EXPECT_EQ(consume_fd(a.fd()), 1u);
+}
+
+TEST(EventNotifierConcurrency, SpinningWaitSeesAnEventWhileSpinningOrAsleep) {
+  EventNotifier n;
+  std::chrono::nanoseconds spun{0};
+  n.notify();
+  EXPECT_TRUE(wait_readable_spinning(n.fd(), 1000us, 1000ms, &spun)) << "already readable";
+  EXPECT_LT(spun, std::chrono::nanoseconds(1000us)) << "it returned before the spin ran out";
+  EXPECT_EQ(n.consume(), 1u) << "it only looks: the counter is the caller's to drain";
+
+  // An event from another thread, long after any spin (10 ms): the sleeping poll sees it.
+  spun = {};
+  std::thread late([&] {
+    std::this_thread::sleep_for(10ms);
+    n.notify();
+  });
+  EXPECT_TRUE(wait_readable_spinning(n.fd(), 50us, 5000ms, &spun));
+  late.join();
+  EXPECT_GE(spun, std::chrono::nanoseconds(50us)) << "the whole spin is counted as spent";
+  EXPECT_EQ(n.consume(), 1u);
+}
+
+TEST(EventNotifierConcurrency, SpinningWaitTimesOutAndRefusesClosedFds) {
+  EventNotifier n;
+  std::chrono::nanoseconds spun{0};
+  EXPECT_FALSE(wait_readable_spinning(n.fd(), 200us, 5ms, &spun));
+  EXPECT_GE(spun, std::chrono::nanoseconds(200us));
+  spun = {};
+  EXPECT_FALSE(wait_readable_spinning(n.fd(), 0us, 0ms, &spun)) << "no spin: wait_readable()";
+  EXPECT_EQ(spun.count(), 0);
+  EXPECT_FALSE(wait_readable_spinning(-1, 100us, 100ms));
 }
 
 }  // namespace

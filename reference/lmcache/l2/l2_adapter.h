@@ -70,8 +70,10 @@ struct L2LoadViews {
 // L2AdapterListener
 //
 // Observes what an adapter really stores. Called outside the adapter's locks, possibly from
-// its worker thread; implementations must be thread-safe and must not call back into the
-// adapter's blocking paths.
+// its worker thread, or from inside the submit_*() call that started the task when the adapter
+// runs tasks on the submitter (MockL2Adapter's run_when_idle), where a decorator above it (a
+// SerdeL2AdapterWrapper) may hold its own locks; implementations must be thread-safe and must
+// not call back into the stack's submits or blocking paths.
 class L2AdapterListener {
  public:
   virtual ~L2AdapterListener() = default;

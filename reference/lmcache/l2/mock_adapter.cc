@@ -1,3 +1,5 @@
+// MockL2Adapter (the behaviour is documented in mock_adapter.h). Over 600 lines: one adapter's
+// config, scheduling, task bodies, lending and views share its tables and its one worker.
 #include "lmcache/l2/mock_adapter.h"
 
 #include <algorithm>
@@ -105,6 +107,7 @@ MockL2AdapterOptions MockL2Adapter::parse_config(const Json& config) {
   reader.allow("max_size_gb");
   reader.allow("mock_bandwidth_gb");
   reader.allow("lend_load_views");
+  reader.allow("run_when_idle");
   reader.finish();
 
   if (const Json* type = reader.raw("type"); type != nullptr) {
@@ -122,11 +125,14 @@ MockL2AdapterOptions MockL2Adapter::parse_config(const Json& config) {
   MockL2AdapterOptions options;
   options.max_capacity_bytes = read_gb("max_size_gb");
   options.bandwidth_bytes_per_sec = read_gb("mock_bandwidth_gb");
-  if (const Json* views = reader.raw("lend_load_views"); views != nullptr) {
-    if (!views->is_boolean())
-      reader.error("lend_load_views must be a boolean, got " + views->dump());
-    options.lend_load_views = views->get<bool>();
-  }
+  auto read_flag = [&](const char* key, bool* out) {
+    if (const Json* v = reader.raw(key); v != nullptr) {
+      if (!v->is_boolean()) reader.error(std::string(key) + " must be a boolean, got " + v->dump());
+      *out = v->get<bool>();
+    }
+  };
+  read_flag("lend_load_views", &options.lend_load_views);
+  read_flag("run_when_idle", &options.run_when_idle);
   return options;
 }
 
@@ -167,6 +173,7 @@ bool MockL2Adapter::schedule(Clock::time_point due, Step step) {
 
 TaskId MockL2Adapter::submit(const char* what, bool with_id, Body body) {
   TaskId id = 0;
+  Clock::time_point now;
   {
     // Under the schedule lock, so no task slips in after close() flips closed_.
     std::lock_guard lock(sched_mu_);
@@ -175,11 +182,33 @@ TaskId MockL2Adapter::submit(const char* what, bool with_id, Body body) {
     }
     if (with_id) id = ids_.next();
     // Reading the clock under the lock keeps due times in submission order.
-    const Clock::time_point now = Clock::now();
-    schedule_.emplace(std::make_pair(now, next_seq_++),
-                      [body = std::move(body), id, now] { body(id, now); });
+    now = Clock::now();
+    if (!options_.run_when_idle || busy_ || !schedule_.empty()) {
+      schedule_.emplace(std::make_pair(now, next_seq_++),
+                        [body = std::move(body), id, now] { body(id, now); });
+      body = nullptr;
+    } else {
+      busy_ = true;  // later submits queue behind this task; the worker waits for it
+      runner_ = std::this_thread::get_id();
+    }
   }
-  sched_cv_.notify_one();
+  if (!body) {
+    sched_cv_.notify_one();
+    return id;
+  }
+  try {
+    body(id, now);
+  } catch (...) {
+    // As on the worker: the bodies turn their own failures into failed results.
+  }
+  body = nullptr;  // drop the buffers it held before the next task can run
+  {
+    std::lock_guard lock(sched_mu_);
+    busy_ = false;
+    runner_ = {};
+    // Under the lock: a close() that sees !busy_ may return and destroy the adapter at once.
+    sched_cv_.notify_all();  // the worker (tasks queued meanwhile) and a waiting close()
+  }
   return id;
 }
 
@@ -192,10 +221,19 @@ MockL2Adapter::Clock::time_point MockL2Adapter::due_after(Clock::time_point subm
   return submitted + std::chrono::ceil<Clock::duration>(seconds);
 }
 
+void MockL2Adapter::complete_at(Clock::time_point due, Step step) {
+  if (options_.run_when_idle && due <= Clock::now()) {
+    // close() waits for the running step, so the queues are still open here.
+    if (!closed_.load(std::memory_order_acquire)) step();
+    return;
+  }
+  schedule(due, std::move(step));
+}
+
 void MockL2Adapter::worker_loop() {
   std::unique_lock lock(sched_mu_);
   while (!closed_.load(std::memory_order_relaxed)) {
-    if (schedule_.empty()) {
+    if (schedule_.empty() || busy_) {
       sched_cv_.wait(lock);
       continue;
     }
@@ -206,6 +244,8 @@ void MockL2Adapter::worker_loop() {
     }
     Step step = std::move(it->second);
     schedule_.erase(it);
+    busy_ = true;
+    runner_ = std::this_thread::get_id();
     lock.unlock();
     try {
       step();
@@ -215,6 +255,9 @@ void MockL2Adapter::worker_loop() {
     }
     step = nullptr;  // drop the buffers it held before taking the lock again
     lock.lock();
+    busy_ = false;
+    runner_ = {};
+    sched_cv_.notify_all();  // a close() waiting for this step (no waiter: no syscall)
   }
 }
 
@@ -239,8 +282,8 @@ TaskId MockL2Adapter::submit_store_task(const std::vector<ObjectKey>& keys,
                   } catch (...) {
                     result = L2StoreResult::failure();  // e.g. std::bad_alloc while copying
                   }
-                  schedule(due_after(submitted, result.bytes_transferred()),
-                           [this, id, result] { store_done_.complete(id, result); });
+                  complete_at(due_after(submitted, result.bytes_transferred()),
+                              [this, id, result] { store_done_.complete(id, result); });
                 });
 }
 
@@ -268,7 +311,7 @@ TaskId MockL2Adapter::submit_load_task(const std::vector<ObjectKey>& keys,
                     bits = Bitmap(keys.size());  // nothing counts as loaded
                     moved = 0;
                   }
-                  schedule(due_after(submitted, moved), [this, id, bits] {
+                  complete_at(due_after(submitted, moved), [this, id, bits] {
                     load_done_.complete(id, LoadOutcome{bits, std::nullopt});
                   });
                 });
@@ -287,7 +330,7 @@ TaskId MockL2Adapter::submit_load_view_task(const std::vector<ObjectKey>& keys) 
           result = L2LoadViews{Bitmap(keys.size()), std::vector<MemoryObjPtr>(keys.size())};
           moved = 0;
         }
-        schedule(due_after(submitted, moved), [this, id, result] {
+        complete_at(due_after(submitted, moved), [this, id, result] {
           load_done_.complete(id, LoadOutcome{result.loaded, result.views});
         });
       });
@@ -556,10 +599,16 @@ void MockL2Adapter::close() {
     throw std::logic_error("MockL2Adapter::close() called from its own worker (a listener?)");
   }
   {
-    std::lock_guard lock(sched_mu_);
+    std::unique_lock lock(sched_mu_);
+    if (busy_ && runner_ == std::this_thread::get_id()) {
+      throw std::logic_error("MockL2Adapter::close() called from a task it runs (a listener?)");
+    }
     closed_.store(true, std::memory_order_release);
+    sched_cv_.notify_all();
+    // A task running on a submitter's thread (run_when_idle) finishes first: after close()
+    // returns, no caller buffer is touched again.
+    sched_cv_.wait(lock, [&] { return !busy_; });
   }
-  sched_cv_.notify_all();
   if (worker_.joinable()) worker_.join();
   // Dropped, never signalled; this also releases the caller buffers the tasks held.
   std::map<std::pair<Clock::time_point, std::uint64_t>, Step> dropped;

@@ -40,7 +40,12 @@
 // until submit time + bytes moved / bandwidth (a deadline-ordered schedule). Lookups and
 // unlocks move no bytes and complete as soon as they ran. A store's keys become visible to
 // later lookups and loads when it runs, before its completion is signalled (as the Python
-// coroutine, which writes first and sleeps after). Nothing blocks the submitter.
+// coroutine, which writes first and sleeps after). Nothing blocks the submitter, except with
+// run_when_idle: a submit that finds nothing scheduled and no task running runs its task on
+// the submitting thread (still in submission order: every later submit queues behind it), and
+// signals the completion there when the simulated transfer is already over. That saves the
+// hand-off to the worker and back, which on a VM whose idle vCPU wakes slowly costs more than
+// a fast store itself (bench/RESULTS.md).
 //
 // Ids: one TaskIdCounter shared by store, lookup and load (0, 1, 2, ...); three
 // CompletionQueues give three distinct eventfds, each signalled once per completed task.
@@ -52,7 +57,9 @@
 // submit_*() and delete_keys() throw std::logic_error; getters keep working.
 //
 // Thread safety: every member may be called from any thread. Listeners run on the worker
-// thread (store, load) or the caller's (delete_keys) and must not call close().
+// thread (store, load; with run_when_idle also the submitting thread, inside submit_*()) or the
+// caller's (delete_keys), and must not call close() or submit to the stack above (see
+// L2AdapterListener).
 #pragma once
 
 #include <atomic>
@@ -85,6 +92,9 @@ struct MockL2AdapterOptions {
   // Load views (zero copy on load): supports_load_views(). JSON "lend_load_views" (boolean,
   // default false).
   bool lend_load_views = false;
+  // Tasks submitted while the mock is idle run on the submitting thread (see "Timing" above).
+  // JSON "run_when_idle" (boolean, default false).
+  bool run_when_idle = false;
 
   // from_gb()
   //
@@ -101,8 +111,8 @@ class MockL2Adapter final : public L2AdapterInterface {
 
   // parse_config()
   //
-  // Reads {"max_size_gb": number > 0, "mock_bandwidth_gb": number > 0} and an optional
-  // "lend_load_views": boolean (MockL2AdapterOptions::lend_load_views). A "type" key is
+  // Reads {"max_size_gb": number > 0, "mock_bandwidth_gb": number > 0} and the optional
+  // booleans "lend_load_views" and "run_when_idle" (MockL2AdapterOptions). A "type" key is
   // accepted only when it is "mock" (the registry strips it). Throws std::invalid_argument
   // naming the key for an unknown key (checked first, so a typo is reported as such), a
   // missing key, a non-number (booleans included) or a value <= 0.
@@ -206,7 +216,8 @@ class MockL2Adapter final : public L2AdapterInterface {
   bool schedule(Clock::time_point due, Step step);
 
   // Checks `closed_`, draws an id when `with_id`, and schedules body(id, submit_time) to run
-  // now (after every earlier submit). Throws std::logic_error naming `what` after close().
+  // now (after every earlier submit), or runs it here (run_when_idle, nothing scheduled, no
+  // step running). Throws std::logic_error naming `what` after close().
   using Body = std::function<void(TaskId, Clock::time_point)>;
   TaskId submit(const char* what, bool with_id, Body body);
 
@@ -228,6 +239,10 @@ class MockL2Adapter final : public L2AdapterInterface {
   // Submit time + bytes / bandwidth, rounded up.
   Clock::time_point due_after(Clock::time_point submitted, std::uint64_t bytes) const;
 
+  // Runs a task's completion `step` now when `due` has passed and run_when_idle is set (on
+  // whichever thread runs the task), else schedules it at `due`. Drops it after close().
+  void complete_at(Clock::time_point due, Step step);
+
   void worker_loop();
 
   const MockL2AdapterOptions options_;
@@ -244,7 +259,8 @@ class MockL2Adapter final : public L2AdapterInterface {
   UsageTracker usage_;
   const std::shared_ptr<LendLedger> ledger_;
 
-  // Storage. Only the worker adds objects; delete_keys() removes them from callers' threads.
+  // Storage. Only the thread running a task (the worker, or a submitter with run_when_idle)
+  // adds objects; delete_keys() removes them from callers' threads.
   mutable std::mutex state_mu_;
   std::unordered_map<ObjectKey, StoredEntry> objects_;
   std::unordered_map<ObjectKey, std::uint64_t> lock_counts_;
@@ -256,6 +272,10 @@ class MockL2Adapter final : public L2AdapterInterface {
   std::map<std::pair<Clock::time_point, std::uint64_t>, Step> schedule_;
   std::uint64_t next_seq_ = 0;
   std::atomic<bool> closed_{false};  // written under sched_mu_; read anywhere
+  // A step is running (on the worker or, with run_when_idle, on a submitter), and on which
+  // thread: steps never overlap, so tasks keep submission order; close() waits for the step.
+  bool busy_ = false;         // guarded by sched_mu_
+  std::thread::id runner_{};  // guarded by sched_mu_
 
   std::mutex close_mu_;  // serialises close() callers
   std::thread worker_;   // last: starts after everything above exists

@@ -1,3 +1,6 @@
+// SerdeL2AdapterWrapper (the contract is documented in serde_l2_adapter_wrapper.h). Over 600
+// lines: the store and load paths, their four drains and close() share one task table and its
+// phase bookkeeping, which keep the all-or-nothing promise only when read together.
 #include "lmcache/wrapper/serde_l2_adapter_wrapper.h"
 
 #include <cstring>
@@ -53,8 +56,22 @@ SerdeL2AdapterWrapper::SerdeL2AdapterWrapper(L2AdapterPtr inner, SerdeProcessorP
   loop_ = std::make_unique<PollLoop>(
       std::vector<int>{inner_->get_store_event_fd(), inner_->get_load_event_fd(),
                        serde_->get_serialize_event_fd(), serde_->get_deserialize_event_fd()},
-      std::vector<PollLoop::Step>{[this] { drain_serialize(); }, [this] { drain_inner_store(); },
-                                  [this] { drain_inner_load(); }, [this] { drain_deserialize(); }},
+      std::vector<PollLoop::Step>{[this] {
+                                    std::lock_guard drain(drain_mu_);
+                                    drain_serialize();
+                                  },
+                                  [this] {
+                                    std::lock_guard drain(drain_mu_);
+                                    drain_inner_store();
+                                  },
+                                  [this] {
+                                    std::lock_guard drain(drain_mu_);
+                                    drain_inner_load();
+                                  },
+                                  [this] {
+                                    std::lock_guard drain(drain_mu_);
+                                    drain_deserialize();
+                                  }},
       PollLoopOptions{options_.poll_timeout});
   loop_->start();
 }
@@ -355,7 +372,32 @@ TaskId SerdeL2AdapterWrapper::continue_inline_store(TaskId id, Task task, bool s
                const TaskId inner_id = inner_->submit_store_task(t.keys, t.temp_objects);
                inner_store_to_task_.emplace(inner_id, id);
              });
+  drain_on_submit(/*store=*/true);
   return id;
+}
+
+void SerdeL2AdapterWrapper::drain_on_submit(bool store) {
+  // Not on the loop thread (a listener submitting from inside a drain): it holds drain_mu_.
+  if (!options_.finish_on_submit || loop_->on_loop_thread()) return;
+  // When the loop is draining (the inner's signal may have woken it already), wait for that
+  // drain: it may be carrying this very task on, and is done with it when it lets go.
+  std::lock_guard drain(drain_mu_);
+  {
+    std::lock_guard lock(mu_);
+    if (closing_) return;  // close() fails what is left
+  }
+  try {
+    if (store) {
+      drain_inner_store();
+    } else {
+      drain_inner_load();
+    }
+  } catch (...) {
+    // Only a component breaking its contract makes a drain throw. As on the loop, results the
+    // drain had already taken are lost (close() fails their tasks); it is counted
+    // (report_status()).
+    submit_drain_exceptions_.fetch_add(1, std::memory_order_relaxed);
+  }
 }
 
 std::map<TaskId, L2StoreResult> SerdeL2AdapterWrapper::pop_completed_store_tasks() {
@@ -458,6 +500,7 @@ TaskId SerdeL2AdapterWrapper::submit_load_task(const std::vector<ObjectKey>& key
                  const TaskId inner_id = inner_->submit_load_view_task(keys);
                  inner_load_to_task_.emplace(inner_id, id);
                });
+    drain_on_submit(/*store=*/false);
     return id;
   }
   if (!allocate_temps(task, objects[0]->layout(), /*zero_fill=*/true)) {
@@ -469,6 +512,7 @@ TaskId SerdeL2AdapterWrapper::submit_load_task(const std::vector<ObjectKey>& key
                const TaskId inner_id = inner_->submit_load_task(keys, t.temp_objects);
                inner_load_to_task_.emplace(inner_id, id);
              });
+  drain_on_submit(/*store=*/false);
   return id;
 }
 
@@ -616,8 +660,10 @@ void SerdeL2AdapterWrapper::close() {
     std::lock_guard lock(mu_);
     closing_ = true;
   }
-  // (1) Stop and join the loop promptly (it wakes itself through its own fd).
+  // (1) Stop and join the loop promptly (it wakes itself through its own fd), and wait for a
+  // submitter's drain (finish_on_submit) to end; none starts after closing_.
   loop_->stop();
+  std::lock_guard drain(drain_mu_);
   // (2) Close the components we own; they stop touching temps before returning.
   try {
     inner_->close();
@@ -718,6 +764,8 @@ Json SerdeL2AdapterWrapper::report_status() const {
   status["serde_wrapper"] = metrics_.summary();
   // Exceptions the loop caught from a drain: non-zero only when a component broke its contract.
   status["serde_wrapper"]["loop_exceptions"] = loop_->exceptions_swallowed();
+  status["serde_wrapper"]["submit_drain_exceptions"] =
+      submit_drain_exceptions_.load(std::memory_order_relaxed);
   return status;
 }
 

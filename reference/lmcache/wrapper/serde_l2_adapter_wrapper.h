@@ -18,6 +18,8 @@
 // the serde's two fds and its own wake fd, and after every wake-up scans all pending tasks (fds
 // coalesce). One mutex guards the task tables; it is never held across a call into the inner
 // adapter's or the serde's completion paths from the loop. Submits run on the caller's thread.
+// The drains run on one thread at a time (drain_mu_): the loop's, or with finish_on_submit a
+// submitting thread's, right after its submit reached the inner adapter.
 //
 // Failure policy: all or nothing per submit. submit_* throws only std::invalid_argument (length
 // mismatch, a null object, objects whose layouts differ from objects[0], naming the index) and
@@ -58,9 +60,19 @@ struct SerdeWrapperOptions {
   // a store of at most this many bytes of objects is serialized on the submitting thread, so
   // submit_store_task() takes the serialize's time (0: never, the default; the caller opts in).
   std::size_t inline_serialize_max_bytes = 0;
-  // A load whose loaded serialized bytes are at most this many is deserialized on the wrapper's
-  // loop thread instead of a serde worker (0: never, the default; opt in).
+  // A load whose loaded serialized bytes are at most this many is deserialized on the thread
+  // that takes the inner's result (the wrapper's loop thread, or the submitter's with
+  // finish_on_submit) instead of a serde worker (0: never, the default; opt in).
   std::size_t inline_deserialize_max_bytes = 0;
+  // Finish on the submitting thread what is already done: right after a submit has reached the
+  // inner adapter, submit_*_task() drains the inner's completed stores (store) or loads (load)
+  // itself (after a drain the loop is running, if any) and carries them on as the loop would
+  // (a load's deserialize inline within inline_deserialize_max_bytes). With an inner that
+  // completes idle tasks before its submit returns (the mock's run_when_idle) a task then
+  // finishes before its submit returns: no wake-up of the loop thread on its path. Off by
+  // default: submit then also takes the inner's and the serde's time, and may wait for the
+  // loop's current drain (the caller opts in).
+  bool finish_on_submit = false;
   // Where the metrics go (a fresh registry when null) and labels added to every series.
   std::shared_ptr<prometheus::Registry> metrics_registry;
   std::map<std::string, std::string> metrics_labels;
@@ -206,6 +218,9 @@ class SerdeL2AdapterWrapper final : public L2AdapterInterface {
   void drain_inner_store();
   void drain_inner_load();
   void drain_deserialize();
+  // finish_on_submit: runs drain_inner_store() (store) or drain_inner_load() on the calling
+  // thread, when no other thread drains and close() has not begun. Never throws.
+  void drain_on_submit(bool store);
 
   std::unique_ptr<L2AdapterInterface> inner_;
   bool inner_views_ = false;  // inner_->supports_load_views(), read once
@@ -225,6 +240,10 @@ class SerdeL2AdapterWrapper final : public L2AdapterInterface {
   std::unordered_map<TaskId, TaskId> inner_load_to_task_;
   std::unordered_map<TaskId, TaskId> deserialize_to_task_;
   bool closing_ = false;  // guarded by mu_
+  // Held by whichever thread runs the drains (the loop, or a submitter with finish_on_submit):
+  // they assume one drainer, and close() takes it before it fails what is left.
+  std::mutex drain_mu_;
+  std::atomic<std::uint64_t> submit_drain_exceptions_{0};  // drains on submit that threw
 
   std::mutex close_mu_;  // serialises close() calls
   std::atomic<bool> closed_{false};

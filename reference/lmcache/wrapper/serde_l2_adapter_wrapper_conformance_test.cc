@@ -1,22 +1,73 @@
 // SerdeL2AdapterWrapper's contracts, checked by the conformance kit exactly as a vendor checks
 // its own wrapper: WrapperConformance over the reference wrapper (fp8 over the mock adapter with
 // an L1Manager for temps), and AdapterConformance over the same stack seen as an L2 adapter (a
-// wrapper is one: what the store and prefetch controllers call). What only this wrapper
-// promises (its metrics, temps, inline steps) stays in serde_l2_adapter_wrapper_test.cc.
+// wrapper is one: what the store and prefetch controllers call). Both run again with every
+// shortcut a caller can opt into (inline serde steps and finish_on_submit), the adapter suite
+// over a mock that runs idle tasks on the submitter (run_when_idle): tasks then complete inside
+// their submits while the loop drains too. What only this wrapper promises (its metrics, temps,
+// inline steps) stays in serde_l2_adapter_wrapper_test.cc.
 #include <gtest/gtest.h>
+
+#include <memory>
 
 #include "lmcache/conformance/adapter_conformance.h"
 #include "lmcache/conformance/reference_impls.h"
+#include "lmcache/conformance/wrapper_as_adapter.h"
 #include "lmcache/conformance/wrapper_conformance.h"
+#include "lmcache/l1/l1_manager.h"
+#include "lmcache/l2/mock_adapter.h"
+#include "lmcache/serde/async_serde_processor.h"
+#include "lmcache/serde/fp8_serde.h"
+#include "lmcache/wrapper/serde_l2_adapter_wrapper.h"
 
 namespace lmcache::conformance {
 namespace {
 
-INSTANTIATE_TEST_SUITE_P(Wrapper, WrapperConformance, ::testing::Values(reference_serde_wrapper()),
+SerdeWrapperOptions every_shortcut() {
+  SerdeWrapperOptions options;
+  options.inline_serialize_max_bytes = std::size_t{64} << 20;
+  options.inline_deserialize_max_bytes = std::size_t{64} << 20;
+  options.finish_on_submit = true;
+  return options;
+}
+
+WrapperUnderTest wrapper_with_every_shortcut() {
+  WrapperUnderTest w = reference_serde_wrapper();
+  w.name = "serde_l2_adapter_wrapper_finish_on_submit";
+  w.make = [](L2AdapterPtr inner, SerdeProcessorPtr serde,
+              std::shared_ptr<L1Manager> l1) -> L2AdapterPtr {
+    return std::make_unique<SerdeL2AdapterWrapper>(std::move(inner), std::move(serde),
+                                                   std::move(l1), every_shortcut());
+  };
+  return w;
+}
+
+AdapterUnderTest wrapped_idle_runner_with_every_shortcut() {
+  AdapterUnderTest a = adapter_of_wrapper(wrapper_with_every_shortcut());
+  a.name = "wrapper_mock_fp8_finish_on_submit";
+  a.make = []() -> L2AdapterPtr {
+    return std::make_unique<SerdeL2AdapterWrapper>(
+        std::make_unique<MockL2Adapter>(
+            MockL2AdapterOptions{.max_capacity_bytes = std::uint64_t{1} << 30,
+                                 .bandwidth_bytes_per_sec = std::uint64_t{1} << 40,
+                                 .lend_load_views = true,
+                                 .run_when_idle = true}),
+        std::make_unique<AsyncSerdeProcessor>(std::make_shared<Fp8Serializer>(),
+                                              std::make_shared<Fp8Deserializer>()),
+        std::make_shared<L1Manager>(std::size_t{256} << 20), every_shortcut());
+  };
+  return a;
+}
+
+INSTANTIATE_TEST_SUITE_P(Wrapper, WrapperConformance,
+                         ::testing::Values(reference_serde_wrapper(),
+                                           wrapper_with_every_shortcut()),
                          ParamName());
 
 INSTANTIATE_TEST_SUITE_P(Wrapper, AdapterConformance,
-                         ::testing::Values(reference_wrapped_mock_adapter()), ParamName());
+                         ::testing::Values(reference_wrapped_mock_adapter(),
+                                           wrapped_idle_runner_with_every_shortcut()),
+                         ParamName());
 
 }  // namespace
 }  // namespace lmcache::conformance

@@ -673,6 +673,65 @@ TEST(WrapperInlineConcurrency, LargeTasksAndTheDefaultOptionsStillUseTheWorkers)
   EXPECT_EQ(s.wrapper->metrics().inline_steps(WrapperStep::kDeserialize), 0u);
 }
 
+// finish_on_submit over an inner that runs idle tasks on the submitter (the mock's
+// run_when_idle): the submit that reached the inner drains its result itself, so a task with
+// inline serde steps completes before its submit returns, through stored copies and through
+// load views alike. A pause between tasks lets the loop finish the scan the inner's signal
+// woke it for (a submit finding the loop draining leaves the result to it), so nearly every
+// task must complete inside its submit; without the drain on submit none would.
+TEST(WrapperInlineConcurrency, FinishOnSubmitCompletesTasksBeforeTheirSubmitReturns) {
+  for (bool views : {false, true}) {
+    MockL2AdapterOptions mock = MockL2AdapterOptions::from_gb(1.0, 1e6);
+    mock.run_when_idle = true;
+    mock.lend_load_views = views;
+    SerdeWrapperOptions options;
+    options.inline_serialize_max_bytes = 1 << 20;
+    options.inline_deserialize_max_bytes = 1 << 20;
+    options.finish_on_submit = true;
+    auto l1 = std::make_shared<L1Manager>(kL1Capacity);
+    SerdeL2AdapterWrapper w(
+        std::make_unique<MockL2Adapter>(mock),
+        std::make_unique<AsyncSerdeProcessor>(std::make_shared<Fp8Serializer>(),
+                                              std::make_shared<Fp8Deserializer>()),
+        l1, options);
+    const auto layout = MemoryLayoutDesc::single({4, 64}, DType::kBFloat16);
+    constexpr int kRounds = 20;
+    int stores_at_once = 0, loads_at_once = 0;
+    for (int round = 0; round < kRounds; ++round) {
+      auto ks = keys(900 + 10 * static_cast<std::uint32_t>(round), 2);
+      auto src = make_objects(layout, 2, static_cast<std::uint32_t>(round) + 1);
+      const TaskId s = w.submit_store_task(ks, src);
+      auto done = w.pop_completed_store_tasks();
+      std::optional<L2StoreResult> r;
+      if (done.count(s)) {
+        ++stores_at_once;
+        r = done.at(s);
+      } else {
+        r = wait_store(w, s);
+      }
+      ASSERT_TRUE(r && r->is_successful()) << "views " << views << " round " << round;
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      auto dst = make_objects(layout, 2, 0, false);
+      const TaskId l = w.submit_load_task(ks, dst);
+      std::optional<Bitmap> bits = w.query_load_result(l);
+      if (bits) {
+        ++loads_at_once;
+      } else {
+        bits = wait_load(w, l);
+      }
+      ASSERT_TRUE(bits && bits->all()) << "views " << views << " round " << round;
+      for (int i = 0; i < 2; ++i) EXPECT_TRUE(same_bytes(*src[i], *dst[i])) << round << "/" << i;
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    EXPECT_GE(stores_at_once, kRounds * 3 / 4) << "views " << views;
+    EXPECT_GE(loads_at_once, kRounds * 3 / 4) << "views " << views;
+    EXPECT_TRUE(w.pop_completed_store_tasks().empty()) << "nothing completes twice";
+    w.close();
+    EXPECT_EQ(l1->get_memory_usage().used_bytes, 0u) << "temps released";
+    expect_no_task_in_any_phase(w, "after the rounds");
+  }
+}
+
 TEST(WrapperValidation, HomogeneityAndLengthsThrowNamingTheIndex) {
   Stack s;
   auto a = MemoryObj::allocate(MemoryLayoutDesc::single({8}, DType::kFloat16));
