@@ -4,6 +4,7 @@
 #include "lmcache/wrapper/serde_l2_adapter_wrapper.h"
 
 #include <cstring>
+#include <functional>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -35,6 +36,15 @@ std::optional<bool> query_or_false(Query&& query) {
 
 }  // namespace
 
+// A loop step running `drain` under drain_mu_ (one drainer at a time).
+std::function<void()> SerdeL2AdapterWrapper::under_drain_mu(
+    void (SerdeL2AdapterWrapper::*drain)()) {
+  return [this, drain] {
+    std::lock_guard lock(drain_mu_);
+    (this->*drain)();
+  };
+}
+
 SerdeL2AdapterWrapper::SerdeL2AdapterWrapper(L2AdapterPtr inner, SerdeProcessorPtr serde,
                                              std::shared_ptr<L1Manager> l1,
                                              SerdeWrapperOptions options)
@@ -56,22 +66,10 @@ SerdeL2AdapterWrapper::SerdeL2AdapterWrapper(L2AdapterPtr inner, SerdeProcessorP
   loop_ = std::make_unique<PollLoop>(
       std::vector<int>{inner_->get_store_event_fd(), inner_->get_load_event_fd(),
                        serde_->get_serialize_event_fd(), serde_->get_deserialize_event_fd()},
-      std::vector<PollLoop::Step>{[this] {
-                                    std::lock_guard drain(drain_mu_);
-                                    drain_serialize();
-                                  },
-                                  [this] {
-                                    std::lock_guard drain(drain_mu_);
-                                    drain_inner_store();
-                                  },
-                                  [this] {
-                                    std::lock_guard drain(drain_mu_);
-                                    drain_inner_load();
-                                  },
-                                  [this] {
-                                    std::lock_guard drain(drain_mu_);
-                                    drain_deserialize();
-                                  }},
+      std::vector<PollLoop::Step>{under_drain_mu(&SerdeL2AdapterWrapper::drain_serialize),
+                                  under_drain_mu(&SerdeL2AdapterWrapper::drain_inner_store),
+                                  under_drain_mu(&SerdeL2AdapterWrapper::drain_inner_load),
+                                  under_drain_mu(&SerdeL2AdapterWrapper::drain_deserialize)},
       PollLoopOptions{options_.poll_timeout});
   loop_->start();
 }

@@ -34,6 +34,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -218,6 +219,8 @@ class SerdeL2AdapterWrapper final : public L2AdapterInterface {
   void drain_inner_store();
   void drain_inner_load();
   void drain_deserialize();
+  // A PollLoop step that runs `drain` under drain_mu_.
+  std::function<void()> under_drain_mu(void (SerdeL2AdapterWrapper::*drain)());
   // finish_on_submit: runs drain_inner_store() (store) or drain_inner_load() on the calling
   // thread, when no other thread drains and close() has not begun. Never throws.
   void drain_on_submit(bool store);
