@@ -303,7 +303,9 @@ namespace conf = lmcache::conformance;
 INSTANTIATE_TEST_SUITE_P(Bases, SerdeConformance, ::testing::Values(conf::selftest::copy_serde()),
                          conf::ParamName());
 INSTANTIATE_TEST_SUITE_P(Bases, ProcessorConformance,
-                         ::testing::Values(conf::selftest::queue_processor()), conf::ParamName());
+                         ::testing::Values(conf::selftest::queue_processor(),
+                                           conf::selftest::queue_processor_over_checksum()),
+                         conf::ParamName());
 INSTANTIATE_TEST_SUITE_P(
     Bases, AdapterConformance,
     ::testing::Values(conf::selftest::decorated_mock_adapter(),

@@ -59,6 +59,11 @@ struct AdapterKnobs {
   bool lent_bytes_only_grow = false;      // lent_bytes_outstanding() counts lends, never returns
   bool lent_keys_visible = false;         // lookups report keys present as soon as they are lent
   bool views_recycled_on_delete = false;  // a delete zeroes the memory of views still held
+  // Issue 25's classes.
+  bool truncates_past_64k = false;      // a fixed 64 KiB slot per object: the rest is dropped
+  bool empty_values_missing = false;    // a 0-byte value reads as "no such key" on lookup
+  bool drops_results_at_close = false;  // untaken store and load results dropped by close()
+  bool load_ids_16_bit = false;         // load ids kept in 16 bits
 };
 
 std::atomic<std::uint64_t> g_loads{0};
@@ -88,6 +93,20 @@ class KnobAdapter final : public ViewRewritingAdapter {
         auto whole = std::make_shared<MemoryObj>(o, o->data(), o->physical_size(), o->layout());
         whole->set_used_size(o->physical_size());
         o = whole;
+      }
+    }
+    if (k_.truncates_past_64k) {
+      for (auto& o : objs) {
+        if (o->size() <= kSlotBytes) continue;
+        auto slot = std::make_shared<MemoryObj>(o, o->data(), o->physical_size(), o->layout());
+        slot->set_used_size(kSlotBytes);
+        o = slot;
+      }
+    }
+    if (k_.empty_values_missing) {
+      std::lock_guard lock(mu_);
+      for (std::size_t i = 0; i < keys.size(); ++i) {
+        if (objects[i]->size() == 0) empty_keys_.insert(keys[i]);
       }
     }
     keep(objects);
@@ -189,6 +208,12 @@ class KnobAdapter final : public ViewRewritingAdapter {
       }
     }
     if (k_.bitmap_in_one_byte) bits = low_byte(*bits);
+    if (k_.empty_values_missing) {
+      const std::vector<ObjectKey>& asked = lookup_keys_[id];
+      for (std::size_t i = 0; i < asked.size() && i < bits->size(); ++i) {
+        if (empty_keys_.count(asked[i])) bits->clear(i);
+      }
+    }
     return bits;
   }
 
@@ -210,6 +235,11 @@ class KnobAdapter final : public ViewRewritingAdapter {
     TaskId id = ForwardingL2Adapter::submit_load_task(map_keys(keys), objects);
     std::lock_guard lock(mu_);
     issued_loads_.insert(id);
+    if (k_.load_ids_16_bit) {
+      const TaskId short_id = id & 0xFFFF;
+      inner_load_of_[short_id] = id;  // a later task with the same low bits takes the slot
+      return short_id;
+    }
     if (k_.load_leaves_size_unset) load_dsts_[id] = objects;
     if (k_.thread_per_load) {
       helpers_.emplace_back([this] {
@@ -224,6 +254,11 @@ class KnobAdapter final : public ViewRewritingAdapter {
     if (k_.unknown_id_throws) {
       std::lock_guard lock(mu_);
       if (!issued_loads_.count(id)) throw std::out_of_range("no load task " + std::to_string(id));
+    }
+    if (k_.load_ids_16_bit) {
+      std::lock_guard lock(mu_);
+      auto it = inner_load_of_.find(id);
+      if (it != inner_load_of_.end()) id = it->second;
     }
     std::optional<Bitmap> bits = ForwardingL2Adapter::query_load_result(id);
     if (!bits) return bits;
@@ -265,6 +300,10 @@ class KnobAdapter final : public ViewRewritingAdapter {
         for (const MemoryObjPtr& v : views_of_[key]) std::memset(v->data(), 0, v->size());
         views_of_.erase(key);
       }
+    }
+    if (k_.empty_values_missing) {
+      std::lock_guard lock(mu_);
+      for (auto& key : keys) empty_keys_.erase(key);
     }
     if (!k_.delete_is_noop) ForwardingL2Adapter::delete_keys(map_keys(keys));
   }
@@ -324,6 +363,15 @@ class KnobAdapter final : public ViewRewritingAdapter {
       closed_ = true;
     }
     ForwardingL2Adapter::close();
+    if (k_.drops_results_at_close) {
+      (void)ForwardingL2Adapter::pop_completed_store_tasks();
+      std::set<TaskId> loads;
+      {
+        std::lock_guard lock(mu_);
+        loads = issued_loads_;
+      }
+      for (TaskId id : loads) (void)ForwardingL2Adapter::query_load_result(id);
+    }
     if (extra_ && !k_.close_leaks_fd) extra_->close();
     join_helpers();
     std::lock_guard lock(mu_);
@@ -367,8 +415,11 @@ class KnobAdapter final : public ViewRewritingAdapter {
     for (auto& t : helpers) t.join();
   }
 
+  static constexpr std::size_t kSlotBytes = 64u << 10;
   const AdapterKnobs k_;
   std::unique_ptr<EventNotifier> extra_;
+  std::unordered_set<ObjectKey> empty_keys_;
+  std::map<TaskId, TaskId> inner_load_of_;
   mutable std::mutex mu_;
   std::map<TaskId, std::vector<ObjectKey>> lookup_keys_;
   std::map<TaskId, Bitmap> answered_;
@@ -823,6 +874,49 @@ void add_adapter_mutants(std::vector<Mutant>& out) {
         auto lent = a.lend_store_buffers({key(1)}, lend_layout);
         auto b = lookup(a, {key(1)});
         return b && b->test(0) ? "a key was present before its store" : "";
+      }));
+
+  // Issue 25's classes: object sizes past 64 KiB and of 0 bytes, results around close(), ids
+  // past 2^16.
+  add(out, "truncates_objects_past_64k", BugClass::kSizes, "PartialLoadBitmap",
+      "each object is stored in a fixed 64 KiB slot: the bytes of a KV chunk past it are dropped",
+      {.truncates_past_64k = true}, with_adapter([](L2AdapterInterface& a) -> std::string {
+        MemoryObjPtr big = object(7, 70000);
+        if (auto r = store(a, {key(1)}, {big}); !r || !r->is_successful()) return {};
+        MemoryObjPtr dst = object(0, 70000);
+        auto b = load(a, {key(1)}, {dst});
+        return b && b->test(0) && dst->size() == 70000 && dst->data()[69999] == std::byte{7}
+                   ? ""
+                   : "a 70,000-byte object did not load back whole";
+      }));
+  add(out, "empty_values_read_as_missing", BugClass::kSizes, "LookupReportsPresence",
+      "a stored 0-byte object reads as \"no such key\" on lookup, as a client that takes an "
+      "empty reply for a missing one",
+      {.empty_values_missing = true}, with_adapter([](L2AdapterInterface& a) -> std::string {
+        if (auto r = store(a, {key(1)}, {object(0, 0)}); !r || !r->is_successful()) return {};
+        auto b = lookup(a, {key(1)});
+        return b && b->test(0) ? "" : "a stored 0-byte object was reported absent";
+      }));
+  add(out, "adapter_drops_results_at_close", BugClass::kFailureOrder, "CloseIsIdempotent",
+      "close() discards store and load results that completed before it and were not taken",
+      {.drops_results_at_close = true}, with_adapter([](L2AdapterInterface& a) -> std::string {
+        TaskId id = a.submit_store_task({key(1)}, {object(1)});
+        const auto deadline = std::chrono::steady_clock::now() + 5s;
+        while (consume_fd(a.get_store_event_fd()) == 0 &&
+               std::chrono::steady_clock::now() < deadline) {
+          std::this_thread::sleep_for(200us);
+        }
+        a.close();
+        return a.pop_completed_store_tasks().count(id) ? ""
+                                                       : "a completed store was dropped by close()";
+      }));
+  add(out, "adapter_load_ids_16_bit", BugClass::kState, "TaskIdsNeverReused",
+      "load ids are kept in 16 bits: the load 65,536 tasks later takes an early load's id",
+      {.load_ids_16_bit = true}, with_adapter([](L2AdapterInterface& a) -> std::string {
+        const TaskId first = a.submit_load_task({key(9)}, {object(0)});
+        for (int i = 0; i < 65535; ++i) (void)a.submit_load_task({key(9)}, {object(0)});
+        const TaskId later = a.submit_load_task({key(9)}, {object(0)});
+        return later == first ? "a load 65,536 tasks later got the first load's id" : "";
       }));
 }
 

@@ -16,7 +16,9 @@
 
 #include "lmcache/conformance/buffers.h"
 #include "lmcache/conformance/process_stats.h"
+#include "lmcache/conformance/reference_impls.h"
 #include "lmcache/core/event_notifier.h"
+#include "lmcache/serde/checksum_serde.h"
 #include "lmcache/serde/fp8_serde.h"
 #include "mutants.h"
 #include "mutants_internal.h"
@@ -53,13 +55,24 @@ struct ProcessorKnobs {
   bool no_narrowing = false;            // serialized temps keep their capacity as size()
   bool at_most_16_pairs = false;        // pairs past the 16th are skipped
   bool flaky_every_97th_task = false;   // one task in 97 (process-wide) reports false
+  // Over the checksum serde (key-binding) instead of fp8: what the key mutants need.
+  bool over_checksum = false;
+  bool key_of_first_pair = false;  // every pair of a task gets keys[0]
+  bool ignores_keys = false;       // every pair gets one default key, in both directions
+  bool temps_rounded_up = false;   // temps narrowed to the count rounded up to 8 bytes
+  bool ids_16_bit = false;         // task ids kept in 16 bits
 };
 
 std::atomic<std::uint64_t> g_tasks{0};
 
 class KnobQueueProcessor final : public SerdeProcessor {
  public:
-  explicit KnobQueueProcessor(ProcessorKnobs k) : k_(k) {
+  explicit KnobQueueProcessor(ProcessorKnobs k)
+      : k_(k),
+        ser_(k.over_checksum ? SerializerPtr(std::make_shared<ChecksumSerializer>())
+                             : SerializerPtr(std::make_shared<Fp8Serializer>())),
+        deser_(k.over_checksum ? DeserializerPtr(std::make_shared<ChecksumDeserializer>())
+                               : DeserializerPtr(std::make_shared<Fp8Deserializer>())) {
     if (k_.leak_fd_on_close) leaked_ = std::make_unique<EventNotifier>();
     for (int w = 0; w < std::max(1, k_.workers); ++w) workers_.emplace_back([this] { loop(); });
   }
@@ -88,7 +101,7 @@ class KnobQueueProcessor final : public SerdeProcessor {
     return k_.same_fd ? ser_fd_.fd() : deser_fd_.fd();
   }
   std::size_t estimate_serialized_size(const MemoryLayoutDesc& layout) const override {
-    return k_.zero_estimate ? 0 : ser_.estimate_serialized_size(layout);
+    return k_.zero_estimate ? 0 : ser_->estimate_serialized_size(layout);
   }
 
   void close() override {
@@ -141,13 +154,16 @@ class KnobQueueProcessor final : public SerdeProcessor {
            const std::vector<MemoryObjPtr>& dsts, const std::vector<ObjectKey>& keys) {
     bool ok = true;
     const std::size_t n = std::min(srcs.size(), dsts.size());
+    static const ObjectKey kDefaultKey("", "default", 0);
     auto pair = [&](std::size_t i) {
       MemoryObj& to = k_.decode_all_into_first && !serialize ? *dsts[0] : *dsts[i];
+      const ObjectKey& key = k_.ignores_keys ? kDefaultKey : keys[k_.key_of_first_pair ? 0 : i];
       if (serialize) {
-        std::size_t written = ser_.serialize(*srcs[i], to, keys[i]);
+        std::size_t written = ser_->serialize(*srcs[i], to, key);
+        if (k_.temps_rounded_up) written = std::min(to.physical_size(), (written + 7) / 8 * 8);
         if (!k_.no_narrowing) to.set_used_size(written);
       } else {
-        deser_.deserialize(*srcs[i], to, keys[i]);
+        deser_->deserialize(*srcs[i], to, key);
       }
     };
     if (k_.shared_pair_cursor) {
@@ -199,6 +215,7 @@ class KnobQueueProcessor final : public SerdeProcessor {
   }
 
   TaskId next_id() {
+    if (k_.ids_16_bit) return next_id_.fetch_add(1) & 0xFFFF;
     if (!k_.racy_ids) return next_id_.fetch_add(1);
     TaskId id = next_id_.load();  // read, then write later: concurrent submitters collide
     std::this_thread::sleep_for(1ms);
@@ -244,8 +261,8 @@ class KnobQueueProcessor final : public SerdeProcessor {
   }
 
   const ProcessorKnobs k_;
-  Fp8Serializer ser_;
-  Fp8Deserializer deser_;
+  const SerializerPtr ser_;
+  const DeserializerPtr deser_;
   std::atomic<TaskId> next_id_{0};
   std::atomic<std::size_t> cursor_{0};
   EventNotifier ser_fd_;
@@ -273,9 +290,11 @@ class KnobQueueProcessor final : public SerdeProcessor {
 
 ProcessorUnderTest make_queue(ProcessorKnobs k) {
   ProcessorUnderTest p;
-  p.name = "queue_processor";
+  p.name = k.over_checksum ? "queue_processor_checksum" : "queue_processor";
   p.make = [k]() -> SerdeProcessorPtr { return std::make_unique<KnobQueueProcessor>(k); };
   p.input_dtypes = {DType::kFloat32, DType::kBFloat16};
+  p.reference = k.over_checksum ? reference_checksum_serde().reference
+                                : reference_fp8_serde(Fp8Format::kE4M3FN).reference;
   return p;
 }
 
@@ -338,6 +357,7 @@ void add(std::vector<Mutant>& out, std::string name, BugClass c, std::string pro
          std::string bug, ProcessorKnobs k, std::function<std::string(const Impl&)> witness) {
   ProcessorKnobs base;
   base.workers = k.workers;
+  base.over_checksum = k.over_checksum;
   out.push_back(mutant(std::move(name), ImplementationKind::kProcessor, c, std::move(property),
                        std::move(bug), queue_impl(k), queue_impl(base), std::move(witness)));
 }
@@ -345,6 +365,8 @@ void add(std::vector<Mutant>& out, std::string name, BugClass c, std::string pro
 }  // namespace
 
 ProcessorUnderTest queue_processor() { return make_queue({}); }
+
+ProcessorUnderTest queue_processor_over_checksum() { return make_queue({.over_checksum = true}); }
 
 void add_processor_mutants(std::vector<Mutant>& out) {
   add(out, "one_fd_for_both_directions", BugClass::kFailureOrder, "DistinctEventFds",
@@ -574,6 +596,57 @@ void add_processor_mutants(std::vector<Mutant>& out) {
           }
         }
         return {};
+      }));
+  // Keys through the processor: a processor over a key-binding serde (checksum) that hands
+  // pairs the wrong keys. Its own batches round-trip; pairs read alone or in other batches do not,
+  // and its frames are not the reference's.
+  add(out, "processor_key_of_first_pair", BugClass::kData, "KeysFollowTheirPairs",
+      "every pair of a task is serialized and deserialized under the task's first key",
+      {.over_checksum = true, .key_of_first_pair = true},
+      with_processor([](SerdeProcessor& p) -> std::string {
+        const std::size_t frame = 16 * 4 + 17;
+        std::vector<MemoryObjPtr> temps = {temp(frame), temp(frame)};
+        TaskId s = p.submit_serialize({input(1), input(2)}, temps, probe_keys(2));
+        wait_result(p, true, s);
+        TaskId d = p.submit_deserialize({temps[1]}, {MemoryObj::allocate(kLayout)}, {probe_key(1)});
+        return wait_result(p, false, d).value_or(false)
+                   ? ""
+                   : "pair 1 of a batch did not deserialize alone under its own key";
+      }));
+  add(out, "processor_ignores_keys", BugClass::kData, "MatchesReference",
+      "every pair goes to the serde under one default key, in both directions",
+      {.over_checksum = true, .ignores_keys = true},
+      with_processor([](SerdeProcessor& p) -> std::string {
+        MemoryObjPtr src = input(3);
+        MemoryObjPtr t = temp(16 * 4 + 17);
+        TaskId s = p.submit_serialize({src}, {t}, {probe_key(5)});
+        wait_result(p, true, s);
+        MemoryObjPtr want = temp(16 * 4 + 17);
+        want->set_used_size(ChecksumSerializer().serialize(*src, *want, probe_key(5)));
+        return t->size() == want->size() && std::memcmp(t->data(), want->data(), t->size()) == 0
+                   ? ""
+                   : "the frame is not the checksum frame of its own key";
+      }));
+  add(out, "temps_rounded_up", BugClass::kSizes, "SerializeThenDeserialize",
+      "serialized temps are narrowed to the count rounded up to 8 bytes (unwritten bytes inside "
+      "size())",
+      {.temps_rounded_up = true}, with_processor([](SerdeProcessor& p) -> std::string {
+        MemoryObjPtr src = MemoryObj::allocate(MemoryLayoutDesc::single({13}, DType::kFloat32));
+        MemoryObjPtr t = temp(40);
+        TaskId s = p.submit_serialize({src}, {t}, probe_keys(1));
+        wait_result(p, true, s);
+        return t->size() == 13 ? "" : "13 bytes serialized, size() " + std::to_string(t->size());
+      }));
+  add(out, "processor_ids_16_bit", BugClass::kState, "TaskIdsNeverReused",
+      "task ids are kept in 16 bits: the 65,537th task gets the first one's id",
+      {.ids_16_bit = true}, with_processor([](SerdeProcessor& p) -> std::string {
+        const TaskId first = p.submit_serialize({input(1)}, {temp()}, probe_keys(1));
+        for (int i = 0; i < 65535; ++i) {
+          const TaskId id = p.submit_serialize({input(1)}, {temp()}, probe_keys(1));
+          if (i % 1024 == 0) wait_result(p, true, id);
+        }
+        const TaskId later = p.submit_serialize({input(1)}, {temp()}, probe_keys(1));
+        return later == first ? "task 65,537 got the first task's id " + std::to_string(first) : "";
       }));
 }
 

@@ -50,7 +50,23 @@ struct WrapperKnobs {
   bool lookup_answers_after_close = false;  // "no result yet" instead of a throw after close()
   bool prefetches_lent_buffers = false;     // lends a spare set for the next store, kept unused
   bool caches_views_by_key = false;         // "views never change": memoized, never invalidated
+  bool homogeneity_by_byte_size = false;    // a batch is homogeneous when its byte sizes agree
 };
+
+// The objects of a batch whose byte sizes all equal objects[0]'s, seen with objects[0]'s layout
+// (a homogeneity check that compares sizes, not layouts); any other batch as it is.
+std::vector<MemoryObjPtr> as_first_layout(const std::vector<MemoryObjPtr>& objects) {
+  if (objects.empty()) return objects;
+  const MemoryLayoutDesc& first = objects[0]->layout();
+  for (const auto& o : objects) {
+    if (o->layout().total_bytes() != first.total_bytes()) return objects;
+  }
+  std::vector<MemoryObjPtr> out;
+  for (const auto& o : objects) {
+    out.push_back(std::make_shared<MemoryObj>(o, o->data(), o->physical_size(), first));
+  }
+  return out;
+}
 
 // A serde processor whose failed deserializations report success.
 class LyingDeserializeProcessor final : public ForwardingSerdeProcessor {
@@ -175,7 +191,8 @@ class KnobWrapper final : public ForwardingL2Adapter {
     }
     TaskId id;
     try {
-      id = ForwardingL2Adapter::submit_store_task(keys, objects);
+      id = ForwardingL2Adapter::submit_store_task(
+          keys, k_.homogeneity_by_byte_size ? as_first_layout(objects) : objects);
     } catch (const std::invalid_argument&) {
       if (!k_.accepts_heterogeneous) throw;
       return ForwardingL2Adapter::submit_store_task({}, {});
@@ -227,7 +244,8 @@ class KnobWrapper final : public ForwardingL2Adapter {
     if (k_.empty_batch_never_completes && keys.empty()) return fake_ids_++;
     TaskId id;
     try {
-      id = ForwardingL2Adapter::submit_load_task(keys, objects);
+      id = ForwardingL2Adapter::submit_load_task(
+          keys, k_.homogeneity_by_byte_size ? as_first_layout(objects) : objects);
     } catch (const std::invalid_argument&) {
       if (!k_.accepts_heterogeneous) throw;
       return ForwardingL2Adapter::submit_load_task({}, {});
@@ -391,6 +409,19 @@ void add_wrapper_mutants(std::vector<Mutant>& out) {
           return {};
         }
         return "a batch of two layouts was accepted";
+      }));
+  add(out, "homogeneity_by_byte_size", BugClass::kSizes, "HomogeneityEnforced",
+      "a batch counts as homogeneous when its objects have objects[0]'s byte size, whatever "
+      "their shapes and dtypes",
+      {.homogeneity_by_byte_size = true}, with_wrapper([](WitnessStack& s) -> std::string {
+        const MemoryLayoutDesc a = MemoryLayoutDesc::single({8}, DType::kFloat32);
+        const MemoryLayoutDesc b = MemoryLayoutDesc::single({16}, DType::kBFloat16);
+        try {
+          s.w->submit_store_task(witness_keys(2), {MemoryObj::allocate(a), MemoryObj::allocate(b)});
+        } catch (const std::invalid_argument&) {
+          return {};
+        }
+        return "a batch of float32[8] and bfloat16[16] (same bytes) was accepted";
       }));
   add(out, "failed_store_succeeds", BugClass::kFailureOrder, "AllOrNothingStore",
       "a failed store is reported as a success", {.failed_store_succeeds = true},

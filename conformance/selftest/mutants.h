@@ -14,7 +14,8 @@
 //   - has a conformant base (same family, no bug), which must pass every property.
 // The families:
 //   serdes      a lossless copy serde with switches;
-//   processors  a thread-and-queue SerdeProcessor over fp8 with switches (1 or 2 workers);
+//   processors  a thread-and-queue SerdeProcessor over fp8 (or checksum) with switches (1 or 2
+//               workers);
 //   adapters    decorators of the mock adapter;
 //   wrappers    decorators and compositions of SerdeL2AdapterWrapper, and a second,
 //               independent wrapper (one worker thread, one task at a time) with switches.
@@ -83,6 +84,9 @@ std::vector<Mutant> all_mutants();
 // The conformant bases of the mutant families.
 SerdeUnderTest copy_serde();
 ProcessorUnderTest queue_processor();
+// The queue processor over the checksum serde, which binds frames to keys: the base of the
+// mutants that pass keys wrongly.
+ProcessorUnderTest queue_processor_over_checksum();
 AdapterUnderTest decorated_mock_adapter();
 WrapperUnderTest decorated_wrapper();
 WrapperUnderTest sequential_wrapper();

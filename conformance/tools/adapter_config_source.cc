@@ -21,11 +21,11 @@ bool takes_key_namespace(std::string_view type) { return type == "resp" || type 
 // (its "serde" left out: the wrapper is the kit's) live below the kit's scripted inner double,
 // the kit's mock as its shadow (storage_testing::ShadowedAdapter), so every store, lookup and
 // load the wrapper makes reaches the deployed store; each in a fresh key namespace.
-WrapperUnderTest live_wrapper(Json config, const std::string& type, bool namespaced,
+WrapperUnderTest live_wrapper(Json config, const std::string& stem, bool namespaced,
                               const std::string& user_ns) {
   config.erase("serde");
   WrapperUnderTest w = reference_serde_wrapper();
-  w.name = "config_" + type + "_fp8_wrapper";
+  w.name = stem + "_fp8_wrapper";
   w.decorate_inner = [config, namespaced, user_ns](L2AdapterPtr mock) -> L2AdapterPtr {
     Json c = config;
     if (namespaced) c["key_namespace"] = fresh_key_namespace(user_ns);
@@ -53,6 +53,11 @@ std::string load_adapter_config_source(const std::string& source, Registry& regi
     return "--adapter: the config must be a JSON object with a string \"type\", got " +
            config.dump();
   }
+  return register_adapter_config(config, "config_" + config["type"].get<std::string>(), registry);
+}
+
+std::string register_adapter_config(const Json& config, const std::string& stem,
+                                    Registry& registry) {
   resp::register_resp_adapter_type();
   fs::register_fs_adapter_type();
   const std::string type = config["type"].get<std::string>();
@@ -93,11 +98,11 @@ std::string load_adapter_config_source(const std::string& source, Registry& regi
   }
   // The bridge behind the storage types reports its lookup locks (storage/README.md).
   if (!fp8) a.capabilities.reports_lock_count = namespaced;
-  a.name = "config_" + type + (fp8 ? "_fp8" : "");
+  a.name = stem + (fp8 ? "_fp8" : "");
   a.make = make;
   try {
     registry.add_adapter(std::move(a));
-    if (fp8) registry.add_wrapper(live_wrapper(config, type, namespaced, user_ns));
+    if (fp8) registry.add_wrapper(live_wrapper(config, stem, namespaced, user_ns));
   } catch (const std::exception& e) {
     return std::string("--adapter: registering the adapter failed: ") + e.what();
   }

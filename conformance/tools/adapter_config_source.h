@@ -12,6 +12,7 @@
 #include <string>
 
 #include "lmcache/conformance/registry.h"
+#include "lmcache/core/config.h"
 
 namespace lmcache::conformance::tools {
 
@@ -34,5 +35,13 @@ bool is_adapter_config_source(const std::string& source);
 // by its type (its error names the key), or its "serde" is not one whose round trip the kit
 // knows (none, or "fp8" with the default e4m3fn format).
 std::string load_adapter_config_source(const std::string& source, Registry& registry);
+
+// register_adapter_config()
+//
+// What load_adapter_config_source() registers for a parsed config, named `<stem>`,
+// `<stem>_fp8` and `<stem>_fp8_wrapper` instead of "config_<type>..." (the reference storage
+// source names them after the type alone). Returns "" or why not, as above.
+std::string register_adapter_config(const Json& config, const std::string& stem,
+                                    Registry& registry);
 
 }  // namespace lmcache::conformance::tools

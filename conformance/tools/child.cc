@@ -17,6 +17,7 @@
 #include "lmcache/conformance/serde_conformance.h"
 #include "lmcache/conformance/wrapper_conformance.h"
 #include "plugin_loader.h"
+#include "reference_storage.h"
 
 // The suites over whatever the child registered; gtest evaluates these at InitGoogleTest(),
 // after the source has been loaded.
@@ -73,6 +74,8 @@ int run_child(int argc, char** argv) {
   const std::string out = arg(argc, argv, "--out");
   if (std::string error = is_adapter_config_source(source)
                               ? load_adapter_config_source(source, global_registry())
+                          : is_reference_storage_source(source)
+                              ? load_reference_storage_source(source, global_registry())
                               : load_source(source, global_registry());
       !error.empty()) {
     std::cerr << error << "\n";

@@ -33,6 +33,7 @@
 #include "lmcache/conformance/plugin_abi.h"
 #include "lmcache/conformance/properties.h"
 #include "plugin_loader.h"
+#include "reference_storage.h"
 #include "report.h"
 
 namespace lmcache::conformance::tools {
@@ -443,7 +444,20 @@ int run_main(int argc, char** argv) {
   report.depth = o.depth;
   auto run_start = Clock::now();
   std::vector<std::string> sources;
-  if (o.reference) sources.push_back(kReferenceSource);
+  // --reference over real storage: a private redis-server and a directory for the whole run.
+  std::optional<ReferenceStorage> storage;
+  if (o.reference) {
+    sources.push_back(kReferenceSource);
+    try {
+      storage.emplace();
+      sources.push_back(storage->source());
+      if (!storage->note().empty() && !o.quiet)
+        std::cerr << "lmcache-conform: " << storage->note() << "\n";
+    } catch (const std::exception& e) {
+      report.errors.push_back(std::string("--reference: cannot start the reference storage: ") +
+                              e.what());
+    }
+  }
   for (auto& p : o.plugins) sources.push_back(fs::absolute(p).string());
   for (auto& p : o.connector_plugins) {
     sources.push_back(kConnectorPluginPrefix + fs::absolute(p).string());
@@ -530,7 +544,7 @@ int run_main(int argc, char** argv) {
       // A scenario property draws nothing random; it still ran under the run's seed.
       if (!pr.rc_seed) pr.rc_seed = seed_of(o.rc_params);
       std::string src =
-          im.source == kReferenceSource ? "--reference"
+          im.source == kReferenceSource || is_reference_storage_source(im.source) ? "--reference"
           : is_adapter_config_source(im.source)
               ? "--adapter " +
                     shell_quote(im.source.substr(std::string_view(kAdapterConfigPrefix).size()))

@@ -3,6 +3,7 @@
 // one adapter, whose fds, threads and references to caller buffers must not grow with them.
 #include <algorithm>
 #include <cstring>
+#include <deque>
 #include <latch>
 #include <map>
 #include <memory>
@@ -10,6 +11,7 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <unordered_set>
 #include <vector>
 
 #include "lmcache/conformance/buffers.h"
@@ -332,6 +334,75 @@ Verdict ResourcesBoundedOverManyTasks(const AdapterUnderTest& aut) {
                          std::to_string(n) + " of the " + std::to_string(handed.size()) +
                          " caller objects it was given (buffers belong to the caller once a "
                          "task completed)");
+  }
+  return Verdict::pass();
+}
+
+}  // namespace lmcache::conformance_internal::adapter_properties
+
+namespace lmcache::conformance_internal::adapter_properties {
+using namespace ::lmcache::conformance;  // the kit's public types
+
+Verdict TaskIdsNeverReused(const AdapterUnderTest& aut) {
+  // Past 2^16 tasks, with an early load still untaken: an id kept in 16 bits (or a result table
+  // indexed by one) hands a later task the early one's id.
+  constexpr std::size_t kTasks = (std::size_t{1} << 16) + 100;
+  constexpr std::size_t kInFlight = 256;
+  L2AdapterPtr a = aut.make();
+  if (!a) return Verdict::fail("the adapter factory returned null");
+  Closer closer{a.get()};
+  const std::vector<ObjectKey> keys = key_family(0x1D5, 2);  // keys[0] stored, keys[1] never
+  const MemoryLayoutDesc layout = MemoryLayoutDesc::single({16}, aut.object_dtypes.front());
+  MemoryObjPtr obj = make_object(layout);
+  fill_bytes(obj->physical_bytes(), 0x1D5);
+  const TaskId store = a->submit_store_task({keys[0]}, {obj});
+  if (!poll_until(
+          [&]() -> std::optional<bool> {
+            return a->pop_completed_store_tasks().count(store) ? std::optional<bool>(true)
+                                                               : std::nullopt;
+          },
+          result_timeout())) {
+    return Verdict::fail("store task " + std::to_string(store) + " did not complete");
+  }
+  const TaskId early = a->submit_load_task({keys[0]}, {make_object(layout)});
+  std::unordered_set<TaskId> seen = {store, early};
+  seen.reserve(kTasks + 2);
+  std::deque<TaskId> in_flight;
+  auto take_oldest = [&]() -> std::string {
+    const TaskId id = in_flight.front();
+    in_flight.pop_front();
+    std::optional<Bitmap> bits =
+        poll_until([&] { return a->query_load_result(id); }, result_timeout());
+    if (!bits) return "load task " + std::to_string(id) + " did not complete";
+    if (bits->size() != 1 || bits->test(0)) {
+      return "a load of a key never stored (task " + std::to_string(id) + ") answered " +
+             bits->to_string();
+    }
+    return {};
+  };
+  for (std::size_t i = 0; i < kTasks; ++i) {
+    const TaskId id = a->submit_load_task({keys[1]}, {make_object(layout)});
+    if (!seen.insert(id).second) {
+      return Verdict::fail("task " + std::to_string(i + 3) + " got id " + std::to_string(id) +
+                           ", already given to an earlier task" +
+                           (id == early ? " (the early load, still untaken)" : "") +
+                           ": task ids must stay unique while results are untaken");
+    }
+    in_flight.push_back(id);
+    if (in_flight.size() >= kInFlight) {
+      if (std::string e = take_oldest(); !e.empty()) return Verdict::fail(e);
+    }
+  }
+  while (!in_flight.empty()) {
+    if (std::string e = take_oldest(); !e.empty()) return Verdict::fail(e);
+  }
+  std::optional<Bitmap> bits =
+      poll_until([&] { return a->query_load_result(early); }, result_timeout());
+  if (!bits || bits->size() != 1 || !bits->test(0)) {
+    return Verdict::fail("the early load (task " + std::to_string(early) + ") of a stored key, " +
+                         "taken after " + std::to_string(kTasks) + " later tasks, answered " +
+                         (bits ? bits->to_string() : std::string("nothing")) +
+                         " instead of its hit");
   }
   return Verdict::pass();
 }

@@ -356,8 +356,26 @@ struct Delete : AdapterCommand {
   void show(std::ostream& os) const override { os << "Delete" << key_list(pick.idx); }
 };
 
-// Two or three layout classes; byte classes may be narrowed when the adapter stores bytes as
-// they are (no stored_bytes / expected_load transform).
+// The largest object of an adapter class: KV-chunk-sized, up to 2 MiB (a batch of 80 such
+// objects stays within the memory an adapter under test is given).
+std::size_t max_object_bytes() {
+  return std::min<std::size_t>(current_profile().max_chunk_bytes, std::size_t{2} << 20);
+}
+
+// The byte size of a large object: just around 64 KiB (where a fixed-size slot or a 16-bit
+// length ends), 128 KiB, or anywhere up to max_object_bytes().
+rc::Gen<std::size_t> gen_large_object_bytes() {
+  const std::size_t top = std::max<std::size_t>(max_object_bytes(), 65537);
+  return rc::gen::weightedOneOf<std::size_t>(
+      {{2, rc::gen::element<std::size_t>(65535, 65536, 65537, 131072)},
+       {3, uniform_in_range<std::size_t>(65536, top + 1)}});
+}
+
+// Two or three layout classes over the whole object size domain: mostly small layouts, about
+// one class in eight KV-chunk-sized (64 KiB to max_object_bytes()), one in eleven a 0-byte
+// object;
+// byte classes may be narrowed (to 0 bytes now and then) when the adapter stores bytes as they
+// are (no stored_bytes / expected_load transform).
 std::vector<LayoutClass> gen_classes(const AdapterUnderTest& aut) {
   SizeLimits limits = size_limits();
   limits.max_groups = 2;
@@ -371,12 +389,25 @@ std::vector<LayoutClass> gen_classes(const AdapterUnderTest& aut) {
   std::vector<LayoutClass> classes;
   for (std::size_t c = 0; c < n; ++c) {
     LayoutClass lc;
+    const int size_kind = *rc::gen::weightedElement<int>({{34, 0}, {6, 1}, {4, 2}});
     const bool narrowed = raw && bytes_ok && *uniform_in_range(0, 3) == 0;
-    if (narrowed) {
-      // A serialized temp: an estimate-sized byte buffer holding fewer bytes.
-      const std::size_t physical = std::max<std::size_t>(2, *gen_element_count(1u << 15));
+    if (size_kind == 2) {  // a 0-byte object
+      lc.layout = MemoryLayoutDesc::single({0}, *rc::gen::elementOf(aut.object_dtypes));
+      lc.used = 0;
+    } else if (narrowed) {
+      // A serialized temp: an estimate-sized byte buffer holding fewer bytes (none, now and
+      // then).
+      const std::size_t physical = size_kind == 1
+                                       ? *gen_large_object_bytes()
+                                       : std::max<std::size_t>(2, *gen_element_count(1u << 15));
       lc.layout = byte_layout(physical);
-      lc.used = *uniform_in_range<std::size_t>(1, physical);
+      lc.used = *uniform_in_range(0, 10) == 0 ? 0 : *uniform_in_range<std::size_t>(1, physical);
+    } else if (size_kind == 1) {
+      const DType dtype = *rc::gen::elementOf(aut.object_dtypes);
+      const std::size_t elements =
+          std::max<std::size_t>(1, *gen_large_object_bytes() / element_size(dtype));
+      lc.layout = MemoryLayoutDesc::single({static_cast<std::int64_t>(elements)}, dtype);
+      lc.used = lc.layout.total_bytes();
     } else {
       lc.layout = *gen_layout(aut.object_dtypes, limits);
       if (lc.layout.total_bytes() == 0)

@@ -49,6 +49,9 @@ struct DepthProfile {
   // The largest group a layout generator may draw, in elements; large groups are drawn
   // rarely, with most of the weight on small and boundary sizes.
   std::size_t max_group_elements = 0;
+  // The largest KV-chunk-sized group a layout may draw, in bytes (rarely; gen_chunk_bytes()):
+  // chunks of 256 KiB and more as a serving engine stores them.
+  std::size_t max_chunk_bytes = 0;
   // The largest batch (keys of one task, pairs of one serde task).
   std::size_t max_batch = 0;
   // Tasks a resource-accounting property runs on one instance.

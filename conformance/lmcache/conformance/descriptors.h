@@ -68,8 +68,14 @@ struct IntegrityClaims {
   bool detects_corruption = false;
   std::size_t version_byte_offset = 0;
   // A frame deserialized under a key with another chunk_hash fails (checksum's fingerprint,
-  // aesgcm's bind_key).
+  // aesgcm's bind_key). The binding covers the first `chunk_hash_bound_bytes` bytes of the hash,
+  // each hash zero-padded to that length (checksum: 8, its fingerprint), or the whole hash
+  // (0: every byte and the length, as aesgcm's bind_key).
   bool binds_chunk_hash = false;
+  std::size_t chunk_hash_bound_bytes = 0;
+  // A frame deserialized under a key that differs in any one field (chunk_hash, model_name,
+  // kv_rank, object_group_id, cache_salt) fails (aesgcm's bind_key: the whole key is the AAD).
+  bool binds_whole_key = false;
   // A frame deserialized under a key with another cache_salt fails (aesgcm's per-tenant key).
   bool binds_cache_salt = false;
   // serialize() draws fresh randomness per call (an IV): the frame's bytes
@@ -82,6 +88,26 @@ struct IntegrityClaims {
   std::size_t nonce_bytes = 0;
   // A deserializer holding another secret (a wrong master key): every frame must fail under it.
   std::function<DeserializerPtr()> make_deserializer_with_other_secret;
+};
+
+// ReferenceSerde
+//
+// The reference implementation of a serde type this project knows ("fp8", "checksum",
+// "aesgcm", "chain"; docs/integrity.md, docs/fp8.md). A vendor implementation of such a type
+// names it here and is then held to it by MatchesReference (both suites): deterministic frames
+// byte-identical, every frame readable both ways with the same values, the same verdict
+// (rejected or not, and the same values when not) on every corrupted frame, tails included, and
+// on frames moved to keys that differ in one field. Build one with reference_serde(config)
+// (reference_impls.h) from the config the vendor's type mirrors, e.g. {"type": "aesgcm",
+// "master_key_path": "/etc/key", "aes_bits": 256}. Empty (no factories): MatchesReference is
+// NotSupported and every other property still runs.
+struct ReferenceSerde {
+  std::string type;  // the reference's type name, for messages
+  std::function<SerializerPtr()> make_serializer;
+  std::function<DeserializerPtr()> make_deserializer;
+  // The reference draws fresh randomness per frame (aesgcm's IV): frames are compared by size
+  // and by decoding them both ways, never byte for byte.
+  bool randomized = false;
 };
 
 // SerdeUnderTest
@@ -116,6 +142,9 @@ struct SerdeUnderTest {
 
   // Integrity / confidentiality claims (none by default).
   IntegrityClaims integrity;
+
+  // The reference implementation this serde must match, when its type is one the project knows.
+  ReferenceSerde reference;
 };
 
 // ProcessorUnderTest
@@ -126,6 +155,12 @@ struct ProcessorUnderTest {
   std::string name;
   std::function<SerdeProcessorPtr()> make;
   std::vector<DType> input_dtypes = {DType::kFloat32};
+  // The processor's frames differ per call (an encrypting serde): serialized temps are compared
+  // by their size and by what they decode to, never byte for byte.
+  bool randomized = false;
+  // The reference serde the processor's frames must match, pair by pair under each pair's own
+  // key (MatchesReference); empty: NotSupported.
+  ReferenceSerde reference;
 };
 
 // AdapterCapabilities

@@ -6,6 +6,7 @@
 #include <limits>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 #include "lmcache/conformance/depth.h"
 
@@ -82,6 +83,29 @@ SizeLimits size_limits() {
   l.max_group_elements = p.max_group_elements;
   l.max_total_elements = 2 * p.max_group_elements;
   return l;
+}
+
+SizeLimits size_limits_with_chunks() {
+  SizeLimits l = size_limits();
+  l.max_chunk_bytes = current_profile().max_chunk_bytes;
+  return l;
+}
+
+rc::Gen<std::size_t> gen_chunk_bytes(std::size_t max_bytes) {
+  return rc::gen::exec([max_bytes]() -> std::size_t {
+    constexpr std::size_t kMin = 256u << 10;
+    if (max_bytes <= kMin) return std::max<std::size_t>(1, max_bytes);
+    std::vector<std::size_t> sizes;
+    for (std::size_t b = kMin; b <= max_bytes; b *= 2) sizes.push_back(b);
+    const int kind = *rc::gen::weightedElement<int>({{4, 0}, {3, 1}, {3, 2}});
+    std::size_t n = *rc::gen::elementOf(sizes);
+    if (kind == 1) {
+      n = static_cast<std::size_t>(static_cast<long long>(n) + *uniform_in_range(-1, 2));
+    } else if (kind == 2) {
+      n = *uniform_in_range<std::size_t>(n / 2 + 1, n + 1);
+    }
+    return std::clamp<std::size_t>(n, 1, max_bytes);
+  });
 }
 
 rc::Gen<std::size_t> gen_element_count(std::size_t max_elements) {
@@ -166,12 +190,74 @@ rc::Gen<MemoryLayoutDesc> gen_layout(std::vector<DType> dtypes, SizeLimits limit
     std::vector<Shape> shapes;
     std::vector<DType> types;
     std::size_t room = limits.max_total_elements;
+    // A KV chunk: one group of 256 KiB and more, the rest of the layout kept small.
+    int chunk_group = -1;
+    if (limits.max_chunk_bytes > 0 && groups > 0 && *uniform_in_range(0, 25) == 0) {
+      chunk_group = *uniform_in_range(0, groups);
+      room = std::min<std::size_t>(room, 1u << 12);
+    }
     for (int g = 0; g < groups; ++g) {
-      std::size_t n = *gen_element_count(std::min(limits.max_group_elements, room));
+      const DType dtype = *rc::gen::elementOf(dtypes);
+      std::size_t n = 0;
+      if (g == chunk_group) {
+        n = std::max<std::size_t>(1,
+                                  *gen_chunk_bytes(limits.max_chunk_bytes) / element_size(dtype));
+      } else {
+        n = *gen_element_count(std::min(limits.max_group_elements, room));
+        room -= std::min(room, n);
+      }
       if (n == 0 && !limits.allow_empty_groups) n = 1;
-      room -= std::min(room, n);
       shapes.push_back(*gen_shape_of(n));
-      types.push_back(*rc::gen::elementOf(dtypes));
+      types.push_back(dtype);
+    }
+    return MemoryLayoutDesc(std::move(shapes), std::move(types));
+  });
+}
+
+rc::Gen<MemoryLayoutDesc> gen_layout_of_any_size(std::vector<DType> dtypes,
+                                                 std::size_t max_chunk_bytes) {
+  if (dtypes.empty()) throw std::invalid_argument("gen_layout_of_any_size: no dtypes");
+  return rc::gen::exec([dtypes = std::move(dtypes), max_chunk_bytes] {
+    auto group = [&](std::size_t budget_bytes) -> std::pair<Shape, DType> {
+      const DType dtype = *rc::gen::elementOf(dtypes);
+      const std::size_t es = element_size(dtype);
+      const int cls = *rc::gen::weightedElement<int>(
+          {{3, 0}, {2, 1}, {3, 2}, {2, 3}, {max_chunk_bytes > 0 ? 1 : 0, 4}});
+      std::size_t bytes = 0;
+      switch (cls) {
+        case 0:
+          bytes = *uniform_in_range<std::size_t>(0, 18) * es;
+          break;
+        case 1:
+          bytes = *uniform_in_range<std::size_t>(18, 257);
+          break;
+        case 2:
+          bytes = *rc::gen::weightedOneOf<std::size_t>(
+              {{1, rc::gen::element<std::size_t>(4095, 4096, 4097, 32768)},
+               {3, uniform_in_range<std::size_t>(257, (64u << 10) + 1)}});
+          break;
+        case 3:
+          bytes = *rc::gen::weightedOneOf<std::size_t>(
+              {{1, rc::gen::element<std::size_t>(65535, 65536, 65537, 65600)},
+               {2, uniform_in_range<std::size_t>(64u << 10, (2u << 20) + 1)}});
+          break;
+        default:
+          bytes = *gen_chunk_bytes(max_chunk_bytes);
+          break;
+      }
+      bytes = std::min(bytes, budget_bytes);
+      return {*gen_shape_of(bytes / es), dtype};
+    };
+    std::vector<Shape> shapes;
+    std::vector<DType> types;
+    const std::size_t budget = std::max<std::size_t>(max_chunk_bytes, 2u << 20);
+    auto [shape, dtype] = group(budget);
+    shapes.push_back(shape);
+    types.push_back(dtype);
+    if (*uniform_in_range(0, 4) == 0) {
+      auto [shape2, dtype2] = group(1u << 12);
+      shapes.push_back(shape2);
+      types.push_back(dtype2);
     }
     return MemoryLayoutDesc(std::move(shapes), std::move(types));
   });
@@ -230,23 +316,175 @@ const std::vector<std::int64_t>& group_ids() {
   return ids;
 }
 
+// Salts whose members share prefixes and lengths: a key cache indexed by a salt's prefix, length
+// or a weak hash of it hands one tenant another's key.
 const std::vector<std::string>& cache_salts() {
-  static const std::vector<std::string> salts = {"", "salt_a", "salt b", "s\xc3\xa4lt",
-                                                 std::string(ObjectKey::kMaxCacheSaltBytes, 'z')};
+  static const std::vector<std::string> salts = [] {
+    constexpr std::size_t kMax = ObjectKey::kMaxCacheSaltBytes;
+    std::vector<std::string> v = {"",          "t",          "tenant",      "tenant-a", "tenant-b",
+                                  "tenant-a1", "tenant-a-1", "s\xc3\xa4lt", "salt b"};
+    v.push_back(std::string(kMax - 1, 'x') + "y");
+    v.push_back(std::string(kMax - 1, 'x') + "z");
+    v.push_back(std::string(kMax - 1, 'x'));
+    v.push_back(std::string(kMax, 'z'));
+    return v;
+  }();
   return salts;
+}
+
+// A hash of `length` bytes with NUL bytes anywhere: none, one, a run, or only NULs.
+std::string gen_hash(std::size_t length) {
+  std::string hash = hash_bytes(*gen_seed(), length);
+  switch (*uniform_in_range(0, 6)) {
+    case 0:  // a NUL at any position
+      hash[*uniform_in_range<std::size_t>(0, length)] = '\0';
+      break;
+    case 1: {  // a run of NULs
+      const auto from = *uniform_in_range<std::size_t>(0, length);
+      const auto n = *uniform_in_range<std::size_t>(1, length - from + 1);
+      std::fill_n(hash.begin() + static_cast<std::ptrdiff_t>(from), n, '\0');
+      break;
+    }
+    case 2:  // only NULs
+      if (*uniform_in_range(0, 3) == 0) hash.assign(length, '\0');
+      break;
+    default:
+      break;
+  }
+  return hash;
+}
+
+// A salt of the family above, or a random one that extends a member (a shared prefix).
+std::string gen_salt() {
+  std::string salt = *rc::gen::elementOf(cache_salts());
+  if (*uniform_in_range(0, 4) == 0 && salt.size() < ObjectKey::kMaxCacheSaltBytes) {
+    const auto extra =
+        *uniform_in_range<std::size_t>(1, ObjectKey::kMaxCacheSaltBytes - salt.size() + 1);
+    static constexpr char kChars[] = "abcdefghijklmnopqrstuvwxyz0123456789-_.:";
+    std::uint64_t x = *gen_seed();
+    for (std::size_t i = 0; i < extra; ++i, x = x * 6364136223846793005ull + 1) {
+      salt += kChars[(x >> 33) % (sizeof(kChars) - 1)];
+    }
+  }
+  return salt;
 }
 
 }  // namespace
 
 rc::Gen<ObjectKey> gen_object_key() {
   return rc::gen::exec([] {
-    std::size_t length = *rc::gen::elementOf(std::vector<std::size_t>{1, 4, 8, 16, 32, 64});
-    std::string hash = hash_bytes(*gen_seed(), length);
-    if (*uniform_in_range(0, 4) == 0) hash[0] = '\0';  // a zero byte inside the hash
-    return ObjectKey(std::move(hash), *rc::gen::elementOf(model_names()),
-                     *rc::gen::elementOf(kv_ranks()), *rc::gen::elementOf(group_ids()),
-                     *rc::gen::elementOf(cache_salts()));
+    const std::size_t length = *rc::gen::weightedOneOf<std::size_t>(
+        {{3, rc::gen::elementOf(std::vector<std::size_t>{1, 7, 8, 9, 16, 32, 64})},
+         {2, uniform_in_range<std::size_t>(1, 65)}});
+    return ObjectKey(gen_hash(length), *rc::gen::elementOf(model_names()),
+                     *rc::gen::elementOf(kv_ranks()), *rc::gen::elementOf(group_ids()), gen_salt());
   });
+}
+
+const char* key_field_name(KeyField field) {
+  switch (field) {
+    case KeyField::kChunkHash:
+      return "chunk_hash";
+    case KeyField::kModelName:
+      return "model_name";
+    case KeyField::kKvRank:
+      return "kv_rank";
+    case KeyField::kObjectGroupId:
+      return "object_group_id";
+    case KeyField::kCacheSalt:
+      return "cache_salt";
+  }
+  return "?";
+}
+
+rc::Gen<ObjectKey> gen_key_varied_in(ObjectKey key, KeyField field) {
+  return rc::gen::exec([key = std::move(key), field] {
+    std::string hash = key.chunk_hash();
+    std::string model = key.model_name();
+    std::int64_t rank = key.kv_rank();
+    std::int64_t group = key.object_group_id();
+    std::string salt = key.cache_salt();
+    constexpr auto kMaxI64 = std::numeric_limits<std::int64_t>::max();
+    constexpr auto kMinI64 = std::numeric_limits<std::int64_t>::min();
+    switch (field) {
+      case KeyField::kChunkHash:
+        switch (hash.empty() ? 1 : *uniform_in_range(0, 5)) {
+          case 0:
+          case 1: {  // one byte changed, at any position (first 8 bytes as often as the rest)
+            if (hash.empty()) hash.push_back('\0');
+            const std::size_t at =
+                *uniform_in_range(0, 2) == 0
+                    ? *uniform_in_range<std::size_t>(0, std::min<std::size_t>(8, hash.size()))
+                    : *uniform_in_range<std::size_t>(0, hash.size());
+            hash[at] = static_cast<char>(hash[at] ^ *uniform_in_range(1, 256));
+            break;
+          }
+          case 2:  // one byte appended
+            hash.push_back(static_cast<char>(*uniform_in_range(0, 256)));
+            break;
+          case 3:  // the last byte removed
+            if (hash.size() > 1) {
+              hash.pop_back();
+            } else {
+              hash.push_back('\0');
+            }
+            break;
+          default:  // a NUL appended (zero padding must not make two hashes one)
+            hash.push_back('\0');
+            break;
+        }
+        break;
+      case KeyField::kModelName:
+        if (model.empty() || *uniform_in_range(0, 2) == 0) {
+          model += *rc::gen::element('x', '/', ' ', '0');
+        } else {
+          model.back() = static_cast<char>(model.back() == 'q' ? 'r' : 'q');
+        }
+        break;
+      case KeyField::kKvRank: {
+        const std::int64_t options[] = {rank == kMaxI64 ? rank - 1 : rank + 1,
+                                        rank == kMinI64 ? rank + 1 : rank - 1,
+                                        rank == 0 ? 1 : (rank == kMinI64 ? kMaxI64 : -rank),
+                                        rank == kMaxI64 ? kMinI64 : kMaxI64};
+        rank = options[*uniform_in_range(0, 4)];
+        break;
+      }
+      case KeyField::kObjectGroupId: {
+        const std::int64_t options[] = {group == kMaxI64 ? group - 1 : group + 1,
+                                        group == 0 ? 1 : group - 1, group == kMaxI64 ? 0 : kMaxI64};
+        group = options[*uniform_in_range(0, 3)];
+        break;
+      }
+      case KeyField::kCacheSalt: {
+        const int how = salt.empty() ? 1 : *uniform_in_range(0, 4);
+        if (how == 0) {  // the last byte changed: same length, same prefix
+          salt.back() = static_cast<char>(salt.back() == 'q' ? 'r' : 'q');
+        } else if (how == 1) {  // one byte appended, or the last replaced at the limit
+          if (salt.size() < ObjectKey::kMaxCacheSaltBytes) {
+            salt += 'q';
+          } else {
+            salt.back() = static_cast<char>(salt.back() == 'q' ? 'r' : 'q');
+          }
+        } else if (how == 2) {  // the last byte removed: a prefix of the original
+          salt.pop_back();
+        } else {  // emptied
+          salt.clear();
+        }
+        break;
+      }
+    }
+    return ObjectKey(std::move(hash), std::move(model), rank, group, std::move(salt));
+  });
+}
+
+bool padded_prefix_differs(const std::string& a, const std::string& b, std::size_t n) {
+  if (n == 0) return a != b;
+  for (std::size_t i = 0; i < n; ++i) {
+    const char x = i < a.size() ? a[i] : '\0';
+    const char y = i < b.size() ? b[i] : '\0';
+    if (x != y) return true;
+  }
+  return false;
 }
 
 std::vector<ObjectKey> key_family(std::uint64_t seed, std::size_t n) {
@@ -300,6 +538,7 @@ std::vector<ObjectKey> key_family(std::uint64_t seed, std::size_t n) {
 std::ostream& operator<<(std::ostream& os, const SerdeCase& c) {
   os << "layout " << c.layout.to_string() << ", data seed " << c.data_seed;
   if (c.slack > 0) os << ", " << c.slack << " junk bytes past the layout";
+  if (!(c.key == probe_key())) os << ", key " << c.key.to_string();
   return os;
 }
 
@@ -317,6 +556,7 @@ rc::Gen<SerdeCase> gen_serde_case(std::vector<DType> dtypes, SizeLimits limits) 
     SerdeCase c;
     c.layout = *gen_layout(dtypes, limits);
     c.data_seed = *gen_seed();
+    if (*uniform_in_range(0, 4) != 0) c.key = *gen_object_key();
     c.slack = *rc::gen::weightedOneOf<std::size_t>({{2, rc::gen::just<std::size_t>(0)},
                                                     {2, uniform_in_range<std::size_t>(1, 64)},
                                                     {1, rc::gen::just<std::size_t>(4096)}});

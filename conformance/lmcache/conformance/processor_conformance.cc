@@ -43,11 +43,48 @@ std::optional<bool> query_of(SerdeProcessor& p, Dir d, TaskId id) {
 }
 
 TaskId submit_of(SerdeProcessor& p, Dir d, std::vector<MemoryObjPtr> srcs,
-                 std::vector<MemoryObjPtr> dsts) {
-  std::vector<ObjectKey> keys = probe_keys(srcs.size());
+                 std::vector<MemoryObjPtr> dsts, std::vector<ObjectKey> keys) {
+  if (keys.empty()) keys = probe_keys(srcs.size());
   return d == Dir::kSerialize
              ? p.submit_serialize(std::move(srcs), std::move(dsts), std::move(keys))
              : p.submit_deserialize(std::move(srcs), std::move(dsts), std::move(keys));
+}
+
+std::vector<ObjectKey> gen_pair_keys(std::size_t n) {
+  std::vector<ObjectKey> keys;
+  while (keys.size() < n) {
+    ObjectKey k =
+        keys.empty() || *uniform_in_range(0, 2) == 0
+            ? *gen_object_key()
+            : *gen_key_varied_in(keys[*uniform_in_range<std::size_t>(0, keys.size())],
+                                 *rc::gen::elementOf(std::vector<KeyField>(
+                                     std::begin(kAllKeyFields), std::end(kAllKeyFields))));
+    if (std::find(keys.begin(), keys.end(), k) == keys.end()) keys.push_back(std::move(k));
+  }
+  return keys;
+}
+
+std::string serialized_difference(const ProcessorUnderTest& put, const MemoryObj& a,
+                                  const MemoryObj& b) {
+  if (a.size() != b.size()) {
+    return std::to_string(a.size()) + " bytes vs " + std::to_string(b.size());
+  }
+  if (put.randomized || a.size() == 0 || std::memcmp(a.data(), b.data(), a.size()) == 0) {
+    return {};
+  }
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    if (a.data()[i] != b.data()[i]) {
+      return "first difference at byte " + std::to_string(i) + " of " + std::to_string(a.size());
+    }
+  }
+  return {};
+}
+
+MemoryObjPtr junk_temp_for(SerdeProcessor& p, const MemoryLayoutDesc& layout, std::uint64_t seed,
+                           std::size_t extra) {
+  MemoryObjPtr temp = temp_for(p, layout, extra);
+  fill_bytes(temp->physical_bytes(), seed);
+  return temp;
 }
 
 OwnedProcessor::OwnedProcessor(const ProcessorUnderTest& put) : p(put.make()) {
@@ -85,7 +122,10 @@ MemoryObjPtr temp_for(SerdeProcessor& p, const MemoryLayoutDesc& layout, std::si
 }
 
 MemoryLayoutDesc gen_processor_layout(const ProcessorUnderTest& put, std::size_t max_elements) {
-  SizeLimits limits = size_limits();
+  // KV chunks only where a task may hold the depth's largest groups.
+  SizeLimits limits = max_elements >= current_profile().max_group_elements
+                          ? size_limits_with_chunks()
+                          : size_limits();
   limits.max_groups = 3;
   limits.max_group_elements = std::min(limits.max_group_elements, max_elements);
   limits.max_total_elements = limits.max_group_elements;
@@ -360,7 +400,10 @@ Verdict FailureReportedAsFalse(const ProcessorUnderTest& put) {
             (bad < n ? " whose pair " + std::to_string(bad) + " fails (" +
                            (d == Dir::kSerialize ? "0-byte destination" : "empty source") + ")"
                      : " that are all valid");
-        tasks.push_back({d, submit_of(*p, d, srcs, dsts), bad == n, what});
+        // Every valid source of a deserialize is good_temp, serialized under probe_key(0): each
+        // pair goes under that key (a key-binding serde rejects a frame under another).
+        std::vector<ObjectKey> keys(n, probe_key(0));
+        tasks.push_back({d, submit_of(*p, d, srcs, dsts, keys), bad == n, what});
       }
     }
     for (const Task& t : tasks) {
@@ -392,12 +435,15 @@ Verdict ConcurrentSubmitters(const ProcessorUnderTest& put) {
         struct Input {
           MemoryObjPtr src;
           MemoryObjPtr reference;  // serialized alone, narrowed
+          ObjectKey key;           // every pair of the thread's tasks goes under it
         };
         std::vector<Input> inputs;
+        const std::vector<ObjectKey> thread_keys = gen_pair_keys(kThreads);
         for (int t = 0; t < kThreads; ++t) {
           MemoryLayoutDesc layout = gen_processor_layout(put, 1u << 14);
-          Input in{safe_input(layout, 11 + static_cast<std::uint64_t>(t)), temp_for(*p, layout)};
-          TaskId r = p->submit_serialize({in.src}, {in.reference}, probe_keys(1));
+          Input in{safe_input(layout, 11 + static_cast<std::uint64_t>(t)), temp_for(*p, layout),
+                   thread_keys[static_cast<std::size_t>(t)]};
+          TaskId r = p->submit_serialize({in.src}, {in.reference}, {in.key});
           require(take_result(*p, Dir::kSerialize, r, "reference serialize"),
                   "serialize returned false");
           inputs.push_back(in);
@@ -430,7 +476,8 @@ Verdict ConcurrentSubmitters(const ProcessorUnderTest& put) {
                                                       : make_object(in.src->layout()));
                 }
                 per_thread[static_cast<std::size_t>(t)].push_back(
-                    {d, submit_of(*p, d, srcs, dsts), t, dsts});
+                    {d, submit_of(*p, d, srcs, dsts, std::vector<ObjectKey>(pairs, in.key)), t,
+                     dsts});
               }
             } catch (const std::exception& e) {
               errors[static_cast<std::size_t>(t)] = e.what();
@@ -462,10 +509,10 @@ Verdict ConcurrentSubmitters(const ProcessorUnderTest& put) {
                                         std::to_string(s.dsts.size()) + ") submitted by thread " +
                                         std::to_string(s.thread) + " among 4";
               if (s.dir == Dir::kSerialize) {
-                require(
-                    dst.size() == in.reference->size() &&
-                        std::memcmp(dst.data(), in.reference->data(), in.reference->size()) == 0,
-                    "a serialize" + which + " produced other bytes than the same serialize alone");
+                std::string diff = serialized_difference(put, *in.reference, dst);
+                require(diff.empty(),
+                        "a serialize" + which +
+                            " produced other bytes than the same serialize alone: " + diff);
               } else {
                 std::string m = decoded_mismatch(*in.src, dst);
                 require(m.empty(),
@@ -524,17 +571,20 @@ Verdict SerializeThenDeserialize(const ProcessorUnderTest& put) {
             *gen_batch_size(pairs_within(layout, profile.max_batch, profile.max_group_elements));
         OwnedProcessor p(put);
         const std::size_t estimate = p->estimate_serialized_size(layout);
+        const std::vector<ObjectKey> keys = gen_pair_keys(pairs);
         std::vector<MemoryObjPtr> inputs, temps, roomy, outs;
         for (std::size_t i = 0; i < pairs; ++i) {
           inputs.push_back(safe_input(layout, 29 + i));
-          temps.push_back(make_object(byte_layout(estimate)));
+          // Temps start as junk, different in each: a byte inside the narrowed size that a
+          // serialize leaves unwritten shows as a difference between the two.
+          temps.push_back(junk_temp_for(*p, layout, 1000 + i));
           // The same serialize into a temp with more capacity must narrow to the same size.
-          roomy.push_back(make_object(byte_layout(estimate + 64 + i)));
+          roomy.push_back(junk_temp_for(*p, layout, 2000 + i, 64 + i));
           outs.push_back(make_object(layout));
         }
         const std::string what = std::to_string(pairs) + " pair(s) of " + layout.to_string();
-        TaskId s = p->submit_serialize(inputs, temps, probe_keys(inputs.size()));
-        TaskId r = p->submit_serialize(inputs, roomy, probe_keys(inputs.size()));
+        TaskId s = p->submit_serialize(inputs, temps, keys);
+        TaskId r = p->submit_serialize(inputs, roomy, keys);
         require(take_result(*p, Dir::kSerialize, s, "serialize"),
                 "serialize of " + what + " into estimate-sized temps (" + std::to_string(estimate) +
                     " bytes) completed false");
@@ -545,8 +595,7 @@ Verdict SerializeThenDeserialize(const ProcessorUnderTest& put) {
                                                     " reports " + std::to_string(temps[i]->size()) +
                                                     " bytes, more than the " +
                                                     std::to_string(estimate) + "-byte estimate");
-          require(roomy[i]->size() == temps[i]->size() &&
-                      std::memcmp(roomy[i]->data(), temps[i]->data(), temps[i]->size()) == 0,
+          require(serialized_difference(put, *temps[i], *roomy[i]).empty(),
                   "the same input serialized into a temp of " + std::to_string(estimate) +
                       " bytes reports " + std::to_string(temps[i]->size()) +
                       " bytes, into one of " + std::to_string(roomy[i]->physical_size()) +
@@ -554,7 +603,7 @@ Verdict SerializeThenDeserialize(const ProcessorUnderTest& put) {
                       " (or other bytes): a serialized temp must be narrowed to the bytes "
                       "written, whatever its capacity");
         }
-        TaskId d = p->submit_deserialize(temps, outs, probe_keys(temps.size()));
+        TaskId d = p->submit_deserialize(temps, outs, keys);
         require(take_result(*p, Dir::kDeserialize, d, "deserialize"),
                 "deserialize of the processor's own output (" + what + ") completed false");
         for (std::size_t i = 0; i < pairs; ++i) {

@@ -2,9 +2,11 @@
 // completes, what stays queryable, what it refuses afterwards) and the resources a processor
 // holds over hundreds of tasks.
 #include <algorithm>
+#include <deque>
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -238,6 +240,53 @@ Verdict ResourcesBoundedOverManyTasks(const ProcessorUnderTest& put) {
                          std::to_string(still_referenced(handed)) + " of the " +
                          std::to_string(handed.size()) +
                          " caller buffers it was given (it must drop them when a task is done)");
+  }
+  return Verdict::pass();
+}
+
+Verdict TaskIdsNeverReused(const ProcessorUnderTest& put) {
+  // Past 2^16 tasks, with an early serialize still untaken: an id kept in 16 bits (or a result
+  // table indexed by one) hands a later task the early one's id.
+  constexpr std::size_t kTasks = (std::size_t{1} << 16) + 100;
+  constexpr std::size_t kInFlight = 256;
+  OwnedProcessor p(put);
+  const MemoryLayoutDesc layout = fixed_layout(put);
+  MemoryObjPtr src = safe_input(layout, 77);
+  const TaskId early = p->submit_serialize({src}, {temp_for(*p, layout)}, probe_keys(1));
+  std::unordered_set<TaskId> seen = {early};
+  seen.reserve(kTasks + 1);
+  std::deque<TaskId> in_flight;
+  auto take_oldest = [&]() -> std::string {
+    const TaskId id = in_flight.front();
+    in_flight.pop_front();
+    std::optional<bool> r =
+        poll_until([&] { return p->query_serialize_result(id); }, result_timeout());
+    if (!r) return "serialize task " + std::to_string(id) + " did not complete";
+    if (!*r) return "a valid serialize (task " + std::to_string(id) + ") completed false";
+    return {};
+  };
+  for (std::size_t i = 0; i < kTasks; ++i) {
+    const TaskId id = p->submit_serialize({src}, {temp_for(*p, layout)}, probe_keys(1));
+    if (!seen.insert(id).second) {
+      return Verdict::fail("task " + std::to_string(i + 2) + " got id " + std::to_string(id) +
+                           ", already given to an earlier task" +
+                           (id == early ? " (the early serialize, still untaken)" : "") +
+                           ": task ids must stay unique while results are untaken");
+    }
+    in_flight.push_back(id);
+    if (in_flight.size() >= kInFlight) {
+      if (std::string e = take_oldest(); !e.empty()) return Verdict::fail(e);
+    }
+  }
+  while (!in_flight.empty()) {
+    if (std::string e = take_oldest(); !e.empty()) return Verdict::fail(e);
+  }
+  std::optional<bool> r =
+      poll_until([&] { return p->query_serialize_result(early); }, result_timeout());
+  if (!r || !*r) {
+    return Verdict::fail("the early serialize (task " + std::to_string(early) + "), taken after " +
+                         std::to_string(kTasks) + " later tasks, answered " +
+                         (r ? "false" : "nothing") + " instead of true");
   }
   return Verdict::pass();
 }

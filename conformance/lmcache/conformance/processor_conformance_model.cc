@@ -59,6 +59,7 @@ struct ModelTask {
   std::vector<MemoryObjPtr> inputs;   // the values the task's pairs stand for
   std::vector<MemoryObjPtr> outputs;  // temps (serialize) or decoded objects (deserialize)
   std::string what;
+  std::vector<ObjectKey> keys;  // pair i's key
 };
 
 }  // namespace
@@ -93,6 +94,8 @@ Verdict StatefulModel(const ProcessorUnderTest& put) {
       RC_LOG() << "layout " << i << ": " << layouts[i].to_string() << "\n";
     }
 
+    // Keys of the sequence: a pool of domain keys, several differing in one field.
+    const std::vector<ObjectKey> key_pool = gen_pair_keys(*uniform_in_range<std::size_t>(1, 9));
     OwnedProcessor p(put);
     std::map<std::size_t, std::size_t> first_estimate;  // layout -> estimate
     std::vector<ModelTask> pending;
@@ -141,17 +144,18 @@ Verdict StatefulModel(const ProcessorUnderTest& put) {
           break;
         }
         case ProcStep::Kind::kSerialize: {
-          ModelTask t{Dir::kSerialize, 0, step.fail_at < 0, {}, {}, ""};
+          ModelTask t{Dir::kSerialize, 0, step.fail_at < 0, {}, {}, "", {}};
           std::vector<MemoryObjPtr> dsts;
           for (std::size_t k = 0; k < step.pairs; ++k) {
             t.inputs.push_back(safe_input(layout, seed++));
             const bool fails = static_cast<long>(k) == step.fail_at;
             t.outputs.push_back(fails ? make_object(byte_layout(0)) : temp_for(*p, layout));
+            t.keys.push_back(key_pool[(step.pick + k) % key_pool.size()]);
           }
           std::ostringstream os;
           os << step;
           t.what = os.str();
-          t.id = p->submit_serialize(t.inputs, t.outputs, probe_keys(t.inputs.size()));
+          t.id = p->submit_serialize(t.inputs, t.outputs, t.keys);
           ++submitted[0];
           pending.push_back(std::move(t));
           break;
@@ -159,19 +163,25 @@ Verdict StatefulModel(const ProcessorUnderTest& put) {
         case ProcStep::Kind::kDeserialize: {
           if (serialized.empty()) break;
           const ModelTask& from = serialized[step.pick % serialized.size()];
-          ModelTask t{Dir::kDeserialize, 0, step.fail_at < 0, from.inputs, {}, ""};
+          // The serialized pairs in another order (rotated by the step's pick), each with the
+          // key it was serialized under.
+          ModelTask t{Dir::kDeserialize, 0, step.fail_at < 0, {}, {}, "", {}};
           std::vector<MemoryObjPtr> srcs;
-          for (std::size_t k = 0; k < from.outputs.size(); ++k) {
+          const std::size_t n = from.outputs.size();
+          for (std::size_t k = 0; k < n; ++k) {
+            const std::size_t j = (k + step.pick) % n;
             const bool fails = static_cast<long>(k) == step.fail_at;
-            srcs.push_back(fails ? make_object(byte_layout(0)) : from.outputs[k]);
-            t.outputs.push_back(make_object(from.inputs[k]->layout()));
+            srcs.push_back(fails ? make_object(byte_layout(0)) : from.outputs[j]);
+            t.inputs.push_back(from.inputs[j]);
+            t.keys.push_back(from.keys[j]);
+            t.outputs.push_back(make_object(from.inputs[j]->layout()));
           }
           if (step.fail_at >= static_cast<long>(srcs.size())) t.expected = true;
           std::ostringstream os;
           os << "deserialize of " << srcs.size() << " pair(s) "
              << from.inputs[0]->layout().to_string() << (t.expected ? "" : " with a failing pair");
           t.what = os.str();
-          t.id = p->submit_deserialize(srcs, t.outputs, probe_keys(srcs.size()));
+          t.id = p->submit_deserialize(srcs, t.outputs, t.keys);
           ++submitted[1];
           pending.push_back(std::move(t));
           break;

@@ -5,6 +5,9 @@
 #include <cmath>
 #include <memory>
 #include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
 
 #include "lmcache/l2/mock_adapter.h"
 #include "lmcache/serde/aesgcm_serde.h"
@@ -12,6 +15,7 @@
 #include "lmcache/serde/chain_serde.h"
 #include "lmcache/serde/checksum_serde.h"
 #include "lmcache/serde/fp8_serde.h"
+#include "lmcache/serde/serde_registry.h"
 #include "lmcache/wrapper/serde_l2_adapter_wrapper.h"
 
 namespace lmcache::conformance {
@@ -27,6 +31,23 @@ std::string format_suffix(Fp8Format format) {
   return format == Fp8Format::kE4M3FN ? "e4m3fn" : "e5m2";
 }
 
+// An aesgcm keyring over an in-memory master key (the reference descriptors need no key file).
+AesGcmOptions aes_gcm_options(const char* master, int aes_bits, bool bind_key) {
+  return AesGcmOptions{std::make_shared<AesGcmKeyring>(master, aes_bits), bind_key};
+}
+
+constexpr const char* kMasterKey = "conformance master key";
+
+// checksum binds the first bytes of the chunk hash: its fingerprint's length.
+constexpr std::size_t kChecksumFingerprintBytes =
+    std::tuple_size_v<decltype(checksum_fingerprint(std::declval<const ObjectKey&>()))>;
+
+// The serde's own pair as its reference: MatchesReference over a correct implementation.
+ReferenceSerde self_reference(const SerdeUnderTest& s, std::string type) {
+  return ReferenceSerde{std::move(type), s.make_serializer, s.make_deserializer,
+                        s.integrity.randomized};
+}
+
 L2AdapterPtr make_mock() {
   return std::make_unique<MockL2Adapter>(
       MockL2AdapterOptions{.max_capacity_bytes = kMockCapacityBytes,
@@ -35,6 +56,23 @@ L2AdapterPtr make_mock() {
 }
 
 }  // namespace
+
+ReferenceSerde reference_serde(const std::string& config_json) {
+  Json config;
+  try {
+    config = Json::parse(config_json);
+  } catch (const Json::parse_error& e) {
+    throw std::invalid_argument("reference serde config is not JSON: " + std::string(e.what()));
+  }
+  const ChainStage probe = make_serde_pair(config);  // validates the config now
+  (void)probe;
+  ReferenceSerde r;
+  r.type = config.value("type", std::string());
+  r.make_serializer = [config] { return make_serde_pair(config).serializer; };
+  r.make_deserializer = [config] { return make_serde_pair(config).deserializer; };
+  r.randomized = config_json.find(kAesGcmSerdeType) != std::string::npos;
+  return r;
+}
 
 SerdeUnderTest reference_fp8_serde(Fp8Format format) {
   Fp8SerdeOptions options{format, Fp8Overflow::kNonSaturating};
@@ -55,6 +93,7 @@ SerdeUnderTest reference_fp8_serde(Fp8Format format) {
                                      std::ldexp(1.0, -17), std::ldexp(1.0, -3));
     s.max_abs_input = 57344.0;
   }
+  s.reference = self_reference(s, "fp8");
   return s;
 }
 
@@ -67,14 +106,13 @@ SerdeUnderTest reference_checksum_serde() {
   s.integrity.detects_corruption = true;
   s.integrity.version_byte_offset = 0;
   s.integrity.binds_chunk_hash = true;
+  s.integrity.chunk_hash_bound_bytes = kChecksumFingerprintBytes;
+  s.reference = self_reference(s, "checksum");
   return s;
 }
 
 SerdeUnderTest reference_aes_gcm_serde(int aes_bits, bool bind_key) {
-  auto options = [aes_bits, bind_key](const char* master) {
-    return AesGcmOptions{std::make_shared<AesGcmKeyring>(master, aes_bits), bind_key};
-  };
-  const AesGcmOptions mine = options("conformance master key");
+  const AesGcmOptions mine = aes_gcm_options(kMasterKey, aes_bits, bind_key);
   SerdeUnderTest s;
   s.name = "aesgcm_" + std::to_string(aes_bits) + (bind_key ? "_bind_key" : "");
   s.make_serializer = [mine] { return std::make_shared<AesGcmSerializer>(mine); };
@@ -83,14 +121,16 @@ SerdeUnderTest reference_aes_gcm_serde(int aes_bits, bool bind_key) {
   s.integrity.detects_corruption = true;
   s.integrity.version_byte_offset = 0;
   s.integrity.binds_chunk_hash = bind_key;
+  s.integrity.binds_whole_key = bind_key;
   s.integrity.binds_cache_salt = true;
   s.integrity.randomized = true;
   s.integrity.nonce_offset = 1;
   s.integrity.nonce_bytes = kAesGcmIvBytes;
-  const AesGcmOptions other = options("another master key");
+  const AesGcmOptions other = aes_gcm_options("another master key", aes_bits, bind_key);
   s.integrity.make_deserializer_with_other_secret = [other] {
     return std::make_shared<AesGcmDeserializer>(other);
   };
+  s.reference = self_reference(s, "aesgcm");
   return s;
 }
 
@@ -106,7 +146,77 @@ SerdeUnderTest reference_fp8_checksum_chain() {
   s.integrity.detects_corruption = true;
   s.integrity.version_byte_offset = 0;
   s.integrity.binds_chunk_hash = true;
+  s.integrity.chunk_hash_bound_bytes = kChecksumFingerprintBytes;
+  s.reference =
+      reference_serde(R"({"type": "chain", "stages": [{"type": "fp8"}, {"type": "checksum"}]})");
   return s;
+}
+
+SerdeUnderTest reference_fp8_aes_gcm_chain() {
+  SerdeUnderTest s = reference_fp8_serde(Fp8Format::kE4M3FN);
+  auto stages = [](const char* master) {
+    const AesGcmOptions options = aes_gcm_options(master, 256, false);
+    ChainStage aes;
+    aes.serializer = std::make_shared<AesGcmSerializer>(options);
+    aes.deserializer = std::make_shared<AesGcmDeserializer>(options);
+    aes.exact_size = [](const MemoryLayoutDesc& l) {
+      return l.total_bytes() + kAesGcmOverheadBytes;
+    };
+    return std::vector<ChainStage>{make_chain_stage(Json{{"type", "fp8"}}), std::move(aes)};
+  };
+  s.name = "chain_fp8_aesgcm_256";
+  s.make_serializer = [stages] { return std::make_shared<ChainSerializer>(stages(kMasterKey)); };
+  s.make_deserializer = [stages] {
+    return std::make_shared<ChainDeserializer>(stages(kMasterKey));
+  };
+  s.integrity.detects_corruption = true;
+  s.integrity.version_byte_offset = 0;
+  s.integrity.binds_cache_salt = true;
+  s.integrity.randomized = true;
+  s.integrity.nonce_offset = 1;
+  s.integrity.nonce_bytes = kAesGcmIvBytes;
+  s.integrity.make_deserializer_with_other_secret = [stages] {
+    return std::make_shared<ChainDeserializer>(stages("another master key"));
+  };
+  s.reference = self_reference(s, "chain");
+  return s;
+}
+
+std::vector<SerdeUnderTest> reference_serdes() {
+  return {reference_fp8_serde(Fp8Format::kE4M3FN),
+          reference_fp8_serde(Fp8Format::kE5M2),
+          reference_checksum_serde(),
+          reference_aes_gcm_serde(128, false),
+          reference_aes_gcm_serde(256, false),
+          reference_aes_gcm_serde(128, true),
+          reference_aes_gcm_serde(256, true),
+          reference_fp8_checksum_chain(),
+          reference_fp8_aes_gcm_chain()};
+}
+
+ProcessorUnderTest reference_async_processor(const SerdeUnderTest& serde, std::size_t max_workers) {
+  ProcessorUnderTest p;
+  p.name = "async_" + serde.name + "_w" + std::to_string(max_workers);
+  p.make = [serde, max_workers]() -> SerdeProcessorPtr {
+    return std::make_unique<AsyncSerdeProcessor>(serde.make_serializer(), serde.make_deserializer(),
+                                                 max_workers);
+  };
+  p.input_dtypes = serde.input_dtypes;
+  p.randomized = serde.integrity.randomized;
+  p.reference = serde.reference;
+  return p;
+}
+
+ProcessorUnderTest reference_registry_processor(std::string name, std::string config_json,
+                                                const SerdeUnderTest& serde) {
+  const Json config = Json::parse(config_json);
+  ProcessorUnderTest p;
+  p.name = "registry_" + std::move(name);
+  p.make = [config]() -> SerdeProcessorPtr { return create_serde_processor(config); };
+  p.input_dtypes = serde.input_dtypes;
+  p.randomized = serde.integrity.randomized;
+  p.reference = serde.reference;
+  return p;
 }
 
 ProcessorUnderTest reference_async_fp8_processor(Fp8Format format, std::size_t max_workers) {
@@ -119,6 +229,7 @@ ProcessorUnderTest reference_async_fp8_processor(Fp8Format format, std::size_t m
                                                  max_workers);
   };
   p.input_dtypes = {DType::kFloat32, DType::kFloat16, DType::kBFloat16};
+  p.reference = reference_fp8_serde(format).reference;
   return p;
 }
 
@@ -149,10 +260,21 @@ WrapperUnderTest reference_serde_wrapper() {
 }
 
 void register_reference_implementations(Registry& registry) {
-  registry.add_serde(reference_fp8_serde(Fp8Format::kE4M3FN));
-  registry.add_serde(reference_fp8_serde(Fp8Format::kE5M2));
+  const std::vector<SerdeUnderTest> serdes = reference_serdes();
+  for (const SerdeUnderTest& s : serdes) registry.add_serde(s);
   registry.add_processor(reference_async_fp8_processor(Fp8Format::kE4M3FN, 1));
   registry.add_processor(reference_async_fp8_processor(Fp8Format::kE5M2, 3));
+  for (const SerdeUnderTest& s : serdes) {
+    if (s.name.rfind("fp8_", 0) != 0) registry.add_processor(reference_async_processor(s, 2));
+  }
+  registry.add_processor(reference_registry_processor(
+      "fp8_e5m2", R"({"type": "fp8", "fp8_dtype": "float8_e5m2", "max_workers": 2})", serdes[1]));
+  registry.add_processor(reference_registry_processor(
+      "checksum", R"({"type": "checksum", "max_workers": 2})", serdes[2]));
+  registry.add_processor(reference_registry_processor(
+      "chain_fp8_checksum",
+      R"({"type": "chain", "stages": [{"type": "fp8"}, {"type": "checksum"}], "max_workers": 3})",
+      serdes[7]));
   registry.add_adapter(reference_mock_adapter());
   // Also registers the wrapper as an adapter (adapter_of_wrapper), the same stack as
   // reference_wrapped_mock_adapter().

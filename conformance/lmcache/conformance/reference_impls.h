@@ -1,17 +1,33 @@
 // File: lmcache/conformance/reference_impls.h
 //
 // Descriptors of the reference implementations (reference/), which must pass every property:
-// the fp8 serdes (e4m3fn and e5m2, PyTorch's non-saturating casts), AsyncSerdeProcessor over
-// fp8, the in-memory "mock" L2 adapter, the mock wrapped by SerdeL2AdapterWrapper with fp8, and
-// SerdeL2AdapterWrapper itself for the wrapper suite. `lmcache-conform --reference` runs them;
-// they are also the worked examples of how to fill a descriptor.
+// the fp8 serdes (e4m3fn and e5m2, PyTorch's non-saturating casts), checksum, aesgcm and chains,
+// AsyncSerdeProcessor over each, the in-memory "mock" L2 adapter, the mock wrapped by
+// SerdeL2AdapterWrapper with fp8, and SerdeL2AdapterWrapper itself for the wrapper suite.
+// `lmcache-conform --reference` runs them; they are also the worked examples of how to fill a
+// descriptor.
 #pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
 
 #include "lmcache/conformance/descriptors.h"
 #include "lmcache/conformance/registry.h"
 #include "lmcache/fp8/fp8_codec.h"
 
 namespace lmcache::conformance {
+
+// reference_serde()
+//
+// The ReferenceSerde (descriptors.h) of a built-in serde config, e.g. R"({"type": "checksum"})"
+// or R"({"type": "aesgcm", "master_key_path": "/etc/key", "aes_bits": 256})": a vendor
+// implementation of that type names it as its SerdeUnderTest::reference (or
+// ProcessorUnderTest::reference) and is then held to the reference's frames and verdicts. Each
+// factory call builds fresh instances from the config (make_serde_pair(), chain_serde.h). Throws
+// std::invalid_argument when the JSON does not parse or the config is refused (the message
+// names the key).
+ReferenceSerde reference_serde(const std::string& config_json);
 
 // reference_fp8_serde()
 //
@@ -40,10 +56,37 @@ SerdeUnderTest reference_aes_gcm_serde(int aes_bits, bool bind_key);
 // fp8 serde's inputs and bounds with checksum's claims.
 SerdeUnderTest reference_fp8_checksum_chain();
 
+// reference_fp8_aes_gcm_chain()
+//
+// "chain_fp8_aesgcm_256": fp8 e4m3fn then aesgcm (256 bits, no bind_key); the fp8 serde's
+// inputs and bounds with aesgcm's claims (randomized, salt-bound, another secret fails).
+SerdeUnderTest reference_fp8_aes_gcm_chain();
+
+// reference_serdes()
+//
+// Every reference serde above: fp8 e4m3fn and e5m2, checksum, aesgcm 128 / 256 with and
+// without bind_key, and both chains. Each names itself as its own reference (MatchesReference
+// then checks the differential machinery against a correct implementation).
+std::vector<SerdeUnderTest> reference_serdes();
+
 // reference_async_fp8_processor()
 //
 // "async_fp8_e4m3fn_w<N>": AsyncSerdeProcessor over the fp8 pair with `max_workers` threads.
 ProcessorUnderTest reference_async_fp8_processor(Fp8Format format, std::size_t max_workers);
+
+// reference_async_processor()
+//
+// "async_<serde>_w<N>": AsyncSerdeProcessor over `serde`'s pair with `max_workers` threads;
+// its input dtypes, randomization and reference are the serde's.
+ProcessorUnderTest reference_async_processor(const SerdeUnderTest& serde, std::size_t max_workers);
+
+// reference_registry_processor()
+//
+// "registry_<name>": the processor create_serde_processor(config) builds (serde_registry.h),
+// the way an adapter config's "serde" object builds it. `config_json` must name a type whose
+// config needs no file (fp8, checksum, a chain of those); `serde` gives the dtypes and reference.
+ProcessorUnderTest reference_registry_processor(std::string name, std::string config_json,
+                                                const SerdeUnderTest& serde);
 
 // reference_mock_adapter()
 //
@@ -65,9 +108,12 @@ WrapperUnderTest reference_serde_wrapper();
 
 // register_reference_implementations()
 //
-// Adds the reference implementations above to `registry`: both fp8 serdes, both processors, the
-// mock adapter and the wrapper (which the registry also adds as an adapter under its own name,
-// the stack reference_wrapped_mock_adapter() describes).
+// Adds the reference implementations above to `registry`: every serde of reference_serdes(),
+// processors over each (AsyncSerdeProcessor over fp8 with 1 and 3 workers, over checksum,
+// aesgcm and both chains, and the registry-built fp8, checksum and chain processors), the mock
+// adapter and the wrapper (which the registry also adds as an adapter under its own name, the
+// stack reference_wrapped_mock_adapter() describes). The storage adapters (resp, fs, the native
+// connector bridge) need a server or a directory: lmcache-conform --reference adds them.
 void register_reference_implementations(Registry& registry);
 
 }  // namespace lmcache::conformance

@@ -24,15 +24,15 @@ Verdict DeterministicOutput(const SerdeUnderTest& serde) {
         "the serde declares integrity.randomized: its bytes differ per call");
   }
   return for_each_source("DeterministicOutput", serde, {},
-                         [&](const MemoryObj& src, const SerdeCase&) {
-                           require_ok(verify_serialize_deterministic(serde, src));
+                         [&](const MemoryObj& src, const SerdeCase& c) {
+                           require_ok(verify_serialize_deterministic(serde, src, c.key));
                          });
 }
 
 Verdict EstimateIsUpperBound(const SerdeUnderTest& serde) {
   return for_each_source("EstimateIsUpperBound", serde, {},
-                         [&](const MemoryObj& src, const SerdeCase&) {
-                           require_ok(verify_estimate_is_upper_bound(serde, src));
+                         [&](const MemoryObj& src, const SerdeCase& c) {
+                           require_ok(verify_estimate_is_upper_bound(serde, src, c.key));
                          });
 }
 
@@ -43,17 +43,18 @@ Verdict EstimateDependsOnLayoutOnly(const SerdeUnderTest& serde) {
                            SerdeCase other = c;
                            other.data_seed = *gen_seed();
                            MemoryObjPtr b = make_source(other, spec);
-                           require_ok(verify_estimate_depends_on_layout_only(serde, a, *b));
+                           require_ok(verify_estimate_depends_on_layout_only(serde, a, *b, c.key));
                          });
 }
 
 Verdict RoundTrip(const SerdeUnderTest& serde) {
   QualityReport worst;
-  Verdict v = for_each_source("RoundTrip", serde, {}, [&](const MemoryObj& src, const SerdeCase&) {
-    QualityReport q;
-    require_ok(verify_serde_round_trip(serde, src, &q));
-    worst.Merge(q);
-  });
+  Verdict v =
+      for_each_source("RoundTrip", serde, {}, [&](const MemoryObj& src, const SerdeCase& c) {
+        QualityReport q;
+        require_ok(verify_serde_round_trip(serde, src, &q, c.key));
+        worst.Merge(q);
+      });
   if (v.status == Status::kPass && worst.exceeded_soft) {
     v.status = Status::kQualityWarning;
     v.message = "round trip within the hard bound but above the soft bound: " + worst.worst;
@@ -63,33 +64,33 @@ Verdict RoundTrip(const SerdeUnderTest& serde) {
 
 Verdict BytesPastCountUntouched(const SerdeUnderTest& serde) {
   return for_each_source("BytesPastCountUntouched", serde, {},
-                         [&](const MemoryObj& src, const SerdeCase&) {
-                           require_ok(verify_bytes_past_count_untouched(serde, src));
+                         [&](const MemoryObj& src, const SerdeCase& c) {
+                           require_ok(verify_bytes_past_count_untouched(serde, src, c.key));
                          });
 }
 
 Verdict ShortBufferRejected(const SerdeUnderTest& serde) {
   return for_each_source(
-      "ShortBufferRejected", serde, {}, [&](const MemoryObj& src, const SerdeCase&) {
+      "ShortBufferRejected", serde, {}, [&](const MemoryObj& src, const SerdeCase& c) {
         auto shortfall = *rc::gen::weightedOneOf<std::size_t>(
             {{3, rc::gen::just<std::size_t>(1)}, {2, uniform_in_range<std::size_t>(2, 4096)}});
-        require_ok(verify_short_buffer_rejected(serde, src, shortfall));
+        require_ok(verify_short_buffer_rejected(serde, src, shortfall, c.key));
       });
 }
 
 Verdict DeserializeWritesOnlyDestination(const SerdeUnderTest& serde) {
-  return for_each_source("DeserializeWritesOnlyDestination", serde, {},
-                         [&](const MemoryObj& src, const SerdeCase&) {
-                           require_ok(verify_deserialize_writes_only_destination(serde, src));
-                         });
+  return for_each_source(
+      "DeserializeWritesOnlyDestination", serde, {}, [&](const MemoryObj& src, const SerdeCase& c) {
+        require_ok(verify_deserialize_writes_only_destination(serde, src, c.key));
+      });
 }
 
 Verdict ShortSourceRejected(const SerdeUnderTest& serde) {
   return for_each_source(
-      "ShortSourceRejected", serde, {}, [&](const MemoryObj& src, const SerdeCase&) {
+      "ShortSourceRejected", serde, {}, [&](const MemoryObj& src, const SerdeCase& c) {
         auto shortfall = *rc::gen::weightedOneOf<std::size_t>(
             {{3, rc::gen::just<std::size_t>(1)}, {2, uniform_in_range<std::size_t>(2, 4096)}});
-        require_ok(verify_short_source_rejected(serde, src, shortfall));
+        require_ok(verify_short_source_rejected(serde, src, shortfall, c.key));
       });
 }
 
@@ -123,14 +124,14 @@ Verdict UnsupportedInputRejected(const SerdeUnderTest& serde) {
                   *rc::gen::elementOf(unsupported));
     SerdeCase c{MemoryLayoutDesc(shapes, dtypes), *gen_seed()};
     MemoryObjPtr src = make_source(c, ValueSpec{});
-    require_ok(verify_unsupported_input_rejected(serde, *src));
+    require_ok(verify_unsupported_input_rejected(serde, *src, *gen_object_key()));
   });
 }
 
 Verdict MultiNoneSlotRules(const SerdeUnderTest& serde) {
   return for_each_source("MultiNoneSlotRules", serde, {.max_success = 25},
-                         [&](const MemoryObj& src, const SerdeCase&) {
-                           require_ok(verify_multi_none_slot_rules(serde, src));
+                         [&](const MemoryObj& src, const SerdeCase& c) {
+                           require_ok(verify_multi_none_slot_rules(serde, src, c.key));
                          });
 }
 
@@ -143,8 +144,8 @@ Verdict BridgeEquivalence(const SerdeUnderTest& serde) {
     return Verdict::not_supported("the multi serde has group_size() != 1, so it is not a bridge");
   }
   return for_each_source("BridgeEquivalence", serde, {.max_success = 25},
-                         [&](const MemoryObj& src, const SerdeCase&) {
-                           require_ok(verify_bridge_equivalence(serde, src));
+                         [&](const MemoryObj& src, const SerdeCase& c) {
+                           require_ok(verify_bridge_equivalence(serde, src, c.key));
                          });
 }
 

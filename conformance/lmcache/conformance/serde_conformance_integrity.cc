@@ -2,19 +2,27 @@
 // claims in its descriptor (IntegrityClaims) about tampered, truncated, misplaced and foreign
 // frames, and about its nonces. A claim not made makes its property NotSupported.
 //
-// "Fails" is deserialize() throwing: the object is then not claimed as loaded. Inputs are small
-// (a few dozen elements) because the bit-flip and truncation properties try every bit and every
-// length of the frame.
+// "Fails" is deserialize() throwing: the object is then not claimed as loaded. Frames come from
+// the whole size domain (0 bytes to KV-chunk-sized MiB, gen_serde_case()) under keys from the
+// whole key domain (gen_object_key()). Small frames are swept whole (every bit, every length);
+// past kSweepBytes the header, the tail and sampled payload positions are (corruption.h's plans),
+// so that a hash or tag that stops covering the payload after some offset is found at any size.
 #include <algorithm>
 #include <cstring>
+#include <functional>
+#include <latch>
 #include <optional>
 #include <string>
+#include <thread>
 #include <unordered_set>
 #include <utility>
 #include <vector>
 
 #include "lmcache/conformance/buffers.h"
+#include "lmcache/conformance/corruption.h"
+#include "lmcache/conformance/depth.h"
 #include "lmcache/conformance/generators.h"
+#include "lmcache/conformance/internal/serde_checks.h"
 #include "lmcache/conformance/internal/serde_properties.h"
 #include "lmcache/conformance/rapidcheck_driver.h"
 
@@ -23,28 +31,16 @@ using namespace ::lmcache::conformance;  // the kit's public types
 
 namespace {
 
-// Whole-frame sweeps cost (frame bytes)^2; these bounds keep a case in milliseconds.
-constexpr std::size_t kMaxElements = 24;
 constexpr std::size_t kNonceSerializations = 100'000;
 
-// A small source of a declared dtype, with the serde's kind of values.
-MemoryObjPtr small_source(const SerdeUnderTest& serde) {
-  const DType dtype = *rc::gen::elementOf(serde.input_dtypes);
-  const auto n = *uniform_in_range<std::size_t>(1, kMaxElements);
-  SerdeCase c{MemoryLayoutDesc::single({static_cast<std::int64_t>(n)}, dtype), *gen_seed()};
-  return make_source(c, value_spec_for(serde));
-}
-
-// A key with an 8..32-byte chunk hash and the given salt.
-ObjectKey key_with(std::string chunk_hash, std::string salt) {
-  return ObjectKey(std::move(chunk_hash), "conformance-probe", 0, 0, std::move(salt));
-}
-
-std::string random_hash() {
-  const auto n = *uniform_in_range<std::size_t>(8, 32);
-  std::string h(n, '\0');
-  fill_bytes(std::span(reinterpret_cast<std::byte*>(h.data()), n), *gen_seed());
-  return h;
+// A source of the serde's declared dtypes from every size class (gen_layout_of_any_size(): a
+// few bytes to KV-chunk-sized MiB), under a key from the whole key domain.
+SerdeCase integrity_case(const SerdeUnderTest& serde) {
+  SerdeCase c;
+  c.layout = *gen_layout_of_any_size(serde.input_dtypes, current_profile().max_chunk_bytes);
+  c.data_seed = *gen_seed();
+  c.key = *gen_object_key();
+  return c;
 }
 
 // serialize() into an estimate-sized buffer, narrowed to the count.
@@ -55,177 +51,296 @@ MemoryObjPtr frame_of(const SerdeUnderTest& serde, const MemoryObj& src, const O
   return frame;
 }
 
-// A narrowed copy of the first `len` bytes of `frame`, optionally with one bit flipped.
-MemoryObjPtr copy_of(const MemoryObj& frame, std::size_t len,
-                     std::optional<std::size_t> flip = {}) {
-  MemoryObjPtr out = make_object(byte_layout(len));
-  if (len > 0) std::memcpy(out->data(), frame.data(), len);
-  if (flip) out->data()[*flip / 8] ^= static_cast<std::byte>(1u << (*flip % 8));
-  return out;
-}
-
-// True when deserialize() rejects the frame (throws).
-bool rejects(Deserializer& deser, const MemoryObj& frame, const MemoryLayoutDesc& layout,
-             const ObjectKey& key) {
-  MemoryObjPtr dst = make_object(layout);
+// True when deserialize() rejects the frame (throws); into `dst` (of the frame's layout).
+bool rejects_into(Deserializer& deser, const MemoryObj& frame, MemoryObj& dst,
+                  const ObjectKey& key) {
   try {
-    deser.deserialize(frame, *dst, key);
+    deser.deserialize(frame, dst, key);
   } catch (...) {
     return true;
   }
   return false;
 }
 
+bool rejects(Deserializer& deser, const MemoryObj& frame, const MemoryLayoutDesc& layout,
+             const ObjectKey& key) {
+  MemoryObjPtr dst = make_object(layout);
+  return rejects_into(deser, frame, *dst, key);
+}
+
 // The frame deserializes under the same key (else the other checks prove nothing).
-void require_round_trip(const SerdeUnderTest& serde, const MemoryObj& frame,
-                        const MemoryLayoutDesc& layout, const ObjectKey& key) {
-  require(!rejects(*serde.make_deserializer(), frame, layout, key),
-          "an untouched frame was rejected under its own key");
+void require_round_trip(Deserializer& deser, const MemoryObj& frame, const MemoryLayoutDesc& layout,
+                        const ObjectKey& key) {
+  require(!rejects(deser, frame, layout, key),
+          "an untouched frame was rejected under its own key" + where(layout, key));
+}
+
+// Every corruption of `plan` applied to a copy of `frame` must make `deser` fail.
+void require_all_rejected(Deserializer& deser, const MemoryObj& frame,
+                          const std::vector<Corruption>& plan, const MemoryLayoutDesc& layout,
+                          const ObjectKey& key) {
+  CorruptibleCopy copy(frame);
+  MemoryObjPtr dst = make_object(layout);  // one destination for the whole plan
+  for (const Corruption& c : plan) {
+    copy.apply(c);
+    const bool rejected = rejects_into(deser, *copy.obj(), *dst, key);
+    copy.restore();
+    if (!rejected) {
+      fail_case("a frame of " + std::to_string(frame.size()) + " bytes with " + describe(c) +
+                " deserialized without error" + where(layout, key));
+    }
+  }
+}
+
+// A key that differs from `key` in `field` where the serde's binding can see it: for the chunk
+// hash of a serde bound to a zero-padded prefix, within that prefix.
+ObjectKey other_key(const ObjectKey& key, KeyField field, std::size_t hash_bound_bytes) {
+  for (int attempt = 0; attempt < 16; ++attempt) {
+    ObjectKey other = *gen_key_varied_in(key, field);
+    if (field != KeyField::kChunkHash ||
+        padded_prefix_differs(key.chunk_hash(), other.chunk_hash(), hash_bound_bytes)) {
+      return other;
+    }
+  }
+  // The prefix's first byte changed: a difference every binding sees.
+  std::string hash = key.chunk_hash();
+  if (hash.empty()) hash.push_back('\0');
+  hash[0] = static_cast<char>(hash[0] ^ 0x5a);
+  return ObjectKey(std::move(hash), key.model_name(), key.kv_rank(), key.object_group_id(),
+                   key.cache_salt());
+}
+
+Verdict not_claimed(const char* claim) {
+  return Verdict::not_supported(std::string("the serde does not claim integrity.") + claim);
 }
 
 }  // namespace
 
 Verdict IntegrityBitFlipsDetected(const SerdeUnderTest& serde) {
-  if (!serde.integrity.detects_corruption) {
-    return Verdict::not_supported("the serde does not claim integrity.detects_corruption");
-  }
+  if (!serde.integrity.detects_corruption) return not_claimed("detects_corruption");
   return run_rc_property(rc_id("IntegrityBitFlipsDetected", serde), {.max_success = 10}, [&] {
-    MemoryObjPtr src = small_source(serde);
-    const ObjectKey key = key_with(random_hash(), "");
-    MemoryObjPtr frame = frame_of(serde, *src, key);
-    require_round_trip(serde, *frame, src->layout(), key);
+    const SerdeCase c = integrity_case(serde);
+    MemoryObjPtr src = make_source(c, value_spec_for(serde));
+    MemoryObjPtr frame = frame_of(serde, *src, c.key);
     DeserializerPtr deser = serde.make_deserializer();
-    for (std::size_t bit = 0; bit < frame->size() * 8; ++bit) {
-      if (!rejects(*deser, *copy_of(*frame, frame->size(), bit), src->layout(), key)) {
-        fail_case("a frame of " + std::to_string(frame->size()) + " bytes with bit " +
-                  std::to_string(bit % 8) + " of byte " + std::to_string(bit / 8) +
-                  " flipped deserialized without error");
-      }
-    }
+    require_round_trip(*deser, *frame, src->layout(), c.key);
+    require_all_rejected(*deser, *frame, bit_flip_plan(frame->size(), *gen_seed()), src->layout(),
+                         c.key);
   });
 }
 
 Verdict IntegrityTruncationsDetected(const SerdeUnderTest& serde) {
-  if (!serde.integrity.detects_corruption) {
-    return Verdict::not_supported("the serde does not claim integrity.detects_corruption");
-  }
+  if (!serde.integrity.detects_corruption) return not_claimed("detects_corruption");
   return run_rc_property(rc_id("IntegrityTruncationsDetected", serde), {.max_success = 10}, [&] {
-    MemoryObjPtr src = small_source(serde);
-    const ObjectKey key = key_with(random_hash(), "");
-    MemoryObjPtr frame = frame_of(serde, *src, key);
-    require_round_trip(serde, *frame, src->layout(), key);
+    const SerdeCase c = integrity_case(serde);
+    MemoryObjPtr src = make_source(c, value_spec_for(serde));
+    MemoryObjPtr frame = frame_of(serde, *src, c.key);
     DeserializerPtr deser = serde.make_deserializer();
-    for (std::size_t len = 0; len < frame->size(); ++len) {
-      if (!rejects(*deser, *copy_of(*frame, len), src->layout(), key)) {
-        fail_case("the frame truncated to " + std::to_string(len) + " of " +
-                  std::to_string(frame->size()) + " bytes deserialized without error");
-      }
-    }
+    require_round_trip(*deser, *frame, src->layout(), c.key);
+    require_all_rejected(*deser, *frame, truncation_plan(frame->size(), *gen_seed()), src->layout(),
+                         c.key);
+  });
+}
+
+Verdict IntegrityRangesDetected(const SerdeUnderTest& serde) {
+  if (!serde.integrity.detects_corruption) return not_claimed("detects_corruption");
+  return run_rc_property(rc_id("IntegrityRangesDetected", serde), {.max_success = 10}, [&] {
+    const SerdeCase c = integrity_case(serde);
+    MemoryObjPtr src = make_source(c, value_spec_for(serde));
+    MemoryObjPtr frame = frame_of(serde, *src, c.key);
+    DeserializerPtr deser = serde.make_deserializer();
+    require_round_trip(*deser, *frame, src->layout(), c.key);
+    require_all_rejected(*deser, *frame, range_plan(*frame, *gen_seed()), src->layout(), c.key);
   });
 }
 
 Verdict IntegrityVersionChecked(const SerdeUnderTest& serde) {
-  if (!serde.integrity.detects_corruption) {
-    return Verdict::not_supported("the serde does not claim integrity.detects_corruption");
-  }
+  if (!serde.integrity.detects_corruption) return not_claimed("detects_corruption");
   return run_rc_property(rc_id("IntegrityVersionChecked", serde), {.max_success = 10}, [&] {
-    MemoryObjPtr src = small_source(serde);
-    const ObjectKey key = key_with(random_hash(), "");
-    MemoryObjPtr frame = frame_of(serde, *src, key);
-    require_round_trip(serde, *frame, src->layout(), key);
+    const SerdeCase c = integrity_case(serde);
+    MemoryObjPtr src = make_source(c, value_spec_for(serde));
+    MemoryObjPtr frame = frame_of(serde, *src, c.key);
+    DeserializerPtr deser = serde.make_deserializer();
+    require_round_trip(*deser, *frame, src->layout(), c.key);
     const std::size_t at = serde.integrity.version_byte_offset;
     require(at < frame->size(), "version_byte_offset is past the frame");
     const auto version = std::to_integer<unsigned>(frame->data()[at]);
-    DeserializerPtr deser = serde.make_deserializer();
-    for (unsigned other : {0u, version + 1, version - 1, 0x7fu, 0xffu}) {
+    std::vector<Corruption> plan;
+    for (unsigned other : {0u, version + 1, version - 1, 0x7fu, 0x80u, 0xffu}) {
       other &= 0xff;
-      if (other == version) continue;
-      MemoryObjPtr bad = copy_of(*frame, frame->size());
-      bad->data()[at] = static_cast<std::byte>(other);
-      if (!rejects(*deser, *bad, src->layout(), key)) {
-        fail_case("a frame with version byte " + std::to_string(other) + " instead of " +
-                  std::to_string(version) + " deserialized without error");
-      }
+      if (other != version) plan.push_back(Corruption::rewrite_byte(at, other));
     }
+    require_all_rejected(*deser, *frame, plan, src->layout(), c.key);
   });
 }
 
 Verdict IntegrityOtherChunkRejected(const SerdeUnderTest& serde) {
-  if (!serde.integrity.binds_chunk_hash) {
-    return Verdict::not_supported("the serde does not claim integrity.binds_chunk_hash");
-  }
+  const IntegrityClaims& claims = serde.integrity;
+  if (!claims.binds_chunk_hash) return not_claimed("binds_chunk_hash");
   return run_rc_property(rc_id("IntegrityOtherChunkRejected", serde), {}, [&] {
-    MemoryObjPtr src = small_source(serde);
-    const std::string hash = random_hash();
-    // Another chunk: one byte changed within the first 8 (what a fingerprint covers).
-    std::string other = hash;
-    const auto at = *uniform_in_range<std::size_t>(0, 8);
-    other[at] = static_cast<char>(other[at] ^ static_cast<char>(*uniform_in_range<int>(1, 256)));
-    MemoryObjPtr frame = frame_of(serde, *src, key_with(hash, "t"));
-    require_round_trip(serde, *frame, src->layout(), key_with(hash, "t"));
-    require(rejects(*serde.make_deserializer(), *frame, src->layout(), key_with(other, "t")),
-            "a frame stored under chunk hash byte " + std::to_string(at) +
-                " = another value deserialized under the other key without error");
+    const SerdeCase c = integrity_case(serde);
+    MemoryObjPtr src = make_source(c, value_spec_for(serde));
+    MemoryObjPtr frame = frame_of(serde, *src, c.key);
+    DeserializerPtr deser = serde.make_deserializer();
+    // One deserializer for the frame's own key and every other one, in turn: nothing it keeps
+    // from one key may answer for the next.
+    for (int i = 0; i < 4; ++i) {
+      require_round_trip(*deser, *frame, src->layout(), c.key);
+      const ObjectKey other = other_key(c.key, KeyField::kChunkHash, claims.chunk_hash_bound_bytes);
+      require(rejects(*deser, *frame, src->layout(), other),
+              "a frame stored under " + c.key.to_string() + " deserialized under " +
+                  other.to_string() + " (another chunk hash) without error" + where(src->layout()));
+    }
+  });
+}
+
+Verdict IntegrityOtherKeyFieldRejected(const SerdeUnderTest& serde) {
+  if (!serde.integrity.binds_whole_key) return not_claimed("binds_whole_key");
+  return run_rc_property(rc_id("IntegrityOtherKeyFieldRejected", serde), {}, [&] {
+    const SerdeCase c = integrity_case(serde);
+    MemoryObjPtr src = make_source(c, value_spec_for(serde));
+    MemoryObjPtr frame = frame_of(serde, *src, c.key);
+    DeserializerPtr deser = serde.make_deserializer();
+    for (KeyField field : kAllKeyFields) {
+      require_round_trip(*deser, *frame, src->layout(), c.key);
+      const ObjectKey other = other_key(c.key, field, 0);
+      require(rejects(*deser, *frame, src->layout(), other),
+              std::string("a frame stored under ") + c.key.to_string() + " deserialized under " +
+                  other.to_string() + ", a key that differs only in " + key_field_name(field) +
+                  ", without error" + where(src->layout()));
+    }
   });
 }
 
 Verdict IntegrityOtherSaltRejected(const SerdeUnderTest& serde) {
-  if (!serde.integrity.binds_cache_salt) {
-    return Verdict::not_supported("the serde does not claim integrity.binds_cache_salt");
-  }
+  if (!serde.integrity.binds_cache_salt) return not_claimed("binds_cache_salt");
   return run_rc_property(rc_id("IntegrityOtherSaltRejected", serde), {}, [&] {
-    MemoryObjPtr src = small_source(serde);
-    const std::string hash = random_hash();
-    const std::string salt = *rc::gen::elementOf(std::vector<std::string>{"", "tenant-a", "t1"});
-    const std::string other =
-        *rc::gen::elementOf(std::vector<std::string>{"tenant-b", "t2", "tenant-a2"});
-    MemoryObjPtr frame = frame_of(serde, *src, key_with(hash, salt));
-    require_round_trip(serde, *frame, src->layout(), key_with(hash, salt));
-    require(rejects(*serde.make_deserializer(), *frame, src->layout(), key_with(hash, other)),
-            "a frame of cache_salt '" + salt + "' deserialized under cache_salt '" + other + "'");
+    const SerdeCase c = integrity_case(serde);
+    MemoryObjPtr src = make_source(c, value_spec_for(serde));
+    // Two to five tenants of one chunk whose salts share prefixes and lengths (each varied from
+    // an earlier one), served by one serializer and one deserializer: a key cache indexed by
+    // less than the whole salt hands one tenant another's key.
+    const auto n = *uniform_in_range<std::size_t>(2, 6);
+    std::vector<ObjectKey> tenants = {c.key};
+    while (tenants.size() < n) {
+      ObjectKey next = *gen_key_varied_in(
+          tenants[*uniform_in_range<std::size_t>(0, tenants.size())], KeyField::kCacheSalt);
+      if (std::find(tenants.begin(), tenants.end(), next) == tenants.end()) tenants.push_back(next);
+    }
+    SerializerPtr ser = serde.make_serializer();
+    DeserializerPtr deser = serde.make_deserializer();
+    std::vector<MemoryObjPtr> frames;
+    for (const ObjectKey& k : tenants) {
+      MemoryObjPtr f = make_object(byte_layout(ser->estimate_serialized_size(src->layout())));
+      f->set_used_size(ser->serialize(*src, *f, k));
+      frames.push_back(f);
+    }
+    for (std::size_t i = 0; i < n; ++i) {
+      for (std::size_t j = 0; j < n; ++j) {
+        const bool rejected = rejects(*deser, *frames[i], src->layout(), tenants[j]);
+        if (i == j) {
+          require(!rejected, "tenant " + std::to_string(i) + "'s frame was rejected under its " +
+                                 "own key after the deserializer served other tenants" +
+                                 where(src->layout(), tenants[i]));
+        } else {
+          require(rejected, "a frame of cache_salt '" + tenants[i].cache_salt() +
+                                "' deserialized under cache_salt '" + tenants[j].cache_salt() +
+                                "' without error" + where(src->layout()));
+        }
+      }
+    }
   });
 }
 
 Verdict IntegrityOtherSecretRejected(const SerdeUnderTest& serde) {
   if (!serde.integrity.make_deserializer_with_other_secret) {
-    return Verdict::not_supported(
-        "the serde declares no integrity.make_deserializer_with_other_secret");
+    return not_claimed("make_deserializer_with_other_secret");
   }
   return run_rc_property(rc_id("IntegrityOtherSecretRejected", serde), {}, [&] {
-    MemoryObjPtr src = small_source(serde);
-    const ObjectKey key = key_with(random_hash(), "");
-    MemoryObjPtr frame = frame_of(serde, *src, key);
-    require_round_trip(serde, *frame, src->layout(), key);
-    require(
-        rejects(*serde.integrity.make_deserializer_with_other_secret(), *frame, src->layout(), key),
-        "a frame deserialized with another secret (wrong master key) without error");
+    const SerdeCase c = integrity_case(serde);
+    MemoryObjPtr src = make_source(c, value_spec_for(serde));
+    MemoryObjPtr frame = frame_of(serde, *src, c.key);
+    require_round_trip(*serde.make_deserializer(), *frame, src->layout(), c.key);
+    require(rejects(*serde.integrity.make_deserializer_with_other_secret(), *frame, src->layout(),
+                    c.key),
+            "a frame deserialized with another secret (wrong master key) without error" +
+                where(src->layout(), c.key));
   });
 }
 
 Verdict IntegrityNoncesDistinct(const SerdeUnderTest& serde) {
-  const IntegrityClaims& c = serde.integrity;
-  if (!c.randomized || c.nonce_bytes == 0) {
+  const IntegrityClaims& claims = serde.integrity;
+  if (!claims.randomized || claims.nonce_bytes == 0) {
     return Verdict::not_supported("the serde does not claim integrity.randomized with nonce_bytes");
   }
-  // One scenario, run once: the count is the property.
+  // One scenario, run once: the count is the property. Half the serializations come from eight
+  // instances made at once and used in turn, half from four threads sharing one instance; the
+  // keys vary (salts, chunks). A nonce drawn from per-instance state, a clock or an unlocked
+  // counter repeats somewhere among them.
   return run_rc_property(
       rc_id("IntegrityNoncesDistinct", serde), {.max_success = 1, .scale_with_depth = false}, [&] {
         MemoryObjPtr src =
             make_source(SerdeCase{MemoryLayoutDesc::single({1}, serde.input_dtypes.front()), 1},
                         value_spec_for(serde));
-        const ObjectKey key = key_with(std::string(8, 'n'), "");
-        SerializerPtr ser = serde.make_serializer();
-        MemoryObjPtr frame = make_object(byte_layout(ser->estimate_serialized_size(src->layout())));
+        const std::size_t frame_bytes =
+            serde.make_serializer()->estimate_serialized_size(src->layout());
+        std::vector<ObjectKey> keys;
+        for (int i = 0; i < 8; ++i) keys.push_back(*gen_object_key());
+        // The nonce of one serialization, or "" with *error set.
+        auto nonce_of = [&](Serializer& ser, MemoryObj& frame, const ObjectKey& key,
+                            std::string* error) -> std::string {
+          const std::size_t n = ser.serialize(*src, frame, key);
+          if (claims.nonce_offset + claims.nonce_bytes > n) {
+            *error = "the frame is shorter than its nonce";
+            return {};
+          }
+          return std::string(reinterpret_cast<const char*>(frame.data()) + claims.nonce_offset,
+                             claims.nonce_bytes);
+        };
         std::unordered_set<std::string> seen;
         seen.reserve(kNonceSerializations);
-        for (std::size_t i = 0; i < kNonceSerializations; ++i) {
-          const std::size_t n = ser->serialize(*src, *frame, key);
-          require(c.nonce_offset + c.nonce_bytes <= n, "the frame is shorter than its nonce");
-          if (!seen.emplace(reinterpret_cast<const char*>(frame->data()) + c.nonce_offset,
-                            c.nonce_bytes)
-                   .second) {
-            fail_case("serialization " + std::to_string(i) + " reused a nonce of an earlier one");
+        auto add = [&](std::string nonce, const std::string& how) {
+          if (!seen.insert(std::move(nonce)).second) {
+            fail_case("a nonce repeated after " + std::to_string(seen.size()) + " distinct ones (" +
+                      how + ")");
           }
+        };
+        constexpr std::size_t kInstances = 8;
+        std::vector<SerializerPtr> instances;
+        for (std::size_t i = 0; i < kInstances; ++i) instances.push_back(serde.make_serializer());
+        MemoryObjPtr frame = make_object(byte_layout(frame_bytes));
+        std::string error;
+        for (std::size_t i = 0; i < kNonceSerializations / 2; ++i) {
+          std::string nonce =
+              nonce_of(*instances[i % kInstances], *frame, keys[i % keys.size()], &error);
+          require(error.empty(), error);
+          add(std::move(nonce), "eight instances made at once, used in turn");
+        }
+        constexpr std::size_t kThreads = 4;
+        SerializerPtr shared = serde.make_serializer();
+        std::vector<std::vector<std::string>> per_thread(kThreads);
+        std::vector<std::string> errors(kThreads);
+        std::latch start(kThreads);
+        std::vector<std::thread> threads;
+        for (std::size_t t = 0; t < kThreads; ++t) {
+          threads.emplace_back([&, t] {
+            MemoryObjPtr own = make_object(byte_layout(frame_bytes));
+            start.arrive_and_wait();
+            try {
+              for (std::size_t i = 0; i < kNonceSerializations / 2 / kThreads; ++i) {
+                per_thread[t].push_back(
+                    nonce_of(*shared, *own, keys[(t + i) % keys.size()], &errors[t]));
+                if (!errors[t].empty()) return;
+              }
+            } catch (const std::exception& e) {
+              errors[t] = std::string("serialize() threw: ") + e.what();
+            }
+          });
+        }
+        for (auto& th : threads) th.join();
+        for (const auto& e : errors) require(e.empty(), e);
+        for (auto& list : per_thread) {
+          for (auto& nonce : list) add(std::move(nonce), "four threads sharing one instance");
         }
       });
 }
@@ -235,17 +350,22 @@ Verdict IntegrityCiphertextNotPlaintext(const SerdeUnderTest& serde) {
     return Verdict::not_supported("the serde does not claim integrity.randomized (encryption)");
   }
   return run_rc_property(rc_id("IntegrityCiphertextNotPlaintext", serde), {}, [&] {
-    // At least 16 bytes of varied payload, so a match by chance is out of the question.
+    // At least 32 bytes of varied payload, so a match by chance is out of the question; any
+    // size beyond that, chunk-sized included (a cipher that stops after a block or a page
+    // leaves the rest in clear).
+    SerdeCase c = integrity_case(serde);
     const DType dtype = *rc::gen::elementOf(serde.input_dtypes);
-    const std::size_t esize = element_size(dtype);
-    const std::size_t n = std::max<std::size_t>((16 + esize - 1) / esize, kMaxElements);
+    const std::size_t n =
+        std::max<std::size_t>((32 + element_size(dtype) - 1) / element_size(dtype),
+                              c.layout.total_bytes() / element_size(dtype));
     MemoryObjPtr src = make_object(MemoryLayoutDesc::single({static_cast<std::int64_t>(n)}, dtype));
     fill_bytes(src->bytes(), *gen_seed());
-    MemoryObjPtr frame = frame_of(serde, *src, key_with(random_hash(), ""));
-    auto in = std::as_const(*src).bytes();
-    auto out = std::as_const(*frame).bytes();
-    require(std::search(out.begin(), out.end(), in.begin(), in.end()) == out.end(),
-            "the frame holds its " + std::to_string(in.size()) + "-byte payload in clear");
+    MemoryObjPtr frame = frame_of(serde, *src, c.key);
+    if (std::string found = plaintext_window_in(std::as_const(*src).bytes(),
+                                                std::as_const(*frame).bytes(), *gen_seed());
+        !found.empty()) {
+      fail_case("the frame holds its payload in clear: " + found + where(src->layout(), c.key));
+    }
   });
 }
 

@@ -22,7 +22,7 @@ constexpr int kThreads = 4;
 // `kThreads` sources of different generated layouts; the total stays within one group's limit
 // so that four threads do not multiply the cost of the largest cases.
 std::vector<MemoryObjPtr> gen_distinct_sources(const SerdeUnderTest& serde) {
-  SizeLimits limits = size_limits();
+  SizeLimits limits = size_limits_with_chunks();
   limits.max_total_elements = limits.max_group_elements / kThreads + 1;
   limits.max_group_elements = limits.max_total_elements;
   const ValueSpec spec = value_spec_for(serde);
@@ -39,13 +39,26 @@ struct SerdeStep {
   enum class Kind { kEstimate, kSerialize, kRoundTrip } kind = Kind::kEstimate;
   std::size_t layout = 0;  // index into the sequence's layouts
   std::uint64_t seed = 0;  // data seed of the source
+  std::size_t key = 0;     // index into the sequence's keys
 };
 
 std::ostream& operator<<(std::ostream& os, const SerdeStep& s) {
   const char* what = s.kind == SerdeStep::Kind::kEstimate    ? "estimate"
                      : s.kind == SerdeStep::Kind::kSerialize ? "serialize"
                                                              : "round trip";
-  return os << what << "(layout " << s.layout << ", seed " << s.seed << ")";
+  return os << what << "(layout " << s.layout << ", seed " << s.seed << ", key " << s.key << ")";
+}
+
+// One key per thread: often the same chunk under other tenants (salts that share prefixes), as a
+// serde shared by a processor's workers sees them.
+std::vector<ObjectKey> gen_thread_keys(std::size_t n) {
+  std::vector<ObjectKey> keys;
+  const ObjectKey base = *gen_object_key();
+  for (std::size_t t = 0; t < n; ++t) {
+    keys.push_back(*uniform_in_range(0, 2) == 0 ? *gen_key_varied_in(base, KeyField::kCacheSalt)
+                                                : *gen_object_key());
+  }
+  return keys;
 }
 
 void showValue(const SerdeStep& s, std::ostream& os) { os << s; }
@@ -80,24 +93,27 @@ Verdict DeterministicAcrossThreads(const SerdeUnderTest& serde) {
   // Fewer cases: each starts four threads.
   return run_rc_property(rc_id("DeterministicAcrossThreads", serde), {.max_success = 15}, [&] {
     std::vector<MemoryObjPtr> sources = gen_distinct_sources(serde);
-    for (const auto& s : sources) RC_LOG() << s->layout().to_string() << "\n";
-    require_ok(verify_concurrent_serialize(serde, sources));
+    const std::vector<ObjectKey> keys = gen_thread_keys(sources.size());
+    for (std::size_t i = 0; i < sources.size(); ++i) {
+      RC_LOG() << sources[i]->layout().to_string() << " under " << keys[i].to_string() << "\n";
+    }
+    require_ok(verify_concurrent_serialize(serde, sources, 2, keys));
   });
 }
 
 Verdict ConcurrentRoundTrips(const SerdeUnderTest& serde) {
   return run_rc_property(rc_id("ConcurrentRoundTrips", serde), {.max_success = 15}, [&] {
     std::vector<MemoryObjPtr> sources = gen_distinct_sources(serde);
-    for (const auto& s : sources) RC_LOG() << s->layout().to_string() << "\n";
-    require_ok(verify_concurrent_round_trips(serde, sources));
+    const std::vector<ObjectKey> keys = gen_thread_keys(sources.size());
+    for (std::size_t i = 0; i < sources.size(); ++i) {
+      RC_LOG() << sources[i]->layout().to_string() << " under " << keys[i].to_string() << "\n";
+    }
+    require_ok(verify_concurrent_round_trips(serde, sources, 2, keys));
   });
 }
 
 Verdict OneInstanceManyLayouts(const SerdeUnderTest& serde) {
-  if (serde.integrity.randomized) {
-    return Verdict::not_supported(
-        "the serde declares integrity.randomized: its bytes differ per call");
-  }
+  const bool randomized = serde.integrity.randomized;
   const ValueSpec spec = value_spec_for(serde);
   return run_rc_property(rc_id("OneInstanceManyLayouts", serde), {.max_success = 25}, [&] {
     // Two to four layouts of different sizes; the sequence goes back and forth between them.
@@ -117,22 +133,43 @@ Verdict OneInstanceManyLayouts(const SerdeUnderTest& serde) {
         layouts.push_back(*gen_layout(serde.input_dtypes, limits));
       }
     }
-    const auto steps = *rc::gen::container<std::vector<SerdeStep>>(rc::gen::exec([n_layouts] {
-      SerdeStep s;
-      s.kind = *rc::gen::element(SerdeStep::Kind::kEstimate, SerdeStep::Kind::kSerialize,
-                                 SerdeStep::Kind::kRoundTrip);
-      s.layout = *uniform_in_range<std::size_t>(0, n_layouts);
-      s.seed = *uniform_in_range<std::uint64_t>(0, 4);
-      return s;
-    }));
+    // One to five keys; later ones often differ from an earlier one in one field (a salt with
+    // a shared prefix, the same hash under another model): per-key state (a derived key, a
+    // fingerprint) kept from an earlier call must never answer for another key.
+    const auto n_keys = *uniform_in_range<std::size_t>(1, 6);
+    std::vector<ObjectKey> keys;
+    for (std::size_t i = 0; i < n_keys; ++i) {
+      if (i > 0 && *uniform_in_range(0, 3) != 0) {
+        keys.push_back(
+            *gen_key_varied_in(keys[*uniform_in_range<std::size_t>(0, i)],
+                               *rc::gen::elementOf(std::vector<KeyField>(
+                                   std::begin(kAllKeyFields), std::end(kAllKeyFields)))));
+      } else {
+        keys.push_back(*gen_object_key());
+      }
+    }
+    const auto steps =
+        *rc::gen::container<std::vector<SerdeStep>>(rc::gen::exec([n_layouts, n_keys] {
+          SerdeStep s;
+          s.kind = *rc::gen::element(SerdeStep::Kind::kEstimate, SerdeStep::Kind::kSerialize,
+                                     SerdeStep::Kind::kRoundTrip);
+          s.layout = *uniform_in_range<std::size_t>(0, n_layouts);
+          s.seed = *uniform_in_range<std::uint64_t>(0, 4);
+          s.key = *uniform_in_range<std::size_t>(0, n_keys);
+          return s;
+        }));
     for (std::size_t i = 0; i < layouts.size(); ++i) {
       RC_LOG() << "layout " << i << ": " << layouts[i].to_string() << "\n";
+    }
+    for (std::size_t i = 0; i < keys.size(); ++i) {
+      RC_LOG() << "key " << i << ": " << keys[i].to_string() << "\n";
     }
     SerializerPtr ser = serde.make_serializer();
     DeserializerPtr deser = serde.make_deserializer();
     for (std::size_t i = 0; i < steps.size(); ++i) {
       const SerdeStep& step = steps[i];
       const MemoryLayoutDesc& layout = layouts[step.layout];
+      const ObjectKey& key = keys[step.key];
       const std::string at = "step " + std::to_string(i) + " (" + [&] {
         std::ostringstream os;
         os << step;
@@ -144,43 +181,52 @@ Verdict OneInstanceManyLayouts(const SerdeUnderTest& serde) {
       std::optional<std::size_t> want_est = estimate(*fresh, layout, &error);
       require(want_est.has_value(), at + ": a fresh instance's " + error);
       std::optional<std::size_t> got_est = estimate(*ser, layout, &error);
-      require(got_est.has_value(), at + ": " + error + where(layout));
+      require(got_est.has_value(), at + ": " + error + where(layout, key));
       require(*got_est == *want_est,
               at + ": estimate_serialized_size() = " + std::to_string(*got_est) +
                   " where a fresh instance says " + std::to_string(*want_est) +
-                  " (an estimate cached from an earlier layout?)" + where(layout));
+                  " (an estimate cached from an earlier layout?)" + where(layout, key));
       if (step.kind == SerdeStep::Kind::kEstimate) continue;
-      SerdeCase c{layout, step.seed, 0};
+      SerdeCase c{layout, step.seed, 0, key};
       MemoryObjPtr src = make_source(c, spec);
-      SerializeOutcome want = run_serialize(*fresh, *src, *want_est);
-      require(want.error.empty(), at + ": a fresh instance: " + want.error + where(layout));
+      SerializeOutcome want = run_serialize(*fresh, *src, *want_est, 7, key);
+      require(want.error.empty(), at + ": a fresh instance: " + want.error + where(layout, key));
       // Sized from this instance's own estimate, as the wrapper sizes a temp.
-      SerializeOutcome got = run_serialize(*ser, *src, *got_est, 40 + i);
-      require(got.error.empty(), at + ": " + got.error + where(layout));
-      require(got.bytes == want.bytes,
+      SerializeOutcome got = run_serialize(*ser, *src, *got_est, 40 + i, key);
+      require(got.error.empty(), at + ": " + got.error + where(layout, key));
+      // A randomized serde's bytes differ per call; its count does not, and its frames are
+      // held to what fresh instances decode below.
+      require(randomized ? got.count == want.count : got.bytes == want.bytes,
               at + ": serialize() gave " + std::to_string(got.count) + " bytes where a fresh " +
                   "instance gives " + std::to_string(want.count) + "; " +
-                  first_byte_difference(want.bytes, got.bytes) + where(layout));
+                  first_byte_difference(want.bytes, got.bytes) + where(layout, key));
       if (step.kind != SerdeStep::Kind::kRoundTrip) continue;
+      // This instance's frame through a fresh deserializer (the reference decode), and, for a
+      // randomized serde, the fresh instance's frame through this deserializer as well.
       GuardedObject bytes = serialized_buffer(got.bytes, *got_est + junk_slack(layout));
       MemoryObjPtr want_out = make_object(layout);
       DeserializerPtr fresh_deser = serde.make_deserializer();
-      if (auto ex = throws([&] { fresh_deser->deserialize(*bytes, *want_out, probe_key()); })) {
-        fail_case(at + ": a fresh deserializer threw on serialize()'s output: " + *ex +
-                  where(layout));
+      if (auto ex = throws([&] { fresh_deser->deserialize(*bytes, *want_out, key); })) {
+        fail_case(at + ": a fresh deserializer threw on this instance's serialize() output: " +
+                  *ex + where(layout, key));
       }
-      GuardedObject got_out(layout, layout.total_bytes(), 50 + i);
-      if (auto ex = throws([&] { deser->deserialize(*bytes, *got_out, probe_key()); })) {
-        fail_case(at + ": deserialize() threw: " + *ex + where(layout));
-      }
-      require(got_out.check_guards().empty(),
-              at + ": deserialize() wrote outside its destination: " + got_out.check_guards());
       const std::size_t n = layout.total_bytes();
-      require(n == 0 || std::memcmp(got_out->data(), want_out->data(), n) == 0,
-              at +
-                  ": deserialize() decoded differently from a fresh instance (a decode plan "
-                  "or scratch buffer kept from an earlier layout?)" +
-                  where(layout));
+      std::vector<const GuardedObject*> frames = {&bytes};
+      GuardedObject fresh_bytes = serialized_buffer(want.bytes, *want_est + junk_slack(layout));
+      if (randomized) frames.push_back(&fresh_bytes);
+      for (const GuardedObject* frame : frames) {
+        GuardedObject got_out(layout, layout.total_bytes(), 50 + i);
+        if (auto ex = throws([&] { deser->deserialize(**frame, *got_out, key); })) {
+          fail_case(at + ": deserialize() threw: " + *ex + where(layout, key));
+        }
+        require(got_out.check_guards().empty(),
+                at + ": deserialize() wrote outside its destination: " + got_out.check_guards());
+        require(n == 0 || std::memcmp(got_out->data(), want_out->data(), n) == 0,
+                at +
+                    ": deserialize() decoded differently from a fresh instance (a decode plan, "
+                    "scratch buffer or derived key kept from an earlier layout or key?)" +
+                    where(layout, key));
+      }
     }
   });
 }

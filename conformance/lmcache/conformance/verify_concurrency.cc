@@ -26,10 +26,11 @@ struct Expected {
   std::string error;
 };
 
-Expected single_threaded(const SerdeUnderTest& serde, const MemoryObj& src, bool decode) {
+Expected single_threaded(const SerdeUnderTest& serde, const MemoryObj& src, bool decode,
+                         const ObjectKey& key) {
   Expected e;
   SerializerPtr s = serde.make_serializer();
-  e.serialized = serialize_at_estimate(*s, src, &e.estimate);
+  e.serialized = serialize_at_estimate(*s, src, &e.estimate, key);
   if (!e.serialized.error.empty()) {
     e.error = e.serialized.error;
     return e;
@@ -38,7 +39,7 @@ Expected single_threaded(const SerdeUnderTest& serde, const MemoryObj& src, bool
   GuardedObject bytes = serialized_buffer(e.serialized.bytes, e.estimate);
   MemoryObjPtr out = make_object(src.layout());
   DeserializerPtr d = serde.make_deserializer();
-  if (auto ex = throws([&] { d->deserialize(*bytes, *out, probe_key()); })) {
+  if (auto ex = throws([&] { d->deserialize(*bytes, *out, key); })) {
     e.error = "deserialize() threw on serialize()'s own output: " + *ex;
     return e;
   }
@@ -73,29 +74,38 @@ std::string run_threads(std::size_t threads, int rounds, Body body) {
   return {};
 }
 
+// keys[i], or probe_key(i) past the end of `keys`.
+std::vector<ObjectKey> keys_for(std::size_t n, std::span<const ObjectKey> keys) {
+  std::vector<ObjectKey> out;
+  for (std::size_t i = 0; i < n; ++i) out.push_back(i < keys.size() ? keys[i] : probe_key(i));
+  return out;
+}
+
 }  // namespace
 
 AssertionResult verify_concurrent_serialize(const SerdeUnderTest& serde,
-                                            std::span<const MemoryObjPtr> inputs, int rounds) {
+                                            std::span<const MemoryObjPtr> inputs, int rounds,
+                                            std::span<const ObjectKey> key_list) {
+  const std::vector<ObjectKey> keys = keys_for(inputs.size(), key_list);
   std::vector<Expected> expected;
-  for (const auto& in : inputs) {
-    expected.push_back(single_threaded(serde, *in, false));
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    expected.push_back(single_threaded(serde, *inputs[i], false, keys[i]));
     if (!expected.back().error.empty()) {
-      return AssertionFailure() << expected.back().error << where(in->layout());
+      return AssertionFailure() << expected.back().error << where(inputs[i]->layout(), keys[i]);
     }
   }
   SerializerPtr shared = serde.make_serializer();
   std::string error = run_threads(inputs.size(), rounds, [&](std::size_t t, int r) {
     const Expected& want = expected[t];
     SerializeOutcome got = run_serialize(*shared, *inputs[t], want.estimate,
-                                         100 + 7 * t + static_cast<std::uint64_t>(r));
+                                         100 + 7 * t + static_cast<std::uint64_t>(r), keys[t]);
     if (!got.error.empty()) return "thread " + std::to_string(t) + ": " + got.error;
     if (got.count != want.serialized.count || got.bytes != want.serialized.bytes) {
       return "serialize() on thread " + std::to_string(t) + " of " + std::to_string(inputs.size()) +
              " sharing one instance gave " + std::to_string(got.count) +
              " bytes where one thread alone gets " + std::to_string(want.serialized.count) + "; " +
              first_byte_difference(want.serialized.bytes, got.bytes) +
-             " (state shared between calls?)" + where(inputs[t]->layout());
+             " (state shared between calls?)" + where(inputs[t]->layout(), keys[t]);
     }
     return std::string();
   });
@@ -104,12 +114,14 @@ AssertionResult verify_concurrent_serialize(const SerdeUnderTest& serde,
 }
 
 AssertionResult verify_concurrent_round_trips(const SerdeUnderTest& serde,
-                                              std::span<const MemoryObjPtr> inputs, int rounds) {
+                                              std::span<const MemoryObjPtr> inputs, int rounds,
+                                              std::span<const ObjectKey> key_list) {
+  const std::vector<ObjectKey> keys = keys_for(inputs.size(), key_list);
   std::vector<Expected> expected;
-  for (const auto& in : inputs) {
-    expected.push_back(single_threaded(serde, *in, true));
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    expected.push_back(single_threaded(serde, *inputs[i], true, keys[i]));
     if (!expected.back().error.empty()) {
-      return AssertionFailure() << expected.back().error << where(in->layout());
+      return AssertionFailure() << expected.back().error << where(inputs[i]->layout(), keys[i]);
     }
   }
   SerializerPtr ser = serde.make_serializer();
@@ -117,8 +129,9 @@ AssertionResult verify_concurrent_round_trips(const SerdeUnderTest& serde,
   std::string error = run_threads(inputs.size(), rounds, [&](std::size_t t, int r) {
     const Expected& want = expected[t];
     const MemoryLayoutDesc& layout = inputs[t]->layout();
-    SerializeOutcome got =
-        run_serialize(*ser, *inputs[t], want.estimate, 200 + 7 * t + static_cast<std::uint64_t>(r));
+    const ObjectKey& key = keys[t];
+    SerializeOutcome got = run_serialize(*ser, *inputs[t], want.estimate,
+                                         200 + 7 * t + static_cast<std::uint64_t>(r), key);
     if (!got.error.empty()) return "thread " + std::to_string(t) + ": " + got.error;
     // A randomized serde (a fresh IV per call) differs in its bytes but not in their count; its
     // round trip below is still compared with one thread alone.
@@ -129,16 +142,16 @@ AssertionResult verify_concurrent_round_trips(const SerdeUnderTest& serde,
       return "serialize() on thread " + std::to_string(t) + " of " + std::to_string(inputs.size()) +
              " sharing one instance differs from one thread "
              "alone: " +
-             first_byte_difference(want.serialized.bytes, got.bytes) + where(layout);
+             first_byte_difference(want.serialized.bytes, got.bytes) + where(layout, key);
     }
     GuardedObject bytes = serialized_buffer(got.bytes, want.estimate);
     GuardedObject out(layout, layout.total_bytes(), 300 + t);
-    if (auto ex = throws([&] { deser->deserialize(*bytes, *out, probe_key()); })) {
-      return "deserialize() on thread " + std::to_string(t) + " threw: " + *ex + where(layout);
+    if (auto ex = throws([&] { deser->deserialize(*bytes, *out, key); })) {
+      return "deserialize() on thread " + std::to_string(t) + " threw: " + *ex + where(layout, key);
     }
     if (std::string g = out.check_guards(); !g.empty()) {
       return "deserialize() on thread " + std::to_string(t) +
-             " wrote outside its destination: " + g + where(layout);
+             " wrote outside its destination: " + g + where(layout, key);
     }
     auto decoded = out.payload().first(layout.total_bytes());
     if (!std::equal(decoded.begin(), decoded.end(), want.decoded.begin(), want.decoded.end())) {

@@ -24,7 +24,8 @@ MultiDeserializerPtr make_multi_deserializer(const SerdeUnderTest& serde) {
   return single_to_multi_deserializer(serde.make_deserializer());
 }
 
-AssertionResult verify_multi_none_slot_rules(const SerdeUnderTest& serde, const MemoryObj& src) {
+AssertionResult verify_multi_none_slot_rules(const SerdeUnderTest& serde, const MemoryObj& src,
+                                             const ObjectKey& key) {
   const MemoryLayoutDesc& layout = src.layout();
   MultiSerializerPtr ms = make_multi_serializer(serde);
   MultiDeserializerPtr md = make_multi_deserializer(serde);
@@ -39,7 +40,8 @@ AssertionResult verify_multi_none_slot_rules(const SerdeUnderTest& serde, const 
   LayoutDescGroup layouts(g, layout);
   std::size_t est = 0;
   if (auto e = throws([&] { est = ms->estimate_serialized_size(layouts); })) {
-    return AssertionFailure() << "multi estimate_serialized_size() threw: " << *e << where(layout);
+    return AssertionFailure() << "multi estimate_serialized_size() threw: " << *e
+                              << where(layout, key);
   }
   const std::size_t room = est + 64;
 
@@ -48,10 +50,10 @@ AssertionResult verify_multi_none_slot_rules(const SerdeUnderTest& serde, const 
     MemoryObjGroup longer = group;
     longer.push_back(clone_object(src));
     GuardedObject dst = GuardedObject::Bytes(room + layout.total_bytes() + 64, 91);
-    std::string how = expect_invalid_argument([&] { ms->serialize(longer, *dst, probe_key()); });
+    std::string how = expect_invalid_argument([&] { ms->serialize(longer, *dst, key); });
     if (!how.empty()) {
       return AssertionFailure() << "multi serialize() of a group of " << g + 1 << " (group_size "
-                                << g << ") " << how << where(layout);
+                                << g << ") " << how << where(layout, key);
     }
   }
   // A null required source slot, and a nullopt required layout.
@@ -63,10 +65,10 @@ AssertionResult verify_multi_none_slot_rules(const SerdeUnderTest& serde, const 
     GuardedObject dst = GuardedObject::Bytes(room, 92);
     std::vector<std::byte> before = dst.snapshot();
     if (slot_required(serde, slot)) {
-      std::string how = expect_invalid_argument([&] { ms->serialize(holed, *dst, probe_key()); });
+      std::string how = expect_invalid_argument([&] { ms->serialize(holed, *dst, key); });
       if (!how.empty()) {
         return AssertionFailure() << "multi serialize() with None in required src slot " << slot
-                                  << " " << how << where(layout);
+                                  << " " << how << where(layout, key);
       }
       if (std::string c = dst.check_payload_unchanged(before, 0, room); !c.empty()) {
         return AssertionFailure() << "multi serialize() rejected a None src slot but wrote: " << c;
@@ -74,12 +76,12 @@ AssertionResult verify_multi_none_slot_rules(const SerdeUnderTest& serde, const 
       how = expect_invalid_argument([&] { ms->estimate_serialized_size(holed_layouts); });
       if (!how.empty()) {
         return AssertionFailure() << "multi estimate_serialized_size() with None in required slot "
-                                  << slot << " " << how << where(layout);
+                                  << slot << " " << how << where(layout, key);
       }
     } else if (auto e = throws([&] { ms->estimate_serialized_size(holed_layouts); })) {
       return AssertionFailure()
              << "multi estimate_serialized_size() rejected None in optional slot " << slot << ": "
-             << *e << where(layout);
+             << *e << where(layout, key);
     }
     if (std::string gr = dst.check_guards(); !gr.empty()) {
       return AssertionFailure() << "multi serialize() wrote outside its destination: " << gr;
@@ -89,8 +91,8 @@ AssertionResult verify_multi_none_slot_rules(const SerdeUnderTest& serde, const 
   // The full round trip, to compare partial deserializations with.
   GuardedObject bytes = GuardedObject::Bytes(room, 93);
   std::size_t n = 0;
-  if (auto e = throws([&] { n = ms->serialize(group, *bytes, probe_key()); })) {
-    return AssertionFailure() << "multi serialize() threw: " << *e << where(layout);
+  if (auto e = throws([&] { n = ms->serialize(group, *bytes, key); })) {
+    return AssertionFailure() << "multi serialize() threw: " << *e << where(layout, key);
   }
   if (n > room) return AssertionFailure() << "multi serialize() returned " << n << " > " << room;
   bytes->set_used_size(n);
@@ -100,18 +102,17 @@ AssertionResult verify_multi_none_slot_rules(const SerdeUnderTest& serde, const 
     full.push_back(make_object(layout));
     full_group.push_back(full.back());
   }
-  if (auto e = throws([&] { md->deserialize(*bytes, full_group, probe_key()); })) {
+  if (auto e = throws([&] { md->deserialize(*bytes, full_group, key); })) {
     return AssertionFailure() << "multi deserialize() threw on its own output: " << *e
-                              << where(layout);
+                              << where(layout, key);
   }
   {
     MemoryObjGroup longer = full_group;
     longer.push_back(make_object(layout));
-    std::string how =
-        expect_invalid_argument([&] { md->deserialize(*bytes, longer, probe_key()); });
+    std::string how = expect_invalid_argument([&] { md->deserialize(*bytes, longer, key); });
     if (!how.empty()) {
       return AssertionFailure() << "multi deserialize() into a group of " << g + 1
-                                << " (group_size " << g << ") " << how << where(layout);
+                                << " (group_size " << g << ") " << how << where(layout, key);
     }
   }
 
@@ -122,10 +123,10 @@ AssertionResult verify_multi_none_slot_rules(const SerdeUnderTest& serde, const 
     if (g != 1 && n > 0) std::memcpy(empty->data(), bytes->data(), n);
     std::vector<std::byte> before = empty.snapshot();
     MemoryObjGroup none(g, nullptr);
-    if (auto e = throws([&] { md->deserialize(*empty, none, probe_key()); })) {
+    if (auto e = throws([&] { md->deserialize(*empty, none, key); })) {
       return AssertionFailure() << "multi deserialize() with every dst slot None must be a no-op"
                                 << (g == 1 ? " that reads nothing" : "") << ", but threw: " << *e
-                                << where(layout);
+                                << where(layout, key);
     }
     if (std::string c = empty.check_payload_unchanged(before, 0, before.size()); !c.empty()) {
       return AssertionFailure() << "multi deserialize() with None dst slots modified its source: "
@@ -141,16 +142,16 @@ AssertionResult verify_multi_none_slot_rules(const SerdeUnderTest& serde, const 
         keep.push_back(i == slot ? nullptr : make_object(layout));
         partial.push_back(keep.back());
       }
-      if (auto e = throws([&] { md->deserialize(*bytes, partial, probe_key()); })) {
+      if (auto e = throws([&] { md->deserialize(*bytes, partial, key); })) {
         return AssertionFailure() << "multi deserialize() with None dst slot " << slot
-                                  << " threw: " << *e << where(layout);
+                                  << " threw: " << *e << where(layout, key);
       }
       for (std::size_t i = 0; i < g; ++i) {
         if (i == slot || layout.total_bytes() == 0) continue;
         if (std::memcmp(partial[i]->data(), full[i]->data(), layout.total_bytes()) != 0) {
           return AssertionFailure()
                  << "multi deserialize() with None dst slot " << slot << " filled slot " << i
-                 << " differently from a full group" << where(layout);
+                 << " differently from a full group" << where(layout, key);
         }
       }
     }
@@ -158,7 +159,8 @@ AssertionResult verify_multi_none_slot_rules(const SerdeUnderTest& serde, const 
   return AssertionSuccess();
 }
 
-AssertionResult verify_bridge_equivalence(const SerdeUnderTest& serde, const MemoryObj& src) {
+AssertionResult verify_bridge_equivalence(const SerdeUnderTest& serde, const MemoryObj& src,
+                                          const ObjectKey& key) {
   const MemoryLayoutDesc& layout = src.layout();
   MultiSerializerPtr ms = make_multi_serializer(serde);
   MultiDeserializerPtr md = make_multi_deserializer(serde);
@@ -170,22 +172,23 @@ AssertionResult verify_bridge_equivalence(const SerdeUnderTest& serde, const Mem
   DeserializerPtr d = serde.make_deserializer();
   std::string error;
   auto est = estimate(*s, layout, &error);
-  if (!est) return AssertionFailure() << error << where(layout);
+  if (!est) return AssertionFailure() << error << where(layout, key);
   std::size_t multi_est = 0;
   if (auto e = throws([&] { multi_est = ms->estimate_serialized_size({layout}); })) {
-    return AssertionFailure() << "bridge estimate_serialized_size() threw: " << *e << where(layout);
+    return AssertionFailure() << "bridge estimate_serialized_size() threw: " << *e
+                              << where(layout, key);
   }
   if (multi_est != *est) {
     return AssertionFailure() << "bridge estimate " << multi_est << " differs from the direct "
-                              << *est << where(layout);
+                              << *est << where(layout, key);
   }
-  SerializeOutcome direct = run_serialize(*s, src, *est, 101);
-  if (!direct.error.empty()) return AssertionFailure() << direct.error << where(layout);
+  SerializeOutcome direct = run_serialize(*s, src, *est, 101, key);
+  if (!direct.error.empty()) return AssertionFailure() << direct.error << where(layout, key);
   GuardedObject via = GuardedObject::Bytes(*est, 102);
   std::size_t n = 0;
   MemoryObjPtr input = clone_object(src);
-  if (auto e = throws([&] { n = ms->serialize({input}, *via, probe_key()); })) {
-    return AssertionFailure() << "bridge serialize() threw: " << *e << where(layout);
+  if (auto e = throws([&] { n = ms->serialize({input}, *via, key); })) {
+    return AssertionFailure() << "bridge serialize() threw: " << *e << where(layout, key);
   }
   if (std::string g = via.check_guards(); !g.empty()) {
     return AssertionFailure() << "bridge serialize() wrote outside its destination: " << g;
@@ -196,20 +199,21 @@ AssertionResult verify_bridge_equivalence(const SerdeUnderTest& serde, const Mem
   if (n != direct.count || via_bytes != direct.bytes) {
     return AssertionFailure() << "bridge serialize() is not byte-identical to a direct call: " << n
                               << " vs " << direct.count << " bytes; "
-                              << first_byte_difference(direct.bytes, via_bytes) << where(layout);
+                              << first_byte_difference(direct.bytes, via_bytes)
+                              << where(layout, key);
   }
   GuardedObject bytes = serialized_buffer(direct.bytes, *est);
   MemoryObjPtr a = make_object(layout);
   MemoryObjPtr b = make_object(layout);
-  if (auto e = throws([&] { d->deserialize(*bytes, *a, probe_key()); })) {
-    return AssertionFailure() << "deserialize() threw: " << *e << where(layout);
+  if (auto e = throws([&] { d->deserialize(*bytes, *a, key); })) {
+    return AssertionFailure() << "deserialize() threw: " << *e << where(layout, key);
   }
-  if (auto e = throws([&] { md->deserialize(*bytes, {b}, probe_key()); })) {
-    return AssertionFailure() << "bridge deserialize() threw: " << *e << where(layout);
+  if (auto e = throws([&] { md->deserialize(*bytes, {b}, key); })) {
+    return AssertionFailure() << "bridge deserialize() threw: " << *e << where(layout, key);
   }
   if (layout.total_bytes() > 0 && std::memcmp(a->data(), b->data(), layout.total_bytes()) != 0) {
     return AssertionFailure() << "bridge deserialize() is not identical to a direct call"
-                              << where(layout);
+                              << where(layout, key);
   }
   return AssertionSuccess();
 }

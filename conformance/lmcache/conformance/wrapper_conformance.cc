@@ -314,16 +314,30 @@ Verdict HomogeneityEnforced(const WrapperUnderTest& wut, const WrapperRigOptions
     MemoryLayoutDesc a = gen_kv_layout(1u << 12);
     std::vector<Shape> shapes = a.shapes();
     std::vector<DType> dtypes = a.dtypes();
-    switch (*uniform_in_range(0, 3)) {
+    // Half the time the other layout has exactly as many bytes (a wrapper that compares
+    // sizes, not layouts, lets it through).
+    const auto n0 = static_cast<std::int64_t>(a.group_elements(0));
+    switch (*uniform_in_range(0, 5)) {
       case 0:  // another dtype in group 0
         dtypes[0] = dtypes[0] == DType::kFloat32 ? DType::kBFloat16 : DType::kFloat32;
         break;
       case 1:  // another extent
         shapes[0].push_back(2);
         break;
-      default:  // one more group
+      case 2:  // one more group
         shapes.push_back({3});
         dtypes.push_back(DType::kFloat16);
+        break;
+      case 3:  // the same bytes in another shape
+        shapes[0] = shapes[0].size() == 1 ? Shape{1, n0} : Shape{n0};
+        break;
+      default:  // the same bytes as another dtype
+        if (dtypes[0] == DType::kFloat32) {
+          dtypes[0] = DType::kBFloat16;
+          shapes[0] = {2 * n0};
+        } else {
+          dtypes[0] = dtypes[0] == DType::kBFloat16 ? DType::kFloat16 : DType::kBFloat16;
+        }
         break;
     }
     MemoryLayoutDesc b(shapes, dtypes);

@@ -133,14 +133,17 @@ void ChainDeserializer::deserialize(const MemoryObj& src, MemoryObj& dst, const 
   stages_[0].deserializer->deserialize(*cur, dst, key);
 }
 
-SerdeProcessorPtr make_chain_serde_processor(const Json& kwargs) {
+namespace {
+
+// The stages of a chain config's kwargs, and its max_workers.
+std::vector<ChainStage> chain_stages(const Json& kwargs, std::size_t* workers) {
   ConfigReader reader(kwargs, "chain serde config");
   const Json* stages_json = reader.raw("stages");
   if (stages_json == nullptr) reader.error("'stages' is required (a non-empty array)");
   if (!stages_json->is_array() || stages_json->empty()) {
     reader.error("'stages' must be a non-empty array of serde configs");
   }
-  const auto workers = static_cast<std::size_t>(reader.get_int("max_workers", 1, 1, 1024));
+  *workers = static_cast<std::size_t>(reader.get_int("max_workers", 1, 1, 1024));
   reader.finish();
   std::vector<ChainStage> stages;
   for (std::size_t i = 0; i < stages_json->size(); ++i) {
@@ -150,6 +153,43 @@ SerdeProcessorPtr make_chain_serde_processor(const Json& kwargs) {
       reader.error("stage " + std::to_string(i) + ": " + e.what());
     }
   }
+  return stages;
+}
+
+}  // namespace
+
+ChainStage make_serde_pair(const Json& config) {
+  if (!config.is_object()) {
+    throw std::invalid_argument(std::string("a serde config must be a JSON object, got ") +
+                                config.type_name());
+  }
+  auto it = config.find("type");
+  if (it == config.end() || !it->is_string()) {
+    throw std::invalid_argument("a serde config needs a string 'type'");
+  }
+  Json rest = config;
+  if (*it != kChainSerdeType) {
+    rest.erase("max_workers");
+    return make_chain_stage(rest);
+  }
+  rest.erase("type");
+  std::size_t workers = 1;
+  std::vector<ChainStage> stages = chain_stages(rest, &workers);
+  ChainStage pair;
+  pair.serializer = std::make_shared<ChainSerializer>(stages);
+  pair.deserializer = std::make_shared<ChainDeserializer>(stages);
+  pair.exact_size = [stages](const MemoryLayoutDesc& layout) {
+    std::size_t bytes = stages[0].exact_size(layout);
+    for (std::size_t i = 1; i < stages.size(); ++i)
+      bytes = stages[i].exact_size(byte_layout(bytes));
+    return bytes;
+  };
+  return pair;
+}
+
+SerdeProcessorPtr make_chain_serde_processor(const Json& kwargs) {
+  std::size_t workers = 1;
+  std::vector<ChainStage> stages = chain_stages(kwargs, &workers);
   return std::make_unique<AsyncSerdeProcessor>(std::make_shared<ChainSerializer>(stages),
                                                std::make_shared<ChainDeserializer>(stages),
                                                workers);

@@ -77,6 +77,16 @@ class ChainDeserializer final : public Deserializer {
   const std::vector<ChainStage> stages_;
 };
 
+// make_serde_pair()
+//
+// The serializer / deserializer pair of any built-in serde ("fp8", "checksum", "aesgcm",
+// "chain") from its full config, as create_serde_processor() would run them; a "max_workers"
+// key is accepted and ignored (it sizes a processor, not a pair). For a chain, exact_size is the
+// composition of its stages'. Throws std::invalid_argument naming the problem (not an object,
+// a missing or unknown type, the type's own config errors). What the conformance kit holds a
+// vendor's serde of a known type to (reference_serde(), conformance/reference_impls.h).
+ChainStage make_serde_pair(const Json& config);
+
 // make_chain_serde_processor()
 //
 // The "chain" factory. Config keys: "stages" (a non-empty array of stage configs, required),

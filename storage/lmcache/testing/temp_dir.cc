@@ -9,9 +9,11 @@
 
 namespace lmcache::storage_testing {
 
-TempDir::TempDir(const std::string& prefix) {
-  const char* env = std::getenv("TMPDIR");
-  const std::filesystem::path root = env != nullptr && *env != '\0' ? env : "/tmp";
+TempDir::TempDir(const std::string& prefix, std::filesystem::path root) {
+  if (root.empty()) {
+    const char* env = std::getenv("TMPDIR");
+    root = env != nullptr && *env != '\0' ? env : "/tmp";
+  }
   std::string pattern = (root / (prefix + "XXXXXX")).string();
   std::vector<char> buf(pattern.begin(), pattern.end());
   buf.push_back('\0');

@@ -13,8 +13,9 @@ class TempDir {
  public:
   // TempDir()
   //
-  // Creates "<tmp>/<prefix>XXXXXX" with mkdtemp(3). Throws std::system_error when it cannot.
-  explicit TempDir(const std::string& prefix = "lmcache-");
+  // Creates "<root>/<prefix>XXXXXX" with mkdtemp(3), <root> being `root`, else $TMPDIR, else
+  // /tmp. Throws std::system_error when it cannot.
+  explicit TempDir(const std::string& prefix = "lmcache-", std::filesystem::path root = {});
   // Removes the directory recursively; errors are ignored (a test must not fail in cleanup).
   ~TempDir();
   TempDir(const TempDir&) = delete;

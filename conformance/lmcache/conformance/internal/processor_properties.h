@@ -32,8 +32,23 @@ const char* dir_name(Dir d);
 Dir other(Dir d);
 int fd_of(const SerdeProcessor& p, Dir d);
 std::optional<bool> query_of(SerdeProcessor& p, Dir d, TaskId id);
+// Submits in direction `d`; pair i goes under keys[i] (probe_key(i) when `keys` is empty).
 TaskId submit_of(SerdeProcessor& p, Dir d, std::vector<MemoryObjPtr> srcs,
-                 std::vector<MemoryObjPtr> dsts);
+                 std::vector<MemoryObjPtr> dsts, std::vector<ObjectKey> keys = {});
+
+// `n` distinct keys over the key domain for the pairs of a batch: some drawn afresh, some
+// differing from an earlier one in one field (the same chunk of another tenant, model or rank).
+std::vector<ObjectKey> gen_pair_keys(std::size_t n);
+
+// Empty when the serialized temps `a` and `b` (of one input under one key) are equal: byte for
+// byte, or by size alone for a randomized processor; else how they differ.
+std::string serialized_difference(const ProcessorUnderTest& put, const MemoryObj& a,
+                                  const MemoryObj& b);
+
+// A temp like temp_for() whose bytes start as junk from `seed`: bytes inside size() that a
+// serialize leaves unwritten show up as a difference between two temps.
+MemoryObjPtr junk_temp_for(SerdeProcessor& p, const MemoryLayoutDesc& layout, std::uint64_t seed,
+                           std::size_t extra = 0);
 
 // Owns a processor and closes it however the property ends.
 struct OwnedProcessor {

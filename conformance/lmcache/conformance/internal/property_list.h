@@ -46,54 +46,73 @@
     "layouts at once; each gets what a single-threaded round trip gives")                         \
   X(OneInstanceManyLayouts,                                                                       \
     "[stateful] one serializer and one deserializer, driven through a sequence of estimates, "    \
-    "serializes and deserializes of several layouts, answer every call as fresh instances do")    \
+    "serializes and deserializes of several layouts and keys (one field apart), answer every "    \
+    "call as fresh instances do")                                                                 \
   X(IntegrityBitFlipsDetected,                                                                    \
     "integrity: every single-bit flip of a stored frame makes deserialize() fail")                \
   X(IntegrityTruncationsDetected,                                                                 \
     "integrity: every truncation of a stored frame makes deserialize() fail")                     \
+  X(IntegrityRangesDetected,                                                                      \
+    "integrity: every zeroed or rewritten range of a stored frame (each header byte and window, " \
+    "the tail, the whole frame, payload ranges) makes deserialize() fail")                        \
   X(IntegrityVersionChecked, "integrity: a frame with another version byte fails")                \
   X(IntegrityOtherChunkRejected,                                                                  \
     "integrity: a frame deserialized under another key's chunk hash fails")                       \
+  X(IntegrityOtherKeyFieldRejected,                                                               \
+    "integrity: a frame deserialized under a key that differs in any one field fails")            \
   X(IntegrityOtherSaltRejected,                                                                   \
     "confidentiality: a frame deserialized under another cache_salt (tenant) fails")              \
   X(IntegrityOtherSecretRejected,                                                                 \
     "confidentiality: a frame deserialized with another secret (wrong master key) fails")         \
   X(IntegrityNoncesDistinct,                                                                      \
     "confidentiality: the nonces (IVs) of many serializations of one input are all distinct")     \
-  X(IntegrityCiphertextNotPlaintext, "confidentiality: no frame holds its payload in clear")
+  X(IntegrityCiphertextNotPlaintext, "confidentiality: no frame holds its payload in clear")      \
+  X(MatchesReference,                                                                             \
+    "a serde of a type the project knows gives the reference's frames (byte for byte unless "     \
+    "randomized), reads them and is read by it to the same values, and gives its verdict on "     \
+    "every corrupted, extended or moved frame")
 
-#define LMCACHE_CONFORMANCE_PROCESSOR_PROPERTIES(X)                                             \
-  X(DistinctEventFds,                                                                           \
-    "the serialize and deserialize fds are valid and distinct, also across instances")          \
-  X(OneNotifyPerTask,                                                                           \
-    "each completed task adds exactly one notify to its direction's fd, after its result")      \
-  X(OneShotQueries,                                                                             \
-    "a result, true or false, is returned exactly once; the other direction never returns it")  \
-  X(UnknownIdsGiveNone, "queries of ids never issued return none and never throw")              \
-  X(FailureReportedAsFalse,                                                                     \
-    "a task with a failing pair at any position (first, middle, last) completes false and is "  \
-    "still signalled once; the tasks around it are unaffected")                                 \
-  X(ConcurrentSubmitters,                                                                       \
-    "threads submitting distinct inputs at once get unique ids, their own decoded values and "  \
-    "one notify per task")                                                                      \
-  X(CloseReleasesResources,                                                                     \
-    "close() (idempotent) returns the process to its fd and thread counts before creation")     \
-  X(CloseCompletesQueuedWork,                                                                   \
-    "tasks queued before close() still complete; results completed before close() and not yet " \
-    "taken stay queryable, once, after it")                                                     \
-  X(UseAfterClose, "submits after close() throw std::logic_error")                              \
-  X(MismatchedBatchRejected,                                                                    \
-    "src and dst lists of different lengths give std::invalid_argument and no task")            \
-  X(SerializeThenDeserialize,                                                                   \
-    "batches serialize into estimate-sized temps, narrowed to a size that does not depend on "  \
-    "the temp's capacity, and deserialize back to the input values, pair by pair")              \
-  X(StatefulModel,                                                                              \
-    "[stateful] one processor driven through serializes and deserializes of several layouts, "  \
-    "failing pairs, estimates and queries in any order, then close(), matches a model of its "  \
-    "tasks: every result once, right values, one notify each")                                  \
-  X(ResourcesBoundedOverManyTasks,                                                              \
-    "hundreds of tasks leave the fd and thread counts where a warmed-up processor had them, "   \
-    "and no reference to a caller buffer once its result was taken")
+#define LMCACHE_CONFORMANCE_PROCESSOR_PROPERTIES(X)                                              \
+  X(DistinctEventFds,                                                                            \
+    "the serialize and deserialize fds are valid and distinct, also across instances")           \
+  X(OneNotifyPerTask,                                                                            \
+    "each completed task adds exactly one notify to its direction's fd, after its result")       \
+  X(OneShotQueries,                                                                              \
+    "a result, true or false, is returned exactly once; the other direction never returns it")   \
+  X(UnknownIdsGiveNone, "queries of ids never issued return none and never throw")               \
+  X(FailureReportedAsFalse,                                                                      \
+    "a task with a failing pair at any position (first, middle, last) completes false and is "   \
+    "still signalled once; the tasks around it are unaffected")                                  \
+  X(ConcurrentSubmitters,                                                                        \
+    "threads submitting distinct inputs at once get unique ids, their own decoded values and "   \
+    "one notify per task")                                                                       \
+  X(CloseReleasesResources,                                                                      \
+    "close() (idempotent) returns the process to its fd and thread counts before creation")      \
+  X(CloseCompletesQueuedWork,                                                                    \
+    "tasks queued before close() still complete; results completed before close() and not yet "  \
+    "taken stay queryable, once, after it")                                                      \
+  X(UseAfterClose, "submits after close() throw std::logic_error")                               \
+  X(MismatchedBatchRejected,                                                                     \
+    "src and dst lists of different lengths give std::invalid_argument and no task")             \
+  X(SerializeThenDeserialize,                                                                    \
+    "batches serialize into estimate-sized temps, narrowed to a size that does not depend on "   \
+    "the temp's capacity, and deserialize back to the input values, pair by pair")               \
+  X(KeysFollowTheirPairs,                                                                        \
+    "pairs serialized in one batch under keys of their own deserialize alone, in reverse and "   \
+    "in shuffled batches, each under its own key, to their own values")                          \
+  X(MatchesReference,                                                                            \
+    "over a serde of a type the project knows, every pair's frame is the reference's under its " \
+    "own key (read back by the reference), and the processor reads the reference's frames")      \
+  X(StatefulModel,                                                                               \
+    "[stateful] one processor driven through serializes and deserializes of several layouts, "   \
+    "failing pairs, estimates and queries in any order, then close(), matches a model of its "   \
+    "tasks: every result once, right values, one notify each")                                   \
+  X(ResourcesBoundedOverManyTasks,                                                               \
+    "hundreds of tasks leave the fd and thread counts where a warmed-up processor had them, "    \
+    "and no reference to a caller buffer once its result was taken")                             \
+  X(TaskIdsNeverReused,                                                                          \
+    "past 65,536 tasks, with an early result untaken, every task gets an id of its own and the " \
+    "early result is still answered")
 
 #define LMCACHE_CONFORMANCE_ADAPTER_PROPERTIES(X)                                                \
   X(DistinctEventFds,                                                                            \
@@ -124,7 +143,8 @@
     "layouts, with tasks on the same key in flight together, match a model map under every "     \
     "check above")                                                                               \
   X(CloseIsIdempotent,                                                                           \
-    "close() twice is fine; submits afterwards throw std::logic_error; pops still work")         \
+    "close() twice is fine; submits afterwards throw std::logic_error; a store and a load that " \
+    "completed before close() are handed out after it, once")                                    \
   X(CloseReleasesResources,                                                                      \
     "close() returns the process to its fd and thread counts before creation")                   \
   X(ConcurrentSubmitters,                                                                        \
@@ -134,6 +154,9 @@
   X(ResourcesBoundedOverManyTasks,                                                               \
     "hundreds of tasks leave the fd and thread counts where a warmed-up adapter had them, and "  \
     "no reference to a caller buffer once its task completed")                                   \
+  X(TaskIdsNeverReused,                                                                          \
+    "past 65,536 loads, with an early load untaken, every task gets an id of its own and the "   \
+    "early load still answers its hit")                                                          \
   X(LentBufferWrittenOnce,                                                                       \
     "lent store buffers come as asked, pairwise disjoint and disjoint from every buffer still "  \
     "lent or stored; the adapter leaves what the caller writes alone, and every key loads back " \

@@ -16,6 +16,11 @@ std::string where(const MemoryLayoutDesc& layout) {
   return " [input layout " + layout.to_string() + "]";
 }
 
+std::string where(const MemoryLayoutDesc& layout, const ObjectKey& key) {
+  if (key == probe_key()) return where(layout);
+  return " [input layout " + layout.to_string() + ", key " + key.to_string() + "]";
+}
+
 std::string what_of(std::exception_ptr e) {
   try {
     std::rethrow_exception(e);
@@ -28,10 +33,10 @@ std::string what_of(std::exception_ptr e) {
 
 // Serializes `src` into a fresh guarded buffer of `physical` bytes.
 SerializeOutcome run_serialize(Serializer& s, const MemoryObj& src, std::size_t physical,
-                               std::uint64_t fill_seed) {
+                               std::uint64_t fill_seed, const ObjectKey& key) {
   SerializeOutcome out;
   GuardedObject dst = GuardedObject::Bytes(physical, fill_seed);
-  if (auto e = throws([&] { out.count = s.serialize(src, *dst, probe_key()); })) {
+  if (auto e = throws([&] { out.count = s.serialize(src, *dst, key); })) {
     out.error = "serialize() threw: " + *e;
     return out;
   }
@@ -61,12 +66,13 @@ std::optional<std::size_t> estimate(const Serializer& s, const MemoryLayoutDesc&
 
 // Estimates `src`'s layout (into *est), then serializes into a buffer of exactly that size;
 // an estimate that throws is reported in the outcome's error like a failing serialize.
-SerializeOutcome serialize_at_estimate(Serializer& s, const MemoryObj& src, std::size_t* est) {
+SerializeOutcome serialize_at_estimate(Serializer& s, const MemoryObj& src, std::size_t* est,
+                                       const ObjectKey& key) {
   std::string error;
   std::optional<std::size_t> e = estimate(s, src.layout(), &error);
   if (!e) return SerializeOutcome{std::move(error), 0, {}};
   *est = *e;
-  return run_serialize(s, src, *e);
+  return run_serialize(s, src, *e, 7, key);
 }
 
 // A byte buffer holding `bytes`, physical size `physical` (>= bytes.size()), narrowed to the

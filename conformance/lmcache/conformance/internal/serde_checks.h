@@ -23,8 +23,10 @@
 namespace lmcache::conformance_internal {
 using namespace ::lmcache::conformance;  // the kit's public types
 
-// " [input layout ...]", appended to every serde failure message.
+// " [input layout ...]", appended to every serde failure message; with the key when it is not
+// probe_key(0).
 std::string where(const MemoryLayoutDesc& layout);
+std::string where(const MemoryLayoutDesc& layout, const ObjectKey& key);
 
 // The text of a caught exception.
 std::string what_of(std::exception_ptr e);
@@ -61,9 +63,9 @@ struct SerializeOutcome {
   std::vector<std::byte> bytes;  // the first `count` bytes written
 };
 
-// Serializes `src` into a fresh guarded buffer of `physical` bytes.
+// Serializes `src` under `key` into a fresh guarded buffer of `physical` bytes.
 SerializeOutcome run_serialize(Serializer& s, const MemoryObj& src, std::size_t physical,
-                               std::uint64_t fill_seed = 7);
+                               std::uint64_t fill_seed = 7, const ObjectKey& key = probe_key());
 
 // The estimate, or nullopt with *error saying what it threw.
 std::optional<std::size_t> estimate(const Serializer& s, const MemoryLayoutDesc& layout,
@@ -71,7 +73,8 @@ std::optional<std::size_t> estimate(const Serializer& s, const MemoryLayoutDesc&
 
 // Estimates `src`'s layout (into *est), then serializes into a buffer of exactly that size;
 // an estimate that throws is reported in the outcome's error like a failing serialize.
-SerializeOutcome serialize_at_estimate(Serializer& s, const MemoryObj& src, std::size_t* est);
+SerializeOutcome serialize_at_estimate(Serializer& s, const MemoryObj& src, std::size_t* est,
+                                       const ObjectKey& key = probe_key());
 
 // A byte buffer holding `bytes`, physical size `physical` (>= bytes.size()), narrowed to the
 // byte count as a processor narrows a temp; the bytes past the count are junk.

@@ -30,7 +30,7 @@ Verdict for_each_source(std::string_view property, const SerdeUnderTest& serde, 
                         Check check) {
   const ValueSpec spec = value_spec_for(serde);
   return run_rc_property(rc_id(property, serde), options, [&] {
-    SerdeCase c = *gen_serde_case(serde.input_dtypes, size_limits());
+    SerdeCase c = *gen_serde_case(serde.input_dtypes, size_limits_with_chunks());
     MemoryObjPtr src = make_source(c, spec);
     check(*src, c);
   });
