@@ -19,15 +19,19 @@ namespace lmcache::fs {
 
 namespace {
 
-constexpr char kTrailerMagic[4] = {'L', 'M', 'C', '1'};
+constexpr char kTrailerMagic[4] = {'L', 'M', 'C', '2'};
 constexpr std::string_view kTempInfix = ".tmp.";
 
 std::string errno_text(int err) { return std::strerror(err); }
 
 std::size_t round_up(std::size_t n, std::size_t to) { return (n + to - 1) / to * to; }
 
-std::uint32_t crc32_of(const void* data, std::size_t len) {
+// The trailer's crc: zlib's crc32 of the key string, then of the payload, so that bytes are
+// tied to their key (another key's file of the same length is a mismatch, not a hit).
+std::uint32_t crc32_of(const std::string& key, const void* data, std::size_t len) {
   uLong crc = ::crc32_z(0L, Z_NULL, 0);
+  crc =
+      ::crc32_z(crc, reinterpret_cast<const Bytef*>(key.data()), static_cast<z_size_t>(key.size()));
   crc = ::crc32_z(crc, static_cast<const Bytef*>(data), static_cast<z_size_t>(len));
   return static_cast<std::uint32_t>(crc);
 }
@@ -267,9 +271,10 @@ bool FsConnector::get_one(Worker& w, const std::string& key, void* buf, std::siz
   }
   if (crc) {
     const std::optional<std::uint32_t> stored = parse_trailer(trailer);
-    if (!stored || *stored != crc32_of(buf, len)) {
+    if (!stored || *stored != crc32_of(key, buf, len)) {
       checksum_failures_.fetch_add(1, std::memory_order_relaxed);
-      note(stored ? "checksum mismatch" : "no checksum trailer");
+      note(stored ? "checksum mismatch (damaged bytes, or another key's object)"
+                  : "no LMC2 checksum trailer");
       return false;
     }
   }
@@ -297,7 +302,7 @@ void FsConnector::set_one(Worker& w, const std::string& key, const void* buf, st
   Fd fd(raw);
   const bool crc = options_.checksum == FsChecksum::kCrc32;
   unsigned char trailer[kTrailerBytes];
-  if (crc) make_trailer(crc32_of(buf, len), trailer);
+  if (crc) make_trailer(crc32_of(key, buf, len), trailer);
   const std::size_t total = len + (crc ? kTrailerBytes : 0);
   if (!direct) {
     if (int err = pwrite_all(fd.get(), buf, len, 0); err != 0) fail("write", err);

@@ -16,10 +16,15 @@
 // checksum, when enabled, turns into a miss.
 //
 // Checksum (`checksum`): none, or crc32 (zlib's): every file ends with an 8-byte trailer, the
-// crc32 of the payload (little-endian uint32) then the ASCII magic "LMC1". A load checks the
-// file length (payload + trailer), the magic and the crc32; any mismatch is a miss, never wrong
-// bytes (the destination's bytes are then unspecified, as for any failed load). Without a
-// checksum a load checks the length only.
+// crc32 of the key string (the KeyCodec string the connector is given, namespace included) then
+// of the payload, as one running crc (little-endian uint32), then the ASCII magic "LMC2". A
+// load checks the file length (payload + trailer), the magic and the crc32 over its own key
+// and the bytes read; any mismatch is a miss, never wrong bytes (the destination's bytes are
+// then unspecified, as for any failed load). Because the key is in the crc, another key's
+// object copied or renamed over this one (same length) is a miss too. Files of the older
+// format (magic "LMC1", crc of the payload alone) are misses and are replaced by the next
+// store. Without a checksum a load checks the length only: it cannot tell flipped bytes or
+// another key's object of the same length from the right one.
 //
 // O_DIRECT (`use_odirect`): reads and writes bypass the page cache. The 4096-byte-aligned part
 // of a page-aligned buffer is transferred in place and the tail through a per-worker aligned

@@ -1,6 +1,7 @@
-// FsConnector on real files in temporary directories: layout, atomic writes, the crc32 trailer,
-// damage underneath (flipped byte, truncation, deletion, a vanished directory), long keys, stale
-// temporary files, O_DIRECT, and concurrent writers.
+// FsConnector on real files in temporary directories: layout, atomic writes, the crc32 trailer
+// (bound to the key), damage underneath (flipped byte, truncation, deletion, a vanished
+// directory, another key's object swapped in), long keys, stale temporary files, O_DIRECT, and
+// concurrent writers.
 #include "lmcache/fs/fs_connector.h"
 
 #include <sys/statfs.h>
@@ -143,21 +144,61 @@ TEST(FsConnector, OverwriteReplacesTheWholeObject) {
   EXPECT_EQ(out[0], Buf(64, 2));
 }
 
-TEST(FsConnector, Crc32TrailerIsZlibsCrcThenTheMagic) {
+TEST(FsConnector, Crc32TrailerIsZlibsCrcOfTheKeyThenTheBytesThenTheMagic) {
   TempDir dir;
   FsConnector c(opts(dir, FsChecksum::kCrc32));
   Buf payload(1000, 7);
-  ASSERT_TRUE(set(c, {"k"}, {payload}));
-  const std::string file = read_file(c.path_for("k"));
+  const std::string key = "m@00000000@0@aa";
+  ASSERT_TRUE(set(c, {key}, {payload}));
+  const std::string file = read_file(c.path_for(key));
   ASSERT_EQ(file.size(), 1008u);
   EXPECT_EQ(std::memcmp(file.data(), payload.data(), 1000), 0);
-  const auto crc = static_cast<std::uint32_t>(::crc32(0, payload.data(), 1000));
+  uLong crc = ::crc32(0, reinterpret_cast<const Bytef*>(key.data()), key.size());
+  crc = ::crc32(crc, payload.data(), 1000);
   std::uint32_t stored = 0;
   for (int i = 0; i < 4; ++i) {
     stored |= static_cast<std::uint32_t>(static_cast<unsigned char>(file[1000 + i])) << (8 * i);
   }
-  EXPECT_EQ(stored, crc);
-  EXPECT_EQ(file.substr(1004), "LMC1");
+  EXPECT_EQ(stored, static_cast<std::uint32_t>(crc));
+  EXPECT_EQ(file.substr(1004), "LMC2");
+}
+
+TEST(FsConnector, AnotherKeysObjectOfTheSameLengthIsAMiss) {
+  TempDir dir;
+  FsConnector c(opts(dir, FsChecksum::kCrc32));
+  ASSERT_TRUE(set(c, {"a", "b"}, {Buf(4096, 1), Buf(4096, 2)}));
+  std::filesystem::copy_file(c.path_for("a"), c.path_for("b"),
+                             std::filesystem::copy_options::overwrite_existing);
+  std::vector<Buf> out = {Buf(4096, 0), Buf(4096, 0)};
+  EXPECT_EQ(get(c, {"a", "b"}, out), (std::vector<std::uint8_t>{1, 0}))
+      << "b's path held a's bytes and crc, and loaded as b";
+  EXPECT_EQ(out[0], Buf(4096, 1));
+  std::vector<Buf> one = {Buf(4096, 0)};
+  std::string error;
+  EXPECT_EQ(get(c, {"b"}, one, &error), (std::vector<std::uint8_t>{0}));
+  EXPECT_NE(error.find("another key's object"), std::string::npos) << error;
+  // A rename of a's file to b's name is the same: the bytes are a's.
+  std::filesystem::rename(c.path_for("a"), c.path_for("b"));
+  EXPECT_EQ(get(c, {"b"}, one), (std::vector<std::uint8_t>{0}));
+}
+
+TEST(FsConnector, ObjectsOfTheOlderUnkeyedFormatAreMisses) {
+  TempDir dir;
+  FsConnector c(opts(dir, FsChecksum::kCrc32));
+  ASSERT_TRUE(set(c, {"k"}, {Buf(100, 1)}));
+  // What the previous format wrote: the crc32 of the payload alone, then "LMC1".
+  Buf payload(100, 1);
+  const auto crc = static_cast<std::uint32_t>(::crc32(0, payload.data(), 100));
+  std::string file(reinterpret_cast<const char*>(payload.data()), 100);
+  for (int i = 0; i < 4; ++i) file.push_back(static_cast<char>(crc >> (8 * i)));
+  file += "LMC1";
+  write_file(c.path_for("k"), file);
+  std::vector<Buf> out = {Buf(100, 0)};
+  std::string error;
+  EXPECT_EQ(get(c, {"k"}, out, &error), (std::vector<std::uint8_t>{0}));
+  EXPECT_NE(error.find("no LMC2 checksum trailer"), std::string::npos) << error;
+  ASSERT_TRUE(set(c, {"k"}, {Buf(100, 1)})) << "the next store replaces it";
+  EXPECT_EQ(get(c, {"k"}, out), (std::vector<std::uint8_t>{1}));
 }
 
 TEST(FsConnector, DamageUnderneathIsAMissNeverWrongBytes) {
@@ -191,15 +232,20 @@ TEST(FsConnector, DamageUnderneathIsAMissNeverWrongBytes) {
 TEST(FsConnector, WithoutChecksumOnlyTheLengthIsChecked) {
   TempDir dir;
   FsConnector c(opts(dir));
-  ASSERT_TRUE(set(c, {"flip", "cut"}, {Buf(512, 1), Buf(512, 2)}));
+  ASSERT_TRUE(
+      set(c, {"flip", "cut", "a", "b"}, {Buf(512, 1), Buf(512, 2), Buf(512, 3), Buf(512, 4)}));
   std::string flipped = read_file(c.path_for("flip"));
   flipped[10] ^= 0x01;
   write_file(c.path_for("flip"), flipped);
   std::filesystem::resize_file(c.path_for("cut"), 511);
-  std::vector<Buf> out = {Buf(512, 0), Buf(512, 0)};
-  // The documented limit of checksum "none": a flipped byte is loaded as is.
-  EXPECT_EQ(get(c, {"flip", "cut"}, out), (std::vector<std::uint8_t>{1, 0}));
+  std::filesystem::copy_file(c.path_for("a"), c.path_for("b"),
+                             std::filesystem::copy_options::overwrite_existing);
+  std::vector<Buf> out = {Buf(512, 0), Buf(512, 0), Buf(512, 0)};
+  // The documented limits of checksum "none": a flipped byte is loaded as is, and so is another
+  // key's object of the same length.
+  EXPECT_EQ(get(c, {"flip", "cut", "b"}, out), (std::vector<std::uint8_t>{1, 0, 1}));
   EXPECT_FALSE(out[0] == Buf(512, 1));
+  EXPECT_EQ(out[2], Buf(512, 3)) << "b loaded a's bytes, as documented";
 }
 
 TEST(FsConnector, LongKeysAreSplitIntoDirectories) {
