@@ -36,6 +36,17 @@ std::uint32_t crc32_of(const std::string& key, const void* data, std::size_t len
   return static_cast<std::uint32_t>(crc);
 }
 
+// What a file of mode `mode` is, for a load that cannot use it ("is a FIFO").
+std::string what_is(mode_t mode) {
+  if (S_ISDIR(mode)) return "is a directory";
+  if (S_ISFIFO(mode)) return "is a FIFO";
+  if (S_ISLNK(mode)) return "is a symbolic link";
+  if (S_ISSOCK(mode)) return "is a socket";
+  if (S_ISCHR(mode)) return "is a character device";
+  if (S_ISBLK(mode)) return "is a block device";
+  return "is not a regular file";
+}
+
 void make_trailer(std::uint32_t crc, unsigned char out[8]) {
   for (int i = 0; i < 4; ++i) out[i] = static_cast<unsigned char>(crc >> (8 * i));
   std::memcpy(out + 4, kTrailerMagic, 4);
@@ -202,10 +213,21 @@ int FsConnector::open_file(const std::filesystem::path& path, int flags, bool* d
       return fd;
     }
     if (errno != EINVAL) return -1;
-    // The file system has no O_DIRECT (tmpfs). An O_CREAT open may have created the file
-    // before refusing: it is our own unique temporary name, so remove it and retry buffered.
-    odirect_fell_back_.store(true, std::memory_order_relaxed);
-    if ((flags & O_CREAT) != 0) ::unlink(path.c_str());
+    if ((flags & O_CREAT) != 0) {
+      // The file system has no O_DIRECT (tmpfs). The open may have created the file before
+      // refusing: it is our own unique temporary name, so remove it and retry buffered.
+      odirect_fell_back_.store(true, std::memory_order_relaxed);
+      ::unlink(path.c_str());
+    } else {
+      // Either the file system has no O_DIRECT or what is at the path is no regular file (a
+      // FIFO, a directory refuse O_DIRECT too): only a regular file opened buffered says which.
+      const int buffered = ::open(path.c_str(), flags, 0644);
+      struct stat st {};
+      if (buffered >= 0 && ::fstat(buffered, &st) == 0 && S_ISREG(st.st_mode)) {
+        odirect_fell_back_.store(true, std::memory_order_relaxed);
+      }
+      return buffered;  // errno is open's when it failed
+    }
   }
   return ::open(path.c_str(), flags, 0644);
 }
@@ -217,10 +239,21 @@ bool FsConnector::get_one(Worker& w, const std::string& key, void* buf, std::siz
     if (error->empty()) *error = path.string() + ": " + std::move(text);
   };
   bool direct = false;
-  Fd fd(open_file(path, O_RDONLY | O_CLOEXEC, &direct));
+  // O_NONBLOCK: opening a FIFO put in place of an object must not wait for a writer (it would
+  // hold this worker, and close() joining it, forever); O_NOFOLLOW: a symbolic link is not an
+  // object (one to /dev/zero would read as endless zeros). Both are checked before any read.
+  Fd fd(open_file(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW, &direct));
   if (fd.get() < 0) {
-    if (errno != ENOENT && errno != ENOTDIR) note("open: " + errno_text(errno));
-    return false;  // absent: a plain miss
+    const int err = errno;
+    if (err == ENOENT || err == ENOTDIR) return false;  // absent: a plain miss
+    // ELOOP (a symbolic link), ENXIO (a socket): say what is there rather than the errno.
+    struct stat st {};
+    if (::lstat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
+      note(what_is(st.st_mode));
+    } else {
+      note("open: " + errno_text(err));
+    }
+    return false;
   }
   const bool crc = options_.checksum == FsChecksum::kCrc32;
   const std::size_t expected = len + (crc ? kTrailerBytes : 0);
@@ -229,9 +262,19 @@ bool FsConnector::get_one(Worker& w, const std::string& key, void* buf, std::siz
     note("fstat: " + errno_text(errno));
     return false;
   }
-  if (!S_ISREG(st.st_mode) || static_cast<std::uint64_t>(st.st_size) != expected) {
-    note("holds " + std::to_string(st.st_size) + " bytes, expected " + std::to_string(expected));
+  if (!S_ISREG(st.st_mode)) {
+    note(what_is(st.st_mode));
     return false;  // checked before any read: the destination stays untouched
+  }
+  if (static_cast<std::uint64_t>(st.st_size) != expected) {
+    note("holds " + std::to_string(st.st_size) + " bytes, expected " + std::to_string(expected));
+    return false;  // idem
+  }
+  // A regular file: blocking reads from here on, as for any object.
+  if (const int fl = ::fcntl(fd.get(), F_GETFL);
+      fl < 0 || ::fcntl(fd.get(), F_SETFL, fl & ~O_NONBLOCK) != 0) {
+    note("fcntl: " + errno_text(errno));
+    return false;
   }
   unsigned char trailer[kTrailerBytes] = {};
   std::size_t got = 0;
@@ -337,7 +380,7 @@ void FsConnector::set_one(Worker& w, const std::string& key, const void* buf, st
 bool FsConnector::exists_one(const std::string& key) {
   const std::filesystem::path path = path_for(key);
   struct stat st {};
-  if (::stat(path.c_str(), &st) == 0) return S_ISREG(st.st_mode);
+  if (::lstat(path.c_str(), &st) == 0) return S_ISREG(st.st_mode);  // as a load sees it
   if (errno == ENOENT || errno == ENOTDIR) return false;
   throw std::runtime_error("stat " + path.string() + ": " + errno_text(errno));
 }

@@ -1,7 +1,8 @@
 // FsConnector on real files in temporary directories: layout, atomic writes, the crc32 trailer
 // (bound to the key), damage underneath (flipped byte, truncation, deletion, a vanished
-// directory, another key's object swapped in), long keys, stale temporary files, O_DIRECT, and
-// concurrent writers.
+// directory, another key's object swapped in, and every kind of storage_testing::fs_damages():
+// FIFOs, directories, links, sockets, devices, unreadable files in place of objects), long keys,
+// stale temporary files, O_DIRECT, and concurrent writers.
 #include "lmcache/fs/fs_connector.h"
 
 #include <sys/statfs.h>
@@ -22,6 +23,7 @@
 
 #include "lmcache/core/event_notifier.h"
 #include "lmcache/core/memory_obj.h"
+#include "lmcache/testing/fs_damage.h"
 #include "lmcache/testing/temp_dir.h"
 
 namespace lmcache::fs {
@@ -372,6 +374,89 @@ TEST(FsConnector, ODirectWorksOrFallsBackOnTmpfs) {
   EXPECT_EQ(files_under(c.options().base_path), (std::vector<std::string>{"k.data"}))
       << "the refused O_DIRECT open left a file behind";
 }
+
+// --- Damage underneath: every kind of storage_testing::fs_damages() -------------------------
+
+struct DamageVariant {
+  std::string name;
+  FsChecksum checksum;
+  bool odirect;
+};
+
+struct DamageCase {
+  DamageVariant variant;
+  storage_testing::FsDamageInfo damage;
+};
+
+void PrintTo(const DamageCase& c, std::ostream* os) {
+  *os << c.variant.name << " / " << c.damage.name;
+}
+
+std::vector<DamageCase> damage_cases() {
+  std::vector<DamageCase> cases;
+  for (const DamageVariant& v : {DamageVariant{"crc32", FsChecksum::kCrc32, false},
+                                 DamageVariant{"crc32_odirect", FsChecksum::kCrc32, true},
+                                 DamageVariant{"none", FsChecksum::kNone, false}}) {
+    for (const auto& d : storage_testing::fs_damages()) {
+      // Without a checksum flipped or swapped bytes load as they are (the documented limit,
+      // WithoutChecksumOnlyTheLengthIsChecked).
+      if (v.checksum == FsChecksum::kNone && !d.detected_without_checksum) continue;
+      cases.push_back({v, d});
+    }
+  }
+  return cases;
+}
+
+class FsConnectorDamage : public ::testing::TestWithParam<DamageCase> {};
+
+TEST_P(FsConnectorDamage, LoadIsAMissWithTheReasonIntactKeysLoadAndCloseReturns) {
+  const DamageCase& p = GetParam();
+  TempDir dir;
+  auto c = std::make_unique<FsConnector>(opts(dir, p.variant.checksum, p.variant.odirect));
+  // 4096 bytes: without a checksum an empty directory's st_size (4096 on ext4) equals the
+  // expected length, as it did when a directory was reported as "holds 4096 bytes".
+  constexpr std::size_t kSize = 4096;
+  ASSERT_TRUE(
+      set(*c, {"victim", "donor", "intact"}, {Buf(kSize, 1), Buf(kSize, 2), Buf(kSize, 3)}));
+  const bool fell_back = c->odirect_fell_back();
+  const std::string why_not =
+      storage_testing::damage_file(c->path_for("victim"), p.damage.kind, c->path_for("donor"));
+  if (!why_not.empty()) GTEST_SKIP() << p.damage.name << " cannot be done here: " << why_not;
+
+  // One batch: the damaged key misses, the intact ones load.
+  std::vector<Buf> out = {Buf(kSize, 9), Buf(kSize, 0), Buf(kSize, 0)};
+  EXPECT_EQ(get(*c, {"victim", "donor", "intact"}, out), (std::vector<std::uint8_t>{0, 1, 1}));
+  EXPECT_EQ(out[1], Buf(kSize, 2));
+  EXPECT_EQ(out[2], Buf(kSize, 3));
+  if (p.damage.refused_before_reading) {
+    EXPECT_EQ(out[0], Buf(kSize, 9)) << "the damaged object's destination was written";
+  }
+  // Its reason says what was found.
+  std::vector<Buf> one = {Buf(kSize, 0)};
+  std::string error;
+  EXPECT_EQ(get(*c, {"victim"}, one, &error), (std::vector<std::uint8_t>{0}));
+  EXPECT_NE(error.find(p.damage.reason), std::string::npos) << error;
+  EXPECT_NE(error.find(c->path_for("victim").string()), std::string::npos) << error;
+  // exists() counts what a load could use: a regular file, not followed.
+  const bool regular =
+      std::filesystem::is_regular_file(std::filesystem::symlink_status(c->path_for("victim")));
+  Completion ex = wait_one(*c, c->submit_batch_exists({"victim", "intact"}));
+  EXPECT_EQ(ex.result_bytes, (std::vector<std::uint8_t>{static_cast<std::uint8_t>(regular), 1}));
+  // A FIFO or a directory refusing O_DIRECT says nothing of the file system.
+  EXPECT_EQ(c->odirect_fell_back(), fell_back);
+  // A store over the damage replaces it (rename(2) replaces anything but a directory).
+  if (p.damage.kind != storage_testing::FsDamage::kDirectory) {
+    ASSERT_TRUE(set(*c, {"victim"}, {Buf(kSize, 4)}));
+    EXPECT_EQ(get(*c, {"victim"}, one), (std::vector<std::uint8_t>{1}));
+    EXPECT_EQ(one[0], Buf(kSize, 4));
+  }
+  c->close();  // no worker is stuck on what it found
+}
+
+INSTANTIATE_TEST_SUITE_P(Kinds, FsConnectorDamage, ::testing::ValuesIn(damage_cases()),
+                         [](const auto& info) {
+                           return info.param.variant.name + "_" + info.param.damage.name;
+                         });
 
 TEST(FsConnectorConcurrency, ConcurrentWritersNeverExposeATornObject) {
   TempDir dir;
