@@ -1,3 +1,9 @@
+// One RESP2 connection: output (queued commands, zero-copy payloads), input (a bounded buffer
+// and replies parsed against their bounds), the request's deadline and the pipelined commands.
+//
+// Longer than ~600 lines on purpose: every part shares the connection's buffers and its one
+// failure path (fail(): count, close, throw), which is what keeps a bad reply from leaving the
+// connection out of step; split, the buffers would be handed between files.
 #include "lmcache/resp/resp_client.h"
 
 #include <netdb.h>
