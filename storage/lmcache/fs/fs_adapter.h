@@ -11,7 +11,8 @@
 // Config keys (unknown keys are errors naming the key):
 //   base_path         string, required: the directory of the objects, created when missing
 //   use_odirect       boolean, default false: O_DIRECT reads and writes (buffered fallback)
-//   checksum          "none" (default) or "crc32": the 8-byte trailer verified on load
+//   checksum          "none" (default) or "crc32": the 8-byte trailer, crc32 of the key then
+//                     the bytes, verified on load (format in lmcache/fs/fs_connector.h)
 //   max_capacity_gb   number >= 0, default 0 = unbounded: client-side capacity (bridge)
 //   num_workers       integer >= 1, default 4: I/O worker threads
 //   task_deadline_ms  integer >= 1, default 10000: per-task deadline (bridge)

@@ -1,15 +1,18 @@
 // The "fs" L2 adapter type: its config, its registration, composition with the fp8 serde
-// wrapper, and the bridge checks over real files.
+// wrapper, the bridge checks over real files, and loads through the bridge over a damaged
+// directory (every kind of storage_testing::fs_damages()).
 #include "lmcache/fs/fs_adapter.h"
 
 #include <gtest/gtest.h>
 
 #include <cstring>
 
+#include "lmcache/connector/key_codec.h"
 #include "lmcache/l1/l1_manager.h"
 #include "lmcache/l2/adapter_registry.h"
 #include "lmcache/testing/adapter_waits.h"
 #include "lmcache/testing/bridge_checks.h"
+#include "lmcache/testing/fs_damage.h"
 #include "lmcache/testing/temp_dir.h"
 #include "lmcache/wrapper/adapter_factory.h"
 
@@ -136,6 +139,65 @@ INSTANTIATE_TEST_SUITE_P(
                        ::testing::ValuesIn(storage_testing::all_bridge_checks())),
     [](const auto& info) {
       return std::get<0>(info.param).name + "_" + std::string(std::get<1>(info.param).name);
+    });
+
+// --- A damaged directory under the bridge -----------------------------------------------------
+
+class FsAdapterDamage
+    : public ::testing::TestWithParam<std::tuple<FsVariant, storage_testing::FsDamageInfo>> {};
+
+TEST_P(FsAdapterDamage, LoadEndsByItselfTheDamagedKeyMissesIntactKeysLoad) {
+  const auto& [variant, damage] = GetParam();
+  TempDir dir;
+  Json config = {{"type", "fs"},
+                 {"base_path", dir.path().string()},
+                 {"checksum", variant.checksum == FsChecksum::kCrc32 ? "crc32" : "none"},
+                 {"use_odirect", variant.odirect},
+                 {"num_workers", 2},
+                 // Far above what a load takes: a load that ends by this deadline (all misses)
+                 // instead of by itself is counted in stats().deadline_failures.
+                 {"task_deadline_ms", 60000}};
+  auto a = create_fs_adapter(config);
+  constexpr std::size_t kElems = 2048;  // 4096 bytes
+  std::vector<ObjectKey> keys;
+  std::vector<MemoryObjPtr> src;
+  for (int i = 0; i < 3; ++i) {
+    keys.emplace_back(int_hash_to_bytes(100 + i), "model", 0, 0);
+    src.push_back(MemoryObj::allocate(MemoryLayoutDesc::single({kElems}, DType::kBFloat16)));
+    auto* p = reinterpret_cast<std::uint8_t*>(src.back()->data());
+    for (std::size_t j = 0; j < kElems * 2; ++j) p[j] = static_cast<std::uint8_t>(i * 31 + j);
+  }
+  const std::optional<L2StoreResult> stored = wait_store(*a, a->submit_store_task(keys, src));
+  ASSERT_TRUE(stored && stored->is_successful());
+  const connector::KeyCodec codec;
+  auto file_of = [&](const ObjectKey& k) {
+    return FsConnector::object_path(dir.path(), codec.encode(k));
+  };
+  const std::string why_not =
+      storage_testing::damage_file(file_of(keys[0]), damage.kind, file_of(keys[1]));
+  if (!why_not.empty()) GTEST_SKIP() << damage.name << " cannot be done here: " << why_not;
+
+  std::vector<MemoryObjPtr> dst;
+  for (int i = 0; i < 3; ++i) {
+    dst.push_back(MemoryObj::allocate(MemoryLayoutDesc::single({kElems}, DType::kBFloat16)));
+  }
+  const std::optional<Bitmap> bits = wait_load(*a, a->submit_load_task(keys, dst));
+  ASSERT_TRUE(bits.has_value()) << "the load did not complete";
+  EXPECT_EQ(bits->to_string(), "011");
+  for (int i = 1; i < 3; ++i) {
+    EXPECT_EQ(std::memcmp(src[i]->data(), dst[i]->data(), kElems * 2), 0) << "key " << i;
+  }
+  EXPECT_EQ(a->stats().deadline_failures, 0u) << "the load ended by its deadline, not by itself";
+  a->close();  // prompt: no worker is stuck on what it found
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Kinds, FsAdapterDamage,
+    ::testing::Combine(::testing::Values(FsVariant{"crc32", FsChecksum::kCrc32, false},
+                                         FsVariant{"crc32_odirect", FsChecksum::kCrc32, true}),
+                       ::testing::ValuesIn(storage_testing::fs_damages())),
+    [](const auto& info) {
+      return std::get<0>(info.param).name + "_" + std::get<1>(info.param).name;
     });
 
 }  // namespace

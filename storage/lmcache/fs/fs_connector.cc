@@ -19,17 +19,32 @@ namespace lmcache::fs {
 
 namespace {
 
-constexpr char kTrailerMagic[4] = {'L', 'M', 'C', '1'};
+constexpr char kTrailerMagic[4] = {'L', 'M', 'C', '2'};
 constexpr std::string_view kTempInfix = ".tmp.";
 
 std::string errno_text(int err) { return std::strerror(err); }
 
 std::size_t round_up(std::size_t n, std::size_t to) { return (n + to - 1) / to * to; }
 
-std::uint32_t crc32_of(const void* data, std::size_t len) {
+// The trailer's crc: zlib's crc32 of the key string, then of the payload, so that bytes are
+// tied to their key (another key's file of the same length is a mismatch, not a hit).
+std::uint32_t crc32_of(const std::string& key, const void* data, std::size_t len) {
   uLong crc = ::crc32_z(0L, Z_NULL, 0);
+  crc =
+      ::crc32_z(crc, reinterpret_cast<const Bytef*>(key.data()), static_cast<z_size_t>(key.size()));
   crc = ::crc32_z(crc, static_cast<const Bytef*>(data), static_cast<z_size_t>(len));
   return static_cast<std::uint32_t>(crc);
+}
+
+// What a file of mode `mode` is, for a load that cannot use it ("is a FIFO").
+std::string what_is(mode_t mode) {
+  if (S_ISDIR(mode)) return "is a directory";
+  if (S_ISFIFO(mode)) return "is a FIFO";
+  if (S_ISLNK(mode)) return "is a symbolic link";
+  if (S_ISSOCK(mode)) return "is a socket";
+  if (S_ISCHR(mode)) return "is a character device";
+  if (S_ISBLK(mode)) return "is a block device";
+  return "is not a regular file";
 }
 
 void make_trailer(std::uint32_t crc, unsigned char out[8]) {
@@ -198,10 +213,21 @@ int FsConnector::open_file(const std::filesystem::path& path, int flags, bool* d
       return fd;
     }
     if (errno != EINVAL) return -1;
-    // The file system has no O_DIRECT (tmpfs). An O_CREAT open may have created the file
-    // before refusing: it is our own unique temporary name, so remove it and retry buffered.
-    odirect_fell_back_.store(true, std::memory_order_relaxed);
-    if ((flags & O_CREAT) != 0) ::unlink(path.c_str());
+    if ((flags & O_CREAT) != 0) {
+      // The file system has no O_DIRECT (tmpfs). The open may have created the file before
+      // refusing: it is our own unique temporary name, so remove it and retry buffered.
+      odirect_fell_back_.store(true, std::memory_order_relaxed);
+      ::unlink(path.c_str());
+    } else {
+      // Either the file system has no O_DIRECT or what is at the path is no regular file (a
+      // FIFO, a directory refuse O_DIRECT too): only a regular file opened buffered says which.
+      const int buffered = ::open(path.c_str(), flags, 0644);
+      struct stat st {};
+      if (buffered >= 0 && ::fstat(buffered, &st) == 0 && S_ISREG(st.st_mode)) {
+        odirect_fell_back_.store(true, std::memory_order_relaxed);
+      }
+      return buffered;  // errno is open's when it failed
+    }
   }
   return ::open(path.c_str(), flags, 0644);
 }
@@ -213,10 +239,21 @@ bool FsConnector::get_one(Worker& w, const std::string& key, void* buf, std::siz
     if (error->empty()) *error = path.string() + ": " + std::move(text);
   };
   bool direct = false;
-  Fd fd(open_file(path, O_RDONLY | O_CLOEXEC, &direct));
+  // O_NONBLOCK: opening a FIFO put in place of an object must not wait for a writer (it would
+  // hold this worker, and close() joining it, forever); O_NOFOLLOW: a symbolic link is not an
+  // object (one to /dev/zero would read as endless zeros). Both are checked before any read.
+  Fd fd(open_file(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW, &direct));
   if (fd.get() < 0) {
-    if (errno != ENOENT && errno != ENOTDIR) note("open: " + errno_text(errno));
-    return false;  // absent: a plain miss
+    const int err = errno;
+    if (err == ENOENT || err == ENOTDIR) return false;  // absent: a plain miss
+    // ELOOP (a symbolic link), ENXIO (a socket): say what is there rather than the errno.
+    struct stat st {};
+    if (::lstat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
+      note(what_is(st.st_mode));
+    } else {
+      note("open: " + errno_text(err));
+    }
+    return false;
   }
   const bool crc = options_.checksum == FsChecksum::kCrc32;
   const std::size_t expected = len + (crc ? kTrailerBytes : 0);
@@ -225,9 +262,19 @@ bool FsConnector::get_one(Worker& w, const std::string& key, void* buf, std::siz
     note("fstat: " + errno_text(errno));
     return false;
   }
-  if (!S_ISREG(st.st_mode) || static_cast<std::uint64_t>(st.st_size) != expected) {
-    note("holds " + std::to_string(st.st_size) + " bytes, expected " + std::to_string(expected));
+  if (!S_ISREG(st.st_mode)) {
+    note(what_is(st.st_mode));
     return false;  // checked before any read: the destination stays untouched
+  }
+  if (static_cast<std::uint64_t>(st.st_size) != expected) {
+    note("holds " + std::to_string(st.st_size) + " bytes, expected " + std::to_string(expected));
+    return false;  // idem
+  }
+  // A regular file: blocking reads from here on, as for any object.
+  if (const int fl = ::fcntl(fd.get(), F_GETFL);
+      fl < 0 || ::fcntl(fd.get(), F_SETFL, fl & ~O_NONBLOCK) != 0) {
+    note("fcntl: " + errno_text(errno));
+    return false;
   }
   unsigned char trailer[kTrailerBytes] = {};
   std::size_t got = 0;
@@ -267,9 +314,10 @@ bool FsConnector::get_one(Worker& w, const std::string& key, void* buf, std::siz
   }
   if (crc) {
     const std::optional<std::uint32_t> stored = parse_trailer(trailer);
-    if (!stored || *stored != crc32_of(buf, len)) {
+    if (!stored || *stored != crc32_of(key, buf, len)) {
       checksum_failures_.fetch_add(1, std::memory_order_relaxed);
-      note(stored ? "checksum mismatch" : "no checksum trailer");
+      note(stored ? "checksum mismatch (damaged bytes, or another key's object)"
+                  : "no LMC2 checksum trailer");
       return false;
     }
   }
@@ -297,7 +345,7 @@ void FsConnector::set_one(Worker& w, const std::string& key, const void* buf, st
   Fd fd(raw);
   const bool crc = options_.checksum == FsChecksum::kCrc32;
   unsigned char trailer[kTrailerBytes];
-  if (crc) make_trailer(crc32_of(buf, len), trailer);
+  if (crc) make_trailer(crc32_of(key, buf, len), trailer);
   const std::size_t total = len + (crc ? kTrailerBytes : 0);
   if (!direct) {
     if (int err = pwrite_all(fd.get(), buf, len, 0); err != 0) fail("write", err);
@@ -332,7 +380,7 @@ void FsConnector::set_one(Worker& w, const std::string& key, const void* buf, st
 bool FsConnector::exists_one(const std::string& key) {
   const std::filesystem::path path = path_for(key);
   struct stat st {};
-  if (::stat(path.c_str(), &st) == 0) return S_ISREG(st.st_mode);
+  if (::lstat(path.c_str(), &st) == 0) return S_ISREG(st.st_mode);  // as a load sees it
   if (errno == ENOENT || errno == ENOTDIR) return false;
   throw std::runtime_error("stat " + path.string() + ": " + errno_text(errno));
 }

@@ -16,20 +16,32 @@
 // checksum, when enabled, turns into a miss.
 //
 // Checksum (`checksum`): none, or crc32 (zlib's): every file ends with an 8-byte trailer, the
-// crc32 of the payload (little-endian uint32) then the ASCII magic "LMC1". A load checks the
-// file length (payload + trailer), the magic and the crc32; any mismatch is a miss, never wrong
-// bytes (the destination's bytes are then unspecified, as for any failed load). Without a
-// checksum a load checks the length only.
+// crc32 of the key string (the KeyCodec string the connector is given, namespace included) then
+// of the payload, as one running crc (little-endian uint32), then the ASCII magic "LMC2". A
+// load checks the file length (payload + trailer), the magic and the crc32 over its own key
+// and the bytes read; any mismatch is a miss, never wrong bytes (the destination's bytes are
+// then unspecified, as for any failed load). Because the key is in the crc, another key's
+// object copied or renamed over this one (same length) is a miss too. Files of the older
+// format (magic "LMC1", crc of the payload alone) are misses and are replaced by the next
+// store. Without a checksum a load checks the length only: it cannot tell flipped bytes or
+// another key's object of the same length from the right one.
+//
+// What is at an object's path is checked before a byte is read: the file is opened with
+// O_NONBLOCK | O_NOFOLLOW (a FIFO does not block the open, a symbolic link is not followed) and
+// fstat()ed; anything but a regular file is a miss whose reason says what was found ("is a
+// directory", "is a FIFO", "is a symbolic link", "is a socket", "is a character device"), and a
+// regular file of the wrong length is a miss ("holds N bytes, expected M"); the destination is
+// untouched in both cases. exists() likewise counts only a regular file (not followed).
 //
 // O_DIRECT (`use_odirect`): reads and writes bypass the page cache. The 4096-byte-aligned part
 // of a page-aligned buffer is transferred in place and the tail through a per-worker aligned
 // bounce buffer (writes then truncate the file to its exact length). On a file system without
 // O_DIRECT (tmpfs) the connector falls back to buffered I/O and reports it in its status.
 //
-// Outcome per op (BatchConnectorBase): get: hit, or miss (absent, wrong length, bad checksum,
-// I/O error); set: the first error fails the batch (its temporary file removed); exists: a
-// regular file at the path; delete: unlink, ENOENT is "not found". Errors name the path and the
-// system error (ENOSPC, EACCES, ...).
+// Outcome per op (BatchConnectorBase): get: hit, or miss (absent, not a regular file, wrong
+// length, bad checksum, I/O error); set: the first error fails the batch (its temporary file
+// removed); exists: a regular file at the path; delete: unlink, ENOENT is "not found". Errors
+// name the path and what was found or the system error (ENOSPC, EACCES, ...).
 //
 // Thread safety: as BatchConnectorBase.
 #pragma once

@@ -1,6 +1,8 @@
-// FsConnector on real files in temporary directories: layout, atomic writes, the crc32 trailer,
-// damage underneath (flipped byte, truncation, deletion, a vanished directory), long keys, stale
-// temporary files, O_DIRECT, and concurrent writers.
+// FsConnector on real files in temporary directories: layout, atomic writes, the crc32 trailer
+// (bound to the key), damage underneath (flipped byte, truncation, deletion, a vanished
+// directory, another key's object swapped in, and every kind of storage_testing::fs_damages():
+// FIFOs, directories, links, sockets, devices, unreadable files in place of objects), long keys,
+// stale temporary files, O_DIRECT, and concurrent writers.
 #include "lmcache/fs/fs_connector.h"
 
 #include <sys/statfs.h>
@@ -21,6 +23,7 @@
 
 #include "lmcache/core/event_notifier.h"
 #include "lmcache/core/memory_obj.h"
+#include "lmcache/testing/fs_damage.h"
 #include "lmcache/testing/temp_dir.h"
 
 namespace lmcache::fs {
@@ -143,21 +146,61 @@ TEST(FsConnector, OverwriteReplacesTheWholeObject) {
   EXPECT_EQ(out[0], Buf(64, 2));
 }
 
-TEST(FsConnector, Crc32TrailerIsZlibsCrcThenTheMagic) {
+TEST(FsConnector, Crc32TrailerIsZlibsCrcOfTheKeyThenTheBytesThenTheMagic) {
   TempDir dir;
   FsConnector c(opts(dir, FsChecksum::kCrc32));
   Buf payload(1000, 7);
-  ASSERT_TRUE(set(c, {"k"}, {payload}));
-  const std::string file = read_file(c.path_for("k"));
+  const std::string key = "m@00000000@0@aa";
+  ASSERT_TRUE(set(c, {key}, {payload}));
+  const std::string file = read_file(c.path_for(key));
   ASSERT_EQ(file.size(), 1008u);
   EXPECT_EQ(std::memcmp(file.data(), payload.data(), 1000), 0);
-  const auto crc = static_cast<std::uint32_t>(::crc32(0, payload.data(), 1000));
+  uLong crc = ::crc32(0, reinterpret_cast<const Bytef*>(key.data()), key.size());
+  crc = ::crc32(crc, payload.data(), 1000);
   std::uint32_t stored = 0;
   for (int i = 0; i < 4; ++i) {
     stored |= static_cast<std::uint32_t>(static_cast<unsigned char>(file[1000 + i])) << (8 * i);
   }
-  EXPECT_EQ(stored, crc);
-  EXPECT_EQ(file.substr(1004), "LMC1");
+  EXPECT_EQ(stored, static_cast<std::uint32_t>(crc));
+  EXPECT_EQ(file.substr(1004), "LMC2");
+}
+
+TEST(FsConnector, AnotherKeysObjectOfTheSameLengthIsAMiss) {
+  TempDir dir;
+  FsConnector c(opts(dir, FsChecksum::kCrc32));
+  ASSERT_TRUE(set(c, {"a", "b"}, {Buf(4096, 1), Buf(4096, 2)}));
+  std::filesystem::copy_file(c.path_for("a"), c.path_for("b"),
+                             std::filesystem::copy_options::overwrite_existing);
+  std::vector<Buf> out = {Buf(4096, 0), Buf(4096, 0)};
+  EXPECT_EQ(get(c, {"a", "b"}, out), (std::vector<std::uint8_t>{1, 0}))
+      << "b's path held a's bytes and crc, and loaded as b";
+  EXPECT_EQ(out[0], Buf(4096, 1));
+  std::vector<Buf> one = {Buf(4096, 0)};
+  std::string error;
+  EXPECT_EQ(get(c, {"b"}, one, &error), (std::vector<std::uint8_t>{0}));
+  EXPECT_NE(error.find("another key's object"), std::string::npos) << error;
+  // A rename of a's file to b's name is the same: the bytes are a's.
+  std::filesystem::rename(c.path_for("a"), c.path_for("b"));
+  EXPECT_EQ(get(c, {"b"}, one), (std::vector<std::uint8_t>{0}));
+}
+
+TEST(FsConnector, ObjectsOfTheOlderUnkeyedFormatAreMisses) {
+  TempDir dir;
+  FsConnector c(opts(dir, FsChecksum::kCrc32));
+  ASSERT_TRUE(set(c, {"k"}, {Buf(100, 1)}));
+  // What the previous format wrote: the crc32 of the payload alone, then "LMC1".
+  Buf payload(100, 1);
+  const auto crc = static_cast<std::uint32_t>(::crc32(0, payload.data(), 100));
+  std::string file(reinterpret_cast<const char*>(payload.data()), 100);
+  for (int i = 0; i < 4; ++i) file.push_back(static_cast<char>(crc >> (8 * i)));
+  file += "LMC1";
+  write_file(c.path_for("k"), file);
+  std::vector<Buf> out = {Buf(100, 0)};
+  std::string error;
+  EXPECT_EQ(get(c, {"k"}, out, &error), (std::vector<std::uint8_t>{0}));
+  EXPECT_NE(error.find("no LMC2 checksum trailer"), std::string::npos) << error;
+  ASSERT_TRUE(set(c, {"k"}, {Buf(100, 1)})) << "the next store replaces it";
+  EXPECT_EQ(get(c, {"k"}, out), (std::vector<std::uint8_t>{1}));
 }
 
 TEST(FsConnector, DamageUnderneathIsAMissNeverWrongBytes) {
@@ -191,15 +234,20 @@ TEST(FsConnector, DamageUnderneathIsAMissNeverWrongBytes) {
 TEST(FsConnector, WithoutChecksumOnlyTheLengthIsChecked) {
   TempDir dir;
   FsConnector c(opts(dir));
-  ASSERT_TRUE(set(c, {"flip", "cut"}, {Buf(512, 1), Buf(512, 2)}));
+  ASSERT_TRUE(
+      set(c, {"flip", "cut", "a", "b"}, {Buf(512, 1), Buf(512, 2), Buf(512, 3), Buf(512, 4)}));
   std::string flipped = read_file(c.path_for("flip"));
   flipped[10] ^= 0x01;
   write_file(c.path_for("flip"), flipped);
   std::filesystem::resize_file(c.path_for("cut"), 511);
-  std::vector<Buf> out = {Buf(512, 0), Buf(512, 0)};
-  // The documented limit of checksum "none": a flipped byte is loaded as is.
-  EXPECT_EQ(get(c, {"flip", "cut"}, out), (std::vector<std::uint8_t>{1, 0}));
+  std::filesystem::copy_file(c.path_for("a"), c.path_for("b"),
+                             std::filesystem::copy_options::overwrite_existing);
+  std::vector<Buf> out = {Buf(512, 0), Buf(512, 0), Buf(512, 0)};
+  // The documented limits of checksum "none": a flipped byte is loaded as is, and so is another
+  // key's object of the same length.
+  EXPECT_EQ(get(c, {"flip", "cut", "b"}, out), (std::vector<std::uint8_t>{1, 0, 1}));
   EXPECT_FALSE(out[0] == Buf(512, 1));
+  EXPECT_EQ(out[2], Buf(512, 3)) << "b loaded a's bytes, as documented";
 }
 
 TEST(FsConnector, LongKeysAreSplitIntoDirectories) {
@@ -326,6 +374,89 @@ TEST(FsConnector, ODirectWorksOrFallsBackOnTmpfs) {
   EXPECT_EQ(files_under(c.options().base_path), (std::vector<std::string>{"k.data"}))
       << "the refused O_DIRECT open left a file behind";
 }
+
+// --- Damage underneath: every kind of storage_testing::fs_damages() -------------------------
+
+struct DamageVariant {
+  std::string name;
+  FsChecksum checksum;
+  bool odirect;
+};
+
+struct DamageCase {
+  DamageVariant variant;
+  storage_testing::FsDamageInfo damage;
+};
+
+void PrintTo(const DamageCase& c, std::ostream* os) {
+  *os << c.variant.name << " / " << c.damage.name;
+}
+
+std::vector<DamageCase> damage_cases() {
+  std::vector<DamageCase> cases;
+  for (const DamageVariant& v : {DamageVariant{"crc32", FsChecksum::kCrc32, false},
+                                 DamageVariant{"crc32_odirect", FsChecksum::kCrc32, true},
+                                 DamageVariant{"none", FsChecksum::kNone, false}}) {
+    for (const auto& d : storage_testing::fs_damages()) {
+      // Without a checksum flipped or swapped bytes load as they are (the documented limit,
+      // WithoutChecksumOnlyTheLengthIsChecked).
+      if (v.checksum == FsChecksum::kNone && !d.detected_without_checksum) continue;
+      cases.push_back({v, d});
+    }
+  }
+  return cases;
+}
+
+class FsConnectorDamage : public ::testing::TestWithParam<DamageCase> {};
+
+TEST_P(FsConnectorDamage, LoadIsAMissWithTheReasonIntactKeysLoadAndCloseReturns) {
+  const DamageCase& p = GetParam();
+  TempDir dir;
+  auto c = std::make_unique<FsConnector>(opts(dir, p.variant.checksum, p.variant.odirect));
+  // 4096 bytes: without a checksum an empty directory's st_size (4096 on ext4) equals the
+  // expected length, as it did when a directory was reported as "holds 4096 bytes".
+  constexpr std::size_t kSize = 4096;
+  ASSERT_TRUE(
+      set(*c, {"victim", "donor", "intact"}, {Buf(kSize, 1), Buf(kSize, 2), Buf(kSize, 3)}));
+  const bool fell_back = c->odirect_fell_back();
+  const std::string why_not =
+      storage_testing::damage_file(c->path_for("victim"), p.damage.kind, c->path_for("donor"));
+  if (!why_not.empty()) GTEST_SKIP() << p.damage.name << " cannot be done here: " << why_not;
+
+  // One batch: the damaged key misses, the intact ones load.
+  std::vector<Buf> out = {Buf(kSize, 9), Buf(kSize, 0), Buf(kSize, 0)};
+  EXPECT_EQ(get(*c, {"victim", "donor", "intact"}, out), (std::vector<std::uint8_t>{0, 1, 1}));
+  EXPECT_EQ(out[1], Buf(kSize, 2));
+  EXPECT_EQ(out[2], Buf(kSize, 3));
+  if (p.damage.refused_before_reading) {
+    EXPECT_EQ(out[0], Buf(kSize, 9)) << "the damaged object's destination was written";
+  }
+  // Its reason says what was found.
+  std::vector<Buf> one = {Buf(kSize, 0)};
+  std::string error;
+  EXPECT_EQ(get(*c, {"victim"}, one, &error), (std::vector<std::uint8_t>{0}));
+  EXPECT_NE(error.find(p.damage.reason), std::string::npos) << error;
+  EXPECT_NE(error.find(c->path_for("victim").string()), std::string::npos) << error;
+  // exists() counts what a load could use: a regular file, not followed.
+  const bool regular =
+      std::filesystem::is_regular_file(std::filesystem::symlink_status(c->path_for("victim")));
+  Completion ex = wait_one(*c, c->submit_batch_exists({"victim", "intact"}));
+  EXPECT_EQ(ex.result_bytes, (std::vector<std::uint8_t>{static_cast<std::uint8_t>(regular), 1}));
+  // A FIFO or a directory refusing O_DIRECT says nothing of the file system.
+  EXPECT_EQ(c->odirect_fell_back(), fell_back);
+  // A store over the damage replaces it (rename(2) replaces anything but a directory).
+  if (p.damage.kind != storage_testing::FsDamage::kDirectory) {
+    ASSERT_TRUE(set(*c, {"victim"}, {Buf(kSize, 4)}));
+    EXPECT_EQ(get(*c, {"victim"}, one), (std::vector<std::uint8_t>{1}));
+    EXPECT_EQ(one[0], Buf(kSize, 4));
+  }
+  c->close();  // no worker is stuck on what it found
+}
+
+INSTANTIATE_TEST_SUITE_P(Kinds, FsConnectorDamage, ::testing::ValuesIn(damage_cases()),
+                         [](const auto& info) {
+                           return info.param.variant.name + "_" + info.param.damage.name;
+                         });
 
 TEST(FsConnectorConcurrency, ConcurrentWritersNeverExposeATornObject) {
   TempDir dir;

@@ -18,8 +18,10 @@
 //   task_deadline_ms  integer >= 1, default 10000: per-task deadline (bridge)
 //   key_namespace     string of [A-Za-z0-9_-], default "": key prefix (bridge)
 //   connect_timeout_ms integer >= 1, default 2000: TCP connect limit per attempt
-//   io_timeout_ms     integer >= 1, default 5000: longest wait for the server on one read or
-//                     write; past it the connection is dropped and the tile fails
+//   io_timeout_ms     integer >= 1, default 5000: the deadline of one request (a connect with
+//                     its AUTH, or a worker's whole pipelined tile) from its start; every wait
+//                     gets what is left of it; past it the connection is dropped and the tile
+//                     fails
 #pragma once
 
 #include <memory>

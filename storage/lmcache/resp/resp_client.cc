@@ -1,3 +1,9 @@
+// One RESP2 connection: output (queued commands, zero-copy payloads), input (a bounded buffer
+// and replies parsed against their bounds), the request's deadline and the pipelined commands.
+//
+// Longer than ~600 lines on purpose: every part shares the connection's buffers and its one
+// failure path (fail(): count, close, throw), which is what keeps a bad reply from leaving the
+// connection out of step; split, the buffers would be handed between files.
 #include "lmcache/resp/resp_client.h"
 
 #include <netdb.h>
@@ -13,6 +19,7 @@
 #include <charconv>
 #include <climits>
 #include <cstring>
+#include <exception>
 
 namespace lmcache::resp {
 
@@ -38,7 +45,31 @@ int timeout_ms(std::chrono::milliseconds t) {
   return t.count() > INT_MAX ? INT_MAX : static_cast<int>(std::max<long long>(t.count(), 0));
 }
 
+// A deadline `t` from now, clamped so that a huge io_timeout cannot overflow the clock.
+std::chrono::steady_clock::time_point deadline_after(std::chrono::milliseconds t) {
+  constexpr std::chrono::milliseconds kLongest = std::chrono::hours(24 * 365);
+  return std::chrono::steady_clock::now() + std::clamp(t, std::chrono::milliseconds(0), kLongest);
+}
+
 }  // namespace
+
+class RespClient::Request {
+ public:
+  explicit Request(RespClient& c) : c_(c), exceptions_(std::uncaught_exceptions()) {
+    c_.deadline_ = deadline_after(c_.endpoint_.io_timeout);
+  }
+  ~Request() {
+    // fail() has already closed it for a RespError; anything else (std::bad_alloc, a caller's
+    // exception) must not leave a half-read reply on a connection the next call would reuse.
+    if (std::uncaught_exceptions() > exceptions_) c_.disconnect();
+  }
+  Request(const Request&) = delete;
+  Request& operator=(const Request&) = delete;
+
+ private:
+  RespClient& c_;
+  const int exceptions_;
+};
 
 std::string RespReply::to_string() const {
   switch (type) {
@@ -92,7 +123,8 @@ void RespClient::fail(const std::string& what) {
   throw RespError("resp " + endpoint_.host + ":" + std::to_string(endpoint_.port) + ": " + what);
 }
 
-// Connects `fd` to `ai` within connect_timeout; the reason in *error when it fails.
+// Connects `fd` to `ai` within connect_timeout and the request's deadline; the reason in
+// *error when it fails.
 bool RespClient::connect_one(int fd, const addrinfo* ai, std::string* error) {
   int rc = ::connect(fd, ai->ai_addr, ai->ai_addrlen);
   if (rc == 0) return true;
@@ -101,11 +133,17 @@ bool RespClient::connect_one(int fd, const addrinfo* ai, std::string* error) {
     return false;
   }
   pollfd p{fd, POLLOUT, 0};
+  const auto start = std::chrono::steady_clock::now();
+  const auto attempt_deadline = std::min(deadline_after(endpoint_.connect_timeout), deadline_);
   do {
-    rc = ::poll(&p, 1, timeout_ms(endpoint_.connect_timeout));
+    const auto left = std::chrono::ceil<std::chrono::milliseconds>(
+        attempt_deadline - std::chrono::steady_clock::now());
+    rc = left.count() <= 0 ? 0 : ::poll(&p, 1, timeout_ms(left));
   } while (rc < 0 && errno == EINTR);
   if (rc == 0) {
-    *error = "connect timed out after " + std::to_string(endpoint_.connect_timeout.count()) + " ms";
+    const auto limit = std::chrono::ceil<std::chrono::milliseconds>(attempt_deadline - start);
+    *error =
+        "connect timed out after " + std::to_string(std::max<long long>(limit.count(), 0)) + " ms";
     return false;
   }
   int err = 0;
@@ -123,6 +161,11 @@ bool RespClient::connect_one(int fd, const addrinfo* ai, std::string* error) {
 }
 
 void RespClient::connect() {
+  Request request(*this);
+  connect_now();
+}
+
+void RespClient::connect_now() {
   if (fd_ >= 0) return;
   if (interrupted_.load(std::memory_order_acquire)) fail("interrupted (connector closing)");
   addrinfo hints{};
@@ -165,8 +208,10 @@ void RespClient::connect() {
       queue_command({"AUTH", endpoint_.username, endpoint_.password});
     }
     flush();
-    RespReply r = read_reply();
-    if (r.type != RespReply::Type::kSimple || r.str != "OK") fail("AUTH failed: " + r.to_string());
+    RespReply r = read_reply(kSmallReplyBytes);
+    if (r.type != RespReply::Type::kSimple || r.str != "OK") {
+      fail("AUTH failed: " + r.to_string().substr(0, 64));
+    }
   }
 }
 
@@ -185,22 +230,35 @@ void RespClient::ensure_connected() {
     idle_drops_.fetch_add(1, std::memory_order_relaxed);
     disconnect();
   }
-  if (fd_ < 0) connect();
+  if (fd_ < 0) connect_now();
+}
+
+int RespClient::remaining_ms() const {
+  const auto left =
+      std::chrono::ceil<std::chrono::milliseconds>(deadline_ - std::chrono::steady_clock::now());
+  return left.count() <= 0 ? 0 : timeout_ms(left);
 }
 
 void RespClient::wait(short events) {
   pollfd p{fd_, events, 0};
-  int rc;
-  do {
-    rc = ::poll(&p, 1, timeout_ms(endpoint_.io_timeout));
-  } while (rc < 0 && errno == EINTR);
+  int rc = 0;
+  for (;;) {
+    const int left = remaining_ms();
+    if (left == 0) break;  // rc == 0: the deadline has passed
+    rc = ::poll(&p, 1, left);
+    if (rc >= 0 || errno != EINTR) break;
+  }
   if (interrupted_.load(std::memory_order_acquire)) fail("interrupted (connector closing)");
   if (rc == 0) {
-    fail("no answer within " + std::to_string(endpoint_.io_timeout.count()) + " ms");
+    fail("no answer within " + std::to_string(endpoint_.io_timeout.count()) +
+         " ms (the request's deadline)");
   }
   if (rc < 0) fail("poll: " + errno_text(errno));
   if ((p.revents & (POLLERR | POLLNVAL)) != 0 && (p.revents & events) == 0) {
-    fail("connection error");
+    int err = 0;
+    socklen_t len = sizeof(err);
+    ::getsockopt(fd_, SOL_SOCKET, SO_ERROR, &err, &len);
+    fail(err != 0 ? "connection error: " + errno_text(err) : std::string("connection error"));
   }
 }
 
@@ -348,6 +406,7 @@ void RespClient::read_exact(void* dst, std::size_t n) {
 }
 
 void RespClient::discard(std::size_t n) {
+  // In place, through in_: never an allocation of the peer's size.
   while (n > 0) {
     if (in_pos_ == in_end_) fill();
     const std::size_t take = std::min(n, in_end_ - in_pos_);
@@ -356,13 +415,24 @@ void RespClient::discard(std::size_t n) {
   }
 }
 
-RespReply RespClient::read_reply() {
+RespReply RespClient::read_reply(std::size_t max_bytes) {
   struct Reader {
     RespClient& c;
+    const std::size_t max;
+    std::size_t used = 0;
+    // Counts `n` bytes of `what` against the reply's bound, before they are allocated.
+    void charge(std::uint64_t n, const char* what) {
+      if (n > max - used) {
+        c.fail("protocol error: " + std::string(what) + " of " + std::to_string(n) +
+               " bytes takes the reply over its limit of " + std::to_string(max) + " bytes");
+      }
+      used += static_cast<std::size_t>(n);
+    }
     RespReply read(int depth) {
       if (depth > kMaxDepth) c.fail("protocol error: arrays nested too deeply");
       const std::string line = c.read_line();
       if (line.empty()) c.fail("protocol error: empty reply line");
+      charge(line.size(), "a line");
       RespReply r;
       const std::string_view rest(line.data() + 1, line.size() - 1);
       std::int64_t n = 0;
@@ -376,14 +446,16 @@ RespReply RespClient::read_reply() {
           r.str = rest;
           return r;
         case ':':
-          if (!parse_int(rest, &n)) c.fail("protocol error: bad integer reply '" + line + "'");
+          if (!parse_int(rest, &n))
+            c.fail("protocol error: bad integer reply '" + line.substr(0, 64) + "'");
           r.type = RespReply::Type::kInteger;
           r.integer = n;
           return r;
         case '$': {
           if (!parse_int(rest, &n) || n < -1)
-            c.fail("protocol error: bad bulk length '" + line + "'");
+            c.fail("protocol error: bad bulk length '" + line.substr(0, 64) + "'");
           if (n == -1) return r;  // null bulk
+          charge(static_cast<std::uint64_t>(n), "a bulk string");
           r.type = RespReply::Type::kBulk;
           r.str.resize(static_cast<std::size_t>(n));
           c.read_exact(r.str.data(), r.str.size());
@@ -394,9 +466,15 @@ RespReply RespClient::read_reply() {
         }
         case '*':
           if (!parse_int(rest, &n) || n < -1)
-            c.fail("protocol error: bad array length '" + line + "'");
+            c.fail("protocol error: bad array length '" + line.substr(0, 64) + "'");
           if (n == -1) return r;
+          if (static_cast<std::uint64_t>(n) > (max - used) / sizeof(RespReply)) {
+            c.fail("protocol error: an array of " + std::to_string(n) +
+                   " elements takes the reply over its limit of " + std::to_string(max) + " bytes");
+          }
+          charge(static_cast<std::uint64_t>(n) * sizeof(RespReply), "an array");
           r.type = RespReply::Type::kArray;
+          r.elements.reserve(static_cast<std::size_t>(n));
           for (std::int64_t i = 0; i < n; ++i) r.elements.push_back(read(depth + 1));
           return r;
         default:
@@ -404,7 +482,7 @@ RespReply RespClient::read_reply() {
       }
     }
   };
-  return Reader{*this}.read(0);
+  return Reader{*this, max_bytes}.read(0);
 }
 
 std::int64_t RespClient::read_bulk_header(std::string* error_text) {
@@ -413,10 +491,12 @@ std::int64_t RespClient::read_bulk_header(std::string* error_text) {
     *error_text = line.substr(1);
     return -2;
   }
-  std::int64_t n = 0;
-  if (line.empty() || line[0] != '$' || !parse_int(std::string_view(line).substr(1), &n) ||
-      n < -1) {
+  if (line.empty() || line[0] != '$') {
     fail("protocol error: expected a bulk reply, got '" + line.substr(0, 64) + "'");
+  }
+  std::int64_t n = 0;
+  if (!parse_int(std::string_view(line).substr(1), &n) || n < -1) {
+    fail("protocol error: bad bulk length '" + line.substr(0, 64) + "'");
   }
   return n;
 }
@@ -424,14 +504,16 @@ std::int64_t RespClient::read_bulk_header(std::string* error_text) {
 // --- commands --------------------------------------------------------------------------------
 
 RespReply RespClient::command(const std::vector<std::string_view>& args) {
+  Request request(*this);
   ensure_connected();
   queue_command(args);
   flush();
-  return read_reply();
+  return read_reply(endpoint_.max_reply_bytes);
 }
 
 template <class Send, class Read>
 void RespClient::pipeline(std::size_t n, Send&& send, Read&& read) {
+  Request request(*this);  // one deadline for every window
   ensure_connected();
   std::size_t i = 0;
   while (i < n) {
@@ -459,7 +541,7 @@ std::vector<std::uint8_t> RespClient::set_many(std::span<const std::string> keys
         return lens[i];
       },
       [&](std::size_t i) {
-        RespReply r = read_reply();
+        RespReply r = read_reply(kSmallReplyBytes);
         if (r.type == RespReply::Type::kSimple && r.str == "OK") {
           ok[i] = 1;
         } else if (r.is_error()) {
@@ -495,16 +577,25 @@ std::vector<std::uint8_t> RespClient::get_many(std::span<const std::string> keys
           return;
         }
         if (n == -1) return;  // missing
-        if (static_cast<std::uint64_t>(n) != lens[i]) {
-          discard(static_cast<std::size_t>(n) + 2);
+        const auto size = static_cast<std::uint64_t>(n);
+        if (size > std::max<std::uint64_t>(lens[i], kMaxDiscardBytes)) {
+          fail("protocol error: GET " + keys[i] + " answered a value of " + std::to_string(n) +
+               " bytes, expected " + std::to_string(lens[i]) + " (at most " +
+               std::to_string(kMaxDiscardBytes) + " are read to be dropped)");
+        }
+        if (size == lens[i]) {
+          read_exact(bufs[i], lens[i]);
+        } else {
+          discard(static_cast<std::size_t>(size));
+        }
+        char crlf[2];
+        read_exact(crlf, 2);
+        if (crlf[0] != '\r' || crlf[1] != '\n') fail("protocol error: bulk not ended by CRLF");
+        if (size != lens[i]) {
           note("GET " + keys[i] + ": the value has " + std::to_string(n) + " bytes, expected " +
                std::to_string(lens[i]));
           return;
         }
-        read_exact(bufs[i], lens[i]);
-        char crlf[2];
-        read_exact(crlf, 2);
-        if (crlf[0] != '\r' || crlf[1] != '\n') fail("protocol error: bulk not ended by CRLF");
         hit[i] = 1;
       });
   return hit;
@@ -529,7 +620,7 @@ std::vector<std::uint8_t> RespClient::count_per_key(const char* command,
         return std::size_t{0};
       },
       [&](std::size_t i) {
-        RespReply r = read_reply();
+        RespReply r = read_reply(kSmallReplyBytes);
         if (r.type == RespReply::Type::kInteger) {
           out[i] = r.integer > 0 ? 1 : 0;
         } else if (r.is_error()) {

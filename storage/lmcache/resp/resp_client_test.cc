@@ -1,12 +1,10 @@
-// RespClient against a scripted fake server (protocol edge cases, failures) and a real
-// redis-server (round trips of large pipelined values).
+// RespClient against a scripted fake server (protocol edge cases, failures), hostile servers
+// (every reply of storage_testing::hostile_replies() in answer to every command: a clear error,
+// nothing allocated of the announced size, the connection closed, and the next call served by
+// a fresh one) and a real redis-server (round trips of large pipelined values).
 #include "lmcache/resp/resp_client.h"
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <poll.h>
-#include <sys/socket.h>
-#include <unistd.h>
+#include <sys/resource.h>
 
 #include <gtest/gtest.h>
 
@@ -16,6 +14,7 @@
 #include <map>
 #include <thread>
 
+#include "lmcache/testing/fake_resp_server.h"
 #include "lmcache/testing/redis_server.h"
 
 namespace lmcache::resp {
@@ -23,143 +22,12 @@ namespace {
 
 using namespace std::chrono_literals;
 
-// One scripted connection at a time on 127.0.0.1: `serve(conn)` runs on the server thread for
-// each accepted connection.
-class FakeServer {
- public:
-  // Reads RESP requests from a connection and writes raw bytes to it.
-  class Conn {
-   public:
-    explicit Conn(int fd) : fd_(fd) {}
-    // The next request's arguments; empty when the client closed.
-    std::vector<std::string> request() {
-      std::string header = line();
-      if (header.empty() || header[0] != '*') return {};
-      const int n = std::stoi(header.substr(1));
-      std::vector<std::string> args;
-      for (int i = 0; i < n; ++i) {
-        const std::string len = line();
-        if (len.empty()) return {};
-        args.push_back(bytes(static_cast<std::size_t>(std::stoll(len.substr(1)))));
-        bytes(2);
-      }
-      return args;
-    }
-    void send(const std::string& data, bool byte_by_byte = false) {
-      if (!byte_by_byte) {
-        ::send(fd_, data.data(), data.size(), MSG_NOSIGNAL);
-        return;
-      }
-      for (char c : data) {
-        ::send(fd_, &c, 1, MSG_NOSIGNAL);
-        std::this_thread::sleep_for(100us);
-      }
-    }
-    // Waits until the client closes (or the server stops).
-    void drain() {
-      char buf[4096];
-      while (::recv(fd_, buf, sizeof(buf), 0) > 0) {
-      }
-    }
-
-   private:
-    std::string line() {
-      std::string out;
-      char c;
-      while (::recv(fd_, &c, 1, 0) == 1) {
-        out.push_back(c);
-        if (out.size() >= 2 && out.substr(out.size() - 2) == "\r\n") {
-          return out.substr(0, out.size() - 2);
-        }
-      }
-      return {};
-    }
-    std::string bytes(std::size_t n) {
-      std::string out(n, '\0');
-      std::size_t got = 0;
-      while (got < n) {
-        const ssize_t r = ::recv(fd_, out.data() + got, n - got, 0);
-        if (r <= 0) return {};
-        got += static_cast<std::size_t>(r);
-      }
-      return out;
-    }
-    int fd_;
-  };
-
-  explicit FakeServer(std::function<void(Conn&)> serve) : serve_(std::move(serve)) {
-    listen_fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof(addr);
-    if (::bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
-        ::listen(listen_fd_, 8) != 0 ||
-        ::getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-      throw std::runtime_error("FakeServer: cannot listen");
-    }
-    port_ = ntohs(addr.sin_port);
-    thread_ = std::thread([this] { run(); });
-  }
-  ~FakeServer() {
-    stop_ = true;
-    ::shutdown(listen_fd_, SHUT_RDWR);
-    {
-      std::lock_guard lock(mu_);
-      if (conn_fd_ >= 0) ::shutdown(conn_fd_, SHUT_RDWR);
-    }
-    thread_.join();
-    ::close(listen_fd_);
-  }
-  int port() const { return port_; }
-  int connections() const { return connections_.load(); }
-  // Connections the server has closed.
-  int closed() const { return closed_.load(); }
-
-  RespEndpoint endpoint(std::chrono::milliseconds io_timeout = 5000ms) const {
-    RespEndpoint e;
-    e.host = "127.0.0.1";
-    e.port = port_;
-    e.io_timeout = io_timeout;
-    return e;
-  }
-
- private:
-  void run() {
-    while (!stop_) {
-      pollfd p{listen_fd_, POLLIN, 0};
-      if (::poll(&p, 1, 50) <= 0) continue;
-      const int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
-      if (fd < 0) continue;
-      {
-        std::lock_guard lock(mu_);
-        conn_fd_ = fd;
-      }
-      ++connections_;
-      Conn conn(fd);
-      serve_(conn);
-      {
-        std::lock_guard lock(mu_);
-        conn_fd_ = -1;
-      }
-      ::close(fd);
-      ++closed_;
-    }
-  }
-
-  std::function<void(Conn&)> serve_;
-  int listen_fd_ = -1;
-  int port_ = 0;
-  std::atomic<bool> stop_{false};
-  std::atomic<int> connections_{0};
-  std::atomic<int> closed_{0};
-  std::mutex mu_;
-  int conn_fd_ = -1;
-  std::thread thread_;
-};
+using storage_testing::FakeRespServer;
+using storage_testing::HostileReply;
+using storage_testing::MiniStore;
 
 TEST(RespClient, ParsesEveryReplyTypeAcrossReadBoundaries) {
-  FakeServer server([](FakeServer::Conn& c) {
+  FakeRespServer server([](FakeRespServer::Conn& c) {
     const char* replies[] = {"+OK\r\n",
                              ":-42\r\n",
                              "$5\r\nhe\r\no\r\n",
@@ -170,7 +38,7 @@ TEST(RespClient, ParsesEveryReplyTypeAcrossReadBoundaries) {
                              "*-1\r\n"};
     for (const char* r : replies) {
       if (c.request().empty()) return;
-      c.send(r, /*byte_by_byte=*/true);
+      c.drip(r, 100us);
     }
     c.drain();
   });
@@ -192,7 +60,7 @@ TEST(RespClient, ParsesEveryReplyTypeAcrossReadBoundaries) {
 
 TEST(RespClient, SendsBinarySafeArguments) {
   std::vector<std::string> seen;
-  FakeServer server([&](FakeServer::Conn& c) {
+  FakeRespServer server([&](FakeRespServer::Conn& c) {
     seen = c.request();
     c.send("+OK\r\n");
     c.drain();
@@ -208,7 +76,7 @@ TEST(RespClient, SendsBinarySafeArguments) {
 }
 
 TEST(RespClient, GetManyDiscardsWrongLengthsAndStaysInSync) {
-  FakeServer server([](FakeServer::Conn& c) {
+  FakeRespServer server([](FakeRespServer::Conn& c) {
     for (int i = 0; i < 3; ++i) c.request();
     c.send("$4\r\nabcd\r\n$6\r\nabcdef\r\n$-1\r\n");
     c.request();
@@ -232,7 +100,7 @@ TEST(RespClient, GetManyDiscardsWrongLengthsAndStaysInSync) {
 
 TEST(RespClient, SetManyReportsRefusedKeys) {
   std::map<std::string, std::string> stored;
-  FakeServer server([&](FakeServer::Conn& c) {
+  FakeRespServer server([&](FakeRespServer::Conn& c) {
     for (int i = 0; i < 2; ++i) {
       std::vector<std::string> r = c.request();
       stored[r.at(1)] = r.at(2);
@@ -255,9 +123,8 @@ TEST(RespClient, SetManyReportsRefusedKeys) {
 }
 
 TEST(RespClient, ServerClosingMidReplyFailsThenReconnects) {
-  std::atomic<int> conn{0};
-  FakeServer server([&](FakeServer::Conn& c) {
-    if (conn++ == 0) {
+  FakeRespServer server([&](FakeRespServer::Conn& c) {
+    if (c.index() == 0) {
       c.request();
       c.send("$10\r\nabc");  // then the connection dies
       return;
@@ -283,18 +150,14 @@ TEST(RespClient, ServerClosingMidReplyFailsThenReconnects) {
 }
 
 TEST(RespClient, IdleConnectionClosedByTheServerIsReplacedBeforeTheNextCall) {
-  FakeServer server([](FakeServer::Conn& c) {
+  FakeRespServer server([](FakeRespServer::Conn& c) {
     c.request();
     c.send("+PONG\r\n");
     // then closed while the client is idle (a restart, CLIENT KILL, an idle timeout)
   });
   RespClient client(server.endpoint());
   EXPECT_EQ(client.command({"PING"}).str, "PONG");
-  for (auto end = std::chrono::steady_clock::now() + 5s;
-       server.closed() < 1 && std::chrono::steady_clock::now() < end;) {
-    std::this_thread::sleep_for(1ms);
-  }
-  ASSERT_EQ(server.closed(), 1);
+  ASSERT_TRUE(server.wait_closed(1));
   EXPECT_EQ(client.command({"PING"}).str, "PONG") << "the call used the dead connection";
   EXPECT_EQ(client.failures(), 0u);
   EXPECT_EQ(client.idle_drops(), 1u);
@@ -302,10 +165,9 @@ TEST(RespClient, IdleConnectionClosedByTheServerIsReplacedBeforeTheNextCall) {
 }
 
 TEST(RespClient, UnsolicitedBytesOnAnIdleConnectionReplaceIt) {
-  std::atomic<int> conn{0};
   std::atomic<bool> sent{false};
-  FakeServer server([&](FakeServer::Conn& c) {
-    if (conn++ == 0) {
+  FakeRespServer server([&](FakeRespServer::Conn& c) {
+    if (c.index() == 0) {
       c.request();
       c.send("+PONG\r\n+STRAY\r\n");  // one reply too many: whatever follows is out of step
       sent = true;
@@ -325,7 +187,7 @@ TEST(RespClient, UnsolicitedBytesOnAnIdleConnectionReplaceIt) {
 }
 
 TEST(RespClient, SilentServerTimesOut) {
-  FakeServer server([](FakeServer::Conn& c) { c.drain(); });
+  FakeRespServer server([](FakeRespServer::Conn& c) { c.drain(); });
   RespClient client(server.endpoint(200ms));
   try {
     client.command({"PING"});
@@ -336,7 +198,7 @@ TEST(RespClient, SilentServerTimesOut) {
 }
 
 TEST(RespClient, ShutdownInterruptsABlockedCall) {
-  FakeServer server([](FakeServer::Conn& c) { c.drain(); });
+  FakeRespServer server([](FakeRespServer::Conn& c) { c.drain(); });
   RespClient client(server.endpoint(60000ms));
   client.connect();
   std::thread interrupter([&] {
@@ -357,7 +219,7 @@ TEST(RespClient, ShutdownInterruptsABlockedCall) {
 
 TEST(RespClient, AuthenticatesWithUserAndPassword) {
   std::vector<std::string> auth;
-  FakeServer server([&](FakeServer::Conn& c) {
+  FakeRespServer server([&](FakeRespServer::Conn& c) {
     auth = c.request();
     c.send(auth.size() == 3 && auth[2] == "secret" ? "+OK\r\n" : "-WRONGPASS invalid\r\n");
     if (c.request().empty()) return;
@@ -382,7 +244,7 @@ TEST(RespClient, AuthenticatesWithUserAndPassword) {
 }
 
 TEST(RespClient, GarbageIsAProtocolError) {
-  FakeServer server([](FakeServer::Conn& c) {
+  FakeRespServer server([](FakeRespServer::Conn& c) {
     c.request();
     c.send("?what\r\n");
     c.drain();
@@ -399,7 +261,7 @@ TEST(RespClient, GarbageIsAProtocolError) {
 TEST(RespClient, RefusedConnectionIsAnError) {
   int port = 0;
   {
-    FakeServer gone([](FakeServer::Conn&) {});
+    FakeRespServer gone([](FakeRespServer::Conn&) {});
     port = gone.port();
   }
   RespEndpoint e;
@@ -407,6 +269,175 @@ TEST(RespClient, RefusedConnectionIsAnError) {
   RespClient client(e);
   EXPECT_THROW(client.connect(), RespError);
 }
+
+TEST(RespClient, CommandRepliesAreBoundedByMaxReplyBytes) {
+  const std::string two_mib(2u << 20, 'v');
+  FakeRespServer server([&](FakeRespServer::Conn& c) {
+    while (!c.request().empty())
+      c.send("$" + std::to_string(two_mib.size()) + "\r\n" + two_mib + "\r\n");
+  });
+  RespClient small(server.endpoint());  // the default: 1 MiB
+  try {
+    small.command({"GET", "big"});
+    FAIL() << "a reply over max_reply_bytes was accepted";
+  } catch (const RespError& e) {
+    EXPECT_NE(std::string(e.what()).find("over its limit of 1048576 bytes"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_FALSE(small.connected()) << "the rest of the refused reply is still on the connection";
+  RespEndpoint e = server.endpoint();
+  e.max_reply_bytes = 4u << 20;
+  RespClient large(e);
+  EXPECT_EQ(large.command({"GET", "big"}).str, two_mib);
+}
+
+TEST(RespClient, DeadlineCoversTheWholeRequestNotEachWait) {
+  // Every byte comes well within the deadline of a wait, the whole reply never within the
+  // request's deadline: the call must end at the deadline, not when the last byte arrives.
+  std::atomic<bool> client_gone{false};
+  const std::string reply = "$64\r\n" + std::string(64, 'd') + "\r\n";
+  FakeRespServer server([&](FakeRespServer::Conn& c) {
+    c.request();
+    if (!c.drip(reply, storage_testing::kDripGap)) client_gone = true;
+  });
+  RespClient client(server.endpoint(storage_testing::kDripDeadline));
+  std::string buf(64, '.');
+  std::vector<std::string> keys = {"k"};
+  std::vector<void*> bufs = {buf.data()};
+  std::vector<std::size_t> lens = {64};
+  try {
+    client.get_many(keys, bufs, lens);
+    FAIL() << "a reply dripped past the request's deadline was accepted";
+  } catch (const RespError& e) {
+    EXPECT_NE(std::string(e.what()).find("no answer within"), std::string::npos) << e.what();
+  }
+  EXPECT_FALSE(client.connected());
+  // The server sees the client hang up: it could not drip the whole reply.
+  ASSERT_TRUE(server.wait_closed(1));
+  EXPECT_TRUE(client_gone) << "the server dripped the whole reply to a client still listening";
+}
+
+// --- Hostile servers: every reply of the catalogue in answer to every command ----------------
+
+enum class HostileOp { kPing, kAuth, kSet, kGet, kExists, kDel };
+
+struct HostileCase {
+  HostileOp op;
+  HostileReply reply;
+};
+
+std::string op_name(HostileOp op) {
+  switch (op) {
+    case HostileOp::kPing:
+      return "ping";
+    case HostileOp::kAuth:
+      return "auth";
+    case HostileOp::kSet:
+      return "set";
+    case HostileOp::kGet:
+      return "get";
+    case HostileOp::kExists:
+      return "exists";
+    case HostileOp::kDel:
+      return "del";
+  }
+  return "?";
+}
+
+void PrintTo(const HostileCase& c, std::ostream* os) {
+  *os << op_name(c.op) << " / " << c.reply.name;
+}
+
+std::vector<HostileCase> hostile_cases() {
+  std::vector<HostileCase> cases;
+  for (HostileOp op : {HostileOp::kPing, HostileOp::kAuth, HostileOp::kSet, HostileOp::kGet,
+                       HostileOp::kExists, HostileOp::kDel}) {
+    for (const HostileReply& r : storage_testing::hostile_replies()) cases.push_back({op, r});
+  }
+  return cases;
+}
+
+// The process's peak resident set so far (a high-water mark: it never goes down).
+std::uint64_t peak_rss_bytes() {
+  rusage u{};
+  ::getrusage(RUSAGE_SELF, &u);
+  return static_cast<std::uint64_t>(u.ru_maxrss) * 1024;  // Linux: KiB
+}
+
+class RespClientHostile : public ::testing::TestWithParam<HostileCase> {};
+
+TEST_P(RespClientHostile, ClearErrorNothingAllocatedAndAFreshConnectionServesTheNextCall) {
+  const HostileCase& p = GetParam();
+  constexpr std::size_t kObject = 64;  // the largest object any call here asks for
+  // Threads, buffers and sanitizer bookkeeping: far below any announced size of the catalogue
+  // (4 GiB and more), which the client once allocated and zeroed before reading a byte.
+  constexpr std::uint64_t kSlack = std::uint64_t{128} << 20;
+  MiniStore store;
+  store.put("intact", std::string(kObject, 'i'));
+  FakeRespServer server([&](FakeRespServer::Conn& c) {
+    if (c.index() > 0) return store.serve(c);
+    if (!c.request().empty()) play(c, p.reply);
+  });
+  const bool drip = p.reply.then == HostileReply::Then::kDrip;
+  RespEndpoint e = server.endpoint(drip ? storage_testing::kDripDeadline : 30000ms);
+  if (p.op == HostileOp::kAuth) e.password = "secret";
+  RespClient client(e);
+  std::string value(kObject, 'v');
+  std::vector<std::string> keys = {"k"};
+  std::vector<void*> bufs = {value.data()};
+  std::vector<std::size_t> lens = {kObject};
+
+  const std::uint64_t peak_before = peak_rss_bytes();
+  try {
+    switch (p.op) {
+      case HostileOp::kPing:
+        client.command({"PING"});
+        break;
+      case HostileOp::kAuth:
+        client.connect();
+        break;
+      case HostileOp::kSet:
+        client.set_many(keys, bufs, lens);
+        break;
+      case HostileOp::kGet:
+        client.get_many(keys, bufs, lens);
+        break;
+      case HostileOp::kExists:
+        client.exists_many(keys);
+        break;
+      case HostileOp::kDel:
+        client.del_many(keys);
+        break;
+    }
+    ADD_FAILURE() << "the hostile reply was accepted";
+  } catch (const RespError& err) {
+    EXPECT_NE(std::string(err.what()).find(p.reply.error), std::string::npos)
+        << "expected '" << p.reply.error << "' in: " << err.what();
+  } catch (const std::exception& err) {
+    ADD_FAILURE() << "not the client's own error (RespError): " << err.what();
+  }
+  const std::uint64_t peak_after = peak_rss_bytes();
+  EXPECT_LT(peak_after - peak_before, 2 * kObject + kSlack)
+      << "peak RSS grew by " << (peak_after - peak_before) << " bytes";
+  EXPECT_FALSE(client.connected()) << "a connection that sent a bad reply was kept";
+  EXPECT_EQ(client.failures(), 1u);
+  // Over on the server's side too: a script that waits for the client (kWait, kDrip) returns
+  // only once the client has closed the connection.
+  EXPECT_TRUE(server.wait_closed(1)) << "the hostile connection is still open";
+
+  // The next call gets a fresh connection, and intact keys load.
+  std::string out(kObject, '.');
+  std::vector<std::string> intact = {"intact"};
+  std::vector<void*> out_bufs = {out.data()};
+  EXPECT_EQ(client.get_many(intact, out_bufs, lens), (std::vector<std::uint8_t>{1}));
+  EXPECT_EQ(out, std::string(kObject, 'i'));
+  EXPECT_EQ(client.connects(), 2u);
+}
+
+INSTANTIATE_TEST_SUITE_P(Catalogue, RespClientHostile, ::testing::ValuesIn(hostile_cases()),
+                         [](const auto& info) {
+                           return op_name(info.param.op) + "_" + info.param.reply.name;
+                         });
 
 // --- Against redis-server --------------------------------------------------------------------
 

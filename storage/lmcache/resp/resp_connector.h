@@ -9,9 +9,10 @@
 // workers exit when the server is unreachable, so submitted work never completes):
 //   - the constructor never connects, so an unreachable server does not throw; every batch
 //     then completes promptly: gets as misses (error text set), other ops as failed batches;
-//   - a connection that fails or stays silent past io_timeout is closed and the tile fails
-//     (gets: the keys not yet received are misses); the next tile on that worker reconnects, so
-//     the connector recovers by itself after a server restart;
+//   - a connection that fails, sends a bad reply (garbage, a length over its bound, a negative
+//     length, a reply cut short; resp_client.h) or does not finish its tile within io_timeout
+//     is closed and the tile fails (gets: the keys not yet received are misses); the next tile
+//     on that worker reconnects, so the connector recovers by itself after a server restart;
 //   - a SET the server refuses (an OOM error under maxmemory) fails the batch; a GET of a value
 //     whose length is not batch_chunk_num_bytes is a miss.
 // close() shuts every connection down, so workers blocked on a paused server return at once.

@@ -1,5 +1,7 @@
 // RespConnector against a real redis-server: batches through the workers, and the failures it
-// must survive (unreachable, killed and restarted, paused, connections killed, maxmemory, AUTH).
+// must survive (unreachable, killed and restarted, paused, connections killed, maxmemory, AUTH);
+// and against hostile servers (storage_testing::hostile_replies()): a bad reply costs only the
+// keys of the tile it answered, and the pool's next batch is served by a fresh connection.
 #include "lmcache/resp/resp_connector.h"
 
 #include <gtest/gtest.h>
@@ -13,6 +15,7 @@
 
 #include "lmcache/connector/native_connector_adapter.h"
 #include "lmcache/core/event_notifier.h"
+#include "lmcache/testing/fake_resp_server.h"
 #include "lmcache/testing/redis_server.h"
 
 namespace lmcache::resp {
@@ -253,6 +256,129 @@ TEST(RespConnector, RejectsBadOptions) {
   o.num_workers = 0;
   EXPECT_THROW(RespConnector{o}, std::invalid_argument);
 }
+
+// --- Hostile servers: the first connection of the pool answers its first request badly -------
+
+enum class PoolOp { kGet, kSet, kExists, kDel };
+
+struct PoolCase {
+  PoolOp op;
+  storage_testing::HostileReply reply;
+};
+
+std::string pool_op_name(PoolOp op) {
+  switch (op) {
+    case PoolOp::kGet:
+      return "get";
+    case PoolOp::kSet:
+      return "set";
+    case PoolOp::kExists:
+      return "exists";
+    case PoolOp::kDel:
+      return "del";
+  }
+  return "?";
+}
+
+void PrintTo(const PoolCase& c, std::ostream* os) {
+  *os << pool_op_name(c.op) << " / " << c.reply.name;
+}
+
+std::vector<PoolCase> pool_cases() {
+  std::vector<PoolCase> cases;
+  for (PoolOp op : {PoolOp::kGet, PoolOp::kSet, PoolOp::kExists, PoolOp::kDel}) {
+    for (const auto& r : storage_testing::hostile_replies()) cases.push_back({op, r});
+  }
+  return cases;
+}
+
+class RespConnectorHostile : public ::testing::TestWithParam<PoolCase> {};
+
+TEST_P(RespConnectorHostile, BadReplyCostsItsTileAndTheNextBatchIsServed) {
+  const PoolCase& p = GetParam();
+  constexpr std::size_t kSize = 64;
+  storage_testing::MiniStore store;
+  Batch stored(2, kSize, 'a');  // k0, k1: one tile each over two workers
+  for (std::size_t i = 0; i < 2; ++i) store.put(stored.keys[i], stored.values[i]);
+  storage_testing::FakeRespServer server([&](storage_testing::FakeRespServer::Conn& conn) {
+    if (conn.index() > 0) return store.serve(conn);
+    if (!conn.request().empty()) play(conn, p.reply);
+  });
+  RespConnectorOptions o;
+  const bool drip = p.reply.then == storage_testing::HostileReply::Then::kDrip;
+  o.endpoint = server.endpoint(drip ? storage_testing::kDripDeadline : 30000ms);
+  o.num_workers = 2;
+  RespConnector c(o);
+  Batch out(2, kSize, '.');
+  // The first batch: the tile answered by the hostile connection fails (a get: its key misses,
+  // the other key loads; the other ops: the batch fails), with the reason.
+  switch (p.op) {
+    case PoolOp::kGet: {
+      Completion get = wait_one(c, c.submit_batch_get(stored.keys, out.bufs, out.lens, out.size()));
+      EXPECT_TRUE(get.ok) << "a bad reply failed a get batch: " << get.error;
+      ASSERT_EQ(get.result_bytes.size(), 2u);
+      EXPECT_EQ(get.result_bytes[0] + get.result_bytes[1], 1) << "one tile each: one hit";
+      for (std::size_t i = 0; i < 2; ++i) {
+        if (get.result_bytes[i] == 1) {
+          EXPECT_EQ(out.values[i], stored.values[i]);
+        }
+      }
+      EXPECT_NE(get.error.find(p.reply.error), std::string::npos) << get.error;
+      break;
+    }
+    case PoolOp::kSet: {
+      Completion set =
+          wait_one(c, c.submit_batch_set(stored.keys, stored.bufs, stored.lens, stored.size()));
+      EXPECT_FALSE(set.ok);
+      EXPECT_NE(set.error.find(p.reply.error), std::string::npos) << set.error;
+      break;
+    }
+    case PoolOp::kExists: {
+      Completion exists = wait_one(c, c.submit_batch_exists(stored.keys));
+      EXPECT_FALSE(exists.ok);
+      EXPECT_NE(exists.error.find(p.reply.error), std::string::npos) << exists.error;
+      break;
+    }
+    case PoolOp::kDel: {
+      Completion del = wait_one(c, c.submit_batch_delete(stored.keys));
+      EXPECT_FALSE(del.ok);
+      EXPECT_NE(del.error.find(p.reply.error), std::string::npos) << del.error;
+      break;
+    }
+  }
+  EXPECT_EQ(c.connection_failures(), 1u);
+  // The next batches: served in full by good connections.
+  if (p.op == PoolOp::kDel) {
+    Completion del = wait_one(c, c.submit_batch_delete(stored.keys));
+    EXPECT_TRUE(del.ok) << del.error;
+    Completion exists = wait_one(c, c.submit_batch_exists(stored.keys));
+    EXPECT_TRUE(exists.ok) << exists.error;
+    EXPECT_EQ(exists.result_bytes, (std::vector<std::uint8_t>{0, 0}));
+  } else {
+    if (p.op == PoolOp::kSet) {
+      Completion set =
+          wait_one(c, c.submit_batch_set(stored.keys, stored.bufs, stored.lens, stored.size()));
+      EXPECT_TRUE(set.ok) << set.error;
+    }
+    Completion exists = wait_one(c, c.submit_batch_exists(stored.keys));
+    EXPECT_TRUE(exists.ok) << exists.error;
+    EXPECT_EQ(exists.result_bytes, (std::vector<std::uint8_t>{1, 1}));
+    Batch again(2, kSize, '.');
+    Completion get =
+        wait_one(c, c.submit_batch_get(stored.keys, again.bufs, again.lens, again.size()));
+    EXPECT_TRUE(get.ok) << get.error;
+    EXPECT_EQ(get.result_bytes, (std::vector<std::uint8_t>{1, 1})) << get.error;
+    EXPECT_EQ(again.values, stored.values);
+  }
+  EXPECT_EQ(c.connection_failures(), 1u) << "a good connection failed after the bad one";
+  c.close();
+  EXPECT_TRUE(server.wait_closed(server.connections())) << "a connection outlived close()";
+}
+
+INSTANTIATE_TEST_SUITE_P(Catalogue, RespConnectorHostile, ::testing::ValuesIn(pool_cases()),
+                         [](const auto& info) {
+                           return pool_op_name(info.param.op) + "_" + info.param.reply.name;
+                         });
 
 TEST(RespConnectorConcurrency, ThreadsSubmitThroughOneConnector) {
   SKIP_WITHOUT_REDIS();
