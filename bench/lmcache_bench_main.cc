@@ -5,22 +5,26 @@
 // -> run with a MetricsReporter in front of the usual display reporter -> export (textfile,
 // Pushgateway, linger for scrapers).
 //
-// Exit status: 0 when every benchmark ran; 1 when one ended in an error or an export failed;
-// 2 for a command-line or plugin error.
+// Exit status: 0 when every benchmark ran; 1 when one ended in an error or an output or export
+// failed; 2 for a command-line or plugin error: a value out of its range, a filter that does not
+// compile or matches no benchmark, an output path that is not a regular file or nothing
+// (lmcache/core/regular_file.h; checked before anything runs). No exception's raw text reaches
+// the user (cli_support.h guarded_main()).
 #include <benchmark/benchmark.h>
 
 #include <chrono>
 #include <cstdio>
 #include <exception>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "cli_support.h"
 #include "lmcache/bench/bench_catalog.h"
 #include "lmcache/bench/bench_flags.h"
 #include "lmcache/bench/metrics_export.h"
@@ -29,6 +33,7 @@
 #include "lmcache/bench/workloads.h"
 #include "lmcache/conformance/reference_impls.h"
 #include "lmcache/conformance/registry.h"
+#include "lmcache/core/regular_file.h"
 #include "lmcache/devices/device_info.h"
 #include "lmcache/devices/fp8_kernels_cuda.h"
 
@@ -36,10 +41,32 @@ namespace {
 
 namespace lb = lmcache::bench;
 
+// The value of a pass-through "--<name>=VALUE" argument (Google Benchmark takes only that form),
+// the last one given.
+std::optional<std::string> passthrough_value(const lb::BenchFlags& f, const std::string& name) {
+  std::optional<std::string> out;
+  const std::string prefix = "--" + name + "=";
+  for (std::size_t i = 1; i < f.passthrough.size(); ++i) {
+    if (f.passthrough[i].rfind(prefix, 0) == 0) out = f.passthrough[i].substr(prefix.size());
+  }
+  return out;
+}
+
+// The Google Benchmark JSON: --benchmark_out=PATH if given, else DIR/lmcache-bench.json.
+std::string benchmark_json_path(const lb::BenchFlags& f) {
+  return passthrough_value(f, "benchmark_out")
+      .value_or((std::filesystem::path(f.out_dir) / "lmcache-bench.json").string());
+}
+
 // Google Benchmark's arguments: the pass-through ones plus the defaults lmcache-bench sets
-// (each only when the user did not set it).
-std::vector<std::string> benchmark_args(const lb::BenchFlags& f) {
-  std::vector<std::string> args = f.passthrough;
+// (each only when the user did not set it). Google Benchmark writes its JSON into
+// `json_temp`, the temporary file of the output file (lmcache/core/regular_file.h OutputFile)
+// that replaces benchmark_json_path() once the run is over.
+std::vector<std::string> benchmark_args(const lb::BenchFlags& f, const std::string& json_temp) {
+  std::vector<std::string> args;
+  for (const std::string& a : f.passthrough) {
+    if (a.rfind("--benchmark_out=", 0) != 0) args.push_back(a);
+  }
   if (!f.filter.empty() && !f.passthrough_has("benchmark_filter")) {
     args.push_back("--benchmark_filter=" + f.filter);
   }
@@ -47,11 +74,8 @@ std::vector<std::string> benchmark_args(const lb::BenchFlags& f) {
     // 1.7.1 takes a bare number of seconds.
     args.push_back(f.quick ? "--benchmark_min_time=0.01" : "--benchmark_min_time=0.2");
   }
-  if (!f.passthrough_has("benchmark_out")) {
-    args.push_back("--benchmark_out=" +
-                   (std::filesystem::path(f.out_dir) / "lmcache-bench.json").string());
-    if (!f.passthrough_has("benchmark_out_format")) args.push_back("--benchmark_out_format=json");
-  }
+  args.push_back("--benchmark_out=" + json_temp);
+  if (!f.passthrough_has("benchmark_out_format")) args.push_back("--benchmark_out_format=json");
   return args;
 }
 
@@ -76,7 +100,8 @@ void write_system_json(const std::string& out_dir, const lb::BuildInfo& build,
   j["device_flag"] = f.device;
   j["caller_spin_us"] = f.caller_spin_us;
   j["plugins"] = f.plugins;
-  std::ofstream(std::filesystem::path(out_dir) / "system.json") << j.dump(2) << "\n";
+  lmcache::write_output_file((std::filesystem::path(out_dir) / "system.json").string(),
+                             j.dump(2) + "\n");
 }
 
 int run(int argc, char** argv) {
@@ -146,8 +171,45 @@ int run(int argc, char** argv) {
                  ec.message().c_str());
     return 2;
   }
+  // Every output is checked before anything runs: a regular file or nothing, in a directory.
+  const std::string textfile =
+      flags.metrics_textfile.empty()
+          ? (std::filesystem::path(flags.out_dir) / "metrics.prom").string()
+          : flags.metrics_textfile;
+  const std::string json_path = benchmark_json_path(flags);
+  const std::string system_json = (std::filesystem::path(flags.out_dir) / "system.json").string();
+  std::optional<lmcache::OutputFile> json_out;
+  try {
+    if (textfile != "none") {
+      try {
+        lmcache::check_output_path(textfile);
+      } catch (const std::invalid_argument& e) {
+        throw std::invalid_argument(std::string("--metrics-textfile: ") + e.what());
+      }
+    }
+    try {
+      lmcache::check_output_path(system_json);
+    } catch (const std::invalid_argument& e) {
+      throw std::invalid_argument(std::string("--out: ") + e.what());
+    }
+    try {
+      json_out.emplace(json_path);
+    } catch (const std::invalid_argument& e) {
+      throw std::invalid_argument(
+          std::string(passthrough_value(flags, "benchmark_out") ? "--benchmark_out: " : "--out: ") +
+          e.what());
+    }
+    if (std::optional<std::string> filter = passthrough_value(flags, "benchmark_filter")) {
+      if (std::string why = lb::benchmark_filter_problem(*filter); !why.empty()) {
+        throw std::invalid_argument("--benchmark_filter '" + *filter + "': " + why);
+      }
+    }
+  } catch (const std::invalid_argument& e) {
+    std::fprintf(stderr, "lmcache-bench: %s\n", e.what());
+    return 2;
+  }
 
-  std::vector<std::string> args = benchmark_args(flags);
+  std::vector<std::string> args = benchmark_args(flags, json_out->temp_path());
   std::vector<char*> bargv;
   for (std::string& a : args) bargv.push_back(a.data());
   bargv.push_back(nullptr);
@@ -185,7 +247,18 @@ int run(int argc, char** argv) {
   const std::size_t matched = benchmark::RunSpecifiedBenchmarks(&reporter);
   benchmark::Shutdown();
   metrics.finish();
-  if (matched == 0) std::fprintf(stderr, "lmcache-bench: no benchmark matched the filter\n");
+  if (matched == 0) {
+    // Nothing is written: json_out's temporary file goes with it.
+    const std::optional<std::string> filter = passthrough_value(flags, "benchmark_filter");
+    if (filter || !flags.filter.empty()) {
+      std::fprintf(stderr, "lmcache-bench: no benchmark matches %s '%s'\n",
+                   filter ? "--benchmark_filter" : "--filter",
+                   filter ? filter->c_str() : flags.filter.c_str());
+    } else {
+      std::fprintf(stderr, "lmcache-bench: no benchmark to run (see --device)\n");
+    }
+    return 2;
+  }
 
   int status = 0;
   for (const auto& [name, message] : reporter.errors()) {
@@ -193,14 +266,21 @@ int run(int argc, char** argv) {
     status = 1;
   }
 
-  write_system_json(flags.out_dir, build, flags);
-  const std::string textfile =
-      flags.metrics_textfile.empty()
-          ? (std::filesystem::path(flags.out_dir) / "metrics.prom").string()
-          : flags.metrics_textfile;
+  try {
+    json_out->commit();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "lmcache-bench: cannot write the benchmark JSON: %s\n", e.what());
+    status = 1;
+  }
+  try {
+    write_system_json(flags.out_dir, build, flags);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "lmcache-bench: cannot write system.json: %s\n", e.what());
+    status = 1;
+  }
   if (textfile != "none") {
     try {
-      lb::write_textfile_atomically(textfile, metrics.text());
+      lmcache::write_output_file(textfile, metrics.text());
       std::fprintf(stderr, "lmcache-bench: metrics written to %s\n", textfile.c_str());
     } catch (const std::exception& e) {
       std::fprintf(stderr, "lmcache-bench: --metrics-textfile: %s\n", e.what());
@@ -235,4 +315,6 @@ int run(int argc, char** argv) {
 
 }  // namespace
 
-int main(int argc, char** argv) { return run(argc, argv); }
+int main(int argc, char** argv) {
+  return lmcache::cli::guarded_main("lmcache-bench", [&] { return run(argc, argv); });
+}

@@ -31,10 +31,12 @@
 // run-to-run spread is measured by gate.py --runs and recorded in baselines.json.
 //
 // Flags: --list (names), --info (JSON: toolchain and the pinned SIMD target), --only NAME
-// (repeatable; default all).
+// (repeatable; default all). An unknown flag or --only name exits 2 naming it; a workload that
+// fails exits 1 naming it.
 #include <gnu/libc-version.h>
 #include <valgrind/callgrind.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <functional>
@@ -44,6 +46,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cli_support.h"
 #include "lmcache/bench/build_info.h"
 #include "lmcache/bench/workloads.h"
 #include "lmcache/devices/fp8_kernels.h"
@@ -214,14 +217,29 @@ int run(int argc, char** argv) {
     } else if (a == "--only" && i + 1 < argc) {
       only.insert(argv[++i]);
     } else {
-      std::fprintf(stderr,
+      const bool help = a == "--help" || a == "-h";
+      if (!help) {
+        std::fprintf(stderr, "lmcache-icount: %s\n",
+                     a == "--only" ? "--only needs a workload name (see --list)"
+                                   : ("unknown argument '" + a + "'").c_str());
+      }
+      std::fprintf(help ? stdout : stderr,
                    "usage: lmcache-icount [--list] [--info] [--only NAME]...\n"
                    "Run under valgrind --tool=callgrind --instr-atstart=no (see "
                    "bench/icount/gate.py).\n");
-      return a == "--help" || a == "-h" ? 0 : 2;
+      return help ? 0 : 2;
     }
   }
   const std::vector<Workload> workloads = all_workloads();
+  for (const std::string& name : only) {
+    const bool known = std::any_of(workloads.begin(), workloads.end(),
+                                   [&](const Workload& w) { return w.name == name; });
+    if (!known) {
+      std::fprintf(stderr, "lmcache-icount: --only '%s' names no workload (see --list)\n",
+                   name.c_str());
+      return 2;
+    }
+  }
   if (list) {
     for (const auto& w : workloads) std::printf("%s\n", w.name.c_str());
     return 0;
@@ -263,4 +281,6 @@ int run(int argc, char** argv) {
 
 }  // namespace
 
-int main(int argc, char** argv) { return run(argc, argv); }
+int main(int argc, char** argv) {
+  return lmcache::cli::guarded_main("lmcache-icount", [&] { return run(argc, argv); });
+}

@@ -7,6 +7,7 @@ Exits 77 (skip) when no interpreter with scipy is available (Debian package pyth
 import json
 import os
 import random
+import stat
 import subprocess
 import sys
 import tempfile
@@ -82,6 +83,25 @@ def main():
         got = run("--min-effect", "0.001")
         if got.get("tiny") != "slower":
             failures.append(f"tiny with --min-effect 0.001: got {got.get('tiny')!r}")
+        # --json is an output file (bench/tools/output_file.py): a device, a FIFO or a symbolic
+        # link there is refused before anything is compared (exit 2), and left as it was.
+        fifo, target, link = (os.path.join(d, n) for n in ("fifo", "target", "link"))
+        os.mkfifo(fifo)
+        with open(target, "w") as f:
+            f.write("keep")
+        os.symlink(target, link)
+        for bad, why in (("/dev/null", "is a character device"), (fifo, "is a FIFO"),
+                         (link, "is a symbolic link"), (d, "is a directory"),
+                         (os.path.join(d, "missing", "v.json"), "does not exist")):
+            proc = subprocess.run([python, COMPARE, a, b, "--json", bad], capture_output=True,
+                                  text=True)
+            if proc.returncode != 2 or why not in proc.stderr or "--json" not in proc.stderr:
+                failures.append(f"--json {bad}: exit {proc.returncode}, stderr {proc.stderr!r}")
+        if open(target).read() != "keep" or not os.path.islink(link) or \
+                not stat.S_ISFIFO(os.stat(fifo).st_mode):
+            failures.append("a refused --json path was changed")
+        if any(".tmp." in n for n in os.listdir(d)):
+            failures.append(f"a temporary file was left: {os.listdir(d)}")
     for f in failures:
         print("FAIL:", f)
     print(f"{0 if failures else 1} passed, {1 if failures else 0} failed")

@@ -33,6 +33,9 @@ import os
 import statistics
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import output_file  # noqa: E402  bench/tools/output_file.py
+
 
 def import_mannwhitneyu():
     try:
@@ -96,7 +99,9 @@ def main():
     ap.add_argument("--min-repetitions", type=int, default=9,
                     help="fewer repetitions than this on a side gives 'too few reps' (9)")
     ap.add_argument("--filter", default="", help="only benchmarks whose name contains this")
-    ap.add_argument("--json", default=None, help="also write the verdicts as JSON here")
+    ap.add_argument("--json", default=None, type=output_file.output_path,
+                    help="also write the verdicts as JSON here (a regular file or nothing, in "
+                         "an existing directory)")
     args = ap.parse_args()
     mannwhitneyu = import_mannwhitneyu()
 
@@ -137,8 +142,11 @@ def main():
     if only_one:
         print(f"{len(only_one)} benchmark(s) in only one file, not compared.")
     if args.json:
-        with open(args.json, "w") as f:
-            json.dump(out, f, indent=2)
+        try:
+            output_file.write_output_file(args.json, json.dumps(out, indent=2) + "\n")
+        except (OSError, ValueError) as e:
+            print(f"compare.py: --json: cannot write the verdicts: {e}", file=sys.stderr)
+            return 2
     return 0
 
 

@@ -1,6 +1,5 @@
 #include "child.h"
 
-#include <fstream>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -16,6 +15,7 @@
 #include "lmcache/conformance/registry.h"
 #include "lmcache/conformance/serde_conformance.h"
 #include "lmcache/conformance/wrapper_conformance.h"
+#include "lmcache/core/regular_file.h"
 #include "plugin_loader.h"
 #include "reference_storage.h"
 
@@ -57,9 +57,13 @@ int list(const std::string& out_path) {
   for (const auto& d : r.processors()) add(ImplementationKind::kProcessor, d.name);
   for (const auto& d : r.adapters()) add(ImplementationKind::kAdapter, d.name);
   for (const auto& d : r.wrappers()) add(ImplementationKind::kWrapper, d.name);
-  std::ofstream out(out_path);
-  out << j.dump() << "\n";
-  return out ? 0 : 4;
+  try {
+    write_output_file(out_path, j.dump() + "\n");
+  } catch (const std::exception& e) {
+    std::cerr << "cannot write the implementation list: " << e.what() << "\n";
+    return 4;
+  }
+  return 0;
 }
 
 }  // namespace

@@ -2,8 +2,10 @@
 // (--plugin), native connector plugins (--connector-plugin), live adapters (--adapter) and/or
 // the reference implementations (--reference), each property in its own child
 // process with a timeout, prints a Pass / NotSupported / QualityWarning / Fail matrix, writes
-// JSON and JUnit reports, and exits non-zero only when a property failed (1) or a source could
-// not be loaded (2). See conformance/README.md.
+// JSON and JUnit reports, and exits non-zero only when a property failed (1), or a source could
+// not be loaded, the command line is wrong (an option out of its range, a --filter that selects
+// no property, malformed --rc-params) or a report could not be written (2). See
+// conformance/README.md.
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -29,10 +31,13 @@
 
 #include "adapter_config_source.h"
 #include "child.h"
+#include "cli_support.h"
 #include "lmcache/conformance/depth.h"
 #include "lmcache/conformance/plugin_abi.h"
 #include "lmcache/conformance/properties.h"
+#include "lmcache/core/regular_file.h"
 #include "plugin_loader.h"
+#include "rc_params.h"
 #include "reference_storage.h"
 #include "report.h"
 
@@ -53,8 +58,8 @@ struct Options {
   std::string junit_path;
   std::string rc_params;
   bool rc_params_given = false;
-  double timeout_s = 0;  // 0: by depth (300 s, 1800 s for exhaustive)
-  int jobs = 0;
+  double timeout_s = 0;    // 0: by depth (300 s, 1800 s for exhaustive)
+  std::uint64_t jobs = 0;  // 0: min(4, cores)
   std::string keep_logs;
   bool quiet = false;
   std::string
@@ -170,7 +175,9 @@ pid_t spawn(const std::string& exe, const std::vector<std::string>& args, const 
   std::vector<char*> envp;
   for (auto& e : env_s) envp.push_back(e.data());
   envp.push_back(nullptr);
-  int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  // The log was checked (check_output_path()); O_NOFOLLOW keeps a link made since from being
+  // followed.
+  int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
   pid_t pid = fork();
   if (pid == 0) {
     setpgid(0, 0);  // the whole group is killed on a timeout
@@ -215,6 +222,12 @@ std::string list_source(const std::string& exe, const std::string& source, const
                         std::size_t index, std::vector<Impl>* impls) {
   std::string out = (dir / ("list_" + std::to_string(index) + ".json")).string();
   std::string log = (dir / ("list_" + std::to_string(index) + ".log")).string();
+  try {
+    check_output_path(out);
+    check_output_path(log);
+  } catch (const std::invalid_argument& e) {
+    return std::string("cannot keep the logs of loading ") + source + ": " + e.what();
+  }
   pid_t pid = spawn(exe, {"--child", "list", "--source", source, "--out", out}, log, "", "");
   if (pid < 0) return "cannot fork to load " + source;
   int status = 0;
@@ -373,26 +386,33 @@ int run_main(int argc, char** argv) {
                  "gtest-style filter over '<impl>.<Property>' (and '<impl>.<Suite>.<Property>'), "
                  "e.g. 'fp8*:*.RoundTrip-*.Close*'");
   app.add_flag("--list", o.list, "List the implementations and properties, run nothing");
-  app.add_option("--json", o.json_path, "Write the JSON report to this file");
-  app.add_option("--junit", o.junit_path, "Write the JUnit XML report to this file");
+  app.add_option("--json", o.json_path,
+                 "Write the JSON report to this file (a regular file or nothing, in an existing "
+                 "directory)")
+      ->check(cli::output_file());
+  app.add_option("--junit", o.junit_path,
+                 "Write the JUnit XML report to this file (a regular file or nothing, in an "
+                 "existing directory)")
+      ->check(cli::output_file());
   auto* rc = app.add_option("--rc-params", o.rc_params,
                             "RapidCheck configuration for every property (RC_PARAMS syntax, e.g. "
-                            "'seed=42 max_success=200'); default: $RC_PARAMS plus a random seed");
+                            "'seed=42 max_success=200'; keys seed, max_success, max_size, "
+                            "max_discard_ratio, noshrink, verbose_progress, verbose_shrinking, "
+                            "reproduce, disable_colors); default: $RC_PARAMS plus a random seed");
   app.add_option("--timeout", o.timeout_s,
                  "Seconds a property may run before it counts as a hang (default 300; 1800 at "
                  "--depth exhaustive)")
-      ->check(CLI::PositiveNumber);
-  app.add_option("--jobs,-j", o.jobs, "Properties run in parallel (default: min(4, cores))");
-  app.add_option("--keep-logs", o.keep_logs, "Keep every child's log and gtest report here");
+      ->check(cli::real_in(0.001, 86400));
+  app.add_option("--jobs,-j", o.jobs, "Properties run in parallel (default: min(4, cores))")
+      ->check(cli::uint_in(1, 256));
+  app.add_option("--keep-logs", o.keep_logs,
+                 "Keep every child's log and gtest report in this directory (created if need "
+                 "be)");
   app.add_flag("--quiet,-q", o.quiet, "Only print the matrix");
   app.add_option("--depth", o.depth,
                  "quick, standard or exhaustive: how many cases and how large the inputs "
                  "(default: $LMCACHE_CONFORMANCE_DEPTH, else standard)");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e) == 0 ? 0 : 2;
-  }
+  if (std::optional<int> done = cli::parse_command_line(app, argc, argv)) return *done;
   o.rc_params_given = rc->count() > 0;
   if (o.depth.empty()) {
     const char* env = std::getenv("LMCACHE_CONFORMANCE_DEPTH");
@@ -415,21 +435,31 @@ int run_main(int argc, char** argv) {
     const char* env = std::getenv("RC_PARAMS");
     o.rc_params = env ? env : "";
   }
+  if (std::string problem = rc_params_problem(o.rc_params); !problem.empty()) {
+    std::cerr << "lmcache-conform: " << (o.rc_params_given ? "--rc-params" : "$RC_PARAMS") << ": "
+              << problem << "\n";
+    return cli::kExitUsage;
+  }
   // One seed for the whole run, printed, so that any result can be replayed.
   if (o.rc_params.find("seed=") == std::string::npos) {
     std::random_device rd;
     std::uint64_t seed = (static_cast<std::uint64_t>(rd()) << 32) ^ rd();
     o.rc_params = (o.rc_params.empty() ? "" : o.rc_params + " ") + "seed=" + std::to_string(seed);
   }
-  if (o.jobs <= 0) {
-    o.jobs = static_cast<int>(std::clamp(std::thread::hardware_concurrency(), 1u, 4u));
-  }
+  if (o.jobs == 0) o.jobs = std::clamp(std::thread::hardware_concurrency(), 1u, 4u);
 
   const std::string exe = self_exe();
   fs::path dir;
   if (!o.keep_logs.empty()) {
-    dir = fs::absolute(o.keep_logs);
-    fs::create_directories(dir);
+    std::error_code ec;
+    dir = fs::absolute(o.keep_logs, ec);
+    if (!ec) fs::create_directories(dir, ec);
+    if (ec || !fs::is_directory(dir)) {
+      std::cerr << "lmcache-conform: --keep-logs '" << o.keep_logs
+                << "': cannot make it a directory: "
+                << (ec ? ec.message() : std::string("something else is there")) << "\n";
+      return cli::kExitUsage;
+    }
   } else {
     std::string tmpl = (fs::temp_directory_path() / "lmcache-conform.XXXXXX").string();
     if (mkdtemp(tmpl.data()) == nullptr) {
@@ -506,12 +536,34 @@ int run_main(int argc, char** argv) {
     }
   }
 
+  if (jobs.empty() && report.errors.empty()) {
+    if (impls.empty()) {
+      std::cerr << "lmcache-conform: the sources registered no implementation to test\n";
+    } else {
+      std::cerr << "lmcache-conform: no property matches --filter " << shell_quote(o.filter)
+                << " (subjects are '<impl>.<Property>' and '<impl>.<Suite>.<Property>'; --list "
+                   "names them)\n";
+    }
+    if (o.keep_logs.empty()) fs::remove_all(dir);
+    return cli::kExitUsage;
+  }
+  // A log or report kept under --keep-logs is written only where a regular file or nothing is.
+  for (const Job& j : jobs) {
+    try {
+      check_output_path(j.log);
+      check_output_path(j.out_json);
+    } catch (const std::invalid_argument& e) {
+      std::cerr << "lmcache-conform: --keep-logs: " << e.what() << "\n";
+      return cli::kExitUsage;
+    }
+  }
+
   // Run the jobs, at most o.jobs at a time.
   std::size_t next = 0, finished = 0;
   std::vector<std::size_t> running;
   std::vector<PropertyResult> results(jobs.size());
   while (finished < jobs.size()) {
-    while (next < jobs.size() && running.size() < static_cast<std::size_t>(o.jobs)) {
+    while (next < jobs.size() && running.size() < o.jobs) {
       Job& j = jobs[next];
       const Impl& im = impls[j.impl_index];
       j.start = Clock::now();
@@ -575,13 +627,13 @@ int run_main(int argc, char** argv) {
   int exit_code = report.ExitCode();
   if (!o.json_path.empty()) {
     if (std::string e = write_json_report(report, o.json_path); !e.empty()) {
-      std::cerr << "lmcache-conform: " << e << "\n";
+      std::cerr << "lmcache-conform: --json: " << e << "\n";
       exit_code = std::max(exit_code, 2);
     }
   }
   if (!o.junit_path.empty()) {
     if (std::string e = write_junit_report(report, o.junit_path); !e.empty()) {
-      std::cerr << "lmcache-conform: " << e << "\n";
+      std::cerr << "lmcache-conform: --junit: " << e << "\n";
       exit_code = std::max(exit_code, 2);
     }
   }
@@ -596,5 +648,6 @@ int main(int argc, char** argv) {
   if (argc > 1 && std::strcmp(argv[1], "--child") == 0) {
     return lmcache::conformance::tools::run_child(argc, argv);
   }
-  return lmcache::conformance::tools::run_main(argc, argv);
+  return lmcache::cli::guarded_main(
+      "lmcache-conform", [&] { return lmcache::conformance::tools::run_main(argc, argv); });
 }

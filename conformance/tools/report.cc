@@ -1,7 +1,6 @@
 #include "report.h"
 
 #include <algorithm>
-#include <fstream>
 #include <iomanip>
 #include <sstream>
 
@@ -9,10 +8,21 @@
 
 #include "lmcache/conformance/plugin_abi.h"
 #include "lmcache/conformance/properties.h"
+#include "lmcache/core/regular_file.h"
 
 namespace lmcache::conformance::tools {
 
 namespace {
+
+// Writes a report file (lmcache/core/regular_file.h); the reason it could not, or "".
+std::string write_report(const std::string& path, const std::string& text) {
+  try {
+    write_output_file(path, text);
+  } catch (const std::exception& e) {
+    return std::string("cannot write the report: ") + e.what();
+  }
+  return {};
+}
 
 std::string indent(const std::string& text, const std::string& prefix, std::size_t max_lines) {
   std::istringstream in(text);
@@ -224,10 +234,7 @@ std::string write_json_report(const RunReport& report, const std::string& path) 
   for (auto& [status, n] : report.Summary()) summary[std::string(status_name(status))] = n;
   j["summary"] = summary;
   j["exit_code"] = report.ExitCode();
-  std::ofstream out(path);
-  if (!out) return "cannot open '" + path + "' for writing";
-  out << j.dump(2) << "\n";
-  return out ? std::string() : "failed writing '" + path + "'";
+  return write_report(path, j.dump(2) + "\n");
 }
 
 std::string write_junit_report(const RunReport& report, const std::string& path) {
@@ -288,10 +295,7 @@ std::string write_junit_report(const RunReport& report, const std::string& path)
     x << "  </testsuite>\n";
   }
   x << "</testsuites>\n";
-  std::ofstream out(path);
-  if (!out) return "cannot open '" + path + "' for writing";
-  out << x.str();
-  return out ? std::string() : "failed writing '" + path + "'";
+  return write_report(path, x.str());
 }
 
 }  // namespace lmcache::conformance::tools

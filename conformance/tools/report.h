@@ -66,7 +66,9 @@ void print_matrix(const RunReport& report, std::ostream& os);
 
 // write_json_report() / write_junit_report()
 //
-// Write the reports to `path`; return an empty string or why writing failed.
+// Write the reports to `path` (lmcache/core/regular_file.h write_output_file(): only where a
+// regular file or nothing is, whole or not at all); return an empty string or why writing
+// failed.
 std::string write_json_report(const RunReport& report, const std::string& path);
 std::string write_junit_report(const RunReport& report, const std::string& path);
 

@@ -36,6 +36,7 @@
 #include <tuple>
 #include <vector>
 
+#include "cli_support.h"
 #include "lmcache/devices/device_info.h"
 #include "lmcache/devices/fp8_kernels.h"
 #include "lmcache/devices/fp8_kernels_cuda.h"
@@ -434,14 +435,25 @@ void add_context() {
 }  // namespace
 }  // namespace lmcache::devices
 
+// Exit status: 0 when benchmarks ran; 2 for an argument Google Benchmark does not know, or a
+// --benchmark_filter that does not compile or matches nothing; 1 when something failed (named).
 int main(int argc, char** argv) {
-  benchmark::Initialize(&argc, argv);
-  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  lmcache::devices::add_context();
-  lmcache::devices::register_all();
-  lmcache::devices::SummaryReporter reporter;
-  benchmark::RunSpecifiedBenchmarks(&reporter);
-  reporter.PrintSummary();
-  benchmark::Shutdown();
-  return 0;
+  return lmcache::cli::guarded_main("lmcache-bench-kernels", [&] {
+    benchmark::Initialize(&argc, argv);
+    if (benchmark::ReportUnrecognizedArguments(argc, argv)) return lmcache::cli::kExitUsage;
+    lmcache::devices::add_context();
+    lmcache::devices::register_all();
+    lmcache::devices::SummaryReporter reporter;
+    // Google Benchmark reports a filter that does not compile on stderr and runs nothing.
+    const std::size_t ran = benchmark::RunSpecifiedBenchmarks(&reporter);
+    benchmark::Shutdown();
+    if (ran == 0) {
+      std::fprintf(stderr,
+                   "lmcache-bench-kernels: no benchmark matches --benchmark_filter (see "
+                   "--benchmark_list_tests)\n");
+      return lmcache::cli::kExitUsage;
+    }
+    reporter.PrintSummary();
+    return 0;
+  });
 }

@@ -11,17 +11,20 @@
 //                                                     # killed, paused, ... (storage_campaign.h)
 //   lmcache-fault-campaign --inner '{"type":"fs","checksum":"crc32"}' --storage-faults all
 //
-// Exit codes: 0 no violation, 1 violations, 2 bad command line or configuration, 3 the
-// watchdog found a stuck task or call (no_deadlock).
+// Exit codes: 0 no violation, 1 violations, 2 bad command line or configuration (an option out
+// of its range -- each range is in --help --, bad JSON, an unknown name, a --json path that is
+// not a regular file or nothing in an existing directory), the campaign could not run, or its
+// --json summary could not be written; 3 the watchdog found a stuck task or call (no_deadlock).
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
-#include <fstream>
 #include <iostream>
+#include <new>
 #include <random>
 #include <string>
 
-#include <CLI/CLI.hpp>
-
+#include "cli_support.h"
+#include "lmcache/core/regular_file.h"
 #include "lmcache/fault/campaign.h"
 #include "lmcache/fs/fs_adapter.h"
 #include "lmcache/resp/resp_adapter.h"
@@ -29,11 +32,41 @@
 
 namespace {
 
-void write_json(const std::string& path, const lmcache::fault::CampaignSummary& s) {
-  if (path.empty()) return;
-  std::ofstream f(path);
-  f << s.to_json().dump(2) << "\n";
-  if (!f) std::cerr << "lmcache-fault-campaign: cannot write " << path << "\n";
+namespace cli = lmcache::cli;
+
+// The ranges of the numeric options (also in --help).
+constexpr std::uint64_t kMaxOperations = 1'000'000'000;
+constexpr double kMaxSeconds = 7 * 86400;
+// Each key is encoded once up front and every operation scans its layout class's keys, and key
+// indices are hashed as 32 bits: beyond this a campaign spends its time preparing, not testing.
+constexpr std::uint64_t kMaxKeys = 65536;
+constexpr std::uint64_t kMaxBatch = 1024;
+constexpr std::uint64_t kMaxInFlight = 1024;
+constexpr std::uint64_t kMaxTaskTimeoutMs = 3'600'000;
+// The campaign's objects are about a KiB; 1 MiB holds every temp of the largest waves, and
+// 0 would make every L1 allocation fail.
+constexpr std::uint64_t kMaxL1Mb = 65536;
+
+// The exit status with the summary written to `path` (if any): a summary that cannot be
+// written is a failure of the run (status at least 2), said on stderr.
+int write_json(const std::string& path, const lmcache::fault::CampaignSummary& s, int status) {
+  if (path.empty()) return status;
+  try {
+    lmcache::write_output_file(path, s.to_json().dump(2) + "\n");
+  } catch (const std::exception& e) {
+    std::cerr << "lmcache-fault-campaign: --json: cannot write the summary: " << e.what() << "\n";
+    return std::max(status, 2);
+  }
+  return status;
+}
+
+// `text` parsed as the JSON of `option`; std::invalid_argument naming the option otherwise.
+lmcache::Json parse_json_option(const char* option, const std::string& text) {
+  try {
+    return lmcache::Json::parse(text);
+  } catch (const lmcache::Json::parse_error& e) {
+    throw std::invalid_argument(std::string(option) + " is not valid JSON: " + e.what());
+  }
 }
 
 void list_everything() {
@@ -56,25 +89,28 @@ void list_everything() {
   }
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+int run(int argc, char** argv) {
   CLI::App app{"Seeded fault campaign over the LMCache serde L2 stack"};
   lmcache::fault::CampaignOptions o;
   std::uint64_t seed = 0;
   std::string plan_json, inner_json, serde_json, json_path, mutant = "none";
   std::string storage_faults = "none";
-  std::int64_t timeout_ms = o.task_timeout.count();
-  std::size_t l1_mb = o.l1_capacity_bytes >> 20;
+  std::uint64_t timeout_ms = static_cast<std::uint64_t>(o.task_timeout.count());
+  std::uint64_t l1_mb = o.l1_capacity_bytes >> 20;
   bool list = false;
   app.add_option("--operations", o.operations, "operations to run (0: no limit, needs --seconds)")
+      ->check(cli::uint_in(0, kMaxOperations))
       ->capture_default_str();
   app.add_option("--seconds", o.seconds, "stop after this many seconds (0: no limit)")
+      ->check(cli::real_in(0, kMaxSeconds))
       ->capture_default_str();
-  auto* seed_opt = app.add_option("--seed", seed, "the one seed (default: random, printed)");
+  auto* seed_opt = app.add_option("--seed", seed, "the one seed (default: random, printed)")
+                       ->check(cli::uint_in(0, UINT64_MAX));
   app.add_option("--faults", o.faults, "all | none | comma list of fault kinds (see --list)")
       ->capture_default_str();
-  app.add_option("--rate", o.rate, "base fault rate in [0, 1]")->capture_default_str();
+  app.add_option("--rate", o.rate, "base fault rate")
+      ->check(cli::real_in(0, 1))
+      ->capture_default_str();
   app.add_option(
       "--plan", plan_json,
       "JSON merged into the plan: {\"adapter\": {...}, \"l1\": {...}, \"serde\": {...}}");
@@ -86,45 +122,53 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--storage-rate", o.storage_rate,
                  "probability that a wave is struck by a real storage fault")
+      ->check(cli::real_in(0, 1))
       ->capture_default_str();
-  app.add_option("--keys", o.key_count, "distinct keys")->capture_default_str();
-  app.add_option("--max-batch", o.max_batch, "keys per task, at most")->capture_default_str();
+  app.add_option("--keys", o.key_count, "distinct keys")
+      ->check(cli::uint_in(8, kMaxKeys))
+      ->capture_default_str();
+  app.add_option("--max-batch", o.max_batch, "keys per task, at most")
+      ->check(cli::uint_in(1, kMaxBatch))
+      ->capture_default_str();
   app.add_option("--max-in-flight", o.max_in_flight, "tasks per wave, at most")
+      ->check(cli::uint_in(1, kMaxInFlight))
       ->capture_default_str();
   app.add_option("--epoch-ops", o.epoch_ops, "operations per stack lifetime")
+      ->check(cli::uint_in(1, kMaxOperations))
       ->capture_default_str();
   app.add_option("--task-timeout-ms", timeout_ms, "watchdog timeout per task")
+      ->check(cli::uint_in(1, kMaxTaskTimeoutMs))
       ->capture_default_str();
-  app.add_option("--l1-capacity-mb", l1_mb, "L1 budget for the wrapper's temps")
+  app.add_option("--l1-capacity-mb", l1_mb, "L1 budget for the wrapper's temps, MiB")
+      ->check(cli::uint_in(1, kMaxL1Mb))
       ->capture_default_str();
   app.add_option("--mutant", mutant, "a deliberately broken component (see --list)")
       ->capture_default_str();
   app.add_flag("--expect-injections", o.expect_injections,
                "fail when an enabled fault kind was never injected");
-  app.add_option("--json", json_path, "write the summary as JSON to this file");
+  app.add_option("--json", json_path,
+                 "write the summary as JSON to this file (a regular file or nothing, in an "
+                 "existing directory)")
+      ->check(cli::output_file());
   app.add_flag("--verbose", o.verbose, "print one line per epoch");
   app.add_flag("--list", list, "list fault kinds and mutants, then exit");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    int rc = app.exit(e);
-    return rc == 0 ? 0 : 2;
-  }
+  if (std::optional<int> done = cli::parse_command_line(app, argc, argv)) return *done;
   if (list) {
     list_everything();
     return 0;
   }
+  if (o.operations == 0 && o.seconds == 0) {
+    std::cerr << "lmcache-fault-campaign: --operations 0 (no limit) needs --seconds > 0\n";
+    return cli::kExitUsage;
+  }
   try {
     o.seed = seed_opt->count() ? seed : std::random_device{}() | 1;
     o.task_timeout = std::chrono::milliseconds(timeout_ms);
-    o.l1_capacity_bytes = l1_mb << 20;
+    o.l1_capacity_bytes = static_cast<std::size_t>(l1_mb) << 20;
     auto m = lmcache::fault::parse_mutant(mutant);
-    if (!m) throw std::invalid_argument("unknown mutant '" + mutant + "' (see --list)");
+    if (!m) throw std::invalid_argument("--mutant: unknown mutant '" + mutant + "' (see --list)");
     o.mutant = *m;
-    if (!inner_json.empty()) o.inner = lmcache::Json::parse(inner_json);
-    if (!(o.storage_rate >= 0 && o.storage_rate <= 1)) {
-      throw std::invalid_argument("--storage-rate must be in [0, 1]");
-    }
+    if (!inner_json.empty()) o.inner = parse_json_option("--inner", inner_json);
     lmcache::resp::register_resp_adapter_type();
     lmcache::fs::register_fs_adapter_type();
     // A resp or fs inner adapter with no server or directory named gets the campaign's own,
@@ -135,21 +179,30 @@ int main(int argc, char** argv) {
         lmcache::fault::make_storage_campaign(o.inner, kinds, o.seed);
     o.inner = storage.inner;
     o.storage_faults = storage.faults;
-    if (!serde_json.empty()) o.serde = lmcache::Json::parse(serde_json);
+    if (!serde_json.empty()) o.serde = parse_json_option("--serde", serde_json);
     const auto seed64 = static_cast<std::int64_t>(o.seed);
     o.plan = lmcache::fault::FaultPlan::for_kinds(lmcache::fault::FaultPlan::parse_kinds(o.faults),
                                                   o.rate, seed64);
-    if (!plan_json.empty()) o.plan = o.plan.merged(lmcache::Json::parse(plan_json));
+    if (!plan_json.empty()) o.plan = o.plan.merged(parse_json_option("--plan", plan_json));
     o.on_watchdog = [&json_path](const lmcache::fault::CampaignSummary& s) {
-      write_json(json_path, s);
+      const int status = write_json(json_path, s, s.exit_code());
       std::cout.flush();
-      std::_Exit(s.exit_code());
+      std::_Exit(status);
     };
     lmcache::fault::CampaignSummary s = lmcache::fault::run_campaign(o, std::cout);
-    write_json(json_path, s);
-    return s.exit_code();
+    return write_json(json_path, s, s.exit_code());
+  } catch (const std::bad_alloc&) {
+    std::cerr << "lmcache-fault-campaign: out of memory while setting up or running the "
+                 "campaign\n";
+    return 2;
   } catch (const std::exception& e) {
     std::cerr << "lmcache-fault-campaign: " << e.what() << "\n";
     return 2;
   }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return lmcache::cli::guarded_main("lmcache-fault-campaign", [&] { return run(argc, argv); });
 }

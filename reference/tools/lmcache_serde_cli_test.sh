@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # lmcache_serde_cli_test.sh <path to lmcache-serde>
 #
-# Round-trips exact values through the CLI and checks exit code 2 on bad input.
+# Round-trips exact values through the CLI, checks that decode takes the element count from a
+# frame's length (checksum, aesgcm, chain), and checks exit code 2 with a message naming the
+# option on bad input.
 set -u
 BIN=${1:?usage: $0 <lmcache-serde>}
 TMP=$(mktemp -d)
@@ -48,8 +50,12 @@ expect_rc 0 "decode e4m3fn -> bfloat16" "$BIN" decode --config "$E4M3" --dtype b
 cmp -s "$TMP/out" "$TMP/bf16.raw" || fail "bf16 round trip differs: $(hex "$TMP/out")"
 expect_rc 0 "decode e4m3fn -> float32" "$BIN" decode --config "$E4M3" --dtype float32
 cmp -s "$TMP/out" "$TMP/f32.raw" || fail "f32 decode differs: $(hex "$TMP/out")"
-expect_rc 0 "decode --count 3" "$BIN" decode --config "$E4M3" --dtype bfloat16 --count 3
-[[ $(hex "$TMP/out") == 0000003f803f ]] || fail "--count 3 output: $(hex "$TMP/out")"
+expect_rc 0 "decode --count 8 (agrees)" "$BIN" decode --config "$E4M3" --dtype bfloat16 --count 8
+cmp -s "$TMP/out" "$TMP/bf16.raw" || fail "--count 8 output: $(hex "$TMP/out")"
+# A --count that disagrees with the frame is the option's fault, said so (not a frame error).
+expect_rc 2 "decode --count 3 of 8 codes" "$BIN" decode --config "$E4M3" --dtype bfloat16 --count 3
+grep -q -- "--count 3 disagrees with the input: a frame of 3 bfloat16 elements is 3 bytes, the input has 8" "$TMP/err" ||
+  fail "--count 3 message: $(cat "$TMP/err")"
 
 # e5m2 from float32, and back.
 IN=$TMP/f32.raw
@@ -84,7 +90,70 @@ expect_rc 2 "non-hex chunk hash" "$BIN" encode --config "$E4M3" --dtype bfloat16
 expect_rc 2 "no subcommand" "$BIN"
 IN=$TMP/e4m3.bin
 expect_rc 2 "decode --count too large" "$BIN" decode --config "$E4M3" --dtype float32 --count 9
-grep -q "source buffer too small" "$TMP/err" || fail "short source message: $(cat "$TMP/err")"
+grep -q -- "--count 9 disagrees with the input" "$TMP/err" || fail "--count 9 message: $(cat "$TMP/err")"
+# A count past any input is refused before anything is allocated, naming --count.
+expect_rc 2 "decode --count 99999999999" "$BIN" decode --config "$E4M3" --dtype float32 --count 99999999999
+grep -q -- "--count 99999999999 disagrees" "$TMP/err" || fail "huge --count message: $(cat "$TMP/err")"
+grep -q "bad_alloc" "$TMP/err" && fail "raw exception text: $(cat "$TMP/err")"
+# Out-of-range options: exit 2 naming the option and its range.
+expect_rc 2 "decode --count -1" "$BIN" decode --config "$E4M3" --dtype float32 --count -1
+grep -q -- "--count: '-1' is not an integer in \[0, 1099511627776\]" "$TMP/err" ||
+  fail "--count -1 message: $(cat "$TMP/err")"
+expect_rc 2 "decode --count 2^70" "$BIN" decode --config "$E4M3" --dtype float32 --count 1180591620717411303424
+expect_rc 2 "--timeout 0" "$BIN" decode --config "$E4M3" --dtype float32 --timeout 0
+grep -q -- "--timeout: '0' is not an integer in \[1, 86400\]" "$TMP/err" ||
+  fail "--timeout 0 message: $(cat "$TMP/err")"
+
+# Framed serdes: decode takes the element count from the frame's length.
+head -c 4096 /dev/urandom >"$TMP/payload.bin"
+head -c 32 /dev/urandom >"$TMP/master.key"
+CHECKSUM='{"type":"checksum"}'
+AESGCM="{\"type\":\"aesgcm\",\"master_key_path\":\"$TMP/master.key\"}"
+CHAIN='{"type":"chain","stages":[{"type":"fp8"},{"type":"checksum"}]}'
+IN=$TMP/payload.bin
+expect_rc 0 "checksum encode" "$BIN" encode --config "$CHECKSUM" --dtype uint8 --chunk-hash 0a0b
+cp "$TMP/out" "$TMP/checksum.frame"
+[[ $(stat -c %s "$TMP/checksum.frame") -eq 4113 ]] || fail "checksum frame of 4096 bytes is not 4113 bytes"
+IN=$TMP/checksum.frame
+expect_rc 0 "checksum decode, no --count" "$BIN" decode --config "$CHECKSUM" --dtype uint8 --chunk-hash 0a0b
+cmp -s "$TMP/out" "$TMP/payload.bin" || fail "checksum round trip differs"
+expect_rc 0 "checksum decode as float32, no --count" "$BIN" decode --config "$CHECKSUM" --dtype float32 --chunk-hash 0a0b
+cmp -s "$TMP/out" "$TMP/payload.bin" || fail "checksum float32 round trip differs"
+expect_rc 2 "checksum decode --count 4113" "$BIN" decode --config "$CHECKSUM" --dtype uint8 --chunk-hash 0a0b --count 4113
+grep -q -- "--count 4113 disagrees with the input: a frame of 4113 uint8 elements is 4130 bytes, the input has 4113 (a frame of 4096 uint8 elements)" "$TMP/err" ||
+  fail "checksum --count message: $(cat "$TMP/err")"
+head -c 4112 "$TMP/checksum.frame" >"$TMP/short.frame"
+IN=$TMP/short.frame
+expect_rc 2 "checksum decode of a frame as float32 one byte short" "$BIN" decode --config "$CHECKSUM" --dtype float32 --chunk-hash 0a0b
+grep -q "the input has 4112 bytes, which is no whole frame: a frame of c float32 elements is 4 x c + 17 bytes" "$TMP/err" ||
+  fail "short frame message: $(cat "$TMP/err")"
+head -c 5 "$TMP/checksum.frame" >"$TMP/tiny.frame"
+IN=$TMP/tiny.frame
+expect_rc 2 "checksum decode of 5 bytes" "$BIN" decode --config "$CHECKSUM" --dtype uint8
+grep -q "at least 17" "$TMP/err" || fail "tiny frame message: $(cat "$TMP/err")"
+
+IN=$TMP/payload.bin
+expect_rc 0 "aesgcm encode" "$BIN" encode --config "$AESGCM" --dtype uint8 --cache-salt tenant-a
+cp "$TMP/out" "$TMP/aesgcm.frame"
+[[ $(stat -c %s "$TMP/aesgcm.frame") -eq 4125 ]] || fail "aesgcm frame of 4096 bytes is not 4125 bytes"
+IN=$TMP/aesgcm.frame
+expect_rc 0 "aesgcm decode, no --count" "$BIN" decode --config "$AESGCM" --dtype uint8 --cache-salt tenant-a
+cmp -s "$TMP/out" "$TMP/payload.bin" || fail "aesgcm round trip differs"
+expect_rc 0 "aesgcm decode, --count 4096" "$BIN" decode --config "$AESGCM" --dtype uint8 --cache-salt tenant-a --count 4096
+# A master key path that is no small regular file: exit 2 naming master_key_path.
+for bad in "$TMP" /dev/zero; do
+  expect_rc 2 "aesgcm master_key_path $bad" "$BIN" decode --dtype uint8 \
+    --config "{\"type\":\"aesgcm\",\"master_key_path\":\"$bad\"}"
+  grep -q "'master_key_path' '$bad' is a" "$TMP/err" || fail "master_key_path $bad message: $(cat "$TMP/err")"
+done
+
+IN=$TMP/bf16.raw
+expect_rc 0 "chain encode" "$BIN" encode --config "$CHAIN" --dtype bfloat16
+cp "$TMP/out" "$TMP/chain.frame"
+[[ $(stat -c %s "$TMP/chain.frame") -eq 25 ]] || fail "chain frame of 8 elements is not 8 + 17 bytes"
+IN=$TMP/chain.frame
+expect_rc 0 "chain decode, no --count" "$BIN" decode --config "$CHAIN" --dtype bfloat16
+cmp -s "$TMP/out" "$TMP/bf16.raw" || fail "chain round trip differs: $(hex "$TMP/out")"
 
 if [[ $FAILED -ne 0 ]]; then exit 1; fi
 echo "lmcache-serde CLI: all checks passed"

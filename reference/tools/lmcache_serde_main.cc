@@ -9,9 +9,18 @@
 // Buffers are little-endian element arrays on stdin / stdout, viewed as one 1-D group.
 //   encode: the input holds a whole number of --dtype elements; the output is the serialized
 //           bytes (exactly what serialize() wrote: the temp is narrowed to that count).
-//   decode: the input is the serialized bytes; the output holds --count elements of --dtype.
-//           --count defaults to the number of input bytes, which is right for serdes that
-//           write one byte per element (fp8); other serdes need it given.
+//   decode: the input is one serialized frame; the output holds its elements as --dtype.
+//           The element count comes from the frame's length. The tool learns how a frame's
+//           length follows its element count from the serde itself: it encodes zero-filled
+//           probes of 1, 2 and 3 elements of --dtype (under the same key) and, when their
+//           lengths grow by the same number of bytes per element, has
+//             length = per_element x count + fixed
+//           (fp8: 1 x count; checksum: element size x count + 17; aesgcm: + 29; a chain: its
+//           stages composed, e.g. fp8 -> checksum: count + 17). The count is then
+//           (input length - fixed) / per_element; an input no count gives is refused (exit 2)
+//           with both lengths named. --count N, when given, must agree with that (else exit 2
+//           naming --count); it is needed only for a serde whose frame length does not grow
+//           by a fixed number of bytes per element (none of the built-ins).
 // The object's key: serdes that bind a frame to its key (checksum's fingerprint, aesgcm's
 // per-cache_salt key) need the same one for encode and decode, as LMCache passes it:
 //   --chunk-hash HEX  the key's chunk hash as hex (default 0000000000000000: 8 zero bytes)
@@ -20,10 +29,11 @@
 // The tool drives the serde through the SerdeProcessor interface (create_serde_processor,
 // submit, wait on the event fd, query), so it works for every registered serde.
 //
-// Exit status: 0 on success; 2 when the input is rejected (usage, bad JSON, unknown serde or
-// dtype, a size that is not a whole number of elements, a serde task that fails); 1 for any
-// other error (I/O, system, timeout). Messages go to stderr.
-#include <CLI/CLI.hpp>
+// Exit status: 0 on success; 2 when the input is rejected (usage: an option out of its range,
+// bad JSON, unknown serde or dtype, a size that is not a whole number of elements or frame, a
+// --count that disagrees with the frame, a serde task that fails); 1 for any other error (I/O,
+// system, timeout, out of memory). Messages go to stderr, each naming what failed
+// (cli_support.h guarded_main()).
 
 #include <cerrno>
 #include <chrono>
@@ -32,6 +42,7 @@
 #include <cstring>
 #include <exception>
 #include <iostream>
+#include <new>
 #include <optional>
 #include <span>
 #include <stdexcept>
@@ -40,6 +51,7 @@
 #include <utility>
 #include <vector>
 
+#include "cli_support.h"
 #include "lmcache/core/config.h"
 #include "lmcache/core/dtype.h"
 #include "lmcache/core/event_notifier.h"
@@ -55,8 +67,10 @@
 namespace lmcache {
 namespace {
 
-constexpr int kExitRejected = 2;
+constexpr int kExitRejected = cli::kExitUsage;
 constexpr int kExitFailure = 1;
+// The most elements --count may name: 2^40 (a terabyte of uint8, 4 of float32).
+constexpr std::uint64_t kMaxCount = std::uint64_t{1} << 40;
 
 // The input was rejected (exit 2); std::invalid_argument from the library counts as well.
 struct InputError : std::invalid_argument {
@@ -103,12 +117,22 @@ ObjectKey key_of(const std::string& chunk_hash_hex, const std::string& cache_sal
   return ObjectKey(std::move(*chunk_hash), "lmcache-serde", 0, 0, cache_salt);
 }
 
-std::shared_ptr<MemoryObj> buffer_of(std::size_t count, DType dtype) {
-  return MemoryObj::allocate(MemoryLayoutDesc::single({static_cast<std::int64_t>(count)}, dtype));
+// A 1-D buffer of `count` elements of `dtype`, `what` naming it in the error when memory runs
+// out (std::runtime_error, exit 1).
+std::shared_ptr<MemoryObj> buffer_of(std::size_t count, DType dtype, const char* what) {
+  try {
+    return MemoryObj::allocate(MemoryLayoutDesc::single({static_cast<std::int64_t>(count)}, dtype));
+  } catch (const std::bad_alloc&) {
+    throw std::runtime_error("out of memory for " + std::string(what) + ": " +
+                             std::to_string(count) + " " + std::string(dtype_name(dtype)) +
+                             " element(s) of " + std::to_string(element_size(dtype)) + " byte(s)");
+  }
 }
 
-// Waits for task `id` through the direction's event fd, scanning after every wake-up.
-void await(SerdeProcessor& proc, TaskId id, bool serialize, std::chrono::seconds timeout) {
+// Waits for task `id` through the direction's event fd, scanning after every wake-up. A failed
+// task is an InputError "<what> failed: <the serde's reason>".
+void await(SerdeProcessor& proc, TaskId id, bool serialize, std::chrono::seconds timeout,
+           const std::string& what) {
   const int fd = serialize ? proc.get_serialize_event_fd() : proc.get_deserialize_event_fd();
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   for (;;) {
@@ -120,7 +144,7 @@ void await(SerdeProcessor& proc, TaskId id, bool serialize, std::chrono::seconds
       if (auto* async = dynamic_cast<AsyncSerdeProcessor*>(&proc)) {
         why = async->failure_message(id).value_or(why);
       }
-      throw InputError(std::string(serialize ? "encode" : "decode") + " failed: " + why);
+      throw InputError(what + " failed: " + why);
     }
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
         deadline - std::chrono::steady_clock::now());
@@ -143,26 +167,94 @@ int run_encode(const std::string& config_text, const std::string& dtype_text, co
                      " elements (" + std::to_string(esize) + " bytes each)");
   }
   SerdeProcessorPtr proc = make_processor(config_text);
-  auto src = buffer_of(input.size() / esize, dtype);
+  auto src = buffer_of(input.size() / esize, dtype, "the input");
   if (!input.empty()) std::memcpy(src->data(), input.data(), input.size());
-  auto dst = MemoryObj::allocate(serialized_layout_desc(src->layout(), *proc));
+  auto dst = buffer_of(serialized_layout_desc(src->layout(), *proc).total_bytes(), DType::kUInt8,
+                       "the encoded output");
   TaskId id = proc->submit_serialize({src}, {dst}, {key});
-  await(*proc, id, /*serialize=*/true, timeout);
+  await(*proc, id, /*serialize=*/true, timeout, "encode");
   proc->close();
   write_stdout(dst->bytes());  // narrowed to the bytes written
   return 0;
 }
 
-int run_decode(const std::string& config_text, const std::string& dtype_text, std::int64_t count,
-               const ObjectKey& key, std::chrono::seconds timeout) {
+// How a frame's length follows its element count: per_element x count + fixed bytes.
+struct FrameLength {
+  std::uint64_t per_element = 0;
+  std::uint64_t fixed = 0;
+
+  std::uint64_t of(std::uint64_t count) const { return per_element * count + fixed; }
+};
+
+// The frame length of `proc` for elements of `dtype`, learnt by encoding zero-filled probes of
+// 1, 2 and 3 elements (see the header comment); nullopt when the three lengths do not grow by the
+// same positive number of bytes per element.
+std::optional<FrameLength> learn_frame_length(SerdeProcessor& proc, DType dtype,
+                                              const ObjectKey& key, std::chrono::seconds timeout) {
+  std::uint64_t length[4] = {0, 0, 0, 0};
+  for (std::size_t n = 1; n <= 3; ++n) {
+    auto src = buffer_of(n, dtype, "a probe");
+    std::memset(src->data(), 0, src->size());
+    auto dst = MemoryObj::allocate(serialized_layout_desc(src->layout(), proc));
+    await(proc, proc.submit_serialize({src}, {dst}, {key}), /*serialize=*/true, timeout,
+          "decode (encoding a probe of " + std::to_string(n) +
+              " element(s) to learn the frame length)");
+    length[n] = dst->size();  // narrowed to the bytes written
+  }
+  const std::uint64_t per = length[2] - length[1];
+  if (length[2] <= length[1] || length[3] - length[2] != per || length[1] < per) {
+    return std::nullopt;
+  }
+  return FrameLength{per, length[1] - per};
+}
+
+std::string elements(std::uint64_t count, DType dtype) {
+  return std::to_string(count) + " " + std::string(dtype_name(dtype)) + " element" +
+         (count == 1 ? "" : "s");
+}
+
+int run_decode(const std::string& config_text, const std::string& dtype_text,
+               std::optional<std::uint64_t> count, const ObjectKey& key,
+               std::chrono::seconds timeout) {
   const DType dtype = dtype_from_name(dtype_text);
   const std::vector<std::byte> input = read_stdin();
   SerdeProcessorPtr proc = make_processor(config_text);
-  auto src = buffer_of(input.size(), DType::kUInt8);
+  const std::uint64_t n = input.size();
+  const std::optional<FrameLength> frame = learn_frame_length(*proc, dtype, key, timeout);
+  std::optional<std::uint64_t> derived;
+  if (frame && n >= frame->fixed && (n - frame->fixed) % frame->per_element == 0) {
+    derived = (n - frame->fixed) / frame->per_element;
+  }
+  const std::string layout_rule = frame ? "a frame of c " + std::string(dtype_name(dtype)) +
+                                              " elements is " + std::to_string(frame->per_element) +
+                                              " x c + " + std::to_string(frame->fixed) + " bytes"
+                                        : "";
+  if (count && frame && derived != count) {
+    throw InputError(
+        "--count " + std::to_string(*count) + " disagrees with the input: a frame of " +
+        elements(*count, dtype) + " is " + std::to_string(frame->of(*count)) +
+        " bytes, the input has " + std::to_string(n) +
+        (derived ? " (a frame of " + elements(*derived, dtype) + ")"
+                 : " (" + layout_rule + ": no count gives " + std::to_string(n) + ")") +
+        "; leave --count out to take the count from the input");
+  }
+  if (!count && !frame) {
+    throw InputError(
+        "cannot take the element count from the input's length: this serde's frame length "
+        "does not grow by a fixed number of bytes per element; give --count");
+  }
+  if (!count && !derived) {
+    throw InputError("the input has " + std::to_string(n) +
+                     " bytes, which is no whole frame: " + layout_rule +
+                     (n < frame->fixed ? ", at least " + std::to_string(frame->fixed)
+                                       : ", and no count gives " + std::to_string(n)));
+  }
+  const std::uint64_t elements_out = count ? *count : *derived;
+  auto src = buffer_of(input.size(), DType::kUInt8, "the input");
   if (!input.empty()) std::memcpy(src->data(), input.data(), input.size());
-  auto dst = buffer_of(count < 0 ? input.size() : static_cast<std::size_t>(count), dtype);
+  auto dst = buffer_of(elements_out, dtype, "the decoded output");
   TaskId id = proc->submit_deserialize({src}, {dst}, {key});
-  await(*proc, id, /*serialize=*/false, timeout);
+  await(*proc, id, /*serialize=*/false, timeout, "decode");
   proc->close();
   write_stdout(dst->bytes());
   return 0;
@@ -180,7 +272,7 @@ int run(int argc, char** argv) {
 
   std::string config_text;
   std::string dtype_text;
-  std::int64_t count = -1;
+  std::uint64_t count = 0;
   int timeout_s = 300;
   std::string chunk_hash_hex = "0000000000000000";
   std::string cache_salt;
@@ -191,7 +283,7 @@ int run(int argc, char** argv) {
         ->required();
     sub->add_option("--dtype", dtype_text, dtype_help)->required();
     sub->add_option("--timeout", timeout_s, "seconds to wait for the serde (default 300)")
-        ->check(CLI::PositiveNumber);
+        ->check(cli::uint_in(1, 86400));
     sub->add_option("--chunk-hash", chunk_hash_hex,
                     "the object key's chunk hash, hex (default 0000000000000000)");
     sub->add_option("--cache-salt", cache_salt, "the object key's cache_salt (default empty)");
@@ -200,28 +292,29 @@ int run(int argc, char** argv) {
   add_common(encode, "element dtype of the input (float32, float16, bfloat16, ...)");
   CLI::App* decode = app.add_subcommand("decode", "stdin: serialized -> stdout: raw elements");
   add_common(decode, "element dtype of the output (float32, float16, bfloat16, ...)");
-  decode
-      ->add_option("--count", count,
-                   "elements to decode (default: the number of input bytes, as for fp8)")
-      ->check(CLI::NonNegativeNumber);
+  CLI::Option* count_opt =
+      decode
+          ->add_option("--count", count,
+                       "elements in the frame (default: taken from the frame's length; if "
+                       "given, it must agree with it)")
+          ->check(cli::uint_in(0, kMaxCount));
   CLI::App* list = app.add_subcommand("list", "print the registered serde types");
 
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    // --help exits 0; every parse error is a rejected input.
-    return app.exit(e) == 0 ? 0 : kExitRejected;
-  }
+  if (std::optional<int> done = cli::parse_command_line(app, argc, argv)) return *done;
 
   try {
     if (list->parsed()) return run_list();
     const std::chrono::seconds timeout(timeout_s);
     const ObjectKey key = key_of(chunk_hash_hex, cache_salt);
     if (encode->parsed()) return run_encode(config_text, dtype_text, key, timeout);
-    return run_decode(config_text, dtype_text, count, key, timeout);
+    return run_decode(config_text, dtype_text,
+                      count_opt->count() > 0 ? std::optional<std::uint64_t>(count) : std::nullopt,
+                      key, timeout);
   } catch (const std::invalid_argument& e) {
     std::cerr << "lmcache-serde: " << e.what() << '\n';
     return kExitRejected;
+  } catch (const std::bad_alloc&) {
+    throw;  // guarded_main() names it
   } catch (const std::exception& e) {
     std::cerr << "lmcache-serde: error: " << e.what() << '\n';
     return kExitFailure;
@@ -231,4 +324,6 @@ int run(int argc, char** argv) {
 }  // namespace
 }  // namespace lmcache
 
-int main(int argc, char** argv) { return lmcache::run(argc, argv); }
+int main(int argc, char** argv) {
+  return lmcache::cli::guarded_main("lmcache-serde", [&] { return lmcache::run(argc, argv); });
+}

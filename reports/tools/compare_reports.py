@@ -52,6 +52,7 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(ROOT, 'bench', 'tools'))
 import compare as bench_compare  # noqa: E402  bench/tools/compare.py: the U test and verdict
+import output_file  # noqa: E402  bench/tools/output_file.py
 import reportdata  # noqa: E402
 
 # Metric per benchmark, in order of preference: (JSON field, higher is better, unit, scale).
@@ -195,7 +196,9 @@ def main(argv=None):
                     help='minimum relative change of the medians to call a difference (0.15)')
     ap.add_argument('--min-repetitions', type=int, default=9,
                     help='fewer repetitions than this on a side: "too few reps" (9)')
-    ap.add_argument('--json', help='also write the verdicts as JSON here')
+    ap.add_argument('--json', type=output_file.output_path,
+                    help='also write the verdicts as JSON here (a regular file or nothing, in an '
+                         'existing directory)')
     args = ap.parse_args(argv)
     try:
         a, b = Side(args.a), Side(args.b)
@@ -239,8 +242,11 @@ def main(argv=None):
         print('Warning: a run started on a busy machine (load average above its CPU count): '
               'differences may be the load, not the code.')
     if args.json:
-        with open(args.json, 'w', encoding='utf-8') as f:
-            json.dump(rows, f, indent=2)
+        try:
+            output_file.write_output_file(args.json, json.dumps(rows, indent=2) + '\n')
+        except (OSError, ValueError) as e:
+            print(f'compare: --json: cannot write the verdicts: {e}', file=sys.stderr)
+            return 2
     if not tested:
         print(f'compare: no benchmark has {args.min_repetitions} repetitions on both sides',
               file=sys.stderr)

@@ -129,6 +129,27 @@ class CompareTest(unittest.TestCase):
         self.assertEqual(proc.returncode, 1, proc.stdout)
         self.assertEqual(verdicts[CODEC], 'slower')
 
+    def test_json_is_written_only_where_a_regular_file_or_nothing_is(self):
+        # bench/tools/output_file.py: refused before anything is compared, left as it was.
+        base = self.report('base', 1)
+        os.mkfifo(os.path.join(self.tmp, 'fifo'))
+        for bad, why in (('/dev/null', 'is a character device'),
+                         (os.path.join(self.tmp, 'fifo'), 'is a FIFO'),
+                         (os.path.join(self.tmp, 'missing', 'v.json'), 'does not exist')):
+            proc = subprocess.run([COMPARE, base, base, '--json', bad],
+                                  capture_output=True, text=True)
+            self.assertEqual(proc.returncode, 2, proc.stderr)
+            self.assertIn('--json', proc.stderr)
+            self.assertIn(why, proc.stderr)
+        out = os.path.join(self.tmp, 'v.json')
+        with open(out, 'w') as f:
+            f.write('old')
+        proc = subprocess.run([COMPARE, base, base, '--json', out],
+                              capture_output=True, text=True)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        with open(out) as f:
+            self.assertIsInstance(json.load(f), list)
+
     def test_a_run_on_a_busy_machine_is_named(self):
         busy = self.report('busy', 2, context={'load_avg': [6.6, 6.7, 5.1], 'num_cpus': 2})
         proc, _ = self.compare(self.report('quiet', 1, context={'num_cpus': 2}), busy)

@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <functional>
 #include <map>
+#include <regex>
 #include <stdexcept>
 
 namespace lmcache::bench {
@@ -28,19 +29,31 @@ std::vector<std::string> split_list(std::string_view flag, std::string_view text
   return out;
 }
 
-std::uint64_t parse_count(std::string_view flag, const std::string& text) {
+std::uint64_t parse_count(std::string_view flag, const std::string& text, std::uint64_t max) {
   char* end = nullptr;
   errno = 0;
   const unsigned long long v = std::strtoull(text.c_str(), &end, 10);
   if (text.empty() || !std::isdigit(static_cast<unsigned char>(text[0])) || *end != '\0' ||
-      errno != 0 || v == 0) {
-    throw std::invalid_argument(std::string(flag) + ": expected a positive integer, got '" + text +
-                                "'");
+      errno != 0 || v == 0 || v > max) {
+    throw std::invalid_argument(std::string(flag) + ": expected an integer in [1, " +
+                                std::to_string(max) + "], got '" + text + "'");
   }
   return v;
 }
 
 }  // namespace
+
+std::string benchmark_filter_problem(const std::string& filter) {
+  // Google Benchmark 1.7: a leading '-' negates the rest; it compiles the rest as a POSIX
+  // extended regular expression with std::regex.
+  const std::string spec = !filter.empty() && filter[0] == '-' ? filter.substr(1) : filter;
+  try {
+    std::regex re(spec, std::regex_constants::extended);
+  } catch (const std::regex_error& e) {
+    return std::string("not a valid regular expression (POSIX extended): ") + e.what();
+  }
+  return {};
+}
 
 std::uint64_t parse_size(std::string_view text) {
   std::size_t digits = 0;
@@ -57,9 +70,13 @@ std::uint64_t parse_size(std::string_view text) {
     throw std::invalid_argument("bad size '" + std::string(text) +
                                 "' (examples: 4096, 4KiB, 1MiB, 2GiB)");
   }
-  const std::uint64_t v = std::stoull(std::string(text.substr(0, digits))) * it->second;
-  if (v == 0) throw std::invalid_argument("size must be > 0, got '" + std::string(text) + "'");
-  return v;
+  // At most 12 digits: the number fits; compared before it is multiplied, so nothing wraps.
+  const std::uint64_t n = std::stoull(std::string(text.substr(0, digits)));
+  if (n == 0 || n > kMaxSizeBytes / it->second) {
+    throw std::invalid_argument("size must be in [1 B, " + format_size(kMaxSizeBytes) + "], got '" +
+                                std::string(text) + "'");
+  }
+  return n * it->second;
 }
 
 std::string format_size(std::uint64_t bytes) {
@@ -109,7 +126,9 @@ BenchFlags parse_bench_flags(int argc, const char* const* argv) {
       {"--threads",
        [&](auto& flag, auto& v) {
          f.threads.clear();
-         for (const auto& s : split_list(flag, v)) f.threads.push_back(parse_count(flag, s));
+         for (const auto& s : split_list(flag, v)) {
+           f.threads.push_back(parse_count(flag, s, kMaxThreads));
+         }
        }},
       {"--sizes",
        [&](auto& flag, auto& v) {
@@ -125,7 +144,9 @@ BenchFlags parse_bench_flags(int argc, const char* const* argv) {
       {"--batches",
        [&](auto& flag, auto& v) {
          f.batches.clear();
-         for (const auto& s : split_list(flag, v)) f.batches.push_back(parse_count(flag, s));
+         for (const auto& s : split_list(flag, v)) {
+           f.batches.push_back(parse_count(flag, s, kMaxBatch));
+         }
        }},
       {"--caller-spin-us",
        [&](auto& flag, auto& v) {
@@ -137,7 +158,13 @@ BenchFlags parse_bench_flags(int argc, const char* const* argv) {
          }
          f.caller_spin_us = static_cast<std::uint32_t>(us);
        }},
-      {"--filter", [&](auto&, auto& v) { f.filter = v; }},
+      {"--filter",
+       [&](auto& flag, auto& v) {
+         if (std::string why = benchmark_filter_problem(v); !why.empty()) {
+           throw std::invalid_argument(flag + " '" + v + "': " + why);
+         }
+         f.filter = v;
+       }},
   };
 
   for (int i = 1; i < argc; ++i) {
@@ -183,8 +210,11 @@ Flags (value as the next argument or after '='):
                            working directory): lmcache-bench.json (Google Benchmark JSON,
                            unless --benchmark_out is given), system.json, metrics.prom.
   --metrics-textfile PATH  Prometheus textfile (default DIR/metrics.prom; "none" to skip).
-                           Written atomically (PATH.tmp.<pid>, fsync, rename), as the
-                           node_exporter textfile collector expects.
+                           Written atomically (a temporary file beside it, fsync, rename),
+                           as the node_exporter textfile collector expects. Like every
+                           output file, only where a regular file or nothing is: a
+                           directory, device, FIFO or symbolic link there is refused
+                           (exit 2, before any benchmark runs).
   --push-gateway HOST:PORT Push the metrics to a Pushgateway after the run (HTTP PUT of the
                            group job=JOB, instance=<hostname>). Series stay there until
                            deleted (see bench/README.md).
@@ -197,19 +227,22 @@ Flags (value as the next argument or after '='):
                            benchmark its serdes and processors beside the reference ones.
                            Repeatable.
   --device cpu|cuda|all    Codec devices (default all: cpu, plus cuda when a GPU is usable).
-  --threads LIST           Threads per codec call / processor workers, e.g. 1,2 (default:
-                           1 and the number of CPUs; --quick: 1).
-  --sizes LIST             Object sizes for the codec, serde, wrapper and l1 suites, e.g.
-                           4KiB,1MiB,256MiB (default: per suite, see bench/README.md).
-  --batches LIST           Objects per task for the wrapper and l1 suites (default 1,8,64;
-                           --quick: 1,8).
+  --threads LIST           Threads per codec call / processor workers, each in [1, 1024],
+                           e.g. 1,2 (default: 1 and the number of CPUs; --quick: 1).
+  --sizes LIST             Object sizes for the codec, serde, wrapper and l1 suites, each in
+                           [1 B, 64GiB], e.g. 4KiB,1MiB,256MiB (default: per suite, see
+                           bench/README.md).
+  --batches LIST           Objects per task for the wrapper and l1 suites, each in
+                           [1, 4096] (default 1,8,64; --quick: 1,8).
   --caller-spin-us N       The most the wrapper and l2 rows' caller, one task at a time,
                            re-checks the completion fd before it sleeps in poll(), while
                            spinning pays (default 0: it sleeps at once). Each row reports
                            the time spent so (caller_spin_s per task): the CPU it costs.
-  --filter REGEX           Only benchmarks whose name matches (--benchmark_filter). Names
-                           start with the suite: codec/, roofline/, processor/, wrapper/,
-                           l1/, serde/.
+  --filter REGEX           Only benchmarks whose name matches (--benchmark_filter: a POSIX
+                           extended regular expression, '-' first to negate). Names start
+                           with the suite: codec/, roofline/, processor/, wrapper/, l1/,
+                           serde/. A filter that does not compile, or that matches no
+                           benchmark, is a usage error (exit 2).
 
 Every other argument goes to Google Benchmark; its flags follow.
 )";

@@ -52,12 +52,24 @@ struct BenchFlags {
   bool passthrough_has(std::string_view name) const;
 };
 
+// The largest entries of --threads, --batches and --sizes.
+inline constexpr std::uint64_t kMaxThreads = 1024;
+inline constexpr std::uint64_t kMaxBatch = 4096;
+inline constexpr std::uint64_t kMaxSizeBytes = std::uint64_t{64} << 30;
+
 // parse_bench_flags()
 //
 // Parses argv. Throws std::invalid_argument naming the flag for a missing or malformed value,
-// an unknown --device, or a list with an empty or zero entry.
+// an unknown --device, a list with an empty entry or one out of its range (--threads in
+// [1, kMaxThreads], --batches in [1, kMaxBatch], --sizes in [1, kMaxSizeBytes]), or a --filter
+// that is no regular expression (benchmark_filter_problem()).
 BenchFlags parse_bench_flags(int argc, const char* const* argv);
 
+// benchmark_filter_problem()
+//
+// Empty when Google Benchmark can use `filter` as --benchmark_filter (a POSIX extended regular
+// expression, after an optional leading '-' that negates it); otherwise why not.
+std::string benchmark_filter_problem(const std::string& filter);
 // bench_flags_help()
 //
 // The usage text of lmcache-bench's own flags.
@@ -66,7 +78,8 @@ std::string bench_flags_help();
 // parse_size()
 //
 // "4096", "4K", "4KiB", "1M", "1MiB", "2G", "2GiB" (binary multiples; case-insensitive) in
-// bytes. Throws std::invalid_argument naming the text for anything else or 0.
+// bytes. Throws std::invalid_argument naming the text for anything else, 0 or more than
+// kMaxSizeBytes.
 std::uint64_t parse_size(std::string_view text);
 
 // format_size()

@@ -112,6 +112,44 @@ TEST(BenchFlags, RejectsBadValues) {
   }
 }
 
+// Every list entry has a range, said in the message; nothing wraps or overflows.
+TEST(BenchFlags, RejectsValuesOutOfRangeNamingTheRange) {
+  auto message = [](std::vector<std::string> args) -> std::string {
+    try {
+      parse(args);
+    } catch (const std::invalid_argument& e) {
+      return e.what();
+    }
+    return "(accepted)";
+  };
+  EXPECT_NE(message({"--threads", "1025"}).find("--threads: expected an integer in [1, 1024]"),
+            std::string::npos);
+  EXPECT_NE(message({"--batches", "4097"}).find("--batches: expected an integer in [1, 4096]"),
+            std::string::npos);
+  EXPECT_NE(message({"--threads", "18446744073709551616"}).find("[1, 1024]"), std::string::npos);
+  EXPECT_NE(message({"--sizes", "65GiB"}).find("--sizes: size must be in [1 B, 64GiB]"),
+            std::string::npos);
+  // 999999999999 GiB would overflow 64 bits.
+  EXPECT_NE(message({"--sizes", "999999999999G"}).find("64GiB"), std::string::npos);
+  EXPECT_EQ(parse({"--sizes", "64GiB"}).sizes, std::vector<std::uint64_t>{64ull << 30});
+}
+
+// A filter that is no regular expression is refused up front, naming --filter (Google Benchmark
+// would print an error, run nothing and exit 0).
+TEST(BenchFlags, RejectsAFilterThatDoesNotCompile) {
+  try {
+    parse({"--filter", "("});
+    FAIL() << "accepted --filter '('";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("--filter '(': not a valid regular expression"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_EQ(parse({"--filter", "codec/.*"}).filter, "codec/.*");
+  EXPECT_EQ(benchmark_filter_problem("-codec/"), "");
+  EXPECT_NE(benchmark_filter_problem("-["), "");
+}
+
 TEST(BenchFlags, Sizes) {
   EXPECT_EQ(parse_size("4096"), 4096u);
   EXPECT_EQ(parse_size("4k"), 4096u);

@@ -50,10 +50,6 @@ prometheus::Labels with(prometheus::Labels labels, const std::string& key,
   return labels;
 }
 
-[[noreturn]] void throw_errno(const std::string& what) {
-  throw std::system_error(errno, std::generic_category(), what);
-}
-
 }  // namespace
 
 BuildInfo BuildInfo::current() {
@@ -270,45 +266,6 @@ void MetricsReporter::ReportRuns(const std::vector<Run>& runs) {
 }
 
 void MetricsReporter::Finalize() { display_->Finalize(); }
-
-// ---------------------------------------------------------------------------------------------
-// Textfile
-
-void write_textfile_atomically(const std::string& path, const std::string& content) {
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) throw_errno("cannot create " + tmp);
-  auto fail = [&](const std::string& step) {
-    const int saved = errno;
-    ::close(fd);
-    ::unlink(tmp.c_str());
-    errno = saved;
-    throw_errno(step + " " + tmp);
-  };
-  std::size_t done = 0;
-  while (done < content.size()) {
-    const ssize_t n = ::write(fd, content.data() + done, content.size() - done);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      fail("cannot write");
-    }
-    done += static_cast<std::size_t>(n);
-  }
-  // fsync before rename: after a crash the name must not point at an empty file.
-  if (::fsync(fd) != 0) fail("cannot fsync");
-  if (::close(fd) != 0) {
-    const int saved = errno;
-    ::unlink(tmp.c_str());
-    errno = saved;
-    throw_errno("cannot close " + tmp);
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    const int saved = errno;
-    ::unlink(tmp.c_str());
-    errno = saved;
-    throw_errno("cannot rename " + tmp + " to " + path);
-  }
-}
 
 // ---------------------------------------------------------------------------------------------
 // Pushgateway

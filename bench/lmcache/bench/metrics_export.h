@@ -6,7 +6,8 @@
 // turns each finished benchmark into gauges of a BenchMetrics registry. The registry then
 // leaves the process in up to three ways, all optional and combinable:
 //
-//   - a textfile, written atomically (write to "<path>.tmp.<pid>", fsync, rename), as the
+//   - a textfile, written atomically (lmcache/core/regular_file.h write_output_file(): a
+//     temporary file beside it, fsync, rename; only where a regular file or nothing is), as the
 //     node_exporter textfile collector expects: a scrape never sees half a file;
 //   - a push to a Pushgateway (push_to_gateway(): HTTP PUT of the whole group). The gateway
 //     keeps the series until someone deletes them: delete_from_gateway(), or
@@ -196,14 +197,6 @@ class MetricsReporter : public benchmark::BenchmarkReporter {
   std::vector<BenchResult> results_;
   std::vector<std::pair<std::string, std::string>> errors_;
 };
-
-// write_textfile_atomically()
-//
-// Writes `content` to "<path>.tmp.<pid>" in the same directory, fsyncs it, then rename()s it
-// over `path`, so a reader sees the old file or the whole new one, never a partial one. On
-// failure the temporary file is removed, `path` is left as it was, and std::system_error
-// naming the path and the failing step is thrown.
-void write_textfile_atomically(const std::string& path, const std::string& content);
 
 // HostPort: "host:port" split at its last ':' (IPv6 literals may be bracketed: "[::1]:9091").
 struct HostPort {

@@ -18,6 +18,8 @@
 #include <system_error>
 #include <thread>
 
+#include "lmcache/core/regular_file.h"
+
 namespace lmcache::bench {
 namespace {
 
@@ -148,7 +150,7 @@ TEST(BenchMetrics, TextfilePassesPromtoolLint) {
   m.finish();
   const fs::path dir = temp_dir("promtool");
   const fs::path file = dir / "metrics.prom";
-  write_textfile_atomically(file.string(), m.text());
+  lmcache::write_output_file(file.string(), m.text());
   const std::string cmd = "promtool check metrics < " + file.string() + " > " +
                           (dir / "promtool.out").string() + " 2>&1";
   EXPECT_EQ(std::system(cmd.c_str()), 0) << read_file(dir / "promtool.out");
@@ -217,73 +219,6 @@ TEST(MetricsReporter, RecordsLabeledBenchmarksAndForwards) {
   EXPECT_DOUBLE_EQ(*reporter.results()[0].roofline_ratio, 0.5);
   EXPECT_GT(*reporter.results()[0].bytes_per_second, 0);
   EXPECT_NE(m.text().find("impl=\"counters\""), std::string::npos);
-}
-
-TEST(WriteTextfileAtomically, ReplacesAndLeavesNoTemporary) {
-  const fs::path dir = temp_dir("atomic");
-  const fs::path file = dir / "m.prom";
-  write_textfile_atomically(file.string(), "a 1\n");
-  EXPECT_EQ(read_file(file), "a 1\n");
-  write_textfile_atomically(file.string(), "b 2\n");
-  EXPECT_EQ(read_file(file), "b 2\n");
-  struct stat st {};
-  ASSERT_EQ(::stat(file.c_str(), &st), 0);
-  EXPECT_EQ(st.st_mode & 0777, 0644u);
-  int entries = 0;
-  for (const auto& e : fs::directory_iterator(dir)) {
-    (void)e;
-    ++entries;
-  }
-  EXPECT_EQ(entries, 1);  // no *.tmp.<pid> left behind
-  fs::remove_all(dir);
-}
-
-TEST(WriteTextfileAtomically, ReaderNeverSeesAPartialFile) {
-  const fs::path dir = temp_dir("partial");
-  const fs::path file = dir / "m.prom";
-  // Two complete versions, large enough that a non-atomic write would be caught half-done.
-  const std::string a(1 << 20, 'a');
-  const std::string b(1 << 20, 'b');
-  write_textfile_atomically(file.string(), a);
-  std::atomic<bool> stop{false};
-  std::atomic<int> bad{0};
-  std::atomic<int> reads{0};
-  std::thread reader([&] {
-    while (!stop.load()) {
-      const std::string s = read_file(file);
-      if (s != a && s != b) bad.fetch_add(1);
-      reads.fetch_add(1);
-    }
-  });
-  for (int i = 0; i < 40; ++i) write_textfile_atomically(file.string(), i % 2 ? a : b);
-  stop = true;
-  reader.join();
-  EXPECT_EQ(bad.load(), 0);
-  EXPECT_GT(reads.load(), 0);
-  fs::remove_all(dir);
-}
-
-TEST(WriteTextfileAtomically, FailureKeepsTheOldFileAndRemovesTheTemporary) {
-  const fs::path dir = temp_dir("failure");
-  EXPECT_THROW(write_textfile_atomically((dir / "missing" / "m.prom").string(), "x"),
-               std::system_error);
-  // rename() onto a non-empty directory fails after the temporary was written.
-  const fs::path target = dir / "target";
-  fs::create_directories(target / "inside");
-  try {
-    write_textfile_atomically(target.string(), "x 1\n");
-    FAIL() << "expected std::system_error";
-  } catch (const std::system_error& e) {
-    EXPECT_NE(std::string(e.what()).find("rename"), std::string::npos) << e.what();
-  }
-  EXPECT_TRUE(fs::is_directory(target));
-  int entries = 0;
-  for (const auto& e : fs::directory_iterator(dir)) {
-    (void)e;
-    ++entries;
-  }
-  EXPECT_EQ(entries, 1);  // only target/
-  fs::remove_all(dir);
 }
 
 TEST(HostPort, ParsesAndRejects) {

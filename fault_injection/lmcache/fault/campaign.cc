@@ -290,6 +290,19 @@ CampaignSummary Campaign::run() {
       (o_.mutant != StackMutant::kNone ? " mutant=" + std::string(mutant_info(o_.mutant).name)
                                        : ""));
   workload_.prepare_keys(o_.serde);
+  // A wave's temps must fit in L1: an L1 too small for them fails loads no fault explains, which
+  // the judge would report as violations of the stack (miss_explained) rather than of the setup.
+  const std::uint64_t wave_temps =
+      static_cast<std::uint64_t>(workload_.largest_temp_bytes()) * o_.max_batch * o_.max_in_flight;
+  if (o_.l1_capacity_bytes < wave_temps) {
+    throw std::invalid_argument(
+        "campaign: an L1 budget of " + std::to_string(o_.l1_capacity_bytes) +
+        " bytes (--l1-capacity-mb) cannot hold the temps of one wave: " +
+        std::to_string(o_.max_in_flight) + " tasks (--max-in-flight) x " +
+        std::to_string(o_.max_batch) + " keys (--max-batch) x " +
+        std::to_string(workload_.largest_temp_bytes()) + " bytes = " + std::to_string(wave_temps) +
+        " bytes; raise --l1-capacity-mb or lower the others");
+  }
   watchdog_.start();
   base_resources_ = ProcessResources::take();
   try {

@@ -208,7 +208,9 @@ struct CampaignSummary {
 // Runs the campaign described by `options`, writing "seed=N" first, then violations as they
 // are found ("VIOLATION [invariant] epoch=E op=N: message"), then the summary, to `out`.
 // Throws std::invalid_argument for a bad configuration (unknown adapter or serde type, bad
-// sizes). Not reentrant with itself in one process (fd and thread counts are process-wide).
+// sizes, an L1 budget smaller than one wave's temps: max_in_flight x max_batch x the serde's
+// estimate of the largest object). Not reentrant with itself in one process (fd and thread counts
+// are process-wide).
 CampaignSummary run_campaign(const CampaignOptions& options, std::ostream& out);
 
 }  // namespace lmcache::fault

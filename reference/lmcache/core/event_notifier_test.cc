@@ -6,6 +6,8 @@
 #include <chrono>
 #include <thread>
 
+#include "lmcache/core/testing/thread_state.h"
+
 namespace lmcache {
 namespace {
 
@@ -48,17 +50,20 @@ TEST(EventNotifierConcurrency, SpinningWaitSeesAnEventWhileSpinningOrAsleep) {
   EventNotifier n;
   std::chrono::nanoseconds spun{0};
   n.notify();
-  EXPECT_TRUE(wait_readable_spinning(n.fd(), 1000us, 1000ms, &spun)) << "already readable";
-  EXPECT_LT(spun, std::chrono::nanoseconds(1000us)) << "it returned before the spin ran out";
+  // A spin far longer than any stall: a wait that returned before it ran out looked first.
+  EXPECT_TRUE(wait_readable_spinning(n.fd(), 60s, 120000ms, &spun)) << "already readable";
+  EXPECT_LT(spun, std::chrono::nanoseconds(60s)) << "it returned before the spin ran out";
   EXPECT_EQ(n.consume(), 1u) << "it only looks: the counter is the caller's to drain";
 
-  // An event from another thread, long after any spin (10 ms): the sleeping poll sees it.
+  // An event from another thread once this one sleeps in poll(), its spin spent: the sleeping
+  // poll sees it. (No time is assumed: the other thread waits until this one is asleep.)
   spun = {};
+  const pid_t waiter = core_internal::current_tid();
   std::thread late([&] {
-    std::this_thread::sleep_for(10ms);
+    core_internal::wait_until_asleep_in_poll(waiter);
     n.notify();
   });
-  EXPECT_TRUE(wait_readable_spinning(n.fd(), 50us, 5000ms, &spun));
+  EXPECT_TRUE(wait_readable_spinning(n.fd(), 50us, 600000ms, &spun));
   late.join();
   EXPECT_GE(spun, std::chrono::nanoseconds(50us)) << "the whole spin is counted as spent";
   EXPECT_EQ(n.consume(), 1u);

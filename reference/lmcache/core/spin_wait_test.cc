@@ -6,30 +6,37 @@
 #include <thread>
 
 #include "lmcache/core/event_notifier.h"
+#include "lmcache/core/testing/thread_state.h"
 
 namespace lmcache {
 namespace {
 
 using namespace std::chrono_literals;
 
+// "Short" is within 2 x max_spin; a max_spin of 500 ms makes the waits that find their event
+// at once short on any machine (a stall of a second inside one would be needed to make one
+// long), and the long wait is made long by construction, not by guessing a wake-up time.
 TEST(AdaptiveSpinWaiterConcurrency, SpinsWhileWaitsAreShortAndStopsAfterALongOne) {
   EventNotifier n;
-  AdaptiveSpinWaiter w(100us);
+  AdaptiveSpinWaiter w(500ms);
   n.notify();
   EXPECT_TRUE(w.wait_readable(n.fd(), 1000ms)) << "already readable";
   EXPECT_EQ(w.waits_spun(), 1u) << "the first wait spins";
   n.consume();
 
-  // A long wait (20 ms, far past 2 x 100 µs): the whole spin is spent, then it sleeps.
+  // A long wait (past 2 x 500 ms): the whole spin is spent, then it sleeps. The event comes once
+  // this thread sleeps in poll() (its 500 ms spun) and 1 s more has passed.
   const auto spun_before = w.spun();
+  const pid_t waiter = core_internal::current_tid();
   std::thread late([&] {
-    std::this_thread::sleep_for(20ms);
+    core_internal::wait_until_asleep_in_poll(waiter);
+    std::this_thread::sleep_for(1s);
     n.notify();
   });
-  EXPECT_TRUE(w.wait_readable(n.fd(), 5000ms));
+  EXPECT_TRUE(w.wait_readable(n.fd(), 600000ms));
   late.join();
   EXPECT_EQ(w.waits_spun(), 2u);
-  EXPECT_GE(w.spun() - spun_before, std::chrono::nanoseconds(100us));
+  EXPECT_GE(w.spun() - spun_before, std::chrono::nanoseconds(500ms));
   n.consume();
 
   // After that long wait the next one does not spin, even though its event is there at once

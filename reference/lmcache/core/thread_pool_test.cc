@@ -310,44 +310,81 @@ TEST(ComputePoolAfterFork, ChildGetsAWorkingPool) {
   EXPECT_EQ(WEXITSTATUS(status), 0);
 }
 
-// A worker that holds the caller up (here: its part sleeps while the caller's parts are
-// instant) makes the pool run the following calls on the caller alone for the back-off period
-// (10 minutes here, so that the test cannot outlive it).
-TEST(ThreadPoolConcurrency, RunPartsBacksOffAfterAWorkerHeldTheCallerUp) {
-  ThreadPool pool(1, ThreadPoolOptions{.held_up_backoff = std::chrono::minutes(10)});
+// The calling thread pinned to one CPU of its affinity set, for the scope; threads it starts
+// meanwhile (a pool's workers) inherit the pin. A worker then always runs on the caller's CPU,
+// which makes every call that shares parts one that held its caller up (run_parts(): "a worker
+// ran a part on the caller's CPU"), whatever the timing.
+class PinnedToOneCpu {
+ public:
+  PinnedToOneCpu() {
+    CPU_ZERO(&saved_);
+    pinned_ = sched_getaffinity(0, sizeof(saved_), &saved_) == 0;
+    int cpu = 0;
+    while (pinned_ && cpu < CPU_SETSIZE && !CPU_ISSET(cpu, &saved_)) ++cpu;
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(cpu, &one);
+    pinned_ = pinned_ && cpu < CPU_SETSIZE && sched_setaffinity(0, sizeof(one), &one) == 0;
+  }
+  ~PinnedToOneCpu() {
+    if (pinned_) sched_setaffinity(0, sizeof(saved_), &saved_);
+  }
+  bool pinned() const { return pinned_; }
+
+ private:
+  cpu_set_t saved_;
+  bool pinned_ = false;
+};
+
+// Whether a run_parts() call of two parts on a one-worker pool offered the worker a part: the
+// caller's first part submits a marker job and waits for it. The queue is FIFO and the worker
+// alone, so a helper job the call queued runs before the marker and claims the second part,
+// while the caller holds the first; a call that queued nothing (the back-off) leaves the second
+// part to the caller. No wake-up time is assumed: the caller waits as long as the worker takes.
+// Returns the number of parts the worker ran: 0 when it was offered none, else 1 or 2 (it may
+// claim the first part too before the caller does).
+int parts_the_worker_ran(ThreadPool& pool) {
   const auto caller = std::this_thread::get_id();
-  std::atomic<bool> worker_took_one{false};
-  pool.run_parts(2, [&](std::size_t) {
-    if (std::this_thread::get_id() == caller) {
-      // Hold this part until the worker has the other one (bounded), then return at once.
-      for (int i = 0; i < 10000 && !worker_took_one.load(); ++i) std::this_thread::sleep_for(1ms);
+  std::mutex mu;
+  std::condition_variable cv;
+  bool marker_ran = false;
+  std::atomic<int> on_worker{0};
+  pool.run_parts(2, [&](std::size_t i) {
+    if (std::this_thread::get_id() != caller) {
+      on_worker.fetch_add(1);
       return;
     }
-    worker_took_one.store(true);
-    std::this_thread::sleep_for(100ms);
+    if (i != 0) return;
+    pool.submit([&] {
+      std::lock_guard lock(mu);
+      marker_ran = true;
+      cv.notify_all();
+    });
+    std::unique_lock lock(mu);
+    cv.wait(lock, [&] { return marker_ran; });
   });
-  ASSERT_TRUE(worker_took_one.load()) << "no worker ever took a part";
-  // Parts slow enough (32 ms in all) for a sharing pool's worker to wake up and take some.
-  std::atomic<int> on_caller{0};
-  pool.run_parts(16, [&](std::size_t) {
-    if (std::this_thread::get_id() == caller) on_caller.fetch_add(1);
-    std::this_thread::sleep_for(2ms);
-  });
-  EXPECT_EQ(on_caller.load(), 16);
+  return on_worker.load();
 }
 
-// With the back-off off, workers keep being offered parts.
+// A worker that holds the caller up (here: it runs on the caller's CPU, both pinned to one)
+// makes the pool run the following calls on the caller alone for the back-off period (10
+// minutes here, so that the test cannot outlive it).
+TEST(ThreadPoolConcurrency, RunPartsBacksOffAfterAWorkerHeldTheCallerUp) {
+  PinnedToOneCpu pin;
+  if (!pin.pinned()) GTEST_SKIP() << "cannot pin this thread to one CPU";
+  ThreadPool pool(1, ThreadPoolOptions{.held_up_backoff = std::chrono::minutes(10)});
+  ASSERT_GE(parts_the_worker_ran(pool), 1) << "the first call offered the worker nothing";
+  // Backing off: the following calls offer the worker nothing.
+  for (int call = 0; call < 3; ++call) EXPECT_EQ(parts_the_worker_ran(pool), 0) << "call " << call;
+}
+
+// With the back-off off, workers keep being offered parts, call after call, though each call is
+// one that held its caller up.
 TEST(ThreadPoolConcurrency, RunPartsWithoutBackOffKeepsSharing) {
+  PinnedToOneCpu pin;
+  if (!pin.pinned()) GTEST_SKIP() << "cannot pin this thread to one CPU";
   ThreadPool pool(1, ThreadPoolOptions{.held_up_backoff = std::chrono::nanoseconds(0)});
-  const auto caller = std::this_thread::get_id();
-  std::atomic<int> on_workers{0};
-  for (int call = 0; call < 3; ++call) {
-    pool.run_parts(2, [&](std::size_t) {
-      if (std::this_thread::get_id() != caller) on_workers.fetch_add(1);
-      std::this_thread::sleep_for(5ms);  // long enough for a worker to wake and claim one
-    });
-  }
-  EXPECT_GT(on_workers.load(), 0);
+  for (int call = 0; call < 3; ++call) EXPECT_GE(parts_the_worker_ran(pool), 1) << "call " << call;
 }
 
 TEST(ThreadPoolConcurrency, RejectsNegativeBackOff) {

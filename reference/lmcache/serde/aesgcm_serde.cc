@@ -5,17 +5,14 @@
 #include <openssl/rand.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <climits>
 #include <cstring>
-#include <fstream>
-#include <iterator>
 #include <mutex>
 #include <new>
 #include <stdexcept>
-#include <system_error>
 #include <unordered_map>
 
+#include "lmcache/core/regular_file.h"
 #include "lmcache/serde/async_serde_processor.h"
 
 namespace lmcache {
@@ -229,14 +226,13 @@ AesGcmSerdeConfig AesGcmSerdeConfig::from_json(const Json& kwargs) {
   out.max_workers = static_cast<std::size_t>(reader.get_int("max_workers", 1, 1, 1024));
   reader.finish();
 
-  std::ifstream file(path, std::ios::binary);
-  if (!file) {
-    reader.error("'master_key_path' " + path +
-                 " cannot be read: " + std::generic_category().message(errno));
+  std::string master;
+  try {
+    master = read_regular_file(path, kAesGcmMaxKeyFileBytes);
+  } catch (const std::invalid_argument& e) {
+    reader.error(std::string("'master_key_path' ") + e.what());
   }
-  std::string master((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
-  if (file.bad()) reader.error("'master_key_path' " + path + ": read error");
-  if (master.empty()) reader.error("'master_key_path' " + path + " is empty");
+  if (master.empty()) reader.error("'master_key_path' '" + path + "' is an empty file");
   out.options.keyring = std::make_shared<AesGcmKeyring>(std::move(master), static_cast<int>(bits));
   return out;
 }

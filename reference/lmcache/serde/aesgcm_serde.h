@@ -35,6 +35,9 @@ inline constexpr std::size_t kAesGcmIvBytes = 12;
 inline constexpr std::size_t kAesGcmTagBytes = 16;
 inline constexpr std::size_t kAesGcmOverheadBytes = 1 + kAesGcmIvBytes + kAesGcmTagBytes;
 inline constexpr std::string_view kAesGcmHkdfInfoPrefix = "lmcache-l2-aesgcm-v1";
+// The most bytes a master key file may hold (docs/integrity.md): a key is a few dozen bytes, and
+// a bound keeps a path such as /dev/zero from being read until memory runs out.
+inline constexpr std::size_t kAesGcmMaxKeyFileBytes = 4096;
 
 // aesgcm_key_aad()
 //
@@ -125,10 +128,13 @@ struct AesGcmSerdeConfig {
 
   // from_json()
   //
-  // Reads the kwargs and the master key file. Throws std::invalid_argument naming the problem:
-  // an unknown key, key_provider other than "hkdf", aes_bits other than 128 / 256, a missing
-  // master_key_path, a master key file that cannot be read or is empty, max_workers outside
-  // [1, 1024].
+  // Reads the kwargs and the master key file (lmcache/core/regular_file.h read_regular_file():
+  // opened, fstat()ed, at most kAesGcmMaxKeyFileBytes read). Throws std::invalid_argument naming
+  // the problem: an unknown key, key_provider other than "hkdf", aes_bits other than 128 / 256,
+  // a missing master_key_path; a master_key_path that cannot be opened or read, is not a
+  // regular file (a directory, a device such as /dev/zero, a FIFO: named), holds more than
+  // kAesGcmMaxKeyFileBytes bytes or none (each message names master_key_path and what was
+  // found); max_workers outside [1, 1024].
   static AesGcmSerdeConfig from_json(const Json& kwargs);
 };
 

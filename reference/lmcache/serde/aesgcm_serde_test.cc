@@ -3,6 +3,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdint>
@@ -129,8 +130,12 @@ TEST_F(AesGcmConfig, ErrorsNameTheProblem) {
       [&] {
         make({{"master_key_path", path("missing")}});
       },
-      {"master_key_path", "cannot be read"});
-  expect_invalid([&] { make({{"master_key_path", path("empty")}}); }, {"empty"});
+      {"master_key_path", "cannot be opened: No such file or directory"});
+  expect_invalid(
+      [&] {
+        make({{"master_key_path", path("empty")}});
+      },
+      {"master_key_path", "is an empty file"});
   expect_invalid(
       [&] {
         make({{"master_key_path", path("key")}, {"key_provider", "kms"}});
@@ -148,6 +153,40 @@ TEST_F(AesGcmConfig, ErrorsNameTheProblem) {
       {"fixed_iv"});
   EXPECT_NE(make({{"master_key_path", path("key")}, {"aes_bits", 256}, {"bind_key", true}}),
             nullptr);
+}
+
+// The key file is opened and fstat()ed before anything is read: a directory or a device is refused
+// by name (not a std::ios_base::failure, not a read of /dev/zero until memory runs out), and a
+// file past kAesGcmMaxKeyFileBytes is refused without being read whole.
+TEST_F(AesGcmConfig, KeyFileMustBeASmallRegularFile) {
+  auto make = [](Json j) { return make_aesgcm_serde_processor(j); };
+  expect_invalid(
+      [&] {
+        make({{"master_key_path", dir_.string()}});
+      },
+      {"'master_key_path'", "is a directory, not a regular file"});
+  expect_invalid(
+      [&] {
+        make({{"master_key_path", "/dev/zero"}});
+      },
+      {"'master_key_path'", "'/dev/zero' is a character device"});
+  ASSERT_EQ(::mkfifo(path("fifo").c_str(), 0600), 0);
+  expect_invalid(
+      [&] {
+        make({{"master_key_path", path("fifo")}});
+      },
+      {"'master_key_path'", "is a FIFO"});
+  std::ofstream(dir_ / "large", std::ios::binary) << std::string(kAesGcmMaxKeyFileBytes + 1, 'k');
+  expect_invalid(
+      [&] {
+        make({{"master_key_path", path("large")}});
+      },
+      {"'master_key_path'", "holds 4097 bytes, more than the 4096 allowed"});
+  std::ofstream(dir_ / "largest", std::ios::binary) << std::string(kAesGcmMaxKeyFileBytes, 'k');
+  EXPECT_NE(make({{"master_key_path", path("largest")}}), nullptr);
+  // A symbolic link to a key file is followed (keys are often links into a secrets mount).
+  std::filesystem::create_symlink(path("key"), path("link"));
+  EXPECT_NE(make({{"master_key_path", path("link")}}), nullptr);
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include <random>
 #include <thread>
 
+#include "lmcache/core/testing/thread_state.h"
 #include "lmcache/fp8/fp8_codec.h"
 #include "lmcache/l2/mock_adapter.h"
 #include "lmcache/serde/async_serde_processor.h"
@@ -579,10 +580,7 @@ TEST(WrapperLentBuffersConcurrency, ClosingWithAStoreInSerializeGivesTheLentBuff
   const auto layout = MemoryLayoutDesc::single({4, 64}, DType::kBFloat16);
   TaskId id = s.wrapper->submit_store_task(keys(500, 2), make_objects(layout, 2, 4));
   ASSERT_TRUE(gate.wait_entered());
-  std::thread opener([&] {
-    std::this_thread::sleep_for(20ms);
-    gate.open();
-  });
+  std::thread opener = open_once_the_loop_stopped(gate);
   s.wrapper->close();
   opener.join();
   auto done = s.wrapper->pop_completed_store_tasks();
@@ -676,9 +674,10 @@ TEST(WrapperInlineConcurrency, LargeTasksAndTheDefaultOptionsStillUseTheWorkers)
 // finish_on_submit over an inner that runs idle tasks on the submitter (the mock's
 // run_when_idle): the submit that reached the inner drains its result itself, so a task with
 // inline serde steps completes before its submit returns, through stored copies and through
-// load views alike. A pause between tasks lets the loop finish the scan the inner's signal
-// woke it for (a submit finding the loop draining leaves the result to it), so nearly every
-// task must complete inside its submit; without the drain on submit none would.
+// load views alike. Between tasks the test waits until every other thread sleeps, so the loop
+// has finished the scan the inner's signal woke it for (a submit finding the loop draining
+// leaves the result to it) -- waited for, not guessed with a pause -- and nearly every task must
+// complete inside its submit; without the drain on submit none would.
 TEST(WrapperInlineConcurrency, FinishOnSubmitCompletesTasksBeforeTheirSubmitReturns) {
   for (bool views : {false, true}) {
     MockL2AdapterOptions mock = MockL2AdapterOptions::from_gb(1.0, 1e6);
@@ -710,7 +709,7 @@ TEST(WrapperInlineConcurrency, FinishOnSubmitCompletesTasksBeforeTheirSubmitRetu
         r = wait_store(w, s);
       }
       ASSERT_TRUE(r && r->is_successful()) << "views " << views << " round " << round;
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      core_internal::wait_until_other_threads_asleep();  // the loop's scan is over
       auto dst = make_objects(layout, 2, 0, false);
       const TaskId l = w.submit_load_task(ks, dst);
       std::optional<Bitmap> bits = w.query_load_result(l);
@@ -721,7 +720,7 @@ TEST(WrapperInlineConcurrency, FinishOnSubmitCompletesTasksBeforeTheirSubmitRetu
       }
       ASSERT_TRUE(bits && bits->all()) << "views " << views << " round " << round;
       for (int i = 0; i < 2; ++i) EXPECT_TRUE(same_bytes(*src[i], *dst[i])) << round << "/" << i;
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      core_internal::wait_until_other_threads_asleep();
     }
     EXPECT_GE(stores_at_once, kRounds * 3 / 4) << "views " << views;
     EXPECT_GE(loads_at_once, kRounds * 3 / 4) << "views " << views;
@@ -860,8 +859,8 @@ TEST(WrapperCloseConcurrency, TasksInEveryPhaseFailOnceAndNothingLeaks) {
 
   // inner-store phase: serialize runs, then the 1 KiB/s inner store keeps it pending.
   TaskId in_store = s.wrapper->submit_store_task({key(1)}, make_objects(layout, 1, 1));
-  for (int i = 0; i < 400 && s.wrapper->metrics().in_flight(WrapperStep::kInnerStore) == 0; ++i) {
-    std::this_thread::sleep_for(5ms);
+  while (s.wrapper->metrics().in_flight(WrapperStep::kInnerStore) == 0) {
+    std::this_thread::yield();  // as long as serializing takes here: no time assumed
   }
   EXPECT_EQ(s.wrapper->metrics().in_flight(WrapperStep::kInnerStore), 1);
   // serialize phase: held by a gate.
@@ -874,10 +873,8 @@ TEST(WrapperCloseConcurrency, TasksInEveryPhaseFailOnceAndNothingLeaks) {
   TaskId in_load = s.wrapper->submit_load_task({key(900)}, make_objects(layout, 1, 0, false));
   EXPECT_GT(s.l1_used(), baseline);
 
-  std::thread opener([&] {
-    std::this_thread::sleep_for(50ms);
-    ser_gate.open();  // close() waits for queued serde work; let it finish
-  });
+  // close() waits for queued serde work: let it finish once the loop is stopped.
+  std::thread opener = open_once_the_loop_stopped(ser_gate);
   s.wrapper->close();
   opener.join();
 
@@ -912,10 +909,7 @@ TEST(WrapperCloseConcurrency, DeserializePhaseTaskFailsOnClose) {
   s.deserializer->gate = &gate;
   TaskId id = s.wrapper->submit_load_task({key(5)}, make_objects(layout, 1, 0, false));
   ASSERT_TRUE(gate.wait_entered());
-  std::thread opener([&] {
-    std::this_thread::sleep_for(50ms);
-    gate.open();
-  });
+  std::thread opener = open_once_the_loop_stopped(gate);
   s.wrapper->close();
   opener.join();
   auto bits = s.wrapper->query_load_result(id);

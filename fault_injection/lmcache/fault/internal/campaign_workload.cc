@@ -125,6 +125,7 @@ void Workload::prepare_keys(const Json& serde_config) {
     MemoryObjPtr src = MemoryObj::allocate(layout);
     fill_source(*src, seed_, i);
     MemoryObjPtr temp = MemoryObj::allocate(serialized_layout_desc(layout, *oracle));
+    largest_temp_bytes_ = std::max(largest_temp_bytes_, temp->size());
     MemoryObjPtr dst = MemoryObj::allocate(layout);
     auto ok = wait_serde(*oracle, oracle->submit_serialize({src}, {temp}, {key}), true);
     if (!ok || !*ok) throw std::runtime_error("campaign: the oracle serde failed to serialize");

@@ -70,6 +70,9 @@ class Workload {
 
   std::size_t size() const { return keys_.size(); }
   const KeyInfo& key(std::size_t i) const { return keys_.at(i); }
+  // The largest temp the wrapper takes from L1 for one key (the serde's estimate of the largest
+  // layout), once prepare_keys() ran.
+  std::size_t largest_temp_bytes() const { return largest_temp_bytes_; }
   // The index of `key`, or nullopt for a key that is not the campaign's.
   std::optional<std::size_t> index_of(const ObjectKey& key) const;
 
@@ -96,6 +99,7 @@ class Workload {
   const std::uint64_t seed_;
   const std::size_t key_count_;
   const std::size_t max_batch_;
+  std::size_t largest_temp_bytes_ = 0;
   std::mt19937_64 rng_;
   std::vector<KeyInfo> keys_;
   std::vector<std::vector<std::size_t>> keys_by_class_;

@@ -14,9 +14,11 @@
 #include <optional>
 #include <set>
 #include <stdexcept>
+#include <thread>
 #include <vector>
 
 #include "lmcache/core/event_notifier.h"
+#include "lmcache/core/process_resources.h"
 #include "lmcache/l2/forwarding_adapter.h"
 #include "lmcache/serde/forwarding_serde_processor.h"
 #include "lmcache/serde/fp8_serde.h"
@@ -52,6 +54,22 @@ class Gate {
   bool open_ = false;
   bool entered_ = false;
 };
+
+// open_once_the_loop_stopped()
+//
+// Starts a thread that opens `gate` once close(), called meanwhile on this thread, has stopped
+// the wrapper's loop: close() stops and joins the loop thread before anything else
+// (wrapper.md), so the process then has one thread fewer than when this was called (the
+// opener itself aside). A serde step held by the gate then finishes into a closed wrapper, as a
+// test of close() with a task in that step needs -- with no guess at how long close() takes to
+// get there. Join the returned thread after close().
+inline std::thread open_once_the_loop_stopped(Gate& gate) {
+  const std::size_t before = thread_count();
+  return std::thread([&gate, before] {
+    while (thread_count() > before) std::this_thread::yield();  // > : the opener counts too
+    gate.open();
+  });
+}
 
 // fp8 serializer that can throw on chosen calls or wait on a gate first.
 class ControlledSerializer final : public Serializer {
