@@ -128,9 +128,8 @@ int run(int argc, char** argv) {
 
   // The reference serdes and processors, then the plugins', through the conformance ABI.
   lmcache::conformance::Registry registry;
-  lmcache::conformance::register_reference_implementations(registry);
+  lb::add_reference_descriptors(registry);  // fp8, checksum, aesgcm, fp8 -> checksum
   lb::add_fp8_simd_descriptors(registry);   // the fp8 serde pinned to the SIMD kernels
-  lb::add_integrity_descriptors(registry);  // checksum, aesgcm, fp8 -> checksum
   for (const std::string& path : flags.plugins) {
     try {
       const std::size_t n = lb::load_conformance_plugin(path, registry);

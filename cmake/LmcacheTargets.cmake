@@ -20,6 +20,15 @@ elseif(LMCACHE_SANITIZE STREQUAL "thread")
 elseif(NOT LMCACHE_SANITIZE STREQUAL "")
   message(FATAL_ERROR "LMCACHE_SANITIZE must be '', 'address' or 'thread' (got '${LMCACHE_SANITIZE}')")
 endif()
+# The components whose coverage by `lmcache-conform --reference` the kit's gate measures
+# (conformance/coverage/README.md). With LMCACHE_COVERAGE, only their libraries get gcov
+# counters: the rest of the build runs at full speed.
+set(LMCACHE_COVERAGE_COMPONENTS
+  reference/lmcache/serde reference/lmcache/wrapper reference/lmcache/l2 reference/lmcache/fp8
+  storage/lmcache/connector storage/lmcache/resp storage/lmcache/fs)
+if(LMCACHE_COVERAGE AND NOT CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
+  message(FATAL_ERROR "LMCACHE_COVERAGE needs gcc (the gate reads gcov counters with gcovr)")
+endif()
 install(TARGETS lmcache_build_flags EXPORT lmcacheTargets)
 
 # lmcache_add_library(<name> SOURCES ... [HEADERS ...] [DEPS ...] [PRIVATE_DEPS ...])
@@ -46,6 +55,12 @@ function(lmcache_add_library name)
     $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>)
   target_link_libraries(lmcache_${name} PUBLIC ${ARG_DEPS} $<BUILD_INTERFACE:lmcache_build_flags>
                                         PRIVATE ${ARG_PRIVATE_DEPS})
+  cmake_path(RELATIVE_PATH CMAKE_CURRENT_SOURCE_DIR BASE_DIRECTORY ${PROJECT_SOURCE_DIR}
+             OUTPUT_VARIABLE component_dir)
+  if(LMCACHE_COVERAGE AND component_dir IN_LIST LMCACHE_COVERAGE_COMPONENTS)
+    target_compile_options(lmcache_${name} PRIVATE --coverage)
+    target_link_options(lmcache_${name} PRIVATE --coverage)
+  endif()
   install(TARGETS lmcache_${name} EXPORT lmcacheTargets
     LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
     ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}

@@ -309,6 +309,7 @@ INSTANTIATE_TEST_SUITE_P(Bases, ProcessorConformance,
 INSTANTIATE_TEST_SUITE_P(
     Bases, AdapterConformance,
     ::testing::Values(conf::selftest::decorated_mock_adapter(),
+                      conf::selftest::bridge_over_memory_adapter(),
                       conf::adapter_of_wrapper(conf::selftest::decorated_wrapper()),
                       conf::adapter_of_wrapper(conf::selftest::sequential_wrapper())),
     conf::ParamName());

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstring>
 #include <latch>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <set>
@@ -816,9 +817,10 @@ void add_adapter_mutants(std::vector<Mutant>& out) {
         load(a, {key(1)}, {object(0)});
         const std::size_t before = thread_count();
         for (int i = 0; i < 10; ++i) load(a, {key(1)}, {object(0)});
-        return thread_count() > before
-                   ? "10 loads left " + std::to_string(thread_count() - before) + " threads"
-                   : "";
+        // Settled: a finished helper thread can stay listed in /proc for a moment.
+        const std::size_t after =
+            wait_for_resources({std::numeric_limits<std::size_t>::max(), before}).threads;
+        return after > before ? "10 loads left " + std::to_string(after - before) + " threads" : "";
       }));
   add(out, "flaky_every_40th_load", BugClass::kLuck, "PartialLoadBitmap",
       "one load in 40 (counted across the process) drops its first hit",

@@ -47,6 +47,7 @@ std::vector<Mutant> all_mutants() {
   add_integrity_mutants(all);
   add_processor_mutants(all);
   add_adapter_mutants(all);
+  add_connector_mutants(all);
   add_wrapper_mutants(all);
   add_sequential_wrapper_mutants(all);
   return all;

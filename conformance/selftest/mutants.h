@@ -17,6 +17,7 @@
 //   processors  a thread-and-queue SerdeProcessor over fp8 (or checksum) with switches (1 or 2
 //               workers);
 //   adapters    decorators of the mock adapter;
+//   connectors  a connector below the reference bridge, held to a second bridge over its store;
 //   wrappers    decorators and compositions of SerdeL2AdapterWrapper, and a second,
 //               independent wrapper (one worker thread, one task at a time) with switches.
 #pragma once
@@ -88,6 +89,9 @@ ProcessorUnderTest queue_processor();
 // mutants that pass keys wrongly.
 ProcessorUnderTest queue_processor_over_checksum();
 AdapterUnderTest decorated_mock_adapter();
+// The reference bridge over the in-memory connector, with a second bridge over the same store
+// as its reference (AdapterUnderTest::reference).
+AdapterUnderTest bridge_over_memory_adapter();
 WrapperUnderTest decorated_wrapper();
 WrapperUnderTest sequential_wrapper();
 

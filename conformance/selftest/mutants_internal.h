@@ -22,6 +22,7 @@ void add_serde_mutants(std::vector<Mutant>& out);
 void add_integrity_mutants(std::vector<Mutant>& out);
 void add_processor_mutants(std::vector<Mutant>& out);
 void add_adapter_mutants(std::vector<Mutant>& out);
+void add_connector_mutants(std::vector<Mutant>& out);
 void add_wrapper_mutants(std::vector<Mutant>& out);
 void add_sequential_wrapper_mutants(std::vector<Mutant>& out);
 

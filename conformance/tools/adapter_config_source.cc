@@ -100,6 +100,16 @@ std::string register_adapter_config(const Json& config, const std::string& stem,
   if (!fp8) a.capabilities.reports_lock_count = namespaced;
   a.name = stem + (fp8 ? "_fp8" : "");
   a.make = make;
+  if (namespaced && !fp8) {
+    // The reference adapter of the same type over the same store and namespace: the adapter
+    // built from the config is held to the reference's storage format (MatchesReference).
+    a.reference.type = type;
+    a.reference.make_pair = [config, user_ns]() -> std::pair<L2AdapterPtr, L2AdapterPtr> {
+      Json c = config;
+      c["key_namespace"] = fresh_key_namespace(user_ns);
+      return {create_l2_adapter(c), create_l2_adapter(c)};
+    };
+  }
   try {
     registry.add_adapter(std::move(a));
     if (fp8) registry.add_wrapper(live_wrapper(config, stem, namespaced, user_ns));

@@ -48,7 +48,19 @@ std::string load_reference_storage_source(const std::string& source, Registry& r
     return std::string("reference storage: unreadable source: ") + e.what();
   }
   try {
-    registry.add_adapter(storage_testing::bridge_descriptor("bridge_memory", &bridge_over_memory));
+    AdapterUnderTest bridge =
+        storage_testing::bridge_descriptor("bridge_memory", &bridge_over_memory);
+    // Two bridges over one in-memory store: the reference native-connector format.
+    bridge.reference.type = "bridge";
+    bridge.reference.make_pair = [] {
+      auto store = std::make_shared<storage_testing::MemoryStore>();
+      return std::pair<L2AdapterPtr, L2AdapterPtr>{
+          connector::make_native_connector_adapter(
+              std::make_unique<storage_testing::MemoryConnector>(store)),
+          connector::make_native_connector_adapter(
+              std::make_unique<storage_testing::MemoryConnector>(store))};
+    };
+    registry.add_adapter(std::move(bridge));
     registry.add_adapter(
         storage_testing::fp8_wrapped_descriptor("bridge_memory_fp8", &fp8_wrapper_over_bridge));
   } catch (const std::exception& e) {

@@ -349,7 +349,11 @@ void add_fp8_simd_descriptors(conformance::Registry& registry) {
   }
 }
 
-void add_integrity_descriptors(conformance::Registry& registry) {
+void add_reference_descriptors(conformance::Registry& registry) {
+  registry.add_serde(conformance::reference_fp8_serde(Fp8Format::kE4M3FN));
+  registry.add_serde(conformance::reference_fp8_serde(Fp8Format::kE5M2));
+  registry.add_processor(conformance::reference_async_fp8_processor(Fp8Format::kE4M3FN, 1));
+  registry.add_processor(conformance::reference_async_fp8_processor(Fp8Format::kE5M2, 3));
   registry.add_serde(conformance::reference_checksum_serde());
   registry.add_serde(conformance::reference_aes_gcm_serde(128, false));
   registry.add_serde(conformance::reference_aes_gcm_serde(256, false));

@@ -21,6 +21,7 @@
 #include <optional>
 #include <ostream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "lmcache/core/dtype.h"
@@ -179,6 +180,19 @@ struct AdapterCapabilities {
   bool reports_lock_count = false;
 };
 
+// ReferenceAdapter
+//
+// The reference adapter of a storage type this project knows ("resp", "fs", or a native
+// connector behind the bridge): `make_pair` returns a fresh adapter under test and a reference
+// adapter over the same store and key namespace (for "resp" and "fs", create_l2_adapter() of the
+// same config with the same "key_namespace"). AdapterConformance.MatchesReference then holds
+// them to one storage format: what either stores, the other finds and loads byte for byte, and
+// what either deletes, the other misses. Empty: NotSupported.
+struct ReferenceAdapter {
+  std::string type;  // for messages
+  std::function<std::pair<L2AdapterPtr, L2AdapterPtr>()> make_pair;
+};
+
 // AdapterUnderTest
 //
 // An L2 adapter. `make` returns a fresh, empty adapter on every call, with room for a few MiB.
@@ -196,6 +210,10 @@ struct AdapterUnderTest {
   // What a load of a stored object gives back, written into `expected` (same layout, zeroed).
   // Empty: the stored bytes exactly. A serde-wrapping adapter passes its serde round trip here.
   std::function<void(const MemoryObj& stored, MemoryObj& expected)> expected_load;
+
+  // The reference adapter whose storage format this adapter's must be (a vendor "resp" or
+  // "fs" adapter, or a native connector the reference bridge also drives); empty: none.
+  ReferenceAdapter reference;
 };
 
 // WrapperUnderTest

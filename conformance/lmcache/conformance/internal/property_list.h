@@ -157,6 +157,10 @@
   X(TaskIdsNeverReused,                                                                          \
     "past 65,536 loads, with an early load untaken, every task gets an id of its own and the "   \
     "early load still answers its hit")                                                          \
+  X(MatchesReference,                                                                            \
+    "an adapter of a storage type the project knows and the reference over the same store find " \
+    "and load each other's objects (0 B to chunk-sized, keys over every field) byte for byte, "  \
+    "and miss what the other deleted")                                                           \
   X(LentBufferWrittenOnce,                                                                       \
     "lent store buffers come as asked, pairwise disjoint and disjoint from every buffer still "  \
     "lent or stored; the adapter leaves what the caller writes alone, and every key loads back " \

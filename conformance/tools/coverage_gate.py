@@ -1,0 +1,202 @@
+#!/usr/bin/env python3
+"""The conformance kit's own gate: what `lmcache-conform --reference` drives in the reference.
+
+A branch of the reference that the kit never drives is a branch where a vendor's bug goes unseen,
+so the kit is measured by the line and branch coverage it reaches in the reference components
+(conformance/coverage/README.md). This script runs in a build configured with
+-DLMCACHE_COVERAGE=ON (ctest: conformance_coverage_gate):
+
+  coverage_gate.py --build DIR --source DIR --component PATH... [--run] [--depth quick]
+                   [--seed 1] [--json OUT] [--update]
+
+  --component  a measured component folder, relative to --source (CMake passes
+               LMCACHE_COVERAGE_COMPONENTS)
+  --run        run lmcache-conform --reference at --depth with --seed, its gcov counters written
+               under a private directory (GCOV_PREFIX), so that they hold that run alone even
+               while other tests of the same build run
+  --json       write the figures and every uncovered line there
+  --update     rewrite conformance/coverage/baseline.json with the figures measured (a
+               maintainer does this when coverage rose, and says why in the commit)
+
+It fails (exit 1) when line or branch coverage is below the goal (95 % / 85 %) or below the
+checked-in baseline by more than the tolerance, or when a line is uncovered that
+conformance/coverage/uncovered.txt does not list with its reason. Exit 2: usage or tool errors.
+"""
+import argparse
+import json
+import os
+import pathlib
+import shutil
+import subprocess
+import sys
+import tempfile
+
+GOAL_LINES = 95.0
+GOAL_BRANCHES = 85.0
+# Threads decide a few branches (which side of a race a close() meets): run-to-run noise.
+TOLERANCE = 0.5
+
+
+def fail(msg, code=2):
+    print(f"coverage_gate: {msg}", file=sys.stderr)
+    sys.exit(code)
+
+
+def measured_file(rel, components):
+    return (any(rel.startswith(c) for c in components) and not rel.endswith("_test.cc")
+            and "/testing/" not in rel and rel.endswith((".cc", ".h")))
+
+
+def run_reference(build, depth, seed, counters):
+    """Runs the kit over the reference with its .gcda files written under `counters`."""
+    exe = build / "conformance" / "lmcache-conform"
+    if not exe.exists():
+        fail(f"{exe} is missing: build the lmcache-conform target first")
+    # gcov writes <GCOV_PREFIX>/<object path>; copy each .gcno beside where its .gcda will be,
+    # so that gcov finds both in the private tree.
+    for gcno in build.rglob("*.gcno"):
+        dest = counters / gcno.resolve().relative_to("/")
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(gcno, dest)
+    env = dict(os.environ, GCOV_PREFIX=str(counters), GCOV_PREFIX_STRIP="0")
+    cmd = [str(exe), "--reference", "--depth", depth, "--rc-params", f"seed={seed}", "-q",
+           "--json", str(counters / "conform.json"), "--junit", str(counters / "conform.xml")]
+    print("coverage_gate: " + " ".join(cmd), flush=True)
+    rc = subprocess.run(cmd, check=False, env=env).returncode
+    if rc != 0:
+        fail(f"lmcache-conform --reference exited {rc}: the reference must pass before its "
+             "coverage means anything", 1)
+
+
+def gcovr_json(search, source, components):
+    cmd = ["gcovr", "--root", str(source), "--exclude-throw-branches",
+           "--exclude-unreachable-branches", "-j", str(os.cpu_count() or 1), "--json", "-"]
+    for c in components:
+        cmd += ["--filter", str(source / c)]
+    cmd += ["--exclude", r".*_test\.cc$", "--exclude", r".*/testing/.*", str(search)]
+    try:
+        out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+    except FileNotFoundError:
+        fail("gcovr is not installed (scripts/install-deps.sh installs it)")
+    except subprocess.CalledProcessError as e:
+        fail(f"gcovr failed: {e.stderr.strip()[-2000:]}")
+    return json.loads(out)
+
+
+def load_listed(path):
+    """{(file, source text): reason} from uncovered.txt ('path | text | reason' lines)."""
+    listed = {}
+    for n, raw in enumerate(path.read_text().splitlines(), 1):
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        parts = [p.strip() for p in line.split(" | ")]
+        if len(parts) != 3 or not all(parts):
+            fail(f"{path}:{n}: expected 'path | source text | reason', got {raw!r}")
+        listed[(parts[0], parts[1])] = parts[2]
+    return listed
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--build", required=True, type=pathlib.Path)
+    ap.add_argument("--source", required=True, type=pathlib.Path)
+    ap.add_argument("--component", action="append", required=True)
+    ap.add_argument("--run", action="store_true")
+    ap.add_argument("--depth", default="quick", choices=["quick", "standard", "exhaustive"])
+    ap.add_argument("--seed", default="1")
+    ap.add_argument("--json", type=pathlib.Path)
+    ap.add_argument("--update", action="store_true")
+    args = ap.parse_args()
+    build, source = args.build.resolve(), args.source.resolve()
+    coverage_dir = source / "conformance" / "coverage"
+    listed = load_listed(coverage_dir / "uncovered.txt")
+    baseline_path = coverage_dir / "baseline.json"
+    baseline = json.loads(baseline_path.read_text())
+
+    components = [c.rstrip("/") + "/" for c in args.component]
+    with tempfile.TemporaryDirectory(prefix="lmcache-coverage-") as counters:
+        if args.run:
+            run_reference(build, args.depth, args.seed, pathlib.Path(counters))
+        data = gcovr_json(pathlib.Path(counters) if args.run else build, source, components)
+
+    lines_total = lines_hit = br_total = br_hit = 0
+    uncovered = []  # (file, line number, text)
+    per_file = {}
+    for f in data.get("files", []):
+        rel = os.path.relpath(os.path.join(str(source), f["file"]), str(source))
+        if not measured_file(rel, components):
+            continue
+        src = (source / rel).read_text(errors="replace").splitlines()
+        fl = fh = fb = fbh = 0
+        for ln in f.get("lines", []):
+            if ln.get("gcovr/noncode"):
+                continue
+            fl += 1
+            if ln["count"] > 0:
+                fh += 1
+            else:
+                no = ln["line_number"]
+                uncovered.append((rel, no, src[no - 1].strip() if no <= len(src) else ""))
+            for b in ln.get("branches", []):
+                fb += 1
+                fbh += b["count"] > 0
+        per_file[rel] = {"lines": fl, "lines_hit": fh, "branches": fb, "branches_hit": fbh}
+        lines_total += fl
+        lines_hit += fh
+        br_total += fb
+        br_hit += fbh
+    if lines_total == 0:
+        fail("no coverage data: is the build configured with -DLMCACHE_COVERAGE=ON, and did the "
+             "reference run?")
+    line_pct = 100.0 * lines_hit / lines_total
+    br_pct = 100.0 * br_hit / br_total if br_total else 100.0
+
+    unlisted = [u for u in uncovered if (u[0], u[2]) not in listed]
+    seen = {(u[0], u[2]) for u in uncovered}
+    stale = [k for k in listed if k not in seen]
+    print(f"coverage_gate: lines {line_pct:.2f} % ({lines_hit}/{lines_total}), branches "
+          f"{br_pct:.2f} % ({br_hit}/{br_total}) of {', '.join(c.rstrip('/') for c in components)}")
+    print(f"coverage_gate: {len(uncovered)} uncovered line(s), {len(uncovered) - len(unlisted)} "
+          f"listed with a reason in conformance/coverage/uncovered.txt")
+    if args.json:
+        args.json.write_text(json.dumps({
+            "lines_percent": round(line_pct, 2), "branches_percent": round(br_pct, 2),
+            "lines": [lines_hit, lines_total], "branches": [br_hit, br_total],
+            "depth": args.depth, "seed": args.seed, "files": per_file,
+            "uncovered": [{"file": f, "line": n, "text": t,
+                           "reason": listed.get((f, t))} for f, n, t in uncovered]},
+            indent=1) + "\n")
+    if args.update:
+        baseline_path.write_text(json.dumps({
+            "lines_percent": round(line_pct, 2), "branches_percent": round(br_pct, 2),
+            "depth": args.depth, "seed": args.seed}, indent=1) + "\n")
+        print(f"coverage_gate: wrote {baseline_path}")
+    problems = []
+    if line_pct < GOAL_LINES:
+        problems.append(f"line coverage {line_pct:.2f} % is below the goal of {GOAL_LINES} %")
+    if br_pct < GOAL_BRANCHES:
+        problems.append(f"branch coverage {br_pct:.2f} % is below the goal of {GOAL_BRANCHES} %")
+    if line_pct < baseline["lines_percent"] - TOLERANCE:
+        problems.append(f"line coverage dropped: {line_pct:.2f} % < baseline "
+                        f"{baseline['lines_percent']} % - {TOLERANCE}")
+    if br_pct < baseline["branches_percent"] - TOLERANCE:
+        problems.append(f"branch coverage dropped: {br_pct:.2f} % < baseline "
+                        f"{baseline['branches_percent']} % - {TOLERANCE}")
+    for f, n, t in unlisted:
+        problems.append(f"{f}:{n} is not covered by the kit and not listed: {t}")
+    for f, t in stale:
+        print(f"coverage_gate: note: listed but covered in this run: {f} | {t}")
+    if problems:
+        for p in problems:
+            print(f"coverage_gate: FAIL: {p}", file=sys.stderr)
+        print("coverage_gate: make a property drive the line, or list it in "
+              "conformance/coverage/uncovered.txt as 'path | source text | reason'",
+              file=sys.stderr)
+        return 1
+    print("coverage_gate: PASS")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
