@@ -394,7 +394,10 @@ void Campaign::submit(OpKind kind, std::vector<std::size_t> key_idx) {
   t.kind = kind;
   t.op = ops_;
   t.key_idx = std::move(key_idx);
-  for (std::size_t i : t.key_idx) t.keys.push_back(workload_.key(i).key);
+  for (std::size_t i : t.key_idx) {
+    t.keys.push_back(workload_.key(i).key);
+    t.frame_bytes.push_back(workload_.key(i).serialized_bytes);
+  }
 
   if (kind == OpKind::kDelete) {
     Watchdog::Call call(watchdog_, "delete_keys", o_.task_timeout);

@@ -183,6 +183,10 @@ struct CampaignSummary {
   std::uint64_t corruptions_caught = 0;  // damaged loads the data check caught, as it must
   // Damaged frames an integrity serde (checksum, aesgcm) refused to load, as it must.
   std::uint64_t corruptions_detected = 0;
+  // Load-time damage (truncate, corrupt) that lay wholly past the frame of its key, in bytes
+  // the deserializer never reads (an object stored one byte long by serialize_wrong_count):
+  // harmless, so such a load may succeed, and its data must still match.
+  std::uint64_t damage_past_frame = 0;
   std::uint64_t hung_tasks = 0;
   // Real storage faults struck, by kind, and the kinds that could not strike here (and why).
   std::map<std::string, std::uint64_t> storage_faults_struck;
