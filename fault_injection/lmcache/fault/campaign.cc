@@ -100,6 +100,10 @@ class Campaign {
     if (o_.max_batch == 0 || o_.max_in_flight == 0 || o_.epoch_ops == 0) {
       throw std::invalid_argument("campaign: max_batch, max_in_flight and epoch_ops must be > 0");
     }
+    if (o_.expect_strikes && !o_.storage_faults) {
+      throw std::invalid_argument(
+          "campaign: expecting real storage strikes needs real storage faults (--storage-faults)");
+    }
     log_ = std::make_shared<FaultLog>();
     storage_strikes_ = o_.storage_faults && !o_.storage_faults->kinds().empty();
   }
@@ -319,15 +323,15 @@ CampaignSummary Campaign::run() {
                " is enabled but was never injected (raise --rate or --operations)";
       });
     }
-    if (o_.storage_faults) {
-      const auto struck = ledger_.summary().storage_faults_struck;
-      for (const std::string& k : o_.storage_faults->kinds()) {
-        auto it = struck.find(k);
-        check(it != struck.end() && it->second > 0, invariant::kFaultInjected, [&] {
-          return "storage fault " + k +
-                 " is enabled but never struck (raise --storage-rate or --operations)";
-        });
-      }
+  }
+  if ((o_.expect_injections || o_.expect_strikes) && o_.storage_faults) {
+    const auto struck = ledger_.summary().storage_faults_struck;
+    for (const std::string& k : o_.storage_faults->kinds()) {
+      auto it = struck.find(k);
+      check(it != struck.end() && it->second > 0, invariant::kFaultInjected, [&] {
+        return "storage fault " + k +
+               " is enabled but never struck (raise --storage-rate or --operations)";
+      });
     }
   }
   CampaignSummary s = snapshot();

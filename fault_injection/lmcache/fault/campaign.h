@@ -150,6 +150,12 @@ struct CampaignOptions {
   // Report every kind the plan enables but that was never injected as a violation
   // (fault_injected): makes a short CI campaign prove it exercised its kind.
   bool expect_injections = false;
+  // Report every real storage kind that could strike but never did as a violation
+  // (fault_injected), and nothing about the simulated kinds: a campaign over real storage that
+  // mixes in simulated faults proves its real faults struck, while which rare simulated kinds
+  // fire there depends on timing. Needs storage_faults (std::invalid_argument otherwise).
+  // expect_injections checks these too.
+  bool expect_strikes = false;
   // Real storage faults (see above): null for none. Each wave is struck with probability
   // storage_rate, the kinds taking turns; the inner config must be the one the source was made
   // for.
