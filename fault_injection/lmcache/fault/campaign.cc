@@ -6,7 +6,7 @@
 // of each epoch. The pieces it drives live in internal/: campaign_workload (keys, model, the
 // seeded choice of operations), campaign_invariants (Attribution, Judge), campaign_ledger
 // (every check's outcome, the summary) and campaign_watchdog (stuck tasks and calls, fd and
-// thread accounting). About 790 lines: the driver's steps share its in-flight task tables, and
+// thread accounting). About 810 lines: the driver's steps share its in-flight task tables, and
 // splitting it further would only pass them around.
 #include "lmcache/fault/campaign.h"
 
