@@ -52,6 +52,7 @@ expect 2 "--rate: '1.5'" --rate 1.5
 expect 2 "--storage-rate: '-0.1'" --storage-rate -0.1
 expect 2 "--seconds: '-1'" --seconds -1
 expect 2 "--operations 0 (no limit) needs --seconds" --operations 0
+expect 2 "--expect-strikes needs --storage-faults" --expect-strikes "${SHORT[@]}"
 # An L1 too small for one wave's temps ended as miss_explained violations: it is refused (once
 # the keys, whose sizes it depends on, are made).
 STARTS=1 expect 2 "cannot hold the temps of one wave: 1024 tasks (--max-in-flight) x 1024 keys" \

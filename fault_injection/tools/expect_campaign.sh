@@ -9,8 +9,12 @@
 #   Runs a campaign whose --serde has an integrity stage and passes when it passes (0
 #   violations) AND the integrity serde refused at least one damaged frame
 #   (corruption_never_loads checked at least once).
+# expect_campaign.sh damage_past_frame <campaign> [args...]
+#   Runs a campaign and passes when it passes (0 violations) AND at least one load-time damage
+#   lay past the serialized frame (summary: "damage past the serialized frame (harmless): N",
+#   N > 0): the campaign met the case and did not count it as a violation.
 set -u
-mode=${1:?usage: $0 violation|reproducible ...}; shift
+mode=${1:?usage: $0 violation|reproducible|integrity|damage_past_frame ...}; shift
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 case "$mode" in
@@ -49,6 +53,18 @@ case "$mode" in
       echo "FAIL: no damaged frame was refused (corruption_never_loads never checked)"; exit 1
     fi
     echo "OK: 0 violations, $n damaged frames refused by the integrity serde"
+    ;;
+  damage_past_frame)
+    "$@" >"$tmp/out" 2>&1
+    rc=$?
+    grep "^VIOLATION" "$tmp/out" | head -n 5
+    tail -n 40 "$tmp/out"
+    if [[ $rc -ne 0 ]]; then echo "FAIL: the campaign failed (exit $rc)"; exit 1; fi
+    n=$(sed -n 's/^damage past the serialized frame (harmless): \([0-9]*\)$/\1/p' "$tmp/out")
+    if [[ -z "$n" || "$n" -eq 0 ]]; then
+      echo "FAIL: no load-time damage lay past the frame (the case was not reproduced)"; exit 1
+    fi
+    echo "OK: 0 violations, $n damages past the frame judged harmless"
     ;;
   *) echo "unknown mode $mode"; exit 2 ;;
 esac

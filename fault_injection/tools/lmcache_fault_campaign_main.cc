@@ -10,6 +10,8 @@
 //   lmcache-fault-campaign --inner '{"type":"resp"}' --storage-faults all   # a private Redis,
 //                                                     # killed, paused, ... (storage_campaign.h)
 //   lmcache-fault-campaign --inner '{"type":"fs","checksum":"crc32"}' --storage-faults all
+//   lmcache-fault-campaign --inner '{"type":"resp"}' --storage-faults all --expect-strikes
+//                                                     # real and simulated (--faults all) faults
 //
 // Exit codes: 0 no violation, 1 violations, 2 bad command line or configuration (an option out
 // of its range -- each range is in --help --, bad JSON, an unknown name, a --json path that is
@@ -145,7 +147,10 @@ int run(int argc, char** argv) {
   app.add_option("--mutant", mutant, "a deliberately broken component (see --list)")
       ->capture_default_str();
   app.add_flag("--expect-injections", o.expect_injections,
-               "fail when an enabled fault kind was never injected");
+               "fail when an enabled fault kind (simulated or real) was never injected");
+  app.add_flag("--expect-strikes", o.expect_strikes,
+               "fail when a real storage fault kind never struck (needs --storage-faults; "
+               "says nothing about simulated kinds)");
   app.add_option("--json", json_path,
                  "write the summary as JSON to this file (a regular file or nothing, in an "
                  "existing directory)")
@@ -159,6 +164,11 @@ int run(int argc, char** argv) {
   }
   if (o.operations == 0 && o.seconds == 0) {
     std::cerr << "lmcache-fault-campaign: --operations 0 (no limit) needs --seconds > 0\n";
+    return cli::kExitUsage;
+  }
+  if (o.expect_strikes && (storage_faults.empty() || storage_faults == "none")) {
+    std::cerr << "lmcache-fault-campaign: --expect-strikes needs --storage-faults (real storage "
+                 "faults to strike)\n";
     return cli::kExitUsage;
   }
   try {

@@ -6,7 +6,7 @@
 // of each epoch. The pieces it drives live in internal/: campaign_workload (keys, model, the
 // seeded choice of operations), campaign_invariants (Attribution, Judge), campaign_ledger
 // (every check's outcome, the summary) and campaign_watchdog (stuck tasks and calls, fd and
-// thread accounting). About 790 lines: the driver's steps share its in-flight task tables, and
+// thread accounting). About 810 lines: the driver's steps share its in-flight task tables, and
 // splitting it further would only pass them around.
 #include "lmcache/fault/campaign.h"
 
@@ -99,6 +99,10 @@ class Campaign {
     if (o_.key_count < 8) throw std::invalid_argument("campaign: key_count must be >= 8");
     if (o_.max_batch == 0 || o_.max_in_flight == 0 || o_.epoch_ops == 0) {
       throw std::invalid_argument("campaign: max_batch, max_in_flight and epoch_ops must be > 0");
+    }
+    if (o_.expect_strikes && !o_.storage_faults) {
+      throw std::invalid_argument(
+          "campaign: expecting real storage strikes needs real storage faults (--storage-faults)");
     }
     log_ = std::make_shared<FaultLog>();
     storage_strikes_ = o_.storage_faults && !o_.storage_faults->kinds().empty();
@@ -319,15 +323,15 @@ CampaignSummary Campaign::run() {
                " is enabled but was never injected (raise --rate or --operations)";
       });
     }
-    if (o_.storage_faults) {
-      const auto struck = ledger_.summary().storage_faults_struck;
-      for (const std::string& k : o_.storage_faults->kinds()) {
-        auto it = struck.find(k);
-        check(it != struck.end() && it->second > 0, invariant::kFaultInjected, [&] {
-          return "storage fault " + k +
-                 " is enabled but never struck (raise --storage-rate or --operations)";
-        });
-      }
+  }
+  if ((o_.expect_injections || o_.expect_strikes) && o_.storage_faults) {
+    const auto struck = ledger_.summary().storage_faults_struck;
+    for (const std::string& k : o_.storage_faults->kinds()) {
+      auto it = struck.find(k);
+      check(it != struck.end() && it->second > 0, invariant::kFaultInjected, [&] {
+        return "storage fault " + k +
+               " is enabled but never struck (raise --storage-rate or --operations)";
+      });
     }
   }
   CampaignSummary s = snapshot();
@@ -394,7 +398,10 @@ void Campaign::submit(OpKind kind, std::vector<std::size_t> key_idx) {
   t.kind = kind;
   t.op = ops_;
   t.key_idx = std::move(key_idx);
-  for (std::size_t i : t.key_idx) t.keys.push_back(workload_.key(i).key);
+  for (std::size_t i : t.key_idx) {
+    t.keys.push_back(workload_.key(i).key);
+    t.frame_bytes.push_back(workload_.key(i).serialized_bytes);
+  }
 
   if (kind == OpKind::kDelete) {
     Watchdog::Call call(watchdog_, "delete_keys", o_.task_timeout);

@@ -150,6 +150,12 @@ struct CampaignOptions {
   // Report every kind the plan enables but that was never injected as a violation
   // (fault_injected): makes a short CI campaign prove it exercised its kind.
   bool expect_injections = false;
+  // Report every real storage kind that could strike but never did as a violation
+  // (fault_injected), and nothing about the simulated kinds: a campaign over real storage that
+  // mixes in simulated faults proves its real faults struck, while which rare simulated kinds
+  // fire there depends on timing. Needs storage_faults (std::invalid_argument otherwise).
+  // expect_injections checks these too.
+  bool expect_strikes = false;
   // Real storage faults (see above): null for none. Each wave is struck with probability
   // storage_rate, the kinds taking turns; the inner config must be the one the source was made
   // for.
@@ -183,6 +189,10 @@ struct CampaignSummary {
   std::uint64_t corruptions_caught = 0;  // damaged loads the data check caught, as it must
   // Damaged frames an integrity serde (checksum, aesgcm) refused to load, as it must.
   std::uint64_t corruptions_detected = 0;
+  // Load-time damage (truncate, corrupt) that lay wholly past the frame of its key, in bytes
+  // the deserializer never reads (an object stored one byte long by serialize_wrong_count):
+  // harmless, so such a load may succeed, and its data must still match.
+  std::uint64_t damage_past_frame = 0;
   std::uint64_t hung_tasks = 0;
   // Real storage faults struck, by kind, and the kinds that could not strike here (and why).
   std::map<std::string, std::uint64_t> storage_faults_struck;

@@ -35,6 +35,7 @@ Json CampaignSummary::to_json() const {
           {"violations", v},
           {"corruptions_caught", corruptions_caught},
           {"corruptions_detected", corruptions_detected},
+          {"damage_past_frame", damage_past_frame},
           {"hung_tasks", hung_tasks},
           {"storage_faults_struck", storage_faults_struck},
           {"storage_faults_skipped", storage_faults_skipped},
@@ -67,6 +68,7 @@ std::string CampaignSummary::to_text() const {
   out << "corruptions caught by the data check: " << corruptions_caught
       << "; refused by an integrity serde: " << corruptions_detected
       << "; hung tasks failed by close(): " << hung_tasks << "\n";
+  out << "damage past the serialized frame (harmless): " << damage_past_frame << "\n";
   if (!storage_faults_struck.empty() || !storage_faults_skipped.empty()) {
     out << "real storage faults struck:";
     for (const auto& [k, n] : storage_faults_struck) out << " " << k << "=" << n;

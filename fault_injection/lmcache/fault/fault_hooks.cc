@@ -154,8 +154,16 @@ std::size_t FaultySerializer::serialize(const MemoryObj& src, MemoryObj& dst,
       [[fallthrough]];
     case 1:
       wrong = n + 1;
-      effect = wrong <= dst.physical_size() ? FaultEffect::kNone : FaultEffect::kFailsTask;
-      what = wrong <= dst.physical_size() ? "one byte long (fits the buffer)" : "past the buffer";
+      if (wrong <= dst.physical_size()) {
+        // The extra byte is reported as written: give it a seeded non-zero value, so that what is
+        // stored (and what damage to that byte changes) does not depend on what the buffer held.
+        dst.data()[n] = static_cast<std::byte>(1 + rng_.below(255, "wrong_count_extra", index));
+        effect = FaultEffect::kNone;
+        what = "one byte long (fits the buffer)";
+      } else {
+        effect = FaultEffect::kFailsTask;
+        what = "past the buffer";
+      }
       break;
     default:
       wrong = dst.physical_size() + 1;

@@ -104,8 +104,8 @@ class FaultySerializer final : public Serializer {
   // May throw InjectedFault (serialize_throw, fails_task) before writing anything. Otherwise
   // serializes, then may return a wrong count (serialize_wrong_count): fewer bytes than written
   // (poisons_stored: the store succeeds with a short payload), one more (harmless while it fits
-  // the buffer, effect none) or more than the buffer holds (fails_task: the processor's
-  // set_used_size() throws).
+  // the buffer, effect none: the extra byte, past the frame, gets a seeded non-zero value) or
+  // more than the buffer holds (fails_task: the processor's set_used_size() throws).
   std::size_t serialize(const MemoryObj& src, MemoryObj& dst, const ObjectKey& key) override;
 
   // estimate_serialized_size()

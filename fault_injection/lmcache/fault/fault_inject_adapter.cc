@@ -88,6 +88,22 @@ void FaultInjectL2Adapter::record(FaultKind kind, FaultEffect effect, const Task
   log_->record(std::move(e));
 }
 
+void FaultInjectL2Adapter::record_damage(FaultKind kind, FaultEffect effect, const Task& task,
+                                         std::vector<ObjectKey> keys, std::string detail,
+                                         std::size_t position, const MemoryObj& obj,
+                                         std::optional<std::size_t> first_damaged_byte) {
+  FaultEvent e;
+  e.kind = kind;
+  e.effect = effect;
+  e.keys = std::move(keys);
+  e.objects = {&obj};
+  e.effective = first_damaged_byte.has_value();
+  e.detail = std::string(op_name(task.op)) + ": " + detail;
+  e.damaged_key = task.keys.at(position);
+  e.first_damaged_byte = first_damaged_byte;
+  log_->record(std::move(e));
+}
+
 std::uint64_t FaultInjectL2Adapter::decision_index(Op op, const std::vector<ObjectKey>& keys) {
   return occurrences_.next(static_cast<std::uint64_t>(op) + 1, digest_keys(keys));
 }
@@ -336,23 +352,24 @@ Bitmap FaultInjectL2Adapter::apply_load_faults(Task& task, Bitmap bits) {
           rng_.below(size, "truncate_keep", task.index, i));  // in [0, size)
       if (narrow) {
         if (size > 0) obj.set_used_size(keep);
-        // A short source must be rejected by the deserializer: the whole wrapped load fails.
-        record(FaultKind::kTruncate, FaultEffect::kFailsTask, task, task.keys,
-               "narrow position " + std::to_string(i) + " " + std::to_string(size) + " -> " +
-                   std::to_string(keep) + " bytes",
-               size > 0, {&obj});
+        // A short source must be rejected by the deserializer: the whole wrapped load fails
+        // (when the cut reaches into the frame; see FaultEvent::first_damaged_byte).
+        record_damage(FaultKind::kTruncate, FaultEffect::kFailsTask, task, task.keys,
+                      "narrow position " + std::to_string(i) + " " + std::to_string(size) + " -> " +
+                          std::to_string(keep) + " bytes",
+                      i, obj, size > 0 ? std::optional<std::size_t>(keep) : std::nullopt);
         continue;
       }
-      bool changed = false;
+      std::optional<std::size_t> first_changed;
       auto bytes = obj.bytes();
       for (std::size_t b = keep; b < size; ++b) {
-        changed |= bytes[b] != std::byte{0};
+        if (bytes[b] != std::byte{0} && !first_changed) first_changed = b;
         bytes[b] = std::byte{0};
       }
-      record(FaultKind::kTruncate, FaultEffect::kCorruptsData, task, {task.keys[i]},
-             "zero_tail position " + std::to_string(i) + " from byte " + std::to_string(keep) +
-                 " of " + std::to_string(size),
-             changed, {&obj});
+      record_damage(FaultKind::kTruncate, FaultEffect::kCorruptsData, task, {task.keys[i]},
+                    "zero_tail position " + std::to_string(i) + " from byte " +
+                        std::to_string(keep) + " of " + std::to_string(size),
+                    i, obj, first_changed);
       continue;
     }
     if (rng_.chance(options_.corrupt_rate, "corrupt", task.index, i)) {
@@ -364,18 +381,18 @@ Bitmap FaultInjectL2Adapter::apply_load_faults(Task& task, Bitmap bits) {
           masks[bit / 8] ^= static_cast<std::uint8_t>(1u << (bit % 8));
         }
       }
-      bool changed = false;
+      std::optional<std::size_t> first_changed;  // masks are in byte order
       std::string where;
       auto bytes = obj.bytes();
       for (auto [byte, mask] : masks) {
         if (!mask) continue;
-        changed = true;
+        if (!first_changed) first_changed = byte;
         bytes[byte] ^= std::byte{mask};
         where += (where.empty() ? "" : ",") + std::to_string(byte);
       }
-      record(FaultKind::kCorrupt, FaultEffect::kCorruptsData, task, {task.keys[i]},
-             "position " + std::to_string(i) + " bytes " + (where.empty() ? "none" : where),
-             changed, {&obj});
+      record_damage(FaultKind::kCorrupt, FaultEffect::kCorruptsData, task, {task.keys[i]},
+                    "position " + std::to_string(i) + " bytes " + (where.empty() ? "none" : where),
+                    i, obj, first_changed);
     }
   }
   return bits;

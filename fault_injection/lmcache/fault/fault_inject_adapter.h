@@ -190,6 +190,11 @@ class FaultInjectL2Adapter final : public ForwardingL2Adapter {
   void record(FaultKind kind, FaultEffect effect, const Task& task, std::vector<ObjectKey> keys,
               std::string detail, bool effective = true,
               std::vector<const MemoryObj*> objects = {});
+  // Damage to the loaded object of task.keys[position]: records it with the damaged key and
+  // the first byte it changed or removed (nullopt: nothing changed).
+  void record_damage(FaultKind kind, FaultEffect effect, const Task& task,
+                     std::vector<ObjectKey> keys, std::string detail, std::size_t position,
+                     const MemoryObj& obj, std::optional<std::size_t> first_damaged_byte);
   std::uint64_t decision_index(Op op, const std::vector<ObjectKey>& keys);
   // Draws submit_throw; throws InjectedFault (recorded) when it fires.
   void maybe_throw_at_submit(Op op, const std::vector<ObjectKey>& keys, std::uint64_t index);

@@ -420,6 +420,50 @@ TEST(FaultInjectAdapterConcurrency, TruncateNarrowShrinksTheLoadedSize) {
   EXPECT_EQ(ev[0].keys, keys(2));
 }
 
+// Damage says which key it hit and the first byte it changed or removed, so that a consumer can
+// tell damage to the bytes a deserializer reads from damage past them (FaultEvent).
+TEST(FaultInjectAdapterConcurrency, DamageNamesItsKeyAndFirstDamagedByte) {
+  for (const char* mode : {"narrow", "zero_tail"}) {
+    SCOPED_TRACE(mode);
+    const std::string knobs =
+        std::string(R"({"truncate_rate": 1.0, "truncate_mode": ")") + mode + "\"}";
+    Harness h(opts(knobs.c_str()));
+    h.seed_mock(keys(3), objects(3, 9));  // no zero byte: every zeroed byte is changed
+    std::vector<MemoryObjPtr> dst;
+    EXPECT_EQ(h.load(keys(3), &dst).popcount(), 3u);
+    auto ev = h.events(FaultKind::kTruncate);
+    ASSERT_EQ(ev.size(), 3u);
+    for (std::size_t i = 0; i < 3; ++i) {
+      ASSERT_TRUE(ev[i].damaged_key && ev[i].first_damaged_byte) << ev[i].to_string();
+      EXPECT_EQ(*ev[i].damaged_key, keys(3)[i]);
+      const std::string& d = ev[i].detail;
+      const std::size_t keep = std::string(mode) == "narrow"
+                                   ? dst[i]->size()
+                                   : std::stoul(d.substr(d.find("from byte ") + 10));
+      EXPECT_EQ(*ev[i].first_damaged_byte, keep) << d;
+      EXPECT_NE(ev[i].to_string().find("damaged from byte " + std::to_string(keep)),
+                std::string::npos)
+          << ev[i].to_string();
+    }
+  }
+  Harness h(opts(R"({"corrupt_rate": 1.0, "corrupt_bits": 3})"));
+  h.seed_mock(keys(4), objects(4));
+  std::vector<MemoryObjPtr> dst;
+  EXPECT_EQ(h.load(keys(4), &dst).popcount(), 4u);
+  auto ev = h.events(FaultKind::kCorrupt);
+  ASSERT_EQ(ev.size(), 4u);
+  for (std::size_t i = 0; i < 4; ++i) {
+    ASSERT_TRUE(ev[i].damaged_key);
+    EXPECT_EQ(*ev[i].damaged_key, keys(4)[i]);
+    std::optional<std::size_t> first;
+    for (std::size_t b = 0; b < 64 && !first; ++b) {
+      if (std::to_integer<int>(dst[i]->bytes()[b]) != 1 + static_cast<int>(i)) first = b;
+    }
+    EXPECT_EQ(ev[i].first_damaged_byte, first) << ev[i].to_string();
+    EXPECT_EQ(ev[i].effective, first.has_value());
+  }
+}
+
 TEST(FaultInjectAdapterConcurrency, TruncateZeroTailKeepsTheSizeAndZeroesTheTail) {
   Harness h(opts(R"({"truncate_rate": 1.0, "truncate_mode": "zero_tail"})"));
   h.seed_mock(keys(2), objects(2, 7));

@@ -101,6 +101,10 @@ std::string FaultEvent::to_string() const {
   if (scope_tag) out += " scope=" + std::to_string(scope_tag);
   if (!effective) out += " (no effect)";
   if (!detail.empty()) out += " " + detail;
+  if (damaged_key && first_damaged_byte) {
+    out += " (key " + damaged_key->chunk_hash_hex() + " damaged from byte " +
+           std::to_string(*first_damaged_byte) + ")";
+  }
   return out;
 }
 

@@ -114,6 +114,14 @@ std::string_view fault_effect_name(FaultEffect effect);
 // `objects` are caller buffers it touched (serde hooks know no keys); `scope_tag` is the
 // AttributionScope active on the recording thread (0 = none). `effective` is false when the
 // fault changed nothing (e.g. bits of an empty buffer).
+//
+// Damage to one loaded object (truncate, corrupt) also says which key's bytes it damaged
+// (`damaged_key`) and the offset of the first byte it changed or removed
+// (`first_damaged_byte`; nullopt when it changed nothing). A deserializer reads only its
+// frame's bytes, and a stored object can be longer than its frame (serialize_wrong_count's
+// "one byte long"): damage that starts at or past the frame's end changes nothing the
+// deserializer reads, so it obliges the stack to nothing (the campaign counts it as
+// damage_past_frame). Other events leave both nullopt.
 struct FaultEvent {
   std::uint64_t seq = 0;
   FaultKind kind = FaultKind::kLoadDrop;
@@ -123,8 +131,10 @@ struct FaultEvent {
   std::uint64_t scope_tag = 0;
   bool effective = true;
   std::string detail;
+  std::optional<ObjectKey> damaged_key;
+  std::optional<std::size_t> first_damaged_byte;
 
-  // "store_fail(fails_task) keys=[...] detail"
+  // "store_fail(fails_task) keys=[...] detail", then " (key <hash> damaged from byte N)".
   std::string to_string() const;
 };
 

@@ -19,6 +19,14 @@ std::string task_text(const CampaignTask& t) {
          ", keys " + keys_text(t.key_idx) + ")";
 }
 
+bool damage_past_frame(const CampaignTask& t, const fault::FaultEvent& e) {
+  if (!e.damaged_key || !e.first_damaged_byte) return false;
+  for (std::size_t p = 0; p < t.keys.size() && p < t.frame_bytes.size(); ++p) {
+    if (t.keys[p] == *e.damaged_key) return *e.first_damaged_byte >= t.frame_bytes[p];
+  }
+  return false;
+}
+
 Attribution attribute(const CampaignTask& t) {
   Attribution a;
   for (const std::string& s : t.storage_faults) {
@@ -27,6 +35,11 @@ Attribution attribute(const CampaignTask& t) {
   }
   for (const auto& e : t.events) {
     if (e.effect == FaultEffect::kNone) continue;
+    if (damage_past_frame(t, e)) {
+      ++a.damage_past_frame;
+      a.texts.push_back(e.to_string() + " [past the frame: harmless]");
+      continue;
+    }
     a.texts.push_back(e.to_string());
     std::set<std::size_t> positions;
     for (const auto& k : e.keys) {
@@ -143,6 +156,9 @@ bool Judge::check_bitmap_size(const CampaignTask& t) {
 void Judge::load(CampaignTask& t, const Attribution& a) {
   const Bitmap& bits = *t.bitmap;
   const std::size_t n = t.keys.size();
+  if (a.damage_past_frame > 0) {
+    ledger_.update([&](fault::CampaignSummary& s) { s.damage_past_frame += a.damage_past_frame; });
+  }
   if (!check_bitmap_size(t)) return;
   if (a.hang) {
     ledger_.check(bits.none(), invariant::kHungTaskFails, [&] {

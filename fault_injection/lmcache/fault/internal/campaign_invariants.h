@@ -38,6 +38,9 @@ struct CampaignTask {
   std::uint64_t op = 0;
   std::vector<std::size_t> key_idx;
   std::vector<ObjectKey> keys;
+  // Per key: the bytes of its frame (what a fault-free serialize writes), all the deserializer
+  // reads of a loaded object; damage that starts past it changes nothing (damage_past_frame).
+  std::vector<std::size_t> frame_bytes;
   std::vector<MemoryObjPtr> objects;
   std::optional<L2StoreResult> store_result;
   std::optional<Bitmap> bitmap;
@@ -60,6 +63,8 @@ struct Attribution {
   std::set<std::size_t> corrupt;
   std::set<std::size_t> corrupt_effective;
   std::set<std::size_t> poison;
+  // Events whose damage lay past the frame of their key (damage_past_frame()): no obligation.
+  std::size_t damage_past_frame = 0;
   std::vector<std::string> texts;
 
   std::string describe() const {
@@ -70,9 +75,22 @@ struct Attribution {
   }
 };
 
+// damage_past_frame()
+//
+// Whether `e` damaged one loaded object of `t` only at or past the end of that key's frame
+// (e.first_damaged_byte >= t.frame_bytes of e.damaged_key's position). A stored object can be
+// longer than its frame (serialize_wrong_count's "one byte long" stores one byte more), and
+// the deserializer reads only the frame: such damage (a narrowing truncate to the frame's
+// length, a corrupt or zeroed byte after it) leaves every byte it reads intact, so the load
+// may succeed with the right bytes. False for any other event, and when the key, the offset
+// or the frame's length is unknown (the damage then counts as reaching the frame).
+bool damage_past_frame(const CampaignTask& t, const fault::FaultEvent& e);
+
 // attribute()
 //
-// What the events attributed to `t` oblige it to report; positions index t.keys.
+// What the events attributed to `t` oblige it to report; positions index t.keys. An event
+// whose damage lay past the frame (damage_past_frame()) obliges nothing: it is counted in
+// Attribution::damage_past_frame and named in the texts.
 Attribution attribute(const CampaignTask& t);
 
 // fingerprint_of()
