@@ -1,0 +1,193 @@
+#!/usr/bin/env python3
+"""Writes the fuzz targets' seed corpora, fuzz/corpus/<target>/, from valid inputs.
+
+Each seed is an input in its target's format (the top of fuzz/lmcache/fuzz/<target>_fuzzer.cc
+and FuzzInput in fuzz_support.h): mostly valid frames, objects, replies and configs, computed
+here from the formats' definitions (python3-xxhash, python3-cryptography, zlib), so that the
+fuzzers start past the checks a random input never passes (a hash, a GCM tag, a crc32 trailer,
+a JSON config the parsers accept), plus a few broken ones. The corpus is generated, never edited:
+the ctest fuzz.seeds_up_to_date runs --check.
+
+usage: make_seeds.py --write   regenerate fuzz/corpus/
+       make_seeds.py --check   fail when fuzz/corpus/ is not what --write writes
+"""
+import json
+import os
+import struct
+import sys
+import zlib
+
+import xxhash
+from cryptography.hazmat.primitives import hashes
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+from cryptography.hazmat.primitives.kdf.hkdf import HKDF
+
+FUZZ_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+CORPUS_DIR = os.path.join(FUZZ_DIR, "corpus")
+with open(os.path.join(FUZZ_DIR, "testdata", "aesgcm_test.key"), "rb") as f:
+    MASTER_KEY = f.read()
+
+
+def pattern(n, seed):
+    return bytes((i * 37 + seed * 101 + 11) % 256 for i in range(n))
+
+
+# --- serde_frame ---------------------------------------------------------------------------
+# serde_frame_fuzzer.cc serdes(), in order.
+SERDES = ["fp8_e4m3", "fp8_e5m2", "checksum", "aesgcm128", "aesgcm256", "aesgcm256_bound",
+          "chain_fp8_checksum", "chain_fp8e5m2_aesgcm128", "chain_checksum_aesgcm256"]
+# lmcache::all_dtypes(), in order, with their element sizes.
+DTYPES = ["uint8", "float16", "bfloat16", "float32", "float8_e4m3fn", "float8_e5m2"]
+DTYPE_BYTES = {"uint8": 1, "float16": 2, "bfloat16": 2, "float32": 4, "float8_e4m3fn": 1,
+               "float8_e5m2": 1}
+SALTS = ["", "tenant-a", "tenant-b"]
+MODEL, KV_RANK, GROUP = "fuzz", 0, 0
+
+
+def elements(shape):
+    n = 1
+    for d in shape:
+        n *= d
+    return n
+
+
+def checksum_frame(payload, chunk_hash):
+    return (bytes([1]) + chunk_hash[:8].ljust(8, b"\0") + xxhash.xxh3_64(payload).digest()
+            + payload)
+
+
+def key_aad(chunk_hash, salt):
+    def lv(b):
+        return struct.pack(">I", len(b)) + b
+    return (lv(chunk_hash) + lv(MODEL.encode()) + struct.pack(">q", KV_RANK) +
+            struct.pack(">q", GROUP) + lv(salt.encode()))
+
+
+def aesgcm_frame(payload, bits, salt, chunk_hash, bind, iv_seed):
+    key = HKDF(algorithm=hashes.SHA256(), length=bits // 8, salt=None,
+               info=b"lmcache-l2-aesgcm-v1" + salt.encode()).derive(MASTER_KEY)
+    iv = pattern(12, iv_seed)
+    aad = key_aad(chunk_hash, salt) if bind else None
+    return bytes([1]) + iv + AESGCM(key).encrypt(iv, payload, aad)
+
+
+def frame_for(serde, groups, chunk_hash, salt, seed):
+    """A valid frame of `serde` for a destination of `groups` [(dtype, shape)]."""
+    n_elems = sum(elements(s) for _, s in groups)
+    n_bytes = sum(elements(s) * DTYPE_BYTES[d] for d, s in groups)
+    codes = pattern(n_elems, seed)  # any byte is an fp8 code
+    payload = pattern(n_bytes, seed)
+    if serde.startswith("fp8"):
+        return codes
+    if serde == "checksum":
+        return checksum_frame(payload, chunk_hash)
+    if serde.startswith("aesgcm"):
+        bits = 128 if serde == "aesgcm128" else 256
+        return aesgcm_frame(payload, bits, salt, chunk_hash, serde.endswith("bound"), seed)
+    if serde == "chain_fp8_checksum":
+        return checksum_frame(codes, chunk_hash)
+    if serde == "chain_fp8e5m2_aesgcm128":
+        return aesgcm_frame(codes, 128, salt, chunk_hash, False, seed)
+    if serde == "chain_checksum_aesgcm256":
+        return aesgcm_frame(checksum_frame(payload, chunk_hash), 256, salt, chunk_hash, False,
+                            seed)
+    raise ValueError(serde)
+
+
+def serde_input(serde, groups, chunk_hash, salt, mode, param, frame):
+    out = bytes([SERDES.index(serde), len(groups)])
+    for dtype, shape in groups:
+        out += bytes([DTYPES.index(dtype), len(shape)] + list(shape))
+    out += bytes([len(chunk_hash)]) + chunk_hash + bytes([SALTS.index(salt), mode, param])
+    return out + frame
+
+
+def serde_frame_seeds():
+    seeds = {}
+    float_groups = [("float32", (2, 3)), ("bfloat16", (4,)), ("float16", (1, 5))]
+    one_group = [("float16", (16, 16))]
+    any_groups = [("uint8", (3,)), ("float8_e4m3fn", (2, 2)), ("float32", ())]
+    hashes_ = [b"\x0a\x0b\x0c\x0d\x0e\x0f\x10\x11", b"\x01\x02\x03", b"\x00" * 16]
+    for i, serde in enumerate(SERDES):
+        fp8_only = serde.startswith("fp8") or serde.startswith("chain_fp8")
+        layouts = [("floats", float_groups), ("one", one_group)]
+        if not fp8_only:
+            layouts.append(("bytes", any_groups))
+        for j, (lname, groups) in enumerate(layouts):
+            chunk_hash = hashes_[(i + j) % len(hashes_)]
+            salt = SALTS[(i + j) % len(SALTS)]
+            frame = frame_for(serde, groups, chunk_hash, salt, 7 * i + j)
+            seeds["%s-%s" % (serde, lname)] = serde_input(serde, groups, chunk_hash, salt, 0, 0,
+                                                          frame)
+        # The other source layouts over the first frame: narrowed by 3 bytes after 3 bytes of
+        # tail, fp8 groups, two uint8 groups.
+        groups = float_groups
+        chunk_hash, salt = hashes_[i % len(hashes_)], SALTS[i % len(SALTS)]
+        frame = frame_for(serde, groups, chunk_hash, salt, 7 * i)
+        seeds["%s-narrowed" % serde] = serde_input(serde, groups, chunk_hash, salt, 1, 3,
+                                                   frame + b"\xff\xff\xff")
+        seeds["%s-fp8-groups" % serde] = serde_input(serde, groups, chunk_hash, salt, 2,
+                                                     1 if "e5m2" in serde else 0, frame)
+        seeds["%s-two-groups" % serde] = serde_input(serde, groups, chunk_hash, salt, 3, 5,
+                                                     frame)
+        seeds["%s-truncated" % serde] = serde_input(serde, groups, chunk_hash, salt, 0, 0,
+                                                    frame[:-1])
+    seeds["empty-layout"] = serde_input("checksum", [], b"", "", 0, 0,
+                                        checksum_frame(b"", b""))
+    return seeds
+
+
+TARGETS = {
+    "serde_frame": serde_frame_seeds,
+}
+
+
+def wanted():
+    return {(target, name): data for target, make in TARGETS.items()
+            for name, data in make().items()}
+
+
+def present():
+    out = {}
+    if not os.path.isdir(CORPUS_DIR):
+        return out
+    for root, _, files in os.walk(CORPUS_DIR):
+        for name in files:
+            path = os.path.join(root, name)
+            rel = os.path.relpath(path, CORPUS_DIR)
+            target, _, seed = rel.partition(os.sep)
+            with open(path, "rb") as f:
+                out[(target, seed)] = f.read()
+    return out
+
+
+def main(argv):
+    if len(argv) != 2 or argv[1] not in ("--write", "--check"):
+        print(__doc__, file=sys.stderr)
+        return 2
+    want = wanted()
+    if argv[1] == "--write":
+        for (target, name) in present():
+            os.remove(os.path.join(CORPUS_DIR, target, name))
+        for (target, name), data in want.items():
+            os.makedirs(os.path.join(CORPUS_DIR, target), exist_ok=True)
+            with open(os.path.join(CORPUS_DIR, target, name), "wb") as f:
+                f.write(data)
+        print("wrote %d seeds under %s" % (len(want), CORPUS_DIR))
+        return 0
+    have = present()
+    problems = ["missing: %s/%s" % k for k in sorted(want.keys() - have.keys())]
+    problems += ["not generated: %s/%s" % k for k in sorted(have.keys() - want.keys())]
+    problems += ["differs: %s/%s" % k for k in sorted(want.keys() & have.keys())
+                 if want[k] != have[k]]
+    if problems:
+        print("FAIL: fuzz/corpus/ is not what make_seeds.py writes (run "
+              "fuzz/tools/make_seeds.py --write; inputs that once failed belong in "
+              "fuzz/regressions/<target>/):\n  " + "\n  ".join(problems))
+        return 1
+    print("%d seeds in %d corpora match make_seeds.py" % (len(want), len(TARGETS)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
