@@ -137,8 +137,42 @@ def serde_frame_seeds():
     return seeds
 
 
+# --- fs_object -------------------------------------------------------------------------------
+FS_SHORT_KEY = "fuzz-object"
+FS_LONG_KEY = "fuzz-" + "x" * 295
+
+
+def fs_object(key, payload, magic=b"LMC2"):
+    crc = zlib.crc32(payload, zlib.crc32(key.encode()))
+    return payload + struct.pack("<I", crc) + magic
+
+
+def fs_input(flags, kind, natural, asked, data):
+    return bytes([flags, kind, 0 if natural else 1]) + struct.pack("<H", asked) + data
+
+
+def fs_object_seeds():
+    seeds = {}
+    small = pattern(100, 1)
+    big = pattern(5000, 2)  # past one 4096-byte O_DIRECT block
+    for flags in range(16):
+        crc, long_key = flags & 1, flags & 4
+        key = FS_LONG_KEY if long_key else FS_SHORT_KEY
+        payload = big if flags & 8 else small
+        data = fs_object(key, payload) if crc else payload
+        seeds["object-flags%02d" % flags] = fs_input(flags, 0, True, 0, data)
+    seeds["crc32-older-format"] = fs_input(1, 0, True, 0, fs_object(FS_SHORT_KEY, small, b"LMC1"))
+    seeds["crc32-other-key"] = fs_input(1, 0, True, 0, fs_object("other-key", small))
+    seeds["wrong-length"] = fs_input(0, 0, False, 99, small)
+    seeds["empty-object"] = fs_input(1, 0, True, 0, fs_object(FS_SHORT_KEY, b""))
+    for kind, name in [(1, "directory"), (2, "symlink"), (3, "fifo"), (4, "absent")]:
+        seeds[name] = fs_input(1, kind, True, 0, fs_object(FS_SHORT_KEY, small))
+    return seeds
+
+
 TARGETS = {
     "serde_frame": serde_frame_seeds,
+    "fs_object": fs_object_seeds,
 }
 
 
