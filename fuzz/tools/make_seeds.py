@@ -170,9 +170,53 @@ def fs_object_seeds():
     return seeds
 
 
+# --- resp_reply ------------------------------------------------------------------------------
+RESP_OPS = ["command", "get_many", "set_many", "exists_many", "del_many"]
+
+
+def resp_input(op, param, lens, reply):
+    lens = list(lens) + [0] * (4 - len(lens))
+    return bytes([RESP_OPS.index(op), param] + lens) + reply
+
+
+def bulk(b):
+    return b"$%d\r\n%s\r\n" % (len(b), b)
+
+
+def resp_reply_seeds():
+    seeds = {}
+    replies = {
+        "simple": b"+OK\r\n",
+        "error": b"-ERR wrong number of arguments\r\n",
+        "integer": b":-42\r\n",
+        "bulk": bulk(b"hello\r\nworld"),
+        "null": b"$-1\r\n",
+        "null-array": b"*-1\r\n",
+        "array": b"*3\r\n" + bulk(b"a") + b":1\r\n*2\r\n+x\r\n$-1\r\n",
+        "nested": b"*1\r\n" * 8 + b":8\r\n",
+        "empty-array": b"*0\r\n",
+    }
+    for name, reply in replies.items():
+        seeds["command-" + name] = resp_input("command", 20, [], reply)
+    seeds["command-over-limit"] = resp_input("command", 4, [], bulk(b"x" * 40))
+    v5, v3 = pattern(5, 1), pattern(3, 2)
+    seeds["get-hits"] = resp_input("get_many", 1, [5, 3], bulk(v5) + bulk(v3))
+    seeds["get-miss-and-error"] = resp_input("get_many", 2, [5, 4, 3],
+                                             b"$-1\r\n-ERR WRONGTYPE\r\n" + bulk(v3))
+    seeds["get-wrong-length"] = resp_input("get_many", 1, [5, 3], bulk(v3) + bulk(v5))
+    seeds["get-cut-short"] = resp_input("get_many", 0, [5], b"$5\r\nab")
+    seeds["set-ok"] = resp_input("set_many", 1, [4, 4], b"+OK\r\n+OK\r\n")
+    seeds["set-refused"] = resp_input("set_many", 1, [4, 4], b"+OK\r\n-OOM command not allowed\r\n")
+    seeds["exists"] = resp_input("exists_many", 3, [], b":1\r\n:0\r\n:2\r\n:0\r\n")
+    seeds["del"] = resp_input("del_many", 1, [], b":1\r\n:0\r\n")
+    seeds["del-error"] = resp_input("del_many", 0, [], b"-ERR no\r\n")
+    return seeds
+
+
 TARGETS = {
     "serde_frame": serde_frame_seeds,
     "fs_object": fs_object_seeds,
+    "resp_reply": resp_reply_seeds,
 }
 
 
