@@ -213,10 +213,49 @@ def resp_reply_seeds():
     return seeds
 
 
+# --- config_json -----------------------------------------------------------------------------
+def config_json_seeds():
+    aes = {"type": "aesgcm", "key_provider": "hkdf", "aes_bits": 256, "master_key_path": "k",
+           "bind_key": True, "max_workers": 2}
+    configs = {
+        "fp8": {"type": "fp8"},
+        "fp8-all-keys": {"type": "fp8", "fp8_dtype": "float8_e5m2", "max_workers": 2,
+                         "overflow": "saturating", "kernel": "scalar"},
+        "fp8-simd": {"type": "fp8", "kernel": "simd", "simd_target": "SSE4"},
+        "checksum": {"type": "checksum", "max_workers": 1},
+        "aesgcm": aes,
+        "aesgcm-missing-key": {"type": "aesgcm", "master_key_path": "missing"},
+        "aesgcm-key-is-dir": {"type": "aesgcm", "master_key_path": "dir"},
+        "aesgcm-empty-key": {"type": "aesgcm", "aes_bits": 128, "master_key_path": "empty"},
+        "chain": {"type": "chain", "stages": [{"type": "fp8"}, {"type": "checksum"}],
+                  "max_workers": 4},
+        "chain-three": {"type": "chain", "stages": [
+            {"type": "fp8", "fp8_dtype": "float8_e5m2"}, {"type": "checksum"},
+            {"type": "aesgcm", "aes_bits": 128, "master_key_path": "k"}]},
+        "chain-nested": {"type": "chain", "stages": [{"type": "chain", "stages": []}]},
+        "mock": {"type": "mock", "max_size_gb": 1, "mock_bandwidth_gb": 10,
+                 "lend_load_views": True, "run_when_idle": False},
+        "mock-with-serde": {"type": "mock", "max_size_gb": 0.5, "mock_bandwidth_gb": 10,
+                            "serde": {"type": "fp8", "fp8_dtype": "float8_e5m2"}},
+        "resp": {"type": "resp", "host": "127.0.0.1", "port": 6379, "num_workers": 8,
+                 "username": "u", "password": "p", "connect_timeout_ms": 2000,
+                 "io_timeout_ms": 5000, "max_capacity_gb": 1.5, "task_deadline_ms": 10000,
+                 "key_namespace": "run-1"},
+        "fs-with-serde": {"type": "fs", "base_path": "/nonexistent/lmcache", "use_odirect": True,
+                          "checksum": "crc32", "num_workers": 4, "max_capacity_gb": 0,
+                          "serde": {"type": "chain", "stages": [{"type": "fp8"},
+                                                                 {"type": "checksum"}]}},
+    }
+    seeds = {name: json.dumps(c, sort_keys=True).encode() for name, c in configs.items()}
+    seeds["not-an-object"] = b"[1, \"fp8\", null]"
+    return seeds
+
+
 TARGETS = {
     "serde_frame": serde_frame_seeds,
     "fs_object": fs_object_seeds,
     "resp_reply": resp_reply_seeds,
+    "config_json": config_json_seeds,
 }
 
 
