@@ -251,11 +251,49 @@ def config_json_seeds():
     return seeds
 
 
+# --- key_codec -------------------------------------------------------------------------------
+KEY_NAMESPACES = ["", "run-1"]
+SAFE = set(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
+
+
+def escape(b):
+    return "".join(chr(c) if c in SAFE else "%%%02X" % c for c in b)
+
+
+def key_string(namespace, model, rank, group, chunk_hash, salt):
+    """KeyCodec's string (storage/lmcache/connector/key_codec.h, format version 1)."""
+    rank_field = "%08x" % rank if rank >= 0 else "-%07x" % -rank
+    out = (namespace + "+" if namespace else "") + escape(model) + "@" + rank_field + "@"
+    out += "%x" % group + "@" + chunk_hash.hex()
+    return out + ("@" + escape(salt) if salt else "")
+
+
+def key_codec_seeds():
+    seeds = {}
+    keys = [
+        ("plain", "", b"llama", 3, 0, b"\x00\x01\xfe\xff", b""),
+        ("escaped", "", b"meta-llama/Llama-3.1", 0x01020304, 7, b"\xab" * 16, b"tenant a"),
+        ("negative-rank", "run-1", b"m", -5, 0, b"", b"s"),
+        ("min-rank", "", b"m", -(1 << 63), (1 << 63) - 1, b"\x10", b""),
+        ("namespaced", "run-1", b"Qwen_2-7B", 1 << 32, 1, b"\x42" * 8, b"tenant-b"),
+    ]
+    for name, namespace, model, rank, group, chunk_hash, salt in keys:
+        text = key_string(namespace, model, rank, group, chunk_hash, salt).encode()
+        seeds[name] = (bytes([KEY_NAMESPACES.index(namespace)]) +
+                       struct.pack("<qq", rank, group) + text)
+    # Forms decode() must refuse: a lower-case escape, an unpadded rank, an empty salt field.
+    seeds["lower-case-escape"] = bytes(17) + b"a%2fb@00000000@0@@"
+    seeds["unpadded-rank"] = bytes(17) + b"m@3@0@ab"
+    seeds["empty-salt-field"] = bytes(17) + b"m@00000003@0@ab@"
+    return seeds
+
+
 TARGETS = {
     "serde_frame": serde_frame_seeds,
     "fs_object": fs_object_seeds,
     "resp_reply": resp_reply_seeds,
     "config_json": config_json_seeds,
+    "key_codec": key_codec_seeds,
 }
 
 
