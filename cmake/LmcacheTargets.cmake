@@ -29,6 +29,28 @@ set(LMCACHE_COVERAGE_COMPONENTS
 if(LMCACHE_COVERAGE AND NOT CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
   message(FATAL_ERROR "LMCACHE_COVERAGE needs gcc (the gate reads gcov counters with gcovr)")
 endif()
+# The fuzz build (LMCACHE_BUILD_FUZZERS, fuzz/README.md): every library gets libFuzzer's coverage
+# instrumentation and ASan+UBSan, so that what a fuzzer reaches is both guided and checked; the
+# fuzz targets themselves link libFuzzer (lmcache_add_fuzzer below). libFuzzer is clang's, and
+# TSan cannot be combined with ASan.
+if(LMCACHE_BUILD_FUZZERS)
+  if(NOT CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
+    message(FATAL_ERROR "LMCACHE_BUILD_FUZZERS=ON needs clang (libFuzzer ships with clang: Debian "
+                        "packages clang-14 and libclang-rt-14-dev), but the C++ compiler is "
+                        "${CMAKE_CXX_COMPILER_ID} ${CMAKE_CXX_COMPILER_VERSION}: configure a fresh "
+                        "build directory with -DCMAKE_C_COMPILER=clang-14 "
+                        "-DCMAKE_CXX_COMPILER=clang++-14")
+  endif()
+  if(LMCACHE_SANITIZE STREQUAL "thread")
+    message(FATAL_ERROR "LMCACHE_BUILD_FUZZERS=ON cannot be combined with LMCACHE_SANITIZE=thread: "
+                        "the fuzzers run under ASan+UBSan, which TSan excludes; use a build "
+                        "directory of its own for each")
+  endif()
+  target_compile_options(lmcache_build_flags INTERFACE
+    -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined
+    -fno-omit-frame-pointer)
+  target_link_options(lmcache_build_flags INTERFACE -fsanitize=address,undefined)
+endif()
 install(TARGETS lmcache_build_flags EXPORT lmcacheTargets)
 
 # lmcache_add_library(<name> SOURCES ... [HEADERS ...] [DEPS ...] [PRIVATE_DEPS ...])
@@ -182,4 +204,70 @@ function(lmcache_add_conformance_test name)
     set(env "LMCACHE_CONFORMANCE_DEPTH=quick")
   endif()
   set_tests_properties(${name} PROPERTIES LABELS conformance TIMEOUT 900 ENVIRONMENT "${env}")
+endfunction()
+
+# lmcache_add_fuzzer(<name> SOURCES ... LIBS ... CORPUS <dir>... [DICT file] [RUNS n]
+#                    [MAX_TOTAL_TIME s] [MAX_LEN bytes])
+# With LMCACHE_BUILD_FUZZERS only (nothing otherwise): the libFuzzer target <name>_fuzzer, at
+# <build>/fuzzers/, from SOURCES (which define LLVMFuzzerTestOneInput), linked with LIBS and built
+# with -fsanitize=fuzzer,address,undefined (-fno-sanitize-recover=undefined: UB aborts as a crash
+# does); `cmake --build <dir> --target lmcache_fuzzers` builds every one. Registers the ctest
+# fuzz.<name> (label "fuzz"): RUNS executions (default 20000) from the checked-in CORPUS folders,
+# which are only read (new inputs go to a fresh folder of the build tree), with a fixed seed so
+# that a run is repeatable; MAX_TOTAL_TIME (default 30 s) only bounds a slow machine. MAX_LEN
+# (default 4096) caps an input's size; DICT is a libFuzzer dictionary. The flags a longer run needs
+# too (MAX_LEN, DICT) and the CORPUS folders are written beside the binary, <name>.flags and
+# <name>.corpus, for scripts/fuzz.sh. cmake/run_fuzzer.sh runs the ctest and says how to replay a
+# failure.
+function(lmcache_add_fuzzer name)
+  if(NOT LMCACHE_BUILD_FUZZERS)
+    return()
+  endif()
+  cmake_parse_arguments(ARG "" "DICT;RUNS;MAX_TOTAL_TIME;MAX_LEN" "SOURCES;LIBS;CORPUS" ${ARGN})
+  if(ARG_UNPARSED_ARGUMENTS OR NOT ARG_SOURCES OR NOT ARG_CORPUS)
+    message(FATAL_ERROR "lmcache_add_fuzzer(${name}): needs SOURCES and CORPUS "
+                        "(unknown arguments: '${ARG_UNPARSED_ARGUMENTS}')")
+  endif()
+  if(NOT ARG_RUNS)
+    set(ARG_RUNS 20000)
+  endif()
+  if(NOT ARG_MAX_TOTAL_TIME)
+    set(ARG_MAX_TOTAL_TIME 30)
+  endif()
+  if(NOT ARG_MAX_LEN)
+    set(ARG_MAX_LEN 4096)
+  endif()
+  set(target ${name}_fuzzer)
+  set(out_dir ${CMAKE_BINARY_DIR}/fuzzers)
+  add_executable(${target} ${ARG_SOURCES})
+  # The area folder is the include root, as for a library ("lmcache/fuzz/fuzz_support.h").
+  cmake_path(GET CMAKE_CURRENT_SOURCE_DIR PARENT_PATH lmcache_dir)
+  cmake_path(GET lmcache_dir PARENT_PATH area_root)
+  target_include_directories(${target} PRIVATE ${area_root})
+  target_link_libraries(${target} PRIVATE ${ARG_LIBS} lmcache_build_flags)
+  target_compile_options(${target} PRIVATE -fsanitize=fuzzer)
+  target_link_options(${target} PRIVATE -fsanitize=fuzzer)
+  set_target_properties(${target} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${out_dir})
+  if(NOT TARGET lmcache_fuzzers)
+    add_custom_target(lmcache_fuzzers)
+  endif()
+  add_dependencies(lmcache_fuzzers ${target})
+
+  set(flags -max_len=${ARG_MAX_LEN})
+  if(ARG_DICT)
+    list(APPEND flags -dict=${ARG_DICT})
+  endif()
+  list(JOIN flags "\n" flag_lines)
+  list(JOIN ARG_CORPUS "\n" corpus_lines)
+  file(WRITE ${out_dir}/${name}.flags "${flag_lines}\n")
+  file(WRITE ${out_dir}/${name}.corpus "${corpus_lines}\n")
+
+  add_test(NAME fuzz.${name}
+    COMMAND bash ${PROJECT_SOURCE_DIR}/cmake/run_fuzzer.sh $<TARGET_FILE:${target}>
+            ${CMAKE_CURRENT_BINARY_DIR}/${name}.work ${flags} -runs=${ARG_RUNS}
+            -max_total_time=${ARG_MAX_TOTAL_TIME} -seed=1 -timeout=20 -rss_limit_mb=2048
+            -print_final_stats=1 -- ${ARG_CORPUS})
+  # Past the time bound with room for start-up and the final report: a hang is reported.
+  math(EXPR test_timeout "${ARG_MAX_TOTAL_TIME} * 2 + 60")
+  set_tests_properties(fuzz.${name} PROPERTIES LABELS fuzz TIMEOUT ${test_timeout})
 endfunction()

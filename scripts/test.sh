@@ -4,12 +4,15 @@
 #   scripts/test.sh            install missing Debian packages, then build and test:
 #                              1. Release: every test;
 #                              2. ASan+UBSan: every test;
-#                              3. TSan: the tests labelled "concurrency".
+#                              3. TSan: the tests labelled "concurrency";
+#                              4. fuzz (clang, libFuzzer): the fuzz targets only, each run for a
+#                                 bounded number of inputs (label "fuzz", fuzz/README.md).
 #   scripts/test.sh --quick    step 1 only.
-#   scripts/test.sh --label L  restrict every step to ctest label L (unit, conformance, fault, slow).
+#   scripts/test.sh --label L  restrict every step to ctest label L (unit, conformance, fault,
+#                              slow); --label fuzz runs step 4 alone, any other label skips it.
 #
-# Build trees live under build/ (build/release, build/asan, build/tsan). ccache and Ninja keep
-# rebuilds cheap. Exits non-zero on the first failing step.
+# Build trees live under build/ (build/release, build/asan, build/tsan, build/fuzz). ccache and
+# Ninja keep rebuilds cheap. Exits non-zero on the first failing step.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # ccache: share hits between clones (CI builds a fresh clone in another folder).
@@ -20,7 +23,7 @@ while (($#)); do
   case "$1" in
     --quick) quick=1 ;;
     --label) label="$2"; shift ;;
-    -h|--help) sed -n '2,13p' "${BASH_SOURCE[0]}"; exit 0 ;;
+    -h|--help) sed -n '2,16p' "${BASH_SOURCE[0]}"; exit 0 ;;
     *) echo "test.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
   esac
   shift
@@ -54,6 +57,22 @@ mkdir -p "$root/build"
 san_flags=(-DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1"
            -DLMCACHE_BUILD_BENCH=OFF)
 
+# The fuzz targets (fuzz/README.md): a clang build of their own with LMCACHE_BUILD_FUZZERS, only
+# the fuzz targets built (scripts/fuzz.sh, the longer run, configures build/fuzz the same way).
+fuzz_step() {
+  step "Fuzz build (clang, libFuzzer, ASan+UBSan) and the bounded fuzz runs"
+  configure_and_build "$root/build/fuzz" --target lmcache_fuzzers \
+    -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14 \
+    -DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1" \
+    -DLMCACHE_BUILD_FUZZERS=ON -DLMCACHE_BUILD_TESTS=OFF -DLMCACHE_BUILD_BENCH=OFF \
+    -DLMCACHE_ENABLE_CUDA=OFF
+  ctest --test-dir "$root/build/fuzz" --output-on-failure -j "$jobs" --no-tests=error -L fuzz
+}
+if [[ "$label" == fuzz ]]; then
+  fuzz_step
+  exit 0
+fi
+
 step "Release build and every test"
 configure_and_build "$root/build/release" -DCMAKE_BUILD_TYPE=Release
 run_tests "$root/build/release"
@@ -71,3 +90,7 @@ configure_and_build "$root/build/tsan" --target lmcache_concurrency_tests \
   -DLMCACHE_SANITIZE=thread "${san_flags[@]}"
 TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
   run_tests "$root/build/tsan" -L concurrency
+
+if [[ -z "$label" ]]; then
+  fuzz_step
+fi

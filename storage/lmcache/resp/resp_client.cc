@@ -6,6 +6,7 @@
 // connection out of step; split, the buffers would be handed between files.
 #include "lmcache/resp/resp_client.h"
 
+#include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -20,6 +21,7 @@
 #include <climits>
 #include <cstring>
 #include <exception>
+#include <system_error>
 
 namespace lmcache::resp {
 
@@ -107,6 +109,22 @@ void RespClient::disconnect() {
   in_pos_ = in_end_ = 0;
   out_.clear();
   pieces_.clear();
+}
+
+void RespClient::adopt_connection(int fd) {
+  if (fd < 0) {
+    throw std::invalid_argument("RespClient::adopt_connection: bad fd " + std::to_string(fd));
+  }
+  const int flags = ::fcntl(fd, F_GETFL);
+  if (flags < 0 || ::fcntl(fd, F_SETFL, flags | O_NONBLOCK) != 0 ||
+      ::fcntl(fd, F_SETFD, FD_CLOEXEC) != 0) {
+    const int err = errno;
+    ::close(fd);
+    throw std::system_error(err, std::generic_category(), "RespClient::adopt_connection");
+  }
+  disconnect();
+  std::lock_guard lock(fd_mu_);
+  fd_ = fd;
 }
 
 void RespClient::shutdown() {

@@ -118,6 +118,17 @@ class RespClient {
   // Closes the connection (the next call reconnects).
   void disconnect();
 
+  // adopt_connection()
+  //
+  // A test seam: takes `fd`, a connected stream socket whose peer plays the server (one end of
+  // a socketpair() in tests and in fuzz/lmcache/fuzz/resp_reply_fuzzer.cc), as the connection,
+  // in place of any current one. It is made non-blocking and close-on-exec, and from then on is
+  // this client's own: the next call checks it as an idle connection and uses it, a failure or
+  // disconnect() closes it. Nothing is sent on it (no AUTH) and it does not count in
+  // connects(). Owner thread only. Throws std::invalid_argument for a negative fd, and
+  // std::system_error when its flags cannot be set (the fd is then closed).
+  void adopt_connection(int fd);
+
   // shutdown()
   //
   // Any thread: makes a call blocked on this connection fail promptly with RespError and every

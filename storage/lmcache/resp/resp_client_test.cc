@@ -4,7 +4,10 @@
 // a fresh one) and a real redis-server (round trips of large pipelined values).
 #include "lmcache/resp/resp_client.h"
 
+#include <fcntl.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <gtest/gtest.h>
 
@@ -268,6 +271,45 @@ TEST(RespClient, RefusedConnectionIsAnError) {
   e.port = port;
   RespClient client(e);
   EXPECT_THROW(client.connect(), RespError);
+}
+
+// The seam the RESP fuzz target feeds replies through (fuzz/lmcache/fuzz/resp_reply_fuzzer.cc):
+// an adopted socket is the client's connection, read and failed as one it made itself.
+TEST(RespClient, AdoptedConnectionServesCallsAndClosesOnFailure) {
+  int sv[2];
+  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+  RespEndpoint e;
+  e.port = 1;  // never dialled: the adopted socket is the connection
+  RespClient client(e);
+  client.adopt_connection(sv[0]);
+  EXPECT_TRUE(client.connected());
+  EXPECT_NE(::fcntl(sv[0], F_GETFL) & O_NONBLOCK, 0) << "the client's waits need O_NONBLOCK";
+  const std::string ping = "*1\r\n$4\r\nPING\r\n";
+  std::string received;
+  std::thread server([&] {
+    // The peer answers each request once it has it all: a reply, then garbage.
+    for (const std::string reply : {"+PONG\r\n", "?garbage\r\n"}) {
+      std::string request(ping.size(), '\0');
+      std::size_t got = 0;
+      while (got < request.size()) {
+        const ssize_t n = ::read(sv[1], request.data() + got, request.size() - got);
+        if (n <= 0) return;
+        got += static_cast<std::size_t>(n);
+      }
+      received += request;
+      ASSERT_EQ(::write(sv[1], reply.data(), reply.size()), static_cast<ssize_t>(reply.size()));
+    }
+  });
+  EXPECT_EQ(client.command({"PING"}).to_string(), "+PONG");
+  EXPECT_THROW(client.command({"PING"}), RespError);
+  server.join();
+  EXPECT_EQ(received, ping + ping);
+  EXPECT_FALSE(client.connected()) << "a failure closes an adopted connection too";
+  char byte = 0;
+  EXPECT_EQ(::read(sv[1], &byte, 1), 0) << "the client closed its end";
+  ::close(sv[1]);
+  EXPECT_EQ(client.connects(), 0u) << "adopting is not connecting";
+  EXPECT_THROW(client.adopt_connection(-1), std::invalid_argument);
 }
 
 TEST(RespClient, CommandRepliesAreBoundedByMaxReplyBytes) {
