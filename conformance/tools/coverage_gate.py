@@ -59,17 +59,24 @@ def run_reference(build, depth, seed, counters):
         dest.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(gcno, dest)
     env = dict(os.environ, GCOV_PREFIX=str(counters), GCOV_PREFIX_STRIP="0")
-    cmd = [str(exe), "--reference", "--depth", depth, "--rc-params", f"seed={seed}", "-q",
+    cmd = [str(exe), "--reference", "--depth", depth, "--rc-params", f"seed={seed}",
            "--json", str(counters / "conform.json"), "--junit", str(counters / "conform.xml")]
     print("coverage_gate: " + " ".join(cmd), flush=True)
-    rc = subprocess.run(cmd, check=False, env=env).returncode
-    if rc != 0:
-        fail(f"lmcache-conform --reference exited {rc}: the reference must pass before its "
-             "coverage means anything", 1)
+    run = subprocess.run(cmd, check=False, env=env, stdout=subprocess.PIPE,
+                         stderr=subprocess.STDOUT, text=True, errors="replace")
+    if run.returncode != 0:
+        # The verdict table is long; its failures and summary come last.
+        print(run.stdout[-12000:], file=sys.stderr)
+        fail(f"lmcache-conform --reference exited {run.returncode}: the reference must pass "
+             "before its coverage means anything", 1)
+    print("coverage_gate: " + (run.stdout.strip().splitlines() or [""])[-1])
 
 
-def gcovr_json(search, source, components):
-    cmd = ["gcovr", "--root", str(source), "--exclude-throw-branches",
+def gcovr_json(search, build, source, components):
+    # --object-directory: gcov runs where the compiler ran, so that the relative source paths
+    # a ccache build records (CCACHE_BASEDIR) resolve.
+    cmd = ["gcovr", "--root", str(source), "--object-directory", str(build),
+           "--exclude-throw-branches",
            "--exclude-unreachable-branches", "-j", str(os.cpu_count() or 1), "--json", "-"]
     for c in components:
         cmd += ["--filter", str(source / c)]
@@ -118,7 +125,8 @@ def main():
     with tempfile.TemporaryDirectory(prefix="lmcache-coverage-") as counters:
         if args.run:
             run_reference(build, args.depth, args.seed, pathlib.Path(counters))
-        data = gcovr_json(pathlib.Path(counters) if args.run else build, source, components)
+        data = gcovr_json(pathlib.Path(counters) if args.run else build, build, source,
+                          components)
 
     lines_total = lines_hit = br_total = br_hit = 0
     uncovered = []  # (file, line number, text)

@@ -212,7 +212,7 @@ Verdict ConcurrentSubmitters(const AdapterUnderTest& aut) {
                                        loaded->to_string() + " (" + shape + ")");
           for (std::size_t i = 0; i < per; ++i) {
             MemoryObjPtr w = objects.expected(t * per + i);
-            require(std::memcmp(issued[t].dsts[i]->data(), w->data(), w->size()) == 0,
+            require(same_bytes(issued[t].dsts[i]->data(), w->data(), w->size()),
                     "thread " + std::to_string(t) + "'s load of key " + std::to_string(i) +
                         " did not give its own bytes back (" + shape + ")");
           }

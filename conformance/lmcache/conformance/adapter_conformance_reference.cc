@@ -79,10 +79,9 @@ void require_reads(L2AdapterInterface& reader, const std::vector<ObjectKey>& key
     require(loaded.test(i), which + " is not loaded");
     require(dsts[i]->size() == objs[i]->size(),
             which + " loads as " + std::to_string(dsts[i]->size()) + " bytes");
-    require(
-        objs[i]->size() == 0 || std::memcmp(dsts[i]->data(), objs[i]->data(), objs[i]->size()) == 0,
-        which + " loads other bytes: " + hex_preview(dsts[i]->bytes()) + " instead of " +
-            hex_preview(objs[i]->bytes()));
+    require(same_bytes(dsts[i]->data(), objs[i]->data(), objs[i]->size()),
+            which + " loads other bytes: " + hex_preview(dsts[i]->bytes()) + " instead of " +
+                hex_preview(objs[i]->bytes()));
   }
 }
 

@@ -229,6 +229,10 @@ double min_normal(DType dtype) {
   return 1.0;
 }
 
+bool same_bytes(const void* a, const void* b, std::size_t n) {
+  return n == 0 || std::memcmp(a, b, n) == 0;
+}
+
 void fill_bytes(std::span<std::byte> bytes, std::uint64_t seed) {
   SplitMix64 rng{seed};
   std::size_t i = 0;

@@ -77,6 +77,12 @@ void fill_values(MemoryObj& obj, const ValueSpec& spec, std::uint64_t seed);
 // Deterministic pseudo-random bytes from `seed`.
 void fill_bytes(std::span<std::byte> bytes, std::uint64_t seed);
 
+// same_bytes()
+//
+// Whether the `n` bytes at `a` and at `b` are equal; true for n == 0 whatever the pointers (an
+// empty object's data() may be null, which memcmp must never see).
+bool same_bytes(const void* a, const void* b, std::size_t n);
+
 // GuardedObject
 //
 // A MemoryObj of `layout` whose physical_size() is `physical_size` (at least the layout's bytes)

@@ -166,12 +166,12 @@ std::string check_loaded(const AdapterUnderTest& aut, const MemoryObj& written,
   if (aut.expected_load) {
     auto expected = MemoryObj::allocate(written.layout());
     aut.expected_load(written, *expected);
-    if (std::memcmp(expected->data(), loaded.data(), expected->size()) != 0) {
+    if (!same_bytes(expected->data(), loaded.data(), expected->size())) {
       return "the loaded bytes are not the declared round trip of those written";
     }
     return "";
   }
-  if (std::memcmp(written.data(), loaded.data(), written.size()) != 0) {
+  if (!same_bytes(written.data(), loaded.data(), written.size())) {
     return "the loaded bytes differ from those written into the lent buffer";
   }
   return "";
@@ -492,7 +492,7 @@ Verdict wrapper_released_on_failure(const WrapperUnderTest& wut) {
           auto expected = destination(layout, 0);
           deser.deserialize(*temp, *expected, probe_key());
           scenario_check(
-              std::memcmp(expected->data(), dsts[i]->data(), layout.total_bytes()) == 0,
+              same_bytes(expected->data(), dsts[i]->data(), layout.total_bytes()),
               "a key loaded back other bytes than the serde round trip of what was stored");
         }
       }

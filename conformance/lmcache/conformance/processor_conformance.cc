@@ -69,7 +69,7 @@ std::string serialized_difference(const ProcessorUnderTest& put, const MemoryObj
   if (a.size() != b.size()) {
     return std::to_string(a.size()) + " bytes vs " + std::to_string(b.size());
   }
-  if (put.randomized || a.size() == 0 || std::memcmp(a.data(), b.data(), a.size()) == 0) {
+  if (put.randomized || same_bytes(a.data(), b.data(), a.size())) {
     return {};
   }
   for (std::size_t i = 0; i < a.size(); ++i) {
@@ -153,11 +153,11 @@ std::string decoded_mismatch(const MemoryObj& input, const MemoryObj& decoded) {
   for (std::size_t g = 0; g < layout.num_groups(); ++g) {
     auto a = input.group_bytes(g);
     auto b = decoded.group_bytes(g);
-    if (a.empty() || std::memcmp(a.data(), b.data(), a.size()) == 0) continue;
+    if (a.empty() || same_bytes(a.data(), b.data(), a.size())) continue;
     const DType dtype = layout.dtypes()[g];
     const std::size_t es = element_size(dtype);
     for (std::size_t i = 0; i < layout.group_elements(g); ++i) {
-      if (std::memcmp(a.data() + i * es, b.data() + i * es, es) != 0) {
+      if (!same_bytes(a.data() + i * es, b.data() + i * es, es)) {
         return describe_element(layout, g, i, read_element(dtype, a.data() + i * es),
                                 read_element(dtype, b.data() + i * es)) +
                " in " + layout.to_string();

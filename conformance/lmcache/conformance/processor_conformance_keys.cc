@@ -131,7 +131,7 @@ Verdict MatchesReference(const ProcessorUnderTest& put) {
                                                   " bytes where the reference " + ref.type +
                                                   " writes " + std::to_string(want.count));
       if (!ref.randomized && !put.randomized && want.count > 0) {
-        require(std::memcmp(temps[i]->data(), want.bytes.data(), want.count) == 0,
+        require(same_bytes(temps[i]->data(), want.bytes.data(), want.count),
                 "the processor's frame of " + at + " differs from the reference " + ref.type +
                     "'s under the pair's own key (a key from another pair, or none?)");
       }

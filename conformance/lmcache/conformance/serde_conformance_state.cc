@@ -221,7 +221,7 @@ Verdict OneInstanceManyLayouts(const SerdeUnderTest& serde) {
         }
         require(got_out.check_guards().empty(),
                 at + ": deserialize() wrote outside its destination: " + got_out.check_guards());
-        require(n == 0 || std::memcmp(got_out->data(), want_out->data(), n) == 0,
+        require(same_bytes(got_out->data(), want_out->data(), n),
                 at +
                     ": deserialize() decoded differently from a fresh instance (a decode plan, "
                     "scratch buffer or derived key kept from an earlier layout or key?)" +

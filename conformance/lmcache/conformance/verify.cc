@@ -174,8 +174,7 @@ AssertionResult verify_bytes_past_count_untouched(const SerdeUnderTest& serde, c
                               << " but wrote past that count: destination " << c
                               << where(layout, key);
   }
-  if (layout.total_bytes() > 0 &&
-      std::memcmp(input->data(), src.data(), layout.total_bytes()) != 0) {
+  if (layout.total_bytes() > 0 && !same_bytes(input->data(), src.data(), layout.total_bytes())) {
     return AssertionFailure() << "serialize() modified its source" << where(layout, key);
   }
   return AssertionSuccess();

@@ -148,7 +148,7 @@ AssertionResult verify_multi_none_slot_rules(const SerdeUnderTest& serde, const 
       }
       for (std::size_t i = 0; i < g; ++i) {
         if (i == slot || layout.total_bytes() == 0) continue;
-        if (std::memcmp(partial[i]->data(), full[i]->data(), layout.total_bytes()) != 0) {
+        if (!same_bytes(partial[i]->data(), full[i]->data(), layout.total_bytes())) {
           return AssertionFailure()
                  << "multi deserialize() with None dst slot " << slot << " filled slot " << i
                  << " differently from a full group" << where(layout, key);
@@ -211,7 +211,7 @@ AssertionResult verify_bridge_equivalence(const SerdeUnderTest& serde, const Mem
   if (auto e = throws([&] { md->deserialize(*bytes, {b}, key); })) {
     return AssertionFailure() << "bridge deserialize() threw: " << *e << where(layout, key);
   }
-  if (layout.total_bytes() > 0 && std::memcmp(a->data(), b->data(), layout.total_bytes()) != 0) {
+  if (layout.total_bytes() > 0 && !same_bytes(a->data(), b->data(), layout.total_bytes())) {
     return AssertionFailure() << "bridge deserialize() is not identical to a direct call"
                               << where(layout, key);
   }

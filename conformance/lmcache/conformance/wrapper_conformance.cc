@@ -210,14 +210,13 @@ void require_loaded(const std::vector<MemoryObjPtr>& objs, const std::vector<Mem
     const std::size_t n = dsts[i]->layout().total_bytes();
     if (bits.test(i)) {
       MemoryObjPtr want = fp8_round_trip(*objs[i]);
-      require(n == 0 || std::memcmp(want->data(), dsts[i]->data(), n) == 0,
+      require(same_bytes(want->data(), dsts[i]->data(), n),
               what + ": object " + std::to_string(i) + " of " + std::to_string(dsts.size()) +
                   " did not come back as the serde's round trip of what was stored");
     } else {
-      require(
-          std::memcmp(before[i].data(), dsts[i]->physical_bytes().data(), before[i].size()) == 0,
-          what + ": the destination of unloaded key " + std::to_string(i) +
-              " was written (only set bits may be deserialized)");
+      require(same_bytes(before[i].data(), dsts[i]->physical_bytes().data(), before[i].size()),
+              what + ": the destination of unloaded key " + std::to_string(i) +
+                  " was written (only set bits may be deserialized)");
     }
   }
 }

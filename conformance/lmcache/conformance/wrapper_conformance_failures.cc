@@ -220,10 +220,10 @@ Verdict AllOrNothingStore(const WrapperUnderTest& wut, const WrapperRigOptions& 
         require(wait_load_once(w, l, what) == Bitmap(n, n),
                 what + " succeeded, but its keys do not all load back");
         for (std::size_t i = 0; i < n; ++i) {
-          require(std::memcmp(dsts[i]->data(), fp8_round_trip(*objs[i])->data(),
-                              layout.total_bytes()) == 0,
-                  what + " succeeded, but key " + std::to_string(i) +
-                      " loads back other bytes than stored");
+          require(
+              same_bytes(dsts[i]->data(), fp8_round_trip(*objs[i])->data(), layout.total_bytes()),
+              what + " succeeded, but key " + std::to_string(i) +
+                  " loads back other bytes than stored");
         }
         continue;
       }
@@ -284,9 +284,9 @@ Verdict AllOrNothingLoad(const WrapperUnderTest& wut, const WrapperRigOptions& r
                     "failing call skipped");
       } else if (may_not_fire(*rig, f) && bits == Bitmap(n, n)) {
         for (std::size_t i = 0; i < n; ++i) {
-          require(std::memcmp(dsts[i]->data(), fp8_round_trip(*objs[i])->data(),
-                              layout.total_bytes()) == 0,
-                  what + " loaded key " + std::to_string(i) + " with other bytes than stored");
+          require(
+              same_bytes(dsts[i]->data(), fp8_round_trip(*objs[i])->data(), layout.total_bytes()),
+              what + " loaded key " + std::to_string(i) + " with other bytes than stored");
         }
       } else {
         require(bits == Bitmap(n), what + " returned bitmap " + bits.to_string() + " instead of " +

@@ -247,14 +247,13 @@ struct AdapterSut {
                     ") but its destination reports size() " + std::to_string(dsts[i]->size()) +
                     " where the stored object had " + std::to_string(n) +
                     " (a load leaves size() at the stored length)");
-        require(n == 0 || std::memcmp(dsts[i]->data(), want->data(), n) == 0,
+        require(same_bytes(dsts[i]->data(), want->data(), n),
                 what + " set bit " + std::to_string(i) + " (k" + std::to_string(k) +
                     ") but its destination does not hold the stored object");
       } else {
-        require(
-            std::memcmp(dsts[i]->physical_bytes().data(), before[i].data(), before[i].size()) == 0,
-            what + " wrote the destination of k" + std::to_string(k) + " (bit " +
-                std::to_string(i) + " clear)");
+        require(same_bytes(dsts[i]->physical_bytes().data(), before[i].data(), before[i].size()),
+                what + " wrote the destination of k" + std::to_string(k) + " (bit " +
+                    std::to_string(i) + " clear)");
       }
     }
   }
