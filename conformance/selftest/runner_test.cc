@@ -95,9 +95,10 @@ TEST(Runner, ReferencePassesEveryProperty) {
   // One row per reference implementation, the storage adapters --reference starts included.
   std::set<std::string> names;
   for (auto& i : r.json["implementations"]) names.insert(i["name"].get<std::string>());
-  for (const char* impl : {"fp8_e4m3fn", "checksum", "aesgcm_256_bind_key", "chain_fp8_aesgcm_256",
-                           "async_checksum_w2", "registry_chain_fp8_checksum", "mock",
-                           "serde_l2_adapter_wrapper", "bridge_memory", "fs"}) {
+  for (const char* impl :
+       {"fp8_e4m3fn", "fp8_e4m3fn_scalar", "checksum", "aesgcm_256_bind_key",
+        "chain_fp8_aesgcm_256", "async_checksum_w2", "registry_chain_fp8_checksum", "mock",
+        "serde_l2_adapter_wrapper", "bridge_memory", "fs"}) {
     EXPECT_EQ(names.count(impl), 1u) << "no results for " << impl << "\n" << r.output;
   }
 }

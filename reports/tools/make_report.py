@@ -2,7 +2,7 @@
 """Builds a hardware performance report directory, reports/<system-id>/.
 
     make_report.py --bench-dir DIR [--summary-dir DIR] [--conformance FILE] [--campaign FILE]
-                   [--build-dir DIR] [--reports-root reports] [--id-suffix TAG]
+                   [--coverage FILE] [--build-dir DIR] [--reports-root reports] [--id-suffix TAG]
                    [--reproduce CMD] [--note TEXT ...] [--force]
     make_report.py --rebuild REPORT_DIR     re-render README, tables and plots from the raw
                                             files the report already holds
@@ -10,7 +10,9 @@
 --bench-dir is lmcache-bench's --out directory of the sweep (every row once: its Google
 Benchmark JSON and metrics.prom); --summary-dir that of the summary run (the summary rows
 repeated: summary.py --bench-filter). The report holds the raw files (system.json, bench.json,
-metrics.prom, summary_bench.json, conformance.json, campaign.json), then what is made from
+metrics.prom, summary_bench.json, conformance.json, campaign.json, coverage.json: the kit's
+coverage of the reference, from conformance/coverage/baseline.json unless --coverage names a
+coverage gate's --json), then what is made from
 them: README.md (the summary block first), tables/*.csv (every row), plots/*.svg + *.png.
 
 The system id names the hardware (sysinfo.py), so a run on another machine writes another
@@ -36,6 +38,9 @@ from reportdata import human_bytes, num  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TABLES = ('codec', 'roofline', 'overheads', 'summary')
+# What a report keeps of the coverage gate's figures (conformance/coverage/README.md).
+COVERAGE_KEYS = ('lines_percent', 'branches_percent', 'depth', 'seed')
+COVERAGE_BASELINE = os.path.join(ROOT, 'conformance', 'coverage', 'baseline.json')
 
 
 def md_table(header, rows):
@@ -239,7 +244,9 @@ def render(report_dir):
     out += ['## Files', '',
             '`system.json` (machine), `bench.json` and `metrics.prom` (the sweep: raw Google '
             'Benchmark JSON and Prometheus metrics), `summary_bench.json` (the summary run, every '
-            'repetition), `conformance.json`, `campaign.json`; `tables/` and `plots/` are made '
+            'repetition), `conformance.json`, `campaign.json`, `coverage.json` (what the kit '
+            'drives in the reference: conformance/coverage/README.md); `tables/` and `plots/` '
+            'are made '
             'from them by `reports/tools/make_report.py --rebuild`. Compare with another report: '
             f"`reports/tools/compare reports/{system['system_id']} reports/OTHER`.", '',
             '## Reproduce', '', '```sh', f"git checkout {system['git_revision'][:12]}",
@@ -318,6 +325,9 @@ def main(argv=None):
     ap.add_argument('--summary-dir', help="lmcache-bench's --out directory of the summary run")
     ap.add_argument('--conformance', help="lmcache-conform's --json report")
     ap.add_argument('--campaign', help="lmcache-fault-campaign's --json summary")
+    ap.add_argument('--coverage', default=COVERAGE_BASELINE,
+                    help="the kit's coverage of the reference: the coverage gate's --json or "
+                         'baseline.json (the default)')
     ap.add_argument('--build-dir', help='the build tree (for the compiler)')
     ap.add_argument('--reports-root', default=os.path.join(ROOT, 'reports'))
     ap.add_argument('--id-suffix', default='',
@@ -361,6 +371,10 @@ def main(argv=None):
     for name, path in (('conformance.json', args.conformance), ('campaign.json', args.campaign)):
         data = load_json(path)
         write_json(os.path.join(staging, name), data if data is not None else {'not_run': True})
+    coverage = load_json(args.coverage)
+    if coverage is not None:  # the figures only (baseline.json also lists untriaged lines)
+        write_json(os.path.join(staging, 'coverage.json'),
+                   {k: coverage.get(k) for k in COVERAGE_KEYS if k in coverage})
     write_json(os.path.join(staging, 'system.json'), system, indent=2)
     render(staging)
     install(staging, out_dir, system, args.force)

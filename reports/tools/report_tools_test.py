@@ -118,6 +118,22 @@ class MakeReportTest(ReportTest):
     def test_generated_report_is_valid(self):
         self.assertEqual(validate_report.validate(self.report), [])
 
+    def test_conformance_row_carries_the_kits_coverage_of_the_reference(self):
+        # By default the checked-in baseline's figures; --coverage names another file.
+        with open(make_report.COVERAGE_BASELINE, encoding='utf-8') as f:
+            baseline = json.load(f)
+        self.assertIn(f"covers {baseline['lines_percent']:.1f} % of the reference's lines",
+                      self.read('README.md'))
+        stored = json.loads(self.read('coverage.json'))
+        self.assertNotIn('untriaged', stored)
+        gate = os.path.join(self.tmp, 'gate.json')
+        dump_json({'lines_percent': 12.34, 'branches_percent': 5.0, 'depth': 'standard',
+                   'seed': '2', 'uncovered': []}, gate)
+        self.report = self.make('--coverage', gate)
+        readme = self.read('README.md')
+        self.assertIn("covers 12.3 % of the reference's lines, 5.0 % of its branches "
+                      '(standard depth', readme)
+
     def test_readme_opens_with_the_summary_and_links_tables_and_plots(self):
         readme = self.read('README.md')
         sections = [l for l in readme.splitlines() if l.startswith('## ')]

@@ -182,8 +182,8 @@ def quartiles(values):
 
 
 class Report:
-    """Everything a report directory holds: system, sweep, summary run (or None), conformance
-    and campaign JSON (None when absent or not run)."""
+    """Everything a report directory holds: system, sweep, summary run (or None), conformance,
+    campaign and coverage JSON (None when absent or not run)."""
 
     def __init__(self, path):
         self.path = path
@@ -203,3 +203,4 @@ class Report:
         self.repeated = Repeated(summary) if summary else None
         self.conformance = load('conformance.json')
         self.campaign = load('campaign.json')
+        self.coverage = load('coverage.json')

@@ -17,7 +17,8 @@ Rows (when the report has the data):
     bare codec;
   - L2 store and load end to end through real storage (resp, fs), through the fp8 wrapper, GB/s
     beside the raw adapter's and the break-even storage bandwidth (l2.py);
-  - the conformance verdict counts and the fault campaign's result.
+  - the conformance verdict counts (with the kit's coverage of the reference) and the fault
+    campaign's result.
 Figures come from the summary run (the rows repeated, median and interquartile range) when
 the report has one, otherwise from the sweep's single measurement (said in the row).
 """
@@ -280,6 +281,16 @@ def l2_rows(report, source):
     return out
 
 
+def coverage_text(report):
+    """What the kit drives in the reference (conformance/coverage/README.md), or ''."""
+    cov = report.coverage
+    if not cov or cov.get('lines_percent') is None or cov.get('branches_percent') is None:
+        return ''
+    return (f"; the kit covers {cov['lines_percent']:.1f} % of the reference's lines, "
+            f"{cov['branches_percent']:.1f} % of its branches ({cov.get('depth', '?')} depth, "
+            '`conformance/coverage/README.md`)')
+
+
 def verdict_rows(report):
     out = []
     conf = report.conformance
@@ -294,7 +305,7 @@ def verdict_rows(report):
             result=f"**{counts['Fail']} Fail**",
             relative=' · '.join(f'{v} {k}' for k, v in counts.items() if k != 'Fail'),
             how=f'{len(impls)} implementations, lmcache-conform --reference '
-            f"(RapidCheck {conf.get('rc_params', '')})".strip()))
+            f"(RapidCheck {conf.get('rc_params', '')})".strip() + coverage_text(report)))
     camp = report.campaign
     if camp is not None:
         summary = camp.get('summary', camp)

@@ -2,8 +2,10 @@
 
 #include "lmcache/conformance/wrapper_as_adapter.h"
 
+#include <algorithm>
 #include <cmath>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -74,10 +76,14 @@ ReferenceSerde reference_serde(const std::string& config_json) {
   return r;
 }
 
-SerdeUnderTest reference_fp8_serde(Fp8Format format) {
-  Fp8SerdeOptions options{format, Fp8Overflow::kNonSaturating};
+namespace {
+
+SerdeUnderTest fp8_serde_on(Fp8Format format, Fp8SerdeKernel kernel) {
+  Fp8SerdeOptions options{format, Fp8Overflow::kNonSaturating, kernel};
   SerdeUnderTest s;
-  s.name = "fp8_" + format_suffix(format);
+  s.name =
+      "fp8_" + format_suffix(format) +
+      (kernel == Fp8SerdeKernel::kAuto ? "" : "_" + std::string(fp8_serde_kernel_name(kernel)));
   s.make_serializer = [options] { return std::make_shared<Fp8Serializer>(options); };
   s.make_deserializer = [options] { return std::make_shared<Fp8Deserializer>(options); };
   s.input_dtypes = {DType::kFloat32, DType::kFloat16, DType::kBFloat16};
@@ -93,8 +99,21 @@ SerdeUnderTest reference_fp8_serde(Fp8Format format) {
                                      std::ldexp(1.0, -17), std::ldexp(1.0, -3));
     s.max_abs_input = 57344.0;
   }
-  s.reference = self_reference(s, "fp8");
+  // Another kernel is held byte for byte to the default one (auto: the best this host runs).
+  s.reference = kernel == Fp8SerdeKernel::kAuto
+                    ? self_reference(s, "fp8")
+                    : fp8_serde_on(format, Fp8SerdeKernel::kAuto).reference;
   return s;
+}
+
+}  // namespace
+
+SerdeUnderTest reference_fp8_serde(Fp8Format format) {
+  return fp8_serde_on(format, Fp8SerdeKernel::kAuto);
+}
+
+SerdeUnderTest reference_fp8_scalar_serde(Fp8Format format) {
+  return fp8_serde_on(format, Fp8SerdeKernel::kScalar);
 }
 
 SerdeUnderTest reference_checksum_serde() {
@@ -185,6 +204,7 @@ SerdeUnderTest reference_fp8_aes_gcm_chain() {
 std::vector<SerdeUnderTest> reference_serdes() {
   return {reference_fp8_serde(Fp8Format::kE4M3FN),
           reference_fp8_serde(Fp8Format::kE5M2),
+          reference_fp8_scalar_serde(Fp8Format::kE4M3FN),
           reference_checksum_serde(),
           reference_aes_gcm_serde(128, false),
           reference_aes_gcm_serde(256, false),
@@ -267,14 +287,20 @@ void register_reference_implementations(Registry& registry) {
   for (const SerdeUnderTest& s : serdes) {
     if (s.name.rfind("fp8_", 0) != 0) registry.add_processor(reference_async_processor(s, 2));
   }
-  registry.add_processor(reference_registry_processor(
-      "fp8_e5m2", R"({"type": "fp8", "fp8_dtype": "float8_e5m2", "max_workers": 2})", serdes[1]));
-  registry.add_processor(reference_registry_processor(
-      "checksum", R"({"type": "checksum", "max_workers": 2})", serdes[2]));
-  registry.add_processor(reference_registry_processor(
+  // A registry-built processor is held to the serde of the same name (its dtypes and frames).
+  const auto registry_processor = [&serdes](const std::string& name, const char* config_json) {
+    const auto s = std::find_if(serdes.begin(), serdes.end(),
+                                [&name](const SerdeUnderTest& x) { return x.name == name; });
+    if (s == serdes.end()) throw std::logic_error("no reference serde named " + name);
+    return reference_registry_processor(name, config_json, *s);
+  };
+  registry.add_processor(registry_processor(
+      "fp8_e5m2", R"({"type": "fp8", "fp8_dtype": "float8_e5m2", "max_workers": 2})"));
+  registry.add_processor(
+      registry_processor("checksum", R"({"type": "checksum", "max_workers": 2})"));
+  registry.add_processor(registry_processor(
       "chain_fp8_checksum",
-      R"({"type": "chain", "stages": [{"type": "fp8"}, {"type": "checksum"}], "max_workers": 3})",
-      serdes[7]));
+      R"({"type": "chain", "stages": [{"type": "fp8"}, {"type": "checksum"}], "max_workers": 3})"));
   registry.add_adapter(reference_mock_adapter());
   // Also registers the wrapper as an adapter (adapter_of_wrapper), the same stack as
   // reference_wrapped_mock_adapter().

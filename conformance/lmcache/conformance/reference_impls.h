@@ -36,6 +36,13 @@ ReferenceSerde reference_serde(const std::string& config_json);
 // no infinity (inf -> NaN), so it declares preserves_inf = false.
 SerdeUnderTest reference_fp8_serde(Fp8Format format);
 
+// reference_fp8_scalar_serde()
+//
+// "fp8_e4m3fn_scalar" / "fp8_e5m2_scalar": the fp8 serde on its scalar kernel (the codec in
+// reference/lmcache/fp8, which hosts without a SIMD target run), held byte for byte to
+// reference_fp8_serde()'s frames on this host's best kernel.
+SerdeUnderTest reference_fp8_scalar_serde(Fp8Format format);
+
 // reference_checksum_serde()
 //
 // "checksum": ChecksumSerializer / ChecksumDeserializer (docs/integrity.md), lossless over every
@@ -64,9 +71,10 @@ SerdeUnderTest reference_fp8_aes_gcm_chain();
 
 // reference_serdes()
 //
-// Every reference serde above: fp8 e4m3fn and e5m2, checksum, aesgcm 128 / 256 with and
-// without bind_key, and both chains. Each names itself as its own reference (MatchesReference
-// then checks the differential machinery against a correct implementation).
+// Every reference serde above: fp8 e4m3fn and e5m2, fp8 e4m3fn on the scalar kernel, checksum,
+// aesgcm 128 / 256 with and without bind_key, and both chains. Each names itself as its own
+// reference (MatchesReference then checks the differential machinery against a correct
+// implementation).
 std::vector<SerdeUnderTest> reference_serdes();
 
 // reference_async_fp8_processor()
