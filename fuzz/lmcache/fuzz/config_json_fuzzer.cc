@@ -122,8 +122,10 @@ void check_serde_config(const Json& j) {
   }
 }
 
-void fuzz_one(const std::uint8_t* data, std::size_t size) {
-  Json j = Json::parse(data, data + size, nullptr, /*allow_exceptions=*/false);
+// The whole input is the JSON text.
+void fuzz_one(FuzzInput& in) {
+  const std::span<const std::uint8_t> text = in.rest();
+  Json j = Json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) return;
   pin_key_paths(j);
   check_serde_config(j);
@@ -146,7 +148,4 @@ void fuzz_one(const std::uint8_t* data, std::size_t size) {
 }  // namespace
 }  // namespace lmcache::fuzz_internal
 
-extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  lmcache::fuzz_internal::fuzz_one(data, size);
-  return 0;
-}
+LMCACHE_FUZZ_TARGET(lmcache::fuzz_internal::fuzz_one)

@@ -102,3 +102,13 @@ inline int poll_for(pollfd& p, std::chrono::milliseconds timeout) {
 // LMCACHE_FUZZ_FAIL(message): a promise broken unconditionally (an undocumented exception type).
 #define LMCACHE_FUZZ_FAIL(message) \
   ::lmcache::fuzz_internal::fail(__FILE__, __LINE__, "a documented outcome", (message))
+
+// LMCACHE_FUZZ_TARGET(one_case): defines libFuzzer's entry point, handing each input to
+// `one_case(FuzzInput&)`. Every target's inputs are read the same way, so the seed writer
+// (fuzz/tools/make_seeds.py) has one format to follow.
+#define LMCACHE_FUZZ_TARGET(one_case)                                                 \
+  extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) { \
+    ::lmcache::fuzz_internal::FuzzInput in(data, size);                               \
+    one_case(in);                                                                     \
+    return 0;                                                                         \
+  }

@@ -187,8 +187,4 @@ void fuzz_one(FuzzInput& in) {
 }  // namespace
 }  // namespace lmcache::fuzz_internal
 
-extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  lmcache::fuzz_internal::FuzzInput in(data, size);
-  lmcache::fuzz_internal::fuzz_one(in);
-  return 0;
-}
+LMCACHE_FUZZ_TARGET(lmcache::fuzz_internal::fuzz_one)
