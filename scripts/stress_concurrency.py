@@ -19,6 +19,7 @@ import json
 import os
 import pathlib
 import shlex
+import shutil
 import signal
 import subprocess
 import sys
@@ -74,6 +75,26 @@ def start_load(build, jobs, tmpdir):
                             env=dict(os.environ, TMPDIR=tmpdir), start_new_session=True)
 
 
+def stop_group(pgid, sig):
+    try:
+        os.killpg(pgid, sig)
+    except ProcessLookupError:
+        pass
+
+
+def remove_tree(tmp):
+    """Removes the load's temporary directory; a dying test may still write into it for a moment."""
+    for _ in range(10):
+        try:
+            shutil.rmtree(tmp.name)
+            return
+        except FileNotFoundError:
+            return
+        except OSError:
+            time.sleep(1)
+    print(f"stress_concurrency: warning: could not remove {tmp.name}", file=sys.stderr)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--build", default="build/release", type=pathlib.Path)
@@ -111,10 +132,11 @@ def main():
     finally:
         load_failures = 0
         if load is not None:
-            os.killpg(load.pid, signal.SIGTERM)
+            stop_group(load.pid, signal.SIGTERM)
             out, _ = load.communicate()
             load_failures = out.count("load-failed")
-        load_tmp.cleanup()
+            stop_group(load.pid, signal.SIGKILL)  # the tests ctest had started, if still there
+        remove_tree(load_tmp)
     total = len(runs) * args.repeat
     print(f"stress_concurrency: {total - failures}/{total} concurrency runs passed in "
           f"{time.monotonic() - started:.0f} s"
