@@ -1,5 +1,7 @@
 // Adapter mutants: decorators of the reference mock adapter, each adding one bug.
-// (Over 600 lines: one family, every mutant beside its witness scenario.)
+// (About 925 lines, on purpose: one family, every adapter mutant beside its witness scenario, so
+// that a mutant and the scenario that proves it real are read together; the other kinds live in
+// mutant_connectors.cc, mutant_processors.cc and their siblings.)
 #include <algorithm>
 #include <atomic>
 #include <chrono>
