@@ -1,9 +1,15 @@
 // Native connector mutants: the reference bridge (NativeConnectorL2Adapter) over the in-memory
 // connector, whose store a second, unchanged bridge shares as the reference
 // (AdapterUnderTest::reference). A connector that keeps a storage format of its own reads its
-// own writes and passes every single-adapter property; only the reference finds it out.
+// own writes and passes every single-adapter property; only the reference finds it out. A GET
+// of another length than the stored value's reaches a connector only from a bridge that did not
+// store the key (the bridge checks lengths it knows), so those bugs too need the reference.
+#include <algorithm>
 #include <chrono>
+#include <cstring>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
@@ -53,43 +59,160 @@ class PrefixingConnector final : public connector::ForwardingConnector {
   }
 };
 
-L2AdapterPtr bridge(std::shared_ptr<MemoryStore> store, bool prefixing) {
+// A GET of another length than the stored value's, done wrong (the right answer is a miss that
+// leaves the buffer and the connection as they were).
+enum class LengthBug {
+  kReadsPrefix,  // a value longer than asked: its first bytes are copied and reported a hit
+  kDesyncs,      // the value stays "on the connection": the next GET's first key gets it
+};
+
+// Over a MemoryConnector, which runs every batch inside its submit: the bug is applied to the
+// buffers after the inner GET, and the completion's flags are rewritten when drained.
+class LengthBugConnector final : public connector::ForwardingConnector {
+ public:
+  LengthBugConnector(connector::ErasedConnectorPtr inner, std::shared_ptr<MemoryStore> store,
+                     LengthBug bug)
+      : ForwardingConnector(std::move(inner)), store_(std::move(store)), bug_(bug) {}
+
+  std::uint64_t submit_batch_get(const std::vector<std::string>& keys,
+                                 const std::vector<void*>& bufs,
+                                 const std::vector<std::size_t>& lens, std::size_t chunk) override {
+    std::lock_guard lock(mu_);
+    const std::uint64_t id = ForwardingConnector::submit_batch_get(keys, bufs, lens, chunk);
+    std::vector<std::size_t> hits;
+    for (std::size_t i = 0; i < keys.size(); ++i) {
+      if (bug_ == LengthBug::kDesyncs && i == 0 && leftover_) {
+        std::memcpy(bufs[0], leftover_->data(), std::min(lens[0], leftover_->size()));
+        hits.push_back(0);
+        leftover_.reset();
+        continue;
+      }
+      const std::optional<std::vector<std::byte>> value = store_->get(keys[i]);
+      if (!value || value->size() == lens[i]) continue;
+      if (bug_ == LengthBug::kDesyncs) {
+        leftover_ = value;
+      } else if (value->size() > lens[i]) {
+        std::memcpy(bufs[i], value->data(), lens[i]);
+        hits.push_back(i);
+      }
+    }
+    if (!hits.empty()) hits_[id] = std::move(hits);
+    return id;
+  }
+
+  std::vector<connector::Completion> drain_completions() override {
+    std::vector<connector::Completion> out = ForwardingConnector::drain_completions();
+    std::lock_guard lock(mu_);
+    for (connector::Completion& c : out) {
+      auto it = hits_.find(c.future_id);
+      if (it == hits_.end()) continue;
+      for (std::size_t i : it->second) {
+        if (i < c.result_bytes.size()) c.result_bytes[i] = 1;
+      }
+      hits_.erase(it);
+    }
+    return out;
+  }
+
+ private:
+  std::shared_ptr<MemoryStore> store_;
+  LengthBug bug_;
+  std::mutex mu_;
+  std::optional<std::vector<std::byte>> leftover_;
+  std::map<std::uint64_t, std::vector<std::size_t>> hits_;
+};
+
+enum class ConnectorBug { kNone, kPrefixesKeys, kReadsPrefix, kDesyncs };
+
+L2AdapterPtr bridge(std::shared_ptr<MemoryStore> store, ConnectorBug bug) {
   connector::ErasedConnectorPtr c =
-      connector::erase_connector(std::make_unique<MemoryConnector>(std::move(store)));
-  if (prefixing) c = std::make_unique<PrefixingConnector>(std::move(c));
+      connector::erase_connector(std::make_unique<MemoryConnector>(store));
+  switch (bug) {
+    case ConnectorBug::kNone:
+      break;
+    case ConnectorBug::kPrefixesKeys:
+      c = std::make_unique<PrefixingConnector>(std::move(c));
+      break;
+    case ConnectorBug::kReadsPrefix:
+      c = std::make_unique<LengthBugConnector>(std::move(c), store, LengthBug::kReadsPrefix);
+      break;
+    case ConnectorBug::kDesyncs:
+      c = std::make_unique<LengthBugConnector>(std::move(c), store, LengthBug::kDesyncs);
+      break;
+  }
   return connector::make_native_connector_adapter(std::move(c));
 }
 
-AdapterUnderTest bridge_descriptor(bool prefixing) {
+AdapterUnderTest bridge_descriptor(ConnectorBug bug) {
   AdapterUnderTest a;
   a.name = "bridge_over_memory";
-  a.make = [prefixing] { return bridge(std::make_shared<MemoryStore>(), prefixing); };
+  a.make = [bug] { return bridge(std::make_shared<MemoryStore>(), bug); };
   a.capabilities.reports_lock_count = true;
   a.object_dtypes = {DType::kUInt8, DType::kFloat32};
   a.reference.type = "bridge";
-  a.reference.make_pair = [prefixing] {
+  a.reference.make_pair = [bug] {
     auto store = std::make_shared<MemoryStore>();
-    return std::pair<L2AdapterPtr, L2AdapterPtr>{bridge(store, prefixing), bridge(store, false)};
+    return std::pair<L2AdapterPtr, L2AdapterPtr>{bridge(store, bug),
+                                                 bridge(store, ConnectorBug::kNone)};
   };
   return a;
 }
 
-Impl connector_impl(bool prefixing) {
+Impl connector_impl(ConnectorBug bug) {
   Impl i;
-  i.adapter = bridge_descriptor(prefixing);
+  i.adapter = bridge_descriptor(bug);
   return i;
+}
+
+template <class Query>
+auto wait_for(Query query) -> decltype(query()) {
+  decltype(query()) r;
+  for (int i = 0; i < 5000 && !(r = query()); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return r;
+}
+
+MemoryObjPtr pattern(std::size_t n, unsigned char tag) {
+  MemoryObjPtr o = make_object(byte_layout(n));
+  std::memset(o->data(), tag, n);
+  return o;
+}
+
+// The reference stores two 8-byte values; the adapter loads the first into `first_length`
+// bytes, then the second at its length. "" when the first misses and the second loads its own
+// bytes.
+std::string other_length_witness(const Impl& impl, std::size_t first_length) {
+  auto [mine, theirs] = impl.adapter.reference.make_pair();
+  const ObjectKey k1("witness-1", "m", 0), k2("witness-2", "m", 0);
+  const TaskId id = theirs->submit_store_task({k1, k2}, {pattern(8, 0x11), pattern(8, 0x22)});
+  wait_for([&]() -> bool { return theirs->pop_completed_store_tasks().count(id) > 0; });
+  MemoryObjPtr first = pattern(first_length, 0);
+  const TaskId l1 = mine->submit_load_task({k1}, {first});
+  const std::optional<Bitmap> b1 = wait_for([&] { return mine->query_load_result(l1); });
+  MemoryObjPtr second = pattern(8, 0);
+  const TaskId l2 = mine->submit_load_task({k2}, {second});
+  const std::optional<Bitmap> b2 = wait_for([&] { return mine->query_load_result(l2); });
+  mine->close();
+  theirs->close();
+  if (b1 && b1->test(0)) return "a value of 8 bytes loaded into " + std::to_string(first_length);
+  if (!b2 || !b2->test(0) || std::memcmp(second->data(), pattern(8, 0x22)->data(), 8) != 0) {
+    return "the next key did not load its own bytes";
+  }
+  return "";
 }
 
 }  // namespace
 
-AdapterUnderTest bridge_over_memory_adapter() { return bridge_descriptor(false); }
+AdapterUnderTest bridge_over_memory_adapter() { return bridge_descriptor(ConnectorBug::kNone); }
 
 void add_connector_mutants(std::vector<Mutant>& out) {
   out.push_back(mutant(
       "connector_prefixes_keys", ImplementationKind::kAdapter, BugClass::kData, "MatchesReference",
       "the connector stores every key under a prefix of its own: it reads its own writes, the "
       "reference bridge over the same store finds nothing",
-      connector_impl(true), connector_impl(false), [](const Impl& impl) -> std::string {
+      connector_impl(ConnectorBug::kPrefixesKeys), connector_impl(ConnectorBug::kNone),
+      [](const Impl& impl) -> std::string {
         auto [mine, theirs] = impl.adapter.reference.make_pair();
         const ObjectKey key("witness", "m", 0);
         MemoryObjPtr obj = make_object(byte_layout(8));
@@ -106,6 +229,21 @@ void add_connector_mutants(std::vector<Mutant>& out) {
         theirs->close();
         return bits && bits->test(0) ? "" : "the reference did not find what the adapter stored";
       }));
+  out.push_back(mutant(
+      "connector_reads_prefix", ImplementationKind::kAdapter, BugClass::kSizes,
+      "OtherLengthLoadsContained",
+      "a GET shorter than the stored value copies the value's first bytes and reports a hit: a "
+      "cut-off object loads as whole",
+      connector_impl(ConnectorBug::kReadsPrefix), connector_impl(ConnectorBug::kNone),
+      [](const Impl& impl) { return other_length_witness(impl, 4); }));
+  out.push_back(mutant(
+      "connector_desyncs_on_other_length", ImplementationKind::kAdapter, BugClass::kState,
+      "OtherLengthLoadsContained",
+      "a GET of another length than the stored value's misses but leaves the value unread on the "
+      "connection, so the next GET answers its first key with it (LMCache's RedisConnector, "
+      "issue 27)",
+      connector_impl(ConnectorBug::kDesyncs), connector_impl(ConnectorBug::kNone),
+      [](const Impl& impl) { return other_length_witness(impl, 12); }));
 }
 
 }  // namespace lmcache::conformance::selftest

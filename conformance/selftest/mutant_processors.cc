@@ -57,10 +57,11 @@ struct ProcessorKnobs {
   bool flaky_every_97th_task = false;   // one task in 97 (process-wide) reports false
   // Over the checksum serde (key-binding) instead of fp8: what the key mutants need.
   bool over_checksum = false;
-  bool key_of_first_pair = false;  // every pair of a task gets keys[0]
-  bool ignores_keys = false;       // every pair gets one default key, in both directions
-  bool temps_rounded_up = false;   // temps narrowed to the count rounded up to 8 bytes
-  bool ids_16_bit = false;         // task ids kept in 16 bits
+  bool key_of_first_pair = false;    // every pair of a task gets keys[0]
+  bool ignores_keys = false;         // every pair gets one default key, in both directions
+  bool temps_rounded_up = false;     // temps narrowed to the count rounded up to 8 bytes
+  bool ids_16_bit = false;           // task ids kept in 16 bits
+  bool key_count_unchecked = false;  // only srcs and dsts are compared; keys may be any length
 };
 
 std::atomic<std::uint64_t> g_tasks{0};
@@ -136,7 +137,8 @@ class KnobQueueProcessor final : public SerdeProcessor {
                 std::vector<ObjectKey> keys) {
     std::unique_lock lock(mu_);
     if (closed_ && !k_.submit_after_close_ok) throw std::logic_error("queue processor closed");
-    if ((srcs.size() != dsts.size() || keys.size() != srcs.size()) && !k_.accept_mismatched) {
+    const bool keys_differ = keys.size() != srcs.size() && !k_.key_count_unchecked;
+    if ((srcs.size() != dsts.size() || keys_differ) && !k_.accept_mismatched) {
       throw std::invalid_argument("queue processor: lists differ in length");
     }
     // A mismatch let through (accept_mismatched) runs with the kit's probe keys.
@@ -476,6 +478,17 @@ void add_processor_mutants(std::vector<Mutant>& out) {
           return {};
         }
         return "2 sources and 1 destination were accepted";
+      }));
+  add(out, "processor_key_count_unchecked", BugClass::kSizes, "MismatchedBatchRejected",
+      "compares the lengths of srcs and dsts only: a task with more or fewer keys than pairs is "
+      "accepted",
+      {.key_count_unchecked = true}, with_processor([](SerdeProcessor& p) -> std::string {
+        try {
+          p.submit_deserialize({temp()}, {input(1)}, probe_keys(3));
+        } catch (const std::invalid_argument&) {
+          return {};
+        }
+        return "a deserialize of 1 pair with 3 keys was accepted";
       }));
   add(out, "estimate_too_small", BugClass::kSizes, "SerializeThenDeserialize",
       "estimates 0 bytes for everything", {.zero_estimate = true},

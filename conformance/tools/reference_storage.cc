@@ -4,8 +4,11 @@
 
 #include <exception>
 #include <filesystem>
+#include <fstream>
 #include <optional>
 #include <string_view>
+#include <tuple>
+#include <vector>
 
 #include "adapter_config_source.h"
 #include "lmcache/conformance/reference_impls.h"
@@ -61,6 +64,14 @@ std::string load_reference_storage_source(const std::string& source, Registry& r
               std::make_unique<storage_testing::MemoryConnector>(store))};
     };
     registry.add_adapter(std::move(bridge));
+    // The older connector shape (no per-key GET flags, no delete): the bridge probes before
+    // it gets. No reference pair: without a connector delete, a delete hides a key from the
+    // adapter that made it only.
+    AdapterUnderTest legacy = storage_testing::bridge_descriptor("bridge_legacy_memory", [] {
+      return connector::make_native_connector_adapter(
+          std::make_unique<storage_testing::LegacyMemoryConnector>());
+    });
+    registry.add_adapter(std::move(legacy));
     registry.add_adapter(
         storage_testing::fp8_wrapped_descriptor("bridge_memory_fp8", &fp8_wrapper_over_bridge));
   } catch (const std::exception& e) {
@@ -68,9 +79,11 @@ std::string load_reference_storage_source(const std::string& source, Registry& r
   }
   std::vector<std::pair<std::string, Json>> stores;
   if (spec.contains("redis_port")) {
-    stores.emplace_back("resp", Json{{"type", "resp"},
-                                     {"host", spec.value("redis_host", "127.0.0.1")},
-                                     {"port", spec["redis_port"]}});
+    Json resp{{"type", "resp"},
+              {"host", spec.value("redis_host", "127.0.0.1")},
+              {"port", spec["redis_port"]}};
+    if (spec.contains("redis_password")) resp["password"] = spec["redis_password"];
+    stores.emplace_back("resp", std::move(resp));
   }
   if (spec.contains("fs_dir")) {
     stores.emplace_back("fs", Json{{"type", "fs"}, {"base_path", spec["fs_dir"]}});
@@ -82,6 +95,56 @@ std::string load_reference_storage_source(const std::string& source, Registry& r
       if (std::string e = register_adapter_config(c, type, registry); !e.empty()) {
         return "reference storage (" + type + "): " + e;
       }
+    }
+  }
+  // fs's other options, bare: the crc32 trailer and O_DIRECT (on a disk's directory, where the
+  // kernel may grant it; where it refuses, the buffered fallback runs).
+  if (spec.contains("fs_disk_dir")) {
+    const Json c{{"type", "fs"},
+                 {"base_path", spec["fs_disk_dir"]},
+                 {"checksum", "crc32"},
+                 {"use_odirect", true}};
+    if (std::string e = register_adapter_config(c, "fs_crc32_odirect", registry); !e.empty()) {
+      return "reference storage (fs_crc32_odirect): " + e;
+    }
+  }
+  // Processors built from configs that read a key file, as a deployment's "serde" object does:
+  // each held to the reference serde of its own config (which reads the same file).
+  if (spec.contains("aesgcm_key_path")) {
+    const std::string key = spec["aesgcm_key_path"].get<std::string>();
+    const std::vector<std::tuple<std::string, Json, SerdeUnderTest>> configs = {
+        {"aesgcm_128_bind_key_file",
+         Json{{"type", "aesgcm"},
+              {"master_key_path", key},
+              {"aes_bits", 128},
+              {"bind_key", true},
+              {"max_workers", 2}},
+         reference_aes_gcm_serde(128, true)},
+        // aesgcm after two stages (checksum's exact size sizes the middle frame) ...
+        {"chain_fp8_checksum_aesgcm_file",
+         Json{
+             {"type", "chain"},
+             {"stages",
+              Json::array({Json{{"type", "fp8"}}, Json{{"type", "checksum"}},
+                           Json{{"type", "aesgcm"}, {"master_key_path", key}, {"aes_bits", 256}}})},
+             {"max_workers", 2}},
+         reference_fp8_aes_gcm_chain()},
+        // ... and before one (its own exact size sizes the inner frame).
+        {"chain_aesgcm_checksum_file",
+         Json{{"type", "chain"},
+              {"stages", Json::array({Json{{"type", "aesgcm"}, {"master_key_path", key}},
+                                      Json{{"type", "checksum"}}})},
+              {"max_workers", 2}},
+         reference_aes_gcm_serde(128, false)},
+    };
+    try {
+      for (const auto& [name, config, like] : configs) {
+        ProcessorUnderTest p = reference_registry_processor(name, config.dump(), like);
+        p.reference = reference_serde(config.dump());
+        registry.add_processor(std::move(p));
+      }
+    } catch (const std::exception& e) {
+      return std::string("reference storage (key file processors): ") + e.what();
     }
   }
   return {};
@@ -97,14 +160,30 @@ std::filesystem::path fs_root() {
              : std::filesystem::path();
 }
 
+// The private redis-server requires a password, as a deployment's does: the resp adapters
+// authenticate on every connection.
+constexpr const char* kRedisPassword = "lmcache-conform";
+
 struct ReferenceStorage::Parts {
   std::optional<storage_testing::RedisServer> redis;
   storage_testing::TempDir dir{"lmcache-conform-fs-", fs_root()};
+  storage_testing::TempDir disk_dir{"lmcache-conform-fs-disk-"};
+  storage_testing::TempDir key_dir{"lmcache-conform-key-"};
+  std::filesystem::path key_file = key_dir.path() / "master.key";
 };
 
 ReferenceStorage::ReferenceStorage() : parts_(std::make_unique<Parts>()) {
+  {
+    std::ofstream key(parts_->key_file, std::ios::binary);
+    key << "lmcache-conform reference master key";
+    if (!key.flush()) {
+      throw std::runtime_error("cannot write the reference key file " + parts_->key_file.string());
+    }
+  }
   if (storage_testing::RedisServer::find_executable()) {
-    parts_->redis.emplace();
+    storage_testing::RedisServerOptions options;
+    options.password = kRedisPassword;
+    parts_->redis.emplace(std::move(options));
   } else {
     note_ = "resp left out: redis-server is not installed (scripts/install-deps.sh installs it)";
   }
@@ -113,10 +192,13 @@ ReferenceStorage::ReferenceStorage() : parts_(std::make_unique<Parts>()) {
 ReferenceStorage::~ReferenceStorage() = default;
 
 std::string ReferenceStorage::source() const {
-  Json spec{{"fs_dir", parts_->dir.path().string()}};
+  Json spec{{"fs_dir", parts_->dir.path().string()},
+            {"fs_disk_dir", parts_->disk_dir.path().string()},
+            {"aesgcm_key_path", parts_->key_file.string()}};
   if (parts_->redis) {
     spec["redis_host"] = parts_->redis->host();
     spec["redis_port"] = parts_->redis->port();
+    spec["redis_password"] = kRedisPassword;
   }
   return kReferenceStoragePrefix + spec.dump();
 }

@@ -3,10 +3,15 @@
 // `lmcache-conform --reference` over real storage: the parent starts a private redis-server
 // (when one is installed) and a temporary directory for the run, and passes them to every child
 // as one source, "reference-storage:<json>". The child registers the reference storage
-// adapters over them, each adapter in a key namespace of its own: "resp" and "fs" bare and
-// under the fp8 serde ("resp_fp8", "fs_fp8"), the wrapper suite over each live store
-// ("resp_fp8_wrapper", "fs_fp8_wrapper"), and the native connector bridge over an in-memory
-// connector ("bridge_memory", "bridge_memory_fp8"), which needs neither.
+// adapters over them, each adapter in a key namespace of its own: "resp" (authenticating: the
+// server requires a password) and "fs" bare and under the fp8 serde ("resp_fp8", "fs_fp8"), the
+// wrapper suite over each live store ("resp_fp8_wrapper", "fs_fp8_wrapper"), "fs_crc32_odirect"
+// (fs with its crc32 trailer and O_DIRECT, in a directory on disk), and the native connector
+// bridge over in-memory connectors of the current and the older shape ("bridge_memory",
+// "bridge_memory_fp8", "bridge_legacy_memory"), which need neither;
+// and the serde processors whose configs read a key file ("registry_aesgcm_128_bind_key_file",
+// "registry_chain_fp8_checksum_aesgcm_file", "registry_chain_aesgcm_checksum_file": aesgcm from
+// a master_key_path alone, as the last of three chain stages and as the first of two).
 #pragma once
 
 #include <memory>
@@ -16,8 +21,9 @@
 
 namespace lmcache::conformance::tools {
 
-// Sources of this kind are this prefix followed by {"redis_host", "redis_port", "fs_dir"}
-// (the first two absent without a redis-server).
+// Sources of this kind are this prefix followed by {"redis_host", "redis_port",
+// "redis_password", "fs_dir", "fs_disk_dir", "aesgcm_key_path"} (the first three absent
+// without a redis-server).
 inline constexpr const char* kReferenceStoragePrefix = "reference-storage:";
 
 // is_reference_storage_source()
@@ -34,8 +40,10 @@ std::string load_reference_storage_source(const std::string& source, Registry& r
 // ReferenceStorage
 //
 // What the parent holds for the length of a --reference run: a private redis-server (none when
-// redis-server is not installed: note() says so) and a temporary directory, both removed at
-// destruction. Throws std::runtime_error when an installed redis-server does not start.
+// redis-server is not installed: note() says so), two temporary directories (one in memory
+// where /dev/shm is writable, one under $TMPDIR) and an aesgcm master key file, all removed at
+// destruction. Throws std::runtime_error when an installed redis-server does not start or the key
+// file cannot be written.
 class ReferenceStorage {
  public:
   ReferenceStorage();

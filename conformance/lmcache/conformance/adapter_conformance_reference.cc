@@ -23,8 +23,6 @@
 namespace lmcache::conformance_internal::adapter_properties {
 using namespace ::lmcache::conformance;  // the kit's public types
 
-namespace {
-
 void store_all(L2AdapterInterface& a, const std::vector<ObjectKey>& keys,
                const std::vector<MemoryObjPtr>& objs, const std::string& who) {
   const TaskId id = a.submit_store_task(keys, objs);
@@ -54,6 +52,8 @@ Bitmap wait_load(L2AdapterInterface& a, const std::vector<ObjectKey>& keys,
   require(bits.has_value(), who + ": a load did not complete");
   return *bits;
 }
+
+namespace {
 
 // `reader` finds and loads exactly what `writer` stored under `keys` (objects `objs`).
 void require_reads(L2AdapterInterface& reader, const std::vector<ObjectKey>& keys,

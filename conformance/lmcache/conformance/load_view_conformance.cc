@@ -1,8 +1,8 @@
 // The load view property (docs/l2-adapter.md, submit_load_view_task()): AdapterConformance.
-// LoadViewsHoldStoredBytes. A scenario property: two stored keys (one narrowed) and a miss in
-// one view load, the views checked against what was written, then held across a delete, a
-// re-store of the key with other bytes, close() and the adapter's destruction. An adapter
-// without the capability is NotSupported.
+// LoadViewsHoldStoredBytes. A scenario property: three stored keys (one narrowed, one of 0
+// bytes) and a miss in one view load, the views checked against what was written, then held
+// across a delete, a re-store of the key with other bytes, close() and the adapter's
+// destruction. An adapter without the capability is NotSupported.
 #include <cstring>
 #include <map>
 #include <optional>
@@ -89,20 +89,27 @@ Verdict LoadViewsHoldStoredBytes(const AdapterUnderTest& aut) {
   return run_scenario([&] {
     L2AdapterPtr a = aut.make();
     Closer closer{a.get()};
-    // 1. Two keys, one narrowed (its size() bytes are what is stored), and a miss between.
+    // 1. Three keys, one narrowed (its size() bytes are what is stored), one of 0 bytes, and a
+    // miss between.
     MemoryObjPtr whole = pattern_object(4097, 11);
     MemoryObjPtr narrowed = pattern_object(256, 29);
     narrowed->set_used_size(100);
-    store_all(*a, {view_key(1), view_key(2)}, {whole, narrowed});
-    L2LoadViews r = view_load(*a, {view_key(1), view_key(9), view_key(2)});
-    scenario_check(r.loaded.to_string() == "101",
-                   "the view load of (stored, absent, stored) answered " + r.loaded.to_string());
+    MemoryObjPtr empty = pattern_object(64, 3);
+    empty->set_used_size(0);
+    store_all(*a, {view_key(1), view_key(2), view_key(3)}, {whole, narrowed, empty});
+    L2LoadViews r = view_load(*a, {view_key(1), view_key(9), view_key(2), view_key(3)});
+    scenario_check(r.loaded.to_string() == "1011",
+                   "the view load of (stored, absent, stored, "
+                   "stored) answered " +
+                       r.loaded.to_string());
     scenario_check(r.views[1] == nullptr, "the absent key has a view");
-    scenario_check(r.views[0] && r.views[2], "a loaded key has no view");
+    scenario_check(r.views[0] && r.views[2] && r.views[3], "a loaded key has no view");
     std::string bad = differs(*r.views[0], 4097, 11);
     scenario_check(bad.empty(), "the view of a stored key: " + bad);
     bad = differs(*r.views[2], 100, 29);
     scenario_check(bad.empty(), "the view of a key stored narrowed to 100 bytes: " + bad);
+    bad = differs(*r.views[3], 0, 3);
+    scenario_check(bad.empty(), "the view of a key stored with 0 bytes: " + bad);
     // 2. Views never change: the key deleted, then stored again with other bytes.
     MemoryObjPtr held = r.views[0];
     a->delete_keys({view_key(1)});

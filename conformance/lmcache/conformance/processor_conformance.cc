@@ -534,22 +534,41 @@ Verdict MismatchedBatchRejected(const ProcessorUnderTest& put) {
   OwnedProcessor p(put);
   MemoryLayoutDesc layout = fixed_layout(put);
   MemoryObjPtr src = safe_input(layout, 23);
+  // Every list in turn is the odd one out, one shorter or one longer than the other two (an
+  // empty list included), in both directions: an implementation that compares two of the
+  // three lists only is caught whichever it leaves out.
+  enum List { kSrcs, kDsts, kKeys };
+  const char* const list_name[] = {"srcs", "dsts", "keys"};
   for (Dir d : {Dir::kSerialize, Dir::kDeserialize}) {
-    try {
-      if (d == Dir::kSerialize) {
-        p->submit_serialize({src, src}, {temp_for(*p, layout)}, probe_keys(2));
-      } else {
-        p->submit_deserialize({temp_for(*p, layout)}, {make_object(layout), make_object(layout)},
-                              probe_keys(1));
+    for (List odd : {kSrcs, kDsts, kKeys}) {
+      for (std::size_t n : {std::size_t{1}, std::size_t{2}}) {
+        for (std::size_t odd_n : {n - 1, n + 1}) {
+          auto count = [&](List l) { return l == odd ? odd_n : n; };
+          std::vector<MemoryObjPtr> srcs, dsts;
+          for (std::size_t i = 0; i < count(kSrcs); ++i) {
+            srcs.push_back(d == Dir::kSerialize ? src : temp_for(*p, layout));
+          }
+          for (std::size_t i = 0; i < count(kDsts); ++i) {
+            dsts.push_back(d == Dir::kSerialize ? temp_for(*p, layout) : make_object(layout));
+          }
+          const std::string what =
+              std::string("submit_") + dir_name(d) + "() with " + std::to_string(count(kSrcs)) +
+              " srcs, " + std::to_string(count(kDsts)) + " dsts and " +
+              std::to_string(count(kKeys)) + " keys (" + list_name[odd] + " the odd one)";
+          try {
+            if (d == Dir::kSerialize) {
+              p->submit_serialize(srcs, dsts, probe_keys(count(kKeys)));
+            } else {
+              p->submit_deserialize(srcs, dsts, probe_keys(count(kKeys)));
+            }
+            return Verdict::fail(what + " did not throw std::invalid_argument");
+          } catch (const std::invalid_argument&) {
+          } catch (const std::exception& e) {
+            return Verdict::fail(what +
+                                 " threw something other than std::invalid_argument: " + e.what());
+          }
+        }
       }
-      return Verdict::fail(std::string("submit_") + dir_name(d) +
-                           "() with lists of 2 and 1 did not throw std::invalid_argument");
-    } catch (const std::invalid_argument&) {
-    } catch (const std::exception& e) {
-      return Verdict::fail(std::string("submit_") + dir_name(d) +
-                           "() with lists of different lengths threw something other than "
-                           "std::invalid_argument: " +
-                           e.what());
     }
   }
   std::this_thread::sleep_for(kSettle);

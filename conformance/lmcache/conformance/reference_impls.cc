@@ -50,11 +50,12 @@ ReferenceSerde self_reference(const SerdeUnderTest& s, std::string type) {
                         s.integrity.randomized};
 }
 
-L2AdapterPtr make_mock() {
+L2AdapterPtr make_mock(bool run_when_idle) {
   return std::make_unique<MockL2Adapter>(
       MockL2AdapterOptions{.max_capacity_bytes = kMockCapacityBytes,
                            .bandwidth_bytes_per_sec = kMockBandwidth,
-                           .lend_load_views = true});
+                           .lend_load_views = true,
+                           .run_when_idle = run_when_idle});
 }
 
 }  // namespace
@@ -205,6 +206,7 @@ std::vector<SerdeUnderTest> reference_serdes() {
   return {reference_fp8_serde(Fp8Format::kE4M3FN),
           reference_fp8_serde(Fp8Format::kE5M2),
           reference_fp8_scalar_serde(Fp8Format::kE4M3FN),
+          reference_fp8_scalar_serde(Fp8Format::kE5M2),
           reference_checksum_serde(),
           reference_aes_gcm_serde(128, false),
           reference_aes_gcm_serde(256, false),
@@ -256,9 +258,16 @@ ProcessorUnderTest reference_async_fp8_processor(Fp8Format format, std::size_t m
 AdapterUnderTest reference_mock_adapter() {
   AdapterUnderTest a;
   a.name = "mock";
-  a.make = &make_mock;
+  a.make = [] { return make_mock(false); };
   a.capabilities.reports_lock_count = true;
   a.object_dtypes = {DType::kUInt8, DType::kFloat32, DType::kBFloat16};
+  return a;
+}
+
+AdapterUnderTest reference_mock_run_when_idle_adapter() {
+  AdapterUnderTest a = reference_mock_adapter();
+  a.name = "mock_run_when_idle";
+  a.make = [] { return make_mock(true); };
   return a;
 }
 
@@ -298,10 +307,17 @@ void register_reference_implementations(Registry& registry) {
       "fp8_e5m2", R"({"type": "fp8", "fp8_dtype": "float8_e5m2", "max_workers": 2})"));
   registry.add_processor(
       registry_processor("checksum", R"({"type": "checksum", "max_workers": 2})"));
+  // The saturating overflow mode, held to the reference serde of the same config.
+  ProcessorUnderTest saturating = registry_processor(
+      "fp8_e4m3fn", R"({"type": "fp8", "overflow": "saturating", "max_workers": 2})");
+  saturating.name = "registry_fp8_e4m3fn_saturating";
+  saturating.reference = reference_serde(R"({"type": "fp8", "overflow": "saturating"})");
+  registry.add_processor(std::move(saturating));
   registry.add_processor(registry_processor(
       "chain_fp8_checksum",
       R"({"type": "chain", "stages": [{"type": "fp8"}, {"type": "checksum"}], "max_workers": 3})"));
   registry.add_adapter(reference_mock_adapter());
+  registry.add_adapter(reference_mock_run_when_idle_adapter());
   // Also registers the wrapper as an adapter (adapter_of_wrapper), the same stack as
   // reference_wrapped_mock_adapter().
   registry.add_wrapper(reference_serde_wrapper());

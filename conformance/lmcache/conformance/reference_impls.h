@@ -71,9 +71,9 @@ SerdeUnderTest reference_fp8_aes_gcm_chain();
 
 // reference_serdes()
 //
-// Every reference serde above: fp8 e4m3fn and e5m2, fp8 e4m3fn on the scalar kernel, checksum,
-// aesgcm 128 / 256 with and without bind_key, and both chains. Each names itself as its own
-// reference (MatchesReference then checks the differential machinery against a correct
+// Every reference serde above: fp8 e4m3fn and e5m2, both again on the scalar kernel,
+// checksum, aesgcm 128 / 256 with and without bind_key, and both chains. Each names itself as its
+// own reference (MatchesReference then checks the differential machinery against a correct
 // implementation).
 std::vector<SerdeUnderTest> reference_serdes();
 
@@ -101,6 +101,13 @@ ProcessorUnderTest reference_registry_processor(std::string name, std::string co
 // "mock": MockL2Adapter with 1 GiB of capacity and a bandwidth high enough that the simulated
 // transfer time is negligible. Reports its lock count.
 AdapterUnderTest reference_mock_adapter();
+
+// reference_mock_run_when_idle_adapter()
+//
+// "mock_run_when_idle": the same mock with run_when_idle, whose tasks run on the submitting
+// thread while it is idle (the concurrent and stateful properties then race submitters against
+// each other and against the worker).
+AdapterUnderTest reference_mock_run_when_idle_adapter();
 
 // reference_wrapped_mock_adapter()
 //

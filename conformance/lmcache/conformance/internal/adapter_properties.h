@@ -63,6 +63,16 @@ std::uint64_t stored_size_of(const AdapterUnderTest& aut, const MemoryLayoutDesc
 std::vector<TaskId> pop_stores_until(L2AdapterInterface& a, const std::vector<TaskId>& ids,
                                      std::map<TaskId, L2StoreResult>* got);
 
+// Blocking helpers over one adapter (defined in adapter_conformance_reference.cc); `who` opens
+// the failure message. store_all() requires the store to complete and succeed; wait_lookup()
+// unlocks the hits it took; wait_load() requires the load to complete and returns its bitmap.
+void store_all(L2AdapterInterface& a, const std::vector<ObjectKey>& keys,
+               const std::vector<MemoryObjPtr>& objs, const std::string& who);
+Bitmap wait_lookup(L2AdapterInterface& a, const std::vector<ObjectKey>& keys,
+                   const std::string& who);
+Bitmap wait_load(L2AdapterInterface& a, const std::vector<ObjectKey>& keys,
+                 const std::vector<MemoryObjPtr>& dsts, const std::string& who);
+
 // report_status()["locked_key_count"], when the adapter reports it.
 std::optional<std::uint64_t> locked_key_count(const L2AdapterInterface& a);
 

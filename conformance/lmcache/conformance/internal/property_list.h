@@ -93,7 +93,8 @@
     "taken stay queryable, once, after it")                                                      \
   X(UseAfterClose, "submits after close() throw std::logic_error")                               \
   X(MismatchedBatchRejected,                                                                     \
-    "src and dst lists of different lengths give std::invalid_argument and no task")             \
+    "srcs, dsts and keys of different lengths (each list in turn one shorter or longer, empty "  \
+    "included, both directions) give std::invalid_argument and no task")                         \
   X(SerializeThenDeserialize,                                                                    \
     "batches serialize into estimate-sized temps, narrowed to a size that does not depend on "   \
     "the temp's capacity, and deserialize back to the input values, pair by pair")               \
@@ -161,6 +162,11 @@
     "an adapter of a storage type the project knows and the reference over the same store find " \
     "and load each other's objects (0 B to chunk-sized, keys over every field) byte for byte, "  \
     "and miss what the other deleted")                                                           \
+  X(OtherLengthLoadsContained,                                                                   \
+    "a load into a buffer shorter than the stored object misses, a longer one misses or loads "  \
+    "exactly the stored bytes (size() included), through the adapter that stored the key and "   \
+    "one that did not; nothing is written past a buffer and every other key still loads its "    \
+    "own bytes")                                                                                 \
   X(LentBufferWrittenOnce,                                                                       \
     "lent store buffers come as asked, pairwise disjoint and disjoint from every buffer still "  \
     "lent or stored; the adapter leaves what the caller writes alone, and every key loads back " \
