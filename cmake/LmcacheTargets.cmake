@@ -25,7 +25,7 @@ endif()
 # counters: the rest of the build runs at full speed.
 set(LMCACHE_COVERAGE_COMPONENTS
   reference/lmcache/serde reference/lmcache/wrapper reference/lmcache/l2 reference/lmcache/fp8
-  storage/lmcache/connector storage/lmcache/resp storage/lmcache/fs)
+  storage/lmcache/bridge storage/lmcache/resp storage/lmcache/fs)
 if(LMCACHE_COVERAGE AND NOT CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
   message(FATAL_ERROR "LMCACHE_COVERAGE needs gcc (the gate reads gcov counters with gcovr)")
 endif()

@@ -37,11 +37,13 @@ class ForgetfulSetConnector {
   std::uint64_t submit_batch_delete(const std::vector<std::string>& keys) {
     return inner_.submit_batch_delete(keys);
   }
-  std::vector<vendor::MapCompletion> drain_completions() { return inner_.drain_completions(); }
+  std::vector<lmcache::connector::Completion> drain_completions() {
+    return inner_.drain_completions();
+  }
   void close() { inner_.close(); }
 
  private:
-  vendor::MapConnector inner_;
+  lmcache::connector::MapConnector inner_;
 };
 
 }  // namespace

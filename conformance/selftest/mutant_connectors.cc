@@ -17,8 +17,8 @@
 #include <vector>
 
 #include "lmcache/conformance/plain_objects.h"
-#include "lmcache/connector/erased_connector.h"
-#include "lmcache/connector/native_connector_adapter.h"
+#include "lmcache/bridge/erased_connector.h"
+#include "lmcache/bridge/native_connector_adapter.h"
 #include "lmcache/testing/memory_connector.h"
 #include "mutants.h"
 #include "mutants_internal.h"
@@ -31,7 +31,7 @@ using storage_testing::MemoryConnector;
 using storage_testing::MemoryStore;
 
 // A connector that stores every key under a prefix of its own ("vendor:<key>").
-class PrefixingConnector final : public connector::ForwardingConnector {
+class PrefixingConnector final : public bridge::ForwardingConnector {
  public:
   using ForwardingConnector::ForwardingConnector;
   std::uint64_t submit_batch_get(const std::vector<std::string>& keys,
@@ -68,9 +68,9 @@ enum class LengthBug {
 
 // Over a MemoryConnector, which runs every batch inside its submit: the bug is applied to the
 // buffers after the inner GET, and the completion's flags are rewritten when drained.
-class LengthBugConnector final : public connector::ForwardingConnector {
+class LengthBugConnector final : public bridge::ForwardingConnector {
  public:
-  LengthBugConnector(connector::ErasedConnectorPtr inner, std::shared_ptr<MemoryStore> store,
+  LengthBugConnector(bridge::ErasedConnectorPtr inner, std::shared_ptr<MemoryStore> store,
                      LengthBug bug)
       : ForwardingConnector(std::move(inner)), store_(std::move(store)), bug_(bug) {}
 
@@ -100,10 +100,10 @@ class LengthBugConnector final : public connector::ForwardingConnector {
     return id;
   }
 
-  std::vector<connector::Completion> drain_completions() override {
-    std::vector<connector::Completion> out = ForwardingConnector::drain_completions();
+  std::vector<bridge::Completion> drain_completions() override {
+    std::vector<bridge::Completion> out = ForwardingConnector::drain_completions();
     std::lock_guard lock(mu_);
-    for (connector::Completion& c : out) {
+    for (bridge::Completion& c : out) {
       auto it = hits_.find(c.future_id);
       if (it == hits_.end()) continue;
       for (std::size_t i : it->second) {
@@ -125,8 +125,8 @@ class LengthBugConnector final : public connector::ForwardingConnector {
 enum class ConnectorBug { kNone, kPrefixesKeys, kReadsPrefix, kDesyncs };
 
 L2AdapterPtr bridge(std::shared_ptr<MemoryStore> store, ConnectorBug bug) {
-  connector::ErasedConnectorPtr c =
-      connector::erase_connector(std::make_unique<MemoryConnector>(store));
+  bridge::ErasedConnectorPtr c =
+      bridge::erase_connector(std::make_unique<MemoryConnector>(store));
   switch (bug) {
     case ConnectorBug::kNone:
       break;
@@ -140,7 +140,7 @@ L2AdapterPtr bridge(std::shared_ptr<MemoryStore> store, ConnectorBug bug) {
       c = std::make_unique<LengthBugConnector>(std::move(c), store, LengthBug::kDesyncs);
       break;
   }
-  return connector::make_native_connector_adapter(std::move(c));
+  return bridge::make_native_connector_adapter(std::move(c));
 }
 
 AdapterUnderTest bridge_descriptor(ConnectorBug bug) {

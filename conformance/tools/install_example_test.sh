@@ -25,7 +25,7 @@ test -f "$tmp/prefix/share/lmcache/conformance/mustpass.txt" || { echo "mustpass
 test ! -e "$tmp/prefix/include/lmcache/conformance/serde_conformance.cc" \
   || { echo "sources installed"; exit 1; }
 # The native connector example: one LMCACHE_CONFORMANCE_CONNECTOR line, the bridge headers and
-# lmcache::connector from the installed tree.
+# lmcache::bridge from the installed tree.
 cmake -S "$src/conformance/examples/connector" -B "$tmp/connector" -G Ninja \
   -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$tmp/prefix" >"$tmp/connector_configure.log" 2>&1 \
   || { cat "$tmp/connector_configure.log"; exit 1; }

@@ -12,7 +12,7 @@
 
 #include "adapter_config_source.h"
 #include "lmcache/conformance/reference_impls.h"
-#include "lmcache/connector/native_connector_adapter.h"
+#include "lmcache/bridge/native_connector_adapter.h"
 #include "lmcache/l1/l1_manager.h"
 #include "lmcache/serde/async_serde_processor.h"
 #include "lmcache/serde/fp8_serde.h"
@@ -26,7 +26,7 @@ namespace lmcache::conformance::tools {
 namespace {
 
 L2AdapterPtr bridge_over_memory() {
-  return connector::make_native_connector_adapter(
+  return bridge::make_native_connector_adapter(
       std::make_unique<storage_testing::MemoryConnector>());
 }
 
@@ -58,9 +58,9 @@ std::string load_reference_storage_source(const std::string& source, Registry& r
     bridge.reference.make_pair = [] {
       auto store = std::make_shared<storage_testing::MemoryStore>();
       return std::pair<L2AdapterPtr, L2AdapterPtr>{
-          connector::make_native_connector_adapter(
+          bridge::make_native_connector_adapter(
               std::make_unique<storage_testing::MemoryConnector>(store)),
-          connector::make_native_connector_adapter(
+          bridge::make_native_connector_adapter(
               std::make_unique<storage_testing::MemoryConnector>(store))};
     };
     registry.add_adapter(std::move(bridge));
@@ -68,7 +68,7 @@ std::string load_reference_storage_source(const std::string& source, Registry& r
     // it gets. No reference pair: without a connector delete, a delete hides a key from the
     // adapter that made it only.
     AdapterUnderTest legacy = storage_testing::bridge_descriptor("bridge_legacy_memory", [] {
-      return connector::make_native_connector_adapter(
+      return bridge::make_native_connector_adapter(
           std::make_unique<storage_testing::LegacyMemoryConnector>());
     });
     registry.add_adapter(std::move(legacy));

@@ -261,7 +261,7 @@ def escape(b):
 
 
 def key_string(namespace, model, rank, group, chunk_hash, salt):
-    """KeyCodec's string (storage/lmcache/connector/key_codec.h, format version 1)."""
+    """KeyCodec's string (storage/lmcache/bridge/key_codec.h, format version 1)."""
     rank_field = "%08x" % rank if rank >= 0 else "-%07x" % -rank
     out = (namespace + "+" if namespace else "") + escape(model) + "@" + rank_field + "@"
     out += "%x" % group + "@" + chunk_hash.hex()

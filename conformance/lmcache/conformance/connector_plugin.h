@@ -1,19 +1,19 @@
 // File: lmcache/conformance/connector_plugin.h
 //
 // A vendor's own native connector (LMCache's IStorageConnector shape, the NativeConnector concept
-// of lmcache/connector/native_connector.h) under the conformance kit, from a plugin built against
+// of lmcache/bridge/native_connector.h) under the conformance kit, from a plugin built against
 // the installed kit, in one line:
 //
 //     #include "lmcache/conformance/connector_plugin.h"
 //     #include "my_connector.h"
 //     LMCACHE_CONFORMANCE_CONNECTOR(MyConnector, &make_my_connector)
 //
-// linked as a MODULE library against lmcache::conformance_api and lmcache::connector, then
+// linked as a MODULE library against lmcache::conformance_api and lmcache::bridge, then
 //
 //     lmcache-conform --connector-plugin libmy_connector_plugin.so
 //
 // The kit runs the adapter suite over NativeConnectorL2Adapter (the bridge,
-// lmcache/connector/native_connector_adapter.h) over fresh connectors from the factory, twice:
+// lmcache/bridge/native_connector_adapter.h) over fresh connectors from the factory, twice:
 // bare, and below the reference serde wrapper with the fp8 e4m3fn serde (the stack a deployment
 // with `"serde": {"type": "fp8"}` runs, as `lmcache-conform --adapter` does for its configs).
 // The plugin is an ordinary plugin of the ABI in plugin_abi.h: the macro writes the
@@ -39,8 +39,8 @@
 #include "lmcache/conformance/plugin_abi.h"
 #include "lmcache/conformance/reference_impls.h"
 #include "lmcache/conformance/registry.h"
-#include "lmcache/connector/native_connector.h"
-#include "lmcache/connector/native_connector_adapter.h"
+#include "lmcache/bridge/native_connector.h"
+#include "lmcache/bridge/native_connector_adapter.h"
 #include "lmcache/l1/l1_manager.h"
 #include "lmcache/serde/async_serde_processor.h"
 #include "lmcache/serde/fp8_serde.h"
@@ -91,27 +91,27 @@ consteval bool check_native_connector() {
   constexpr bool has_close = requires(C & c) { c.close(); };
   static_assert(has_fd,
                 "LMCACHE_CONFORMANCE_CONNECTOR: the connector type needs `int event_fd() const` "
-                "(lmcache/connector/native_connector.h)");
+                "(lmcache/bridge/native_connector.h)");
   static_assert(has_get_set,
                 "LMCACHE_CONFORMANCE_CONNECTOR: the connector type needs `uint64_t "
                 "submit_batch_get(keys, bufs, lens, batch_chunk_num_bytes)` and "
                 "`submit_batch_set(...)` taking const std::vector<std::string>&, const "
                 "std::vector<void*>&, const std::vector<size_t>&, size_t "
-                "(lmcache/connector/native_connector.h)");
+                "(lmcache/bridge/native_connector.h)");
   static_assert(has_exists,
                 "LMCACHE_CONFORMANCE_CONNECTOR: the connector type needs `uint64_t "
                 "submit_batch_exists(const std::vector<std::string>&)` "
-                "(lmcache/connector/native_connector.h)");
+                "(lmcache/bridge/native_connector.h)");
   static_assert(has_close,
                 "LMCACHE_CONFORMANCE_CONNECTOR: the connector type needs `void close()` "
-                "(lmcache/connector/native_connector.h)");
+                "(lmcache/bridge/native_connector.h)");
   // Only drain_completions() is left when the members above are all there.
   static_assert(
-      !(has_fd && has_get_set && has_exists && has_close) || connector::NativeConnector<C>,
+      !(has_fd && has_get_set && has_exists && has_close) || bridge::NativeConnector<C>,
       "LMCACHE_CONFORMANCE_CONNECTOR: the connector type does not model "
-      "lmcache::connector::NativeConnector: drain_completions() must return a range of "
+      "lmcache::bridge::NativeConnector: drain_completions() must return a range of "
       "completions with future_id, ok, result_bytes and error "
-      "(lmcache/connector/native_connector.h)");
+      "(lmcache/bridge/native_connector.h)");
   // The assertions above stop the build; the callers' static_assert only triggers them.
   return true;
 }
@@ -146,15 +146,15 @@ AdapterUnderTest native_connector_descriptor(std::string name, F factory) {
                 "LMCACHE_CONFORMANCE_CONNECTOR(C, factory): the factory must be callable with no "
                 "arguments and return std::unique_ptr<C> (ConnectorFactory, connector_plugin.h)");
   AdapterUnderTest a;
-  if constexpr (connector::NativeConnector<C> && ConnectorFactory<F, C>) {
+  if constexpr (bridge::NativeConnector<C> && ConnectorFactory<F, C>) {
     a.name = name;
     a.make = [name, factory]() -> L2AdapterPtr {
       std::unique_ptr<C> c = factory();
       if (!c) throw std::runtime_error(name + ": the connector factory returned null");
-      connector::NativeConnectorAdapterOptions options;
+      bridge::NativeConnectorAdapterOptions options;
       options.type_name = name;
       options.key_namespace = fresh_key_namespace();
-      return connector::make_native_connector_adapter(std::move(c), std::move(options));
+      return bridge::make_native_connector_adapter(std::move(c), std::move(options));
     };
     a.capabilities.reports_lock_count = true;
     a.object_dtypes = {DType::kUInt8, DType::kFloat32, DType::kBFloat16};
@@ -226,7 +226,7 @@ void register_native_connector(Registry& registry, std::string_view type_name) {
 // (LMCACHE_CONFORMANCE_PLUGIN, plugin_abi.h), which calls
 // register_native_connector<ConnectorType>() with the type's spelling and `factory`, and the
 // marker LMCACHE_CONFORMANCE_CONNECTOR_SYMBOL_V2 returning the implementation name.
-//   ConnectorType  a type modelling lmcache::connector::NativeConnector (checked at compile time,
+//   ConnectorType  a type modelling lmcache::bridge::NativeConnector (checked at compile time,
 //                  each missing member named); spell a template specialisation with commas
 //                  through an alias.
 //   factory        optional: an expression callable with no arguments that returns a fresh

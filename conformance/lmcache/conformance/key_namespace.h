@@ -19,7 +19,7 @@ namespace lmcache::conformance {
 // <run> is 8 hex digits drawn once per process, <pid> the process id and <n> a per-process
 // counter. Made of [A-Za-z0-9_-] when `user` is. The suffix is under 32 bytes in practice (45 at
 // most), so a short `user` keeps the whole within KeyCodec's 64-byte limit
-// (lmcache/connector/key_codec.h); a longer one is refused where the namespace is used.
+// (lmcache/bridge/key_codec.h); a longer one is refused where the namespace is used.
 // Thread-safe.
 std::string fresh_key_namespace(const std::string& user = "");
 

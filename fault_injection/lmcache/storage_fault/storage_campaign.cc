@@ -8,7 +8,7 @@
 #include <thread>
 #include <utility>
 
-#include "lmcache/connector/key_codec.h"
+#include "lmcache/bridge/key_codec.h"
 #include "lmcache/fs/fs_connector.h"
 #include "lmcache/testing/redis_server.h"
 #include "lmcache/testing/temp_dir.h"
@@ -100,7 +100,7 @@ class RealStorageFaults final : public StorageFaultSource {
   // The file of `key` under the epoch's namespace, when it exists.
   std::optional<std::filesystem::path> file_of(const ObjectKey& key,
                                                const std::string& key_namespace) const {
-    const std::string name = connector::KeyCodec(key_namespace).encode(key);
+    const std::string name = bridge::KeyCodec(key_namespace).encode(key);
     std::filesystem::path p = fs::FsConnector::object_path(base_path_, name);
     std::error_code ec;
     if (!std::filesystem::is_regular_file(p, ec)) return std::nullopt;

@@ -99,12 +99,12 @@ bool valid_trailer(const std::string& key, std::span<const std::uint8_t> file, s
   return stored == static_cast<std::uint32_t>(crc);
 }
 
-connector::Completion load(FsConnector& c, const std::string& key, void* buf, std::size_t len) {
+bridge::Completion load(FsConnector& c, const std::string& key, void* buf, std::size_t len) {
   const std::uint64_t id = c.submit_batch_get({key}, {buf}, {len}, len);
   for (;;) {
     pollfd p{c.event_fd(), POLLIN, 0};
     LMCACHE_FUZZ_CHECK(poll_for(p, std::chrono::seconds(10)) == 1, "no completion within 10 s");
-    for (connector::Completion& done : c.drain_completions()) {
+    for (bridge::Completion& done : c.drain_completions()) {
       LMCACHE_FUZZ_CHECK(done.future_id == id, "a completion of another batch");
       return std::move(done);
     }
@@ -163,7 +163,7 @@ void fuzz_one(FuzzInput& in) {
   std::unique_ptr<std::byte, decltype(&std::free)> owner(buf, &std::free);
   std::memset(buf, static_cast<int>(kCanary), len + 1);
 
-  const connector::Completion done = load(c, key, buf, len);
+  const bridge::Completion done = load(c, key, buf, len);
   const std::string said = std::string("kind ") + std::to_string(kind) + ", " +
                            std::to_string(file.size()) + " bytes, asked " + std::to_string(len) +
                            (crc ? ", crc32" : "") + (direct ? ", O_DIRECT" : "") + ": " +

@@ -2,7 +2,7 @@
 //
 // The resp and fs connectors store every object under KeyCodec's string (a Redis key, a file
 // name), and strings come back from storage: another client's keys, files renamed or made by
-// hand. KeyCodec (storage/lmcache/connector/key_codec.h) promises a bijection between ObjectKeys
+// hand. KeyCodec (storage/lmcache/bridge/key_codec.h) promises a bijection between ObjectKeys
 // and canonical strings. Each input is decoded as a string and, from the same bytes, an ObjectKey
 // is built and encoded. Beyond ASan and UBSan, it checks:
 //   - decode() never throws, and a key it returns encodes back to exactly the string: no
@@ -19,13 +19,13 @@
 #include <optional>
 #include <string>
 
-#include "lmcache/connector/key_codec.h"
+#include "lmcache/bridge/key_codec.h"
 #include "lmcache/fuzz/fuzz_support.h"
 
 namespace lmcache::fuzz_internal {
 namespace {
 
-using connector::KeyCodec;
+using bridge::KeyCodec;
 
 std::uint64_t read_u64(FuzzInput& in) {
   std::uint64_t v = 0;

@@ -12,7 +12,7 @@ FsAdapterConfig FsAdapterConfig::parse(const Json& config) {
   for (const char* key : {"type", "base_path", "use_odirect", "checksum", "num_workers"}) {
     reader.allow(key);
   }
-  connector::NativeConnectorAdapterOptions::allow_config_keys(reader);
+  bridge::NativeConnectorAdapterOptions::allow_config_keys(reader);
   reader.finish();
   if (const Json* type = reader.raw("type"); type != nullptr) {
     if (!type->is_string() || type->get<std::string>() != kFsAdapterType) {
@@ -33,13 +33,13 @@ FsAdapterConfig FsAdapterConfig::parse(const Json& config) {
     reader.error("'checksum' must be \"none\" or \"crc32\", got \"" + checksum + "\"");
   }
   c.connector.num_workers = static_cast<std::size_t>(reader.get_int("num_workers", 4, 1, 1024));
-  c.bridge = connector::NativeConnectorAdapterOptions::from_config(reader, "fs");
+  c.bridge = bridge::NativeConnectorAdapterOptions::from_config(reader, "fs");
   return c;
 }
 
-std::unique_ptr<connector::NativeConnectorL2Adapter> create_fs_adapter(const Json& config) {
+std::unique_ptr<bridge::NativeConnectorL2Adapter> create_fs_adapter(const Json& config) {
   FsAdapterConfig c = FsAdapterConfig::parse(config);
-  return connector::make_native_connector_adapter(
+  return bridge::make_native_connector_adapter(
       std::make_unique<FsConnector>(std::move(c.connector)), std::move(c.bridge));
 }
 

@@ -22,7 +22,7 @@
 #include <memory>
 #include <string_view>
 
-#include "lmcache/connector/native_connector_adapter.h"
+#include "lmcache/bridge/native_connector_adapter.h"
 #include "lmcache/core/config.h"
 #include "lmcache/fs/fs_connector.h"
 
@@ -32,7 +32,7 @@ inline constexpr std::string_view kFsAdapterType = "fs";
 
 struct FsAdapterConfig {
   FsConnectorOptions connector;
-  connector::NativeConnectorAdapterOptions bridge;
+  bridge::NativeConnectorAdapterOptions bridge;
 
   // parse()
   //
@@ -46,7 +46,7 @@ struct FsAdapterConfig {
 //
 // The bridge over an FsConnector built from `config` (FsAdapterConfig::parse). Throws
 // std::system_error when base_path cannot be created.
-std::unique_ptr<connector::NativeConnectorL2Adapter> create_fs_adapter(const Json& config);
+std::unique_ptr<bridge::NativeConnectorL2Adapter> create_fs_adapter(const Json& config);
 
 // register_fs_adapter_type()
 //

@@ -7,7 +7,7 @@
 
 #include <cstring>
 
-#include "lmcache/connector/key_codec.h"
+#include "lmcache/bridge/key_codec.h"
 #include "lmcache/l1/l1_manager.h"
 #include "lmcache/l2/adapter_registry.h"
 #include "lmcache/testing/adapter_waits.h"
@@ -121,13 +121,13 @@ TEST_P(FsBridgeChecks, Hold) {
   TempDir dir;
   storage_testing::BridgeRig rig;
   rig.name = "fs_" + variant.name;
-  rig.make_connector = [&dir, v = variant]() -> connector::ErasedConnectorPtr {
+  rig.make_connector = [&dir, v = variant]() -> bridge::ErasedConnectorPtr {
     FsConnectorOptions o;
     o.base_path = dir.path();
     o.checksum = v.checksum;
     o.use_odirect = v.odirect;
     o.num_workers = 2;
-    return connector::erase_connector(std::make_unique<FsConnector>(o));
+    return bridge::erase_connector(std::make_unique<FsConnector>(o));
   };
   EXPECT_EQ(check.run(rig), "");
 }
@@ -169,7 +169,7 @@ TEST_P(FsAdapterDamage, LoadEndsByItselfTheDamagedKeyMissesIntactKeysLoad) {
   }
   const std::optional<L2StoreResult> stored = wait_store(*a, a->submit_store_task(keys, src));
   ASSERT_TRUE(stored && stored->is_successful());
-  const connector::KeyCodec codec;
+  const bridge::KeyCodec codec;
   auto file_of = [&](const ObjectKey& k) {
     return FsConnector::object_path(dir.path(), codec.encode(k));
   };

@@ -1,6 +1,6 @@
 // File: lmcache/fs/fs_connector.h
 //
-// FsConnector: a native connector (lmcache/connector/native_connector.h) storing one file per
+// FsConnector: a native connector (lmcache/bridge/native_connector.h) storing one file per
 // object under a base directory, LMCache's "fs" connector.
 //
 // Layout: the object of key K (a KeyCodec string: [A-Za-z0-9_%@+-] only, so never '/', '.' or
@@ -54,7 +54,7 @@
 #include <string>
 #include <vector>
 
-#include "lmcache/connector/batch_connector_base.h"
+#include "lmcache/bridge/batch_connector_base.h"
 
 namespace lmcache::fs {
 
@@ -67,7 +67,7 @@ struct FsConnectorOptions {
   std::size_t num_workers = 4;
 };
 
-class FsConnector final : public connector::BatchConnectorBase {
+class FsConnector final : public bridge::BatchConnectorBase {
  public:
   static constexpr std::size_t kMaxNameBytes = 240;  // longer keys are split into directories
   static constexpr std::size_t kComponentBytes = 200;

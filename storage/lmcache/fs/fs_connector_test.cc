@@ -30,7 +30,7 @@ namespace lmcache::fs {
 namespace {
 
 using namespace std::chrono_literals;
-using connector::Completion;
+using bridge::Completion;
 using storage_testing::TempDir;
 
 Completion wait_one(FsConnector& c, std::uint64_t id) {

@@ -15,7 +15,7 @@ RespAdapterConfig RespAdapterConfig::parse(const Json& config) {
                           "connect_timeout_ms", "io_timeout_ms"}) {
     reader.allow(key);
   }
-  connector::NativeConnectorAdapterOptions::allow_config_keys(reader);
+  bridge::NativeConnectorAdapterOptions::allow_config_keys(reader);
   reader.finish();
   if (const Json* type = reader.raw("type"); type != nullptr) {
     if (!type->is_string() || type->get<std::string>() != kRespAdapterType) {
@@ -33,13 +33,13 @@ RespAdapterConfig RespAdapterConfig::parse(const Json& config) {
       std::chrono::milliseconds(reader.get_int("connect_timeout_ms", 2000, 1, INT32_MAX));
   c.connector.endpoint.io_timeout =
       std::chrono::milliseconds(reader.get_int("io_timeout_ms", 5000, 1, INT32_MAX));
-  c.bridge = connector::NativeConnectorAdapterOptions::from_config(reader, "resp");
+  c.bridge = bridge::NativeConnectorAdapterOptions::from_config(reader, "resp");
   return c;
 }
 
-std::unique_ptr<connector::NativeConnectorL2Adapter> create_resp_adapter(const Json& config) {
+std::unique_ptr<bridge::NativeConnectorL2Adapter> create_resp_adapter(const Json& config) {
   RespAdapterConfig c = RespAdapterConfig::parse(config);
-  return connector::make_native_connector_adapter(
+  return bridge::make_native_connector_adapter(
       std::make_unique<RespConnector>(std::move(c.connector)), std::move(c.bridge));
 }
 

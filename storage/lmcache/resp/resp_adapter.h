@@ -27,7 +27,7 @@
 #include <memory>
 #include <string_view>
 
-#include "lmcache/connector/native_connector_adapter.h"
+#include "lmcache/bridge/native_connector_adapter.h"
 #include "lmcache/core/config.h"
 #include "lmcache/resp/resp_connector.h"
 
@@ -37,7 +37,7 @@ inline constexpr std::string_view kRespAdapterType = "resp";
 
 struct RespAdapterConfig {
   RespConnectorOptions connector;
-  connector::NativeConnectorAdapterOptions bridge;
+  bridge::NativeConnectorAdapterOptions bridge;
 
   // parse()
   //
@@ -51,7 +51,7 @@ struct RespAdapterConfig {
 //
 // The bridge over a RespConnector built from `config` (RespAdapterConfig::parse). Does not
 // connect: an unreachable server shows up as failed tasks, not as an exception here.
-std::unique_ptr<connector::NativeConnectorL2Adapter> create_resp_adapter(const Json& config);
+std::unique_ptr<bridge::NativeConnectorL2Adapter> create_resp_adapter(const Json& config);
 
 // register_resp_adapter_type()
 //

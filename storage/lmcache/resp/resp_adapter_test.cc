@@ -187,11 +187,11 @@ TEST_P(RespBridgeChecks, Hold) {
   RedisServer server;
   storage_testing::BridgeRig rig;
   rig.name = "resp";
-  rig.make_connector = [&server]() -> connector::ErasedConnectorPtr {
+  rig.make_connector = [&server]() -> bridge::ErasedConnectorPtr {
     RespConnectorOptions o;
     o.endpoint = server.endpoint();
     o.num_workers = 2;
-    return connector::erase_connector(std::make_unique<RespConnector>(o));
+    return bridge::erase_connector(std::make_unique<RespConnector>(o));
   };
   rig.options.key_namespace = "bridge_checks";
   EXPECT_EQ(GetParam().run(rig), "");

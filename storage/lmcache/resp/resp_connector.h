@@ -1,6 +1,6 @@
 // File: lmcache/resp/resp_connector.h
 //
-// RespConnector: a native connector (lmcache/connector/native_connector.h) storing each object as
+// RespConnector: a native connector (lmcache/bridge/native_connector.h) storing each object as
 // one Redis/Valkey string (SET / GET / EXISTS / DEL) over RESP2, LMCache's "resp" connector.
 //
 // num_workers workers each own one RespClient connection, opened on first use; a batch is cut
@@ -25,7 +25,7 @@
 #include <string>
 #include <vector>
 
-#include "lmcache/connector/batch_connector_base.h"
+#include "lmcache/bridge/batch_connector_base.h"
 #include "lmcache/resp/resp_client.h"
 
 namespace lmcache::resp {
@@ -35,7 +35,7 @@ struct RespConnectorOptions {
   std::size_t num_workers = 8;
 };
 
-class RespConnector final : public connector::BatchConnectorBase {
+class RespConnector final : public bridge::BatchConnectorBase {
  public:
   // Starts the workers (no connection yet). Throws std::invalid_argument for num_workers == 0,
   // an empty host or a port outside 1..65535.

@@ -13,7 +13,7 @@
 #include <mutex>
 #include <thread>
 
-#include "lmcache/connector/native_connector_adapter.h"
+#include "lmcache/bridge/native_connector_adapter.h"
 #include "lmcache/core/event_notifier.h"
 #include "lmcache/testing/fake_resp_server.h"
 #include "lmcache/testing/redis_server.h"
@@ -22,7 +22,7 @@ namespace lmcache::resp {
 namespace {
 
 using namespace std::chrono_literals;
-using connector::Completion;
+using bridge::Completion;
 using storage_testing::RedisServer;
 
 #define SKIP_WITHOUT_REDIS()                                                       \

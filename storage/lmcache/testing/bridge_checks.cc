@@ -19,8 +19,8 @@ namespace lmcache::storage_testing {
 namespace {
 
 using namespace std::chrono_literals;
-using connector::NativeConnectorAdapterOptions;
-using connector::NativeConnectorL2Adapter;
+using bridge::NativeConnectorAdapterOptions;
+using bridge::NativeConnectorL2Adapter;
 
 struct Problem : std::runtime_error {
   using std::runtime_error::runtime_error;
@@ -87,7 +87,7 @@ struct Closer {
   }
 };
 
-L2AdapterPtr build(const BridgeRig& rig, connector::ErasedConnectorPtr c,
+L2AdapterPtr build(const BridgeRig& rig, bridge::ErasedConnectorPtr c,
                    NativeConnectorAdapterOptions options) {
   if (rig.make_bridge) return rig.make_bridge(std::move(c), std::move(options));
   return std::make_unique<NativeConnectorL2Adapter>(std::move(c), std::move(options));

@@ -4,7 +4,7 @@
 // bridge under test over connectors from a BridgeRig (FaultyConnector in between where it needs
 // a fault), drives it through L2AdapterInterface only, and returns "" when the property holds or
 // the first broken rule. The real bridge over the memory, resp and fs connectors passes them
-// all; mutants of the bridge (connector_test) each fail the one aimed at their bug.
+// all; mutants of the bridge (bridge_test) each fail the one aimed at their bug.
 //
 //   FailedSetLeavesNothingVisible  a store whose connector batch fails after writing completes
 //                                  as failure, and then none of its keys is found by a lookup or
@@ -34,8 +34,8 @@
 #include <string_view>
 #include <vector>
 
-#include "lmcache/connector/erased_connector.h"
-#include "lmcache/connector/native_connector_adapter.h"
+#include "lmcache/bridge/erased_connector.h"
+#include "lmcache/bridge/native_connector_adapter.h"
 #include "lmcache/l2/l2_adapter.h"
 
 namespace lmcache::storage_testing {
@@ -51,11 +51,11 @@ namespace lmcache::storage_testing {
 //                 check builds, the observer included).
 struct BridgeRig {
   std::string name;
-  std::function<connector::ErasedConnectorPtr()> make_connector;
-  std::function<L2AdapterPtr(connector::ErasedConnectorPtr,
-                             connector::NativeConnectorAdapterOptions)>
+  std::function<bridge::ErasedConnectorPtr()> make_connector;
+  std::function<L2AdapterPtr(bridge::ErasedConnectorPtr,
+                             bridge::NativeConnectorAdapterOptions)>
       make_bridge;
-  connector::NativeConnectorAdapterOptions options;
+  bridge::NativeConnectorAdapterOptions options;
 };
 
 // The checks. Each returns "" when the property holds, else what broke.

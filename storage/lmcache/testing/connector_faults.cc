@@ -4,7 +4,7 @@
 
 namespace lmcache::storage_testing {
 
-FaultyConnector::FaultyConnector(connector::ErasedConnectorPtr inner,
+FaultyConnector::FaultyConnector(bridge::ErasedConnectorPtr inner,
                                  std::shared_ptr<ConnectorFaults> faults)
     : ForwardingConnector(std::move(inner)), faults_(std::move(faults)) {
   if (!faults_) throw std::invalid_argument("FaultyConnector: faults is null");
@@ -44,12 +44,12 @@ std::uint64_t FaultyConnector::submit_batch_delete(const std::vector<std::string
   return ForwardingConnector::submit_batch_delete(keys);
 }
 
-std::vector<connector::Completion> FaultyConnector::drain_completions() {
-  std::vector<connector::Completion> in = ForwardingConnector::drain_completions();
+std::vector<bridge::Completion> FaultyConnector::drain_completions() {
+  std::vector<bridge::Completion> in = ForwardingConnector::drain_completions();
   std::lock_guard lock(mu_);
-  std::vector<connector::Completion> out = std::move(released_);
+  std::vector<bridge::Completion> out = std::move(released_);
   released_.clear();
-  for (connector::Completion& c : in) {
+  for (bridge::Completion& c : in) {
     if (failing_sets_.erase(c.future_id) != 0) {
       c.ok = false;
       c.error = "FaultyConnector: injected set failure (after writing)";

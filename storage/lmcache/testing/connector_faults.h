@@ -18,7 +18,7 @@
 #include <set>
 #include <vector>
 
-#include "lmcache/connector/erased_connector.h"
+#include "lmcache/bridge/erased_connector.h"
 
 namespace lmcache::storage_testing {
 
@@ -28,9 +28,9 @@ struct ConnectorFaults {
   std::atomic<bool> throw_on_submit{false};
 };
 
-class FaultyConnector final : public connector::ForwardingConnector {
+class FaultyConnector final : public bridge::ForwardingConnector {
  public:
-  FaultyConnector(connector::ErasedConnectorPtr inner, std::shared_ptr<ConnectorFaults> faults);
+  FaultyConnector(bridge::ErasedConnectorPtr inner, std::shared_ptr<ConnectorFaults> faults);
 
   std::uint64_t submit_batch_get(const std::vector<std::string>& keys,
                                  const std::vector<void*>& bufs,
@@ -42,7 +42,7 @@ class FaultyConnector final : public connector::ForwardingConnector {
                                  std::size_t batch_chunk_num_bytes) override;
   std::uint64_t submit_batch_exists(const std::vector<std::string>& keys) override;
   std::uint64_t submit_batch_delete(const std::vector<std::string>& keys) override;
-  std::vector<connector::Completion> drain_completions() override;
+  std::vector<bridge::Completion> drain_completions() override;
 
   // Moves the held completions to the next drain; returns how many.
   std::size_t release_held();
@@ -54,8 +54,8 @@ class FaultyConnector final : public connector::ForwardingConnector {
   std::shared_ptr<ConnectorFaults> faults_;
   mutable std::mutex mu_;
   std::set<std::uint64_t> failing_sets_;
-  std::vector<connector::Completion> held_;
-  std::vector<connector::Completion> released_;
+  std::vector<bridge::Completion> held_;
+  std::vector<bridge::Completion> released_;
 };
 
 }  // namespace lmcache::storage_testing

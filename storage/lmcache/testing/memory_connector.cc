@@ -72,7 +72,7 @@ std::uint64_t MemoryConnectorCore::begin(const std::vector<std::string>& keys,
   return next_id_++;
 }
 
-void MemoryConnectorCore::complete(connector::Completion c) {
+void MemoryConnectorCore::complete(bridge::Completion c) {
   // Notified under the lock, so close() cannot close the fd in between.
   std::lock_guard lock(mu_);
   if (closed_) return;
@@ -90,7 +90,7 @@ std::uint64_t MemoryConnectorCore::get(const std::vector<std::string>& keys,
   const std::uint64_t id = begin(keys, &bufs, &lens, chunk);
   ++counters_.gets;
   counters_.keys_got += keys.size();
-  connector::Completion c;
+  bridge::Completion c;
   c.future_id = id;
   std::vector<std::uint8_t> hits(keys.size(), 0);
   std::vector<std::optional<std::vector<std::byte>>> values(keys.size());
@@ -126,7 +126,7 @@ std::uint64_t MemoryConnectorCore::set(const std::vector<std::string>& keys,
                                        const std::vector<std::size_t>& lens, std::size_t chunk) {
   const std::uint64_t id = begin(keys, &bufs, &lens, chunk);
   ++counters_.sets;
-  connector::Completion c;
+  bridge::Completion c;
   c.future_id = id;
   c.result_bytes.assign(keys.size(), 0);
   if (faults_->fail_sets_before_write.load()) {
@@ -150,7 +150,7 @@ std::uint64_t MemoryConnectorCore::set(const std::vector<std::string>& keys,
 std::uint64_t MemoryConnectorCore::exists(const std::vector<std::string>& keys) {
   const std::uint64_t id = begin(keys, nullptr, nullptr, 0);
   ++counters_.exists;
-  connector::Completion c;
+  bridge::Completion c;
   c.future_id = id;
   for (const std::string& k : keys) c.result_bytes.push_back(store_->contains(k) ? 1 : 0);
   complete(std::move(c));
@@ -160,7 +160,7 @@ std::uint64_t MemoryConnectorCore::exists(const std::vector<std::string>& keys) 
 std::uint64_t MemoryConnectorCore::del(const std::vector<std::string>& keys) {
   const std::uint64_t id = begin(keys, nullptr, nullptr, 0);
   ++counters_.deletes;
-  connector::Completion c;
+  bridge::Completion c;
   c.future_id = id;
   if (faults_->fail_deletes.load()) {
     c.ok = false;
@@ -172,10 +172,10 @@ std::uint64_t MemoryConnectorCore::del(const std::vector<std::string>& keys) {
   return id;
 }
 
-std::vector<connector::Completion> MemoryConnectorCore::drain() {
+std::vector<bridge::Completion> MemoryConnectorCore::drain() {
   notifier_.consume();
   std::lock_guard lock(mu_);
-  std::vector<connector::Completion> out(std::make_move_iterator(ready_.begin()),
+  std::vector<bridge::Completion> out(std::make_move_iterator(ready_.begin()),
                                          std::make_move_iterator(ready_.end()));
   ready_.clear();
   return out;

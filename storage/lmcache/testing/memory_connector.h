@@ -1,6 +1,6 @@
 // File: lmcache/testing/memory_connector.h
 //
-// An in-memory native connector (lmcache/connector/native_connector.h) for tests and fault
+// An in-memory native connector (lmcache/bridge/native_connector.h) for tests and fault
 // campaigns: every batch runs synchronously inside its submit against a MemoryStore (shared, so
 // a test can look at the store as another client would), and its completion is queued and the
 // eventfd notified before the submit returns, unless the faults say to hold it.
@@ -36,7 +36,7 @@
 #include <string>
 #include <vector>
 
-#include "lmcache/connector/native_connector.h"
+#include "lmcache/bridge/native_connector.h"
 #include "lmcache/core/event_notifier.h"
 
 namespace lmcache::storage_testing {
@@ -97,7 +97,7 @@ class MemoryConnectorCore {
                     const std::vector<std::size_t>& lens, std::size_t chunk);
   std::uint64_t exists(const std::vector<std::string>& keys);
   std::uint64_t del(const std::vector<std::string>& keys);
-  std::vector<connector::Completion> drain();
+  std::vector<bridge::Completion> drain();
   void close();
   std::size_t release_held();
   std::size_t held() const;
@@ -106,7 +106,7 @@ class MemoryConnectorCore {
  private:
   std::uint64_t begin(const std::vector<std::string>& keys, const std::vector<void*>* bufs,
                       const std::vector<std::size_t>* lens, std::size_t chunk);
-  void complete(connector::Completion c);
+  void complete(bridge::Completion c);
 
   std::shared_ptr<MemoryStore> store_;
   std::shared_ptr<MemoryConnectorFaults> faults_;
@@ -114,8 +114,8 @@ class MemoryConnectorCore {
   MemoryConnectorCounters counters_;
   EventNotifier notifier_;
   mutable std::mutex mu_;
-  std::deque<connector::Completion> ready_;
-  std::deque<connector::Completion> held_;
+  std::deque<bridge::Completion> ready_;
+  std::deque<bridge::Completion> held_;
   std::uint64_t next_id_ = 1;
   bool closed_ = false;
 };
@@ -152,7 +152,7 @@ class BasicMemoryConnector {
   std::uint64_t submit_batch_delete(const std::vector<std::string>& keys) requires kWithDelete {
     return core_.del(keys);
   }
-  std::vector<connector::Completion> drain_completions() { return core_.drain(); }
+  std::vector<bridge::Completion> drain_completions() { return core_.drain(); }
   void close() { core_.close(); }
 
   // Publishes every held completion; returns how many.

@@ -56,7 +56,7 @@ TEST(MemoryConnector, FailedSetsWriteOrNotAsAsked) {
 TEST(FaultyConnector, FailsSetsAfterWritingAndHoldsCompletions) {
   auto store = std::make_shared<MemoryStore>();
   auto faults = std::make_shared<ConnectorFaults>();
-  FaultyConnector c(connector::erase_connector(std::make_unique<MemoryConnector>(store)), faults);
+  FaultyConnector c(bridge::erase_connector(std::make_unique<MemoryConnector>(store)), faults);
   std::vector<std::byte> v(4);
   faults->fail_sets_after_write = true;
   const std::uint64_t set = c.submit_batch_set({"a"}, {v.data()}, {4}, 4);

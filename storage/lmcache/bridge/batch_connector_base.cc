@@ -1,9 +1,9 @@
-#include "lmcache/connector/batch_connector_base.h"
+#include "lmcache/bridge/batch_connector_base.h"
 
 #include <algorithm>
 #include <stdexcept>
 
-namespace lmcache::connector {
+namespace lmcache::bridge {
 
 // The state shared by the tiles of one batch; the last tile to finish publishes it.
 struct BatchConnectorBase::Batch {
@@ -221,4 +221,4 @@ Json BatchConnectorBase::report_status() const {
   return status;
 }
 
-}  // namespace lmcache::connector
+}  // namespace lmcache::bridge

@@ -1,4 +1,4 @@
-// File: lmcache/connector/native_connector_adapter.h
+// File: lmcache/bridge/native_connector_adapter.h
 //
 // NativeConnectorL2Adapter: the bridge from a native connector (native_connector.h) to the
 // project's L2AdapterInterface, LMCache's NativeConnectorL2Adapter written in C++ with the
@@ -83,9 +83,9 @@
 #include <utility>
 #include <vector>
 
-#include "lmcache/connector/erased_connector.h"
-#include "lmcache/connector/key_codec.h"
-#include "lmcache/connector/native_connector.h"
+#include "lmcache/bridge/erased_connector.h"
+#include "lmcache/bridge/key_codec.h"
+#include "lmcache/bridge/native_connector.h"
 #include "lmcache/core/completion_queue.h"
 #include "lmcache/l2/l2_adapter.h"
 #include "lmcache/l2/usage_tracker.h"
@@ -94,11 +94,11 @@ namespace lmcache {
 class PollLoop;  // lmcache/core/poll_loop.h
 }  // namespace lmcache
 
-namespace lmcache::connector_internal {
+namespace lmcache::bridge_internal {
 class BridgeKeys;  // internal/bridge_keys.h
-}  // namespace lmcache::connector_internal
+}  // namespace lmcache::bridge_internal
 
-namespace lmcache::connector {
+namespace lmcache::bridge {
 
 // NativeConnectorAdapterOptions
 //
@@ -276,7 +276,7 @@ class NativeConnectorL2Adapter final : public L2AdapterInterface {
   std::set<std::pair<Clock::time_point, std::uint64_t>> deadlines_;
   Clock::time_point planned_wake_ = Clock::time_point::max();
   std::uint64_t next_serial_ = 1;
-  std::unique_ptr<connector_internal::BridgeKeys> keys_;  // known sizes, tombstones, locks
+  std::unique_ptr<bridge_internal::BridgeKeys> keys_;  // known sizes, tombstones, locks
   std::uint64_t reserved_bytes_ = 0;
   NativeConnectorAdapterStats stats_;
   std::size_t callers_in_flight_ = 0;  // inside submit_*() / delete_keys()
@@ -298,4 +298,4 @@ std::unique_ptr<NativeConnectorL2Adapter> make_native_connector_adapter(
                                                     std::move(options));
 }
 
-}  // namespace lmcache::connector
+}  // namespace lmcache::bridge

@@ -1,10 +1,10 @@
-#include "lmcache/connector/key_codec.h"
+#include "lmcache/bridge/key_codec.h"
 
 #include <cstdint>
 #include <stdexcept>
 #include <vector>
 
-namespace lmcache::connector {
+namespace lmcache::bridge {
 
 namespace {
 
@@ -181,4 +181,4 @@ std::optional<ObjectKey> KeyCodec::decode(std::string_view encoded) const {
   }
 }
 
-}  // namespace lmcache::connector
+}  // namespace lmcache::bridge

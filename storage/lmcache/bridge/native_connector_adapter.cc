@@ -7,7 +7,7 @@
 // once; a failed store's keys stay hidden until their delete is confirmed; no buffer is released
 // while a batch may still touch it) span the submit, completion, deadline and close paths.
 // Per-key bookkeeping (internal/bridge_keys.h) lives on its own; the loop is core's PollLoop.
-#include "lmcache/connector/native_connector_adapter.h"
+#include "lmcache/bridge/native_connector_adapter.h"
 
 #include <poll.h>
 
@@ -15,10 +15,10 @@
 #include <stdexcept>
 #include <unordered_set>
 
-#include "lmcache/connector/internal/bridge_keys.h"
+#include "lmcache/bridge/internal/bridge_keys.h"
 #include "lmcache/core/poll_loop.h"
 
-namespace lmcache::connector {
+namespace lmcache::bridge {
 
 // ---------------------------------------------------------------------------------------------
 // Private types.
@@ -137,7 +137,7 @@ NativeConnectorL2Adapter::NativeConnectorL2Adapter(ErasedConnectorPtr connector,
       probe_before_get_(options_.probe_before_get.value_or(!connector_->per_key_get_results())),
       supports_delete_(connector_->supports_delete()),
       usage_(options_.max_capacity_bytes),
-      keys_(std::make_unique<connector_internal::BridgeKeys>()) {
+      keys_(std::make_unique<bridge_internal::BridgeKeys>()) {
   try {
     if (connector_fd_ < 0) {
       throw std::invalid_argument("NativeConnectorL2Adapter: the connector's event_fd() is " +
@@ -228,7 +228,7 @@ namespace {
 // Records a removal in the usage now (under the bridge's lock, so that counts apply in order)
 // and queues the listener call.
 template <class Outbox>
-void record_removed(UsageTracker& usage, connector_internal::BridgeKeys::Sized removed,
+void record_removed(UsageTracker& usage, bridge_internal::BridgeKeys::Sized removed,
                     Outbox& out) {
   if (removed.empty()) return;
   usage.record_deleted(removed.keys, removed.sizes);
@@ -246,7 +246,7 @@ void NativeConnectorL2Adapter::forget_known_locked(const std::vector<ObjectKey>&
 void NativeConnectorL2Adapter::reconcile_miss_locked(const ObjectKey& key, std::uint64_t epoch,
                                                      Outbox& out) {
   // Only a store published before the probe was submitted must have been seen by it.
-  connector_internal::BridgeKeys::Sized gone = keys_->forget_if_stale(key, epoch);
+  bridge_internal::BridgeKeys::Sized gone = keys_->forget_if_stale(key, epoch);
   if (gone.empty()) return;
   ++stats_.reconciled_misses;
   record_removed(usage_, std::move(gone), out);
@@ -641,7 +641,7 @@ void NativeConnectorL2Adapter::finish_store_locked(std::uint64_t serial, Outbox&
       keys.push_back(task.keys[i]);
       sizes.push_back(task.lens[i]);
     }
-    connector_internal::BridgeKeys::Sized stored, replaced;
+    bridge_internal::BridgeKeys::Sized stored, replaced;
     keys_->publish_store(keys, sizes, &stored, &replaced);
     usage_.record_deleted(replaced.keys, replaced.sizes);
     usage_.record_stored(stored.keys, stored.sizes);
@@ -958,4 +958,4 @@ std::optional<std::uint64_t> NativeConnectorL2Adapter::known_size(const ObjectKe
   return keys_->known_size(key);
 }
 
-}  // namespace lmcache::connector
+}  // namespace lmcache::bridge

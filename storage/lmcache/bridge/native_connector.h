@@ -1,4 +1,4 @@
-// File: lmcache/connector/native_connector.h
+// File: lmcache/bridge/native_connector.h
 //
 // The shape of LMCache's native storage connector (`lmcache::connector::IStorageConnector` in
 // LMCache's csrc/storage_backends/), written as C++20 concepts so that a vendor's own header and
@@ -42,7 +42,7 @@
 #include <type_traits>
 #include <vector>
 
-namespace lmcache::connector {
+namespace lmcache::bridge {
 
 // Completion
 //
@@ -92,9 +92,9 @@ concept NativeConnectorWithDelete = NativeConnector<T> &&
   { t.submit_batch_delete(keys) } -> std::convertible_to<std::uint64_t>;
 };
 
-}  // namespace lmcache::connector
+}  // namespace lmcache::bridge
 
-namespace lmcache::connector_internal {
+namespace lmcache::bridge_internal {
 
 template <class T>
 consteval bool declares_per_key_get_results() {
@@ -105,9 +105,9 @@ consteval bool declares_per_key_get_results() {
   }
 }
 
-}  // namespace lmcache::connector_internal
+}  // namespace lmcache::bridge_internal
 
-namespace lmcache::connector {
+namespace lmcache::bridge {
 
 // ConnectorTraits
 //
@@ -119,7 +119,7 @@ struct ConnectorTraits {
   static constexpr bool kHasBatchDelete = NativeConnectorWithDelete<T>;
   // A get completion always carries one hit flag per key (0 = miss, 1 = hit), so a batch with
   // misses still completes ok.
-  static constexpr bool kPerKeyGetResults = connector_internal::declares_per_key_get_results<T>();
+  static constexpr bool kPerKeyGetResults = bridge_internal::declares_per_key_get_results<T>();
 };
 
-}  // namespace lmcache::connector
+}  // namespace lmcache::bridge

@@ -1,4 +1,4 @@
-// File: lmcache/connector/erased_connector.h
+// File: lmcache/bridge/erased_connector.h
 //
 // ErasedConnector: a native connector behind a small virtual interface, so that the bridge
 // (NativeConnectorL2Adapter) is compiled once, and so that decorators (fault injection, test
@@ -19,10 +19,10 @@
 #include <utility>
 #include <vector>
 
-#include "lmcache/connector/native_connector.h"
+#include "lmcache/bridge/native_connector.h"
 #include "lmcache/core/config.h"
 
-namespace lmcache::connector {
+namespace lmcache::bridge {
 
 class ErasedConnector {
  public:
@@ -57,14 +57,14 @@ class ErasedConnector {
 
 using ErasedConnectorPtr = std::unique_ptr<ErasedConnector>;
 
-}  // namespace lmcache::connector
+}  // namespace lmcache::bridge
 
-namespace lmcache::connector_internal {
+namespace lmcache::bridge_internal {
 
-using connector::Completion;
-using connector::ConnectorTraits;
-using connector::ErasedConnector;
-using connector::NativeConnector;
+using bridge::Completion;
+using bridge::ConnectorTraits;
+using bridge::ErasedConnector;
+using bridge::NativeConnector;
 
 template <NativeConnector C>
 class ConnectorModel final : public ErasedConnector {
@@ -127,9 +127,9 @@ class ConnectorModel final : public ErasedConnector {
   std::unique_ptr<C> c_;
 };
 
-}  // namespace lmcache::connector_internal
+}  // namespace lmcache::bridge_internal
 
-namespace lmcache::connector {
+namespace lmcache::bridge {
 
 // erase_connector()
 //
@@ -139,7 +139,7 @@ ErasedConnectorPtr erase_connector(std::unique_ptr<C> connector) {
   if constexpr (std::is_base_of_v<ErasedConnector, C>) {
     return connector;  // already erased (a decorator)
   } else {
-    return std::make_unique<connector_internal::ConnectorModel<C>>(std::move(connector));
+    return std::make_unique<bridge_internal::ConnectorModel<C>>(std::move(connector));
   }
 }
 
@@ -185,4 +185,4 @@ class ForwardingConnector : public ErasedConnector {
   ErasedConnectorPtr inner_;
 };
 
-}  // namespace lmcache::connector
+}  // namespace lmcache::bridge

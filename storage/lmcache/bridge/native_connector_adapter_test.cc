@@ -1,6 +1,6 @@
 // The bridge over the in-memory connector (current and legacy shapes): its own rules, the bridge
 // checks, mutants of the bridge that the checks must catch, and concurrency.
-#include "lmcache/connector/native_connector_adapter.h"
+#include "lmcache/bridge/native_connector_adapter.h"
 
 #include <gtest/gtest.h>
 
@@ -17,7 +17,7 @@
 #include "lmcache/testing/connector_faults.h"
 #include "lmcache/testing/memory_connector.h"
 
-namespace lmcache::connector {
+namespace lmcache::bridge {
 namespace {
 
 using namespace std::chrono_literals;
@@ -730,4 +730,4 @@ TEST(NativeConnectorL2AdapterConcurrency, CloseWhileThreadsSubmit) {
 }
 
 }  // namespace
-}  // namespace lmcache::connector
+}  // namespace lmcache::bridge

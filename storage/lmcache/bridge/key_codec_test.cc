@@ -1,4 +1,4 @@
-#include "lmcache/connector/key_codec.h"
+#include "lmcache/bridge/key_codec.h"
 
 #include <gtest/gtest.h>
 #include <rapidcheck.h>
@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-namespace lmcache::connector {
+namespace lmcache::bridge {
 namespace {
 
 using Encoder = std::function<std::string(const ObjectKey&)>;
@@ -220,4 +220,4 @@ TEST(KeyCodecProperty, DistinctKeysEncodeDistinctly) {
 }
 
 }  // namespace
-}  // namespace lmcache::connector
+}  // namespace lmcache::bridge

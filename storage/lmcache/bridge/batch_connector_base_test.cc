@@ -1,4 +1,4 @@
-#include "lmcache/connector/batch_connector_base.h"
+#include "lmcache/bridge/batch_connector_base.h"
 
 #include <gtest/gtest.h>
 
@@ -13,7 +13,7 @@
 
 #include "lmcache/core/event_notifier.h"
 
-namespace lmcache::connector {
+namespace lmcache::bridge {
 namespace {
 
 using namespace std::chrono_literals;
@@ -223,4 +223,4 @@ TEST(BatchConnectorBaseConcurrency, ManySubmittersEachGetTheirCompletion) {
 }
 
 }  // namespace
-}  // namespace lmcache::connector
+}  // namespace lmcache::bridge

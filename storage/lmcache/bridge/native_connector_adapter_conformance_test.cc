@@ -5,7 +5,7 @@
 #include <string>
 
 #include "lmcache/conformance/adapter_conformance.h"
-#include "lmcache/connector/native_connector_adapter.h"
+#include "lmcache/bridge/native_connector_adapter.h"
 #include "lmcache/l1/l1_manager.h"
 #include "lmcache/serde/async_serde_processor.h"
 #include "lmcache/serde/fp8_serde.h"
@@ -13,7 +13,7 @@
 #include "lmcache/testing/storage_descriptors.h"
 #include "lmcache/wrapper/serde_l2_adapter_wrapper.h"
 
-namespace lmcache::connector {
+namespace lmcache::bridge {
 namespace {
 
 using storage_testing::LegacyMemoryConnector;
@@ -44,9 +44,9 @@ INSTANTIATE_TEST_SUITE_P(
     conformance::ParamName());
 
 }  // namespace
-}  // namespace lmcache::connector
+}  // namespace lmcache::bridge
 
-namespace lmcache::connector {
+namespace lmcache::bridge {
 namespace {
 
 // WrapperConformance with the bridge answering the wrapper's inner calls (the kit's mock only
@@ -91,4 +91,4 @@ TEST(BridgeWrapperPropertiesRig, CatchesACorruptingConnector) {
 }
 
 }  // namespace
-}  // namespace lmcache::connector
+}  // namespace lmcache::bridge

@@ -1,4 +1,4 @@
-// File: lmcache/connector/key_codec.h
+// File: lmcache/bridge/key_codec.h
 //
 // KeyCodec: the one mapping between ObjectKey and the string key a native connector stores
 // under. It is deterministic, injective (decode(encode(k)) == k for every key, and decode
@@ -38,7 +38,7 @@
 
 #include "lmcache/core/object_key.h"
 
-namespace lmcache::connector {
+namespace lmcache::bridge {
 
 class KeyCodec {
  public:
@@ -75,4 +75,4 @@ class KeyCodec {
   std::string prefix_;  // namespace_ + '+', or empty
 };
 
-}  // namespace lmcache::connector
+}  // namespace lmcache::bridge

@@ -1,6 +1,6 @@
-#include "lmcache/connector/internal/bridge_keys.h"
+#include "lmcache/bridge/internal/bridge_keys.h"
 
-namespace lmcache::connector_internal {
+namespace lmcache::bridge_internal {
 
 void BridgeKeys::publish_store(const std::vector<ObjectKey>& keys,
                                const std::vector<std::uint64_t>& sizes, Sized* stored,
@@ -59,4 +59,4 @@ std::uint64_t BridgeKeys::lock_count(const ObjectKey& key) const {
   return it == locks_.end() ? 0 : it->second;
 }
 
-}  // namespace lmcache::connector_internal
+}  // namespace lmcache::bridge_internal

@@ -1,4 +1,4 @@
-// File: lmcache/connector/batch_connector_base.h
+// File: lmcache/bridge/batch_connector_base.h
 //
 // BatchConnectorBase: the worker pool, batch tiling, completion queue and eventfd of a native
 // connector (native_connector.h), so that a connector only writes how one worker runs one slice
@@ -35,11 +35,11 @@
 #include <thread>
 #include <vector>
 
-#include "lmcache/connector/native_connector.h"
+#include "lmcache/bridge/native_connector.h"
 #include "lmcache/core/config.h"
 #include "lmcache/core/event_notifier.h"
 
-namespace lmcache::connector {
+namespace lmcache::bridge {
 
 class BatchConnectorBase {
  public:
@@ -161,4 +161,4 @@ class BatchConnectorBase {
   std::vector<std::thread> workers_;
 };
 
-}  // namespace lmcache::connector
+}  // namespace lmcache::bridge

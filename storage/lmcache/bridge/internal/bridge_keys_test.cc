@@ -1,8 +1,8 @@
-#include "lmcache/connector/internal/bridge_keys.h"
+#include "lmcache/bridge/internal/bridge_keys.h"
 
 #include <gtest/gtest.h>
 
-namespace lmcache::connector_internal {
+namespace lmcache::bridge_internal {
 namespace {
 
 ObjectKey key(int i) { return ObjectKey(int_hash_to_bytes(static_cast<std::uint32_t>(i)), "m", 0); }
@@ -59,4 +59,4 @@ TEST(BridgeKeys, TombstonesAndLocksCount) {
 }
 
 }  // namespace
-}  // namespace lmcache::connector_internal
+}  // namespace lmcache::bridge_internal

@@ -1,4 +1,4 @@
-// File: lmcache/connector/internal/bridge_keys.h
+// File: lmcache/bridge/internal/bridge_keys.h
 //
 // BridgeKeys: what the bridge remembers per key, client-side: the keys it stored (their size
 // and the store epoch that published them; the usage is made of these), the keys it hides
@@ -14,7 +14,7 @@
 
 #include "lmcache/core/object_key.h"
 
-namespace lmcache::connector_internal {
+namespace lmcache::bridge_internal {
 
 class BridgeKeys {
  public:
@@ -79,4 +79,4 @@ class BridgeKeys {
   std::uint64_t epoch_ = 0;
 };
 
-}  // namespace lmcache::connector_internal
+}  // namespace lmcache::bridge_internal

@@ -1,19 +1,18 @@
 // The concepts accept LMCache's connector shapes (current and older) and reject incomplete ones;
 // erase_connector() keeps what it detected.
-#include "lmcache/connector/native_connector.h"
+#include "lmcache/bridge/native_connector.h"
 
 #include <gtest/gtest.h>
 
 #include <deque>
 #include <list>
 
-#include "lmcache/connector/erased_connector.h"
+#include "lmcache/bridge/erased_connector.h"
 #include "lmcache/testing/memory_connector.h"
 
-namespace vendor {
-
-// A vendor's copy of LMCache's IStorageConnector: its own Completion type, virtual members.
-namespace connector {
+// LMCache's own IStorageConnector and Completion, declared in LMCache's namespace as its headers
+// declare them (virtual members): they must build beside the kit's names (lmcache::bridge).
+namespace lmcache::connector {
 struct Completion {
   uint64_t future_id = 0;
   bool ok = true;
@@ -35,7 +34,9 @@ class IStorageConnector {
   virtual std::vector<Completion> drain_completions() = 0;
   virtual void close() = 0;
 };
-}  // namespace connector
+}  // namespace lmcache::connector
+
+namespace vendor {
 
 // An older shape: no delete, completions in a std::list, result_bytes as a std::deque of int.
 struct OldCompletion {
@@ -92,20 +93,20 @@ struct NonConstantFlag : OldConnector {
 }  // namespace vendor
 
 template <>
-struct lmcache::connector::ConnectorTraits<vendor::SpecializedConnector> {
+struct lmcache::bridge::ConnectorTraits<vendor::SpecializedConnector> {
   static constexpr bool kHasBatchDelete = false;
   static constexpr bool kPerKeyGetResults = true;
 };
 
-namespace lmcache::connector {
+namespace lmcache::bridge {
 namespace {
 
 using storage_testing::LegacyMemoryConnector;
 using storage_testing::MemoryConnector;
 
-static_assert(NativeConnector<vendor::connector::IStorageConnector>);
-static_assert(NativeConnectorWithDelete<vendor::connector::IStorageConnector>);
-static_assert(!ConnectorTraits<vendor::connector::IStorageConnector>::kPerKeyGetResults);
+static_assert(NativeConnector<lmcache::connector::IStorageConnector>);
+static_assert(NativeConnectorWithDelete<lmcache::connector::IStorageConnector>);
+static_assert(!ConnectorTraits<lmcache::connector::IStorageConnector>::kPerKeyGetResults);
 static_assert(NativeConnector<vendor::OldConnector>);
 static_assert(!NativeConnectorWithDelete<vendor::OldConnector>);
 static_assert(!NativeConnector<vendor::NoDrain>);
@@ -160,4 +161,4 @@ TEST(ErasedConnector, ErasingAnErasedConnectorKeepsIt) {
 }
 
 }  // namespace
-}  // namespace lmcache::connector
+}  // namespace lmcache::bridge
