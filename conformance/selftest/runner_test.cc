@@ -3,7 +3,8 @@
 // become Fails of the running property while the run goes on; bad plugins are usage errors. A
 // native connector plugin (the out-of-tree example's connector) passes under --connector-plugin,
 // the same connector with a bug fails naming the property, and --connector-plugin refuses a
-// plugin that registers no connector.
+// plugin that registers no connector; a connector that goes out of step after its own error
+// fails with that error named first.
 #include <sys/wait.h>
 
 #include <cstdio>
@@ -12,6 +13,7 @@
 #include <fstream>
 #include <set>
 #include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -73,6 +75,16 @@ nlohmann::json result(const RunResult& r, const std::string& impl, const std::st
 std::string status_of(const RunResult& r, const std::string& impl, const std::string& property) {
   nlohmann::json res = result(r, impl, property);
   return res.is_null() ? "(missing)" : res["status"].get<std::string>();
+}
+
+// The implementation errors in the JSON report's causes of `impl`.
+std::vector<std::string> causes_of(const RunResult& r, const std::string& impl) {
+  std::vector<std::string> out;
+  for (auto& i : r.json["implementations"]) {
+    if (i["name"] != impl || !i.contains("causes")) continue;
+    for (auto& c : i["causes"]) out.push_back(c["implementation_error"].get<std::string>());
+  }
+  return out;
 }
 
 std::size_t count_results(const RunResult& r) {
@@ -247,6 +259,46 @@ TEST(Runner, BrokenConnectorFailsNamingTheProperty) {
                 "FAIL ForgetfulSetConnector (adapter) AdapterConformance.LookupReportsPresence"),
             std::string::npos)
       << r.output;
+  // Its connector reports no error: no cause is named.
+  EXPECT_TRUE(causes_of(r, "ForgetfulSetConnector").empty()) << r.output;
+  EXPECT_EQ(r.output.find("first error the implementation reported"), std::string::npos)
+      << r.output;
+}
+
+TEST(Runner, DesyncedConnectorFailsNamingItsFirstError) {
+  // A connector whose connection goes out of step after a GET of another length: its Fails
+  // must start with the connector's own first error, with the operation, keys and sizes.
+  RunResult r = run_conform(std::string("--connector-plugin ") + LMCONF_DESYNC_CONNECTOR_PLUGIN +
+                            " --filter 'DesyncConnector.PartialLoadBitmap:"
+                            "DesyncConnector.StatefulModel'");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  ASSERT_TRUE(r.json_written) << r.output;
+  EXPECT_EQ(status_of(r, "DesyncConnector", "PartialLoadBitmap"), "Fail") << r.output;
+  const std::string first_line = "first error the implementation reported (1 of ";
+  std::size_t fails = 0;
+  for (auto& i : r.json["implementations"]) {
+    for (auto& p : i["properties"]) {
+      if (p["status"] != "Fail") continue;
+      ++fails;
+      const std::string message = p["message"].get<std::string>();
+      EXPECT_EQ(message.rfind(first_line, 0), 0u) << message;
+      const std::string line = message.substr(0, message.find('\n'));
+      EXPECT_NE(line.find("): GET: size header mismatch (in connector get (future "),
+                std::string::npos)
+          << line;
+      EXPECT_NE(line.find(" B"), std::string::npos) << "no size in: " << line;
+      EXPECT_EQ(p["implementation_error"], "GET: size header mismatch") << p.dump();
+    }
+  }
+  EXPECT_GE(fails, 1u);
+  EXPECT_EQ(causes_of(r, "DesyncConnector"), std::vector<std::string>{"GET: size header mismatch"})
+      << r.output;
+  EXPECT_NE(r.output.find("DesyncConnector: \"GET: size header mismatch\" came first in "),
+            std::string::npos)
+      << r.output;
+  EXPECT_LT(r.output.find("Causes"), r.output.find("Failures:")) << r.output;
+  ASSERT_TRUE(r.junit_written);
+  EXPECT_NE(r.junit.find("GET: size header mismatch"), std::string::npos) << r.junit;
 }
 
 TEST(Runner, ConnectorPluginUsageErrors) {

@@ -325,6 +325,7 @@ PropertyResult collect(const Job& job, const Impl& impl, double timeout_s) {
   std::string verdict = prop("verdict");
   r.message = prop("verdict_message");
   r.rc_params = prop("rc_params");
+  r.implementation_error = prop("implementation_error");
   if (std::string seed = prop("rc_seed"); !seed.empty()) r.rc_seed = std::stoull(seed);
   std::string failures;
   for (auto& f : test->value("failures", nlohmann::json::array())) {

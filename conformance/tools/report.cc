@@ -116,6 +116,19 @@ int RunReport::ExitCode() const {
   return errors.empty() ? 0 : 2;
 }
 
+std::vector<SharedCause> ImplementationReport::causes() const {
+  std::vector<SharedCause> out;
+  for (const PropertyResult& r : results) {
+    if (r.status != Status::kFail || r.implementation_error.empty()) continue;
+    auto it = std::find_if(out.begin(), out.end(), [&](const SharedCause& c) {
+      return c.implementation_error == r.implementation_error;
+    });
+    if (it == out.end()) it = out.insert(out.end(), SharedCause{r.implementation_error, {}});
+    it->properties.push_back(r.suite + "." + r.property);
+  }
+  return out;
+}
+
 void print_matrix(const RunReport& report, std::ostream& os) {
   os << "lmcache-conform " << LMCACHE_CONFORMANCE_PROJECT_VERSION << " (plugin ABI v"
      << LMCACHE_CONFORMANCE_ABI_VERSION << ", mustpass " << LMCACHE_CONFORMANCE_MUSTPASS_VERSION
@@ -162,6 +175,19 @@ void print_matrix(const RunReport& report, std::ostream& os) {
     }
   }
   bool header = false;
+  for (const auto& impl : report.implementations) {
+    for (const SharedCause& c : impl.causes()) {
+      if (!header) os << "\nCauses (the implementation's own first error in each Fail):\n";
+      header = true;
+      os << "  " << impl.name << ": \"" << c.implementation_error << "\" came first in "
+         << c.properties.size() << (c.properties.size() == 1 ? " Fail: " : " Fails: ");
+      for (std::size_t i = 0; i < c.properties.size(); ++i) {
+        os << (i > 0 ? ", " : "") << c.properties[i];
+      }
+      os << "\n";
+    }
+  }
+  header = false;
   for (const auto& impl : report.implementations) {
     for (const auto& r : impl.results) {
       if (r.status != Status::kFail) continue;
@@ -225,7 +251,13 @@ std::string write_json_report(const RunReport& report, const std::string& path) 
       jr["rc_seed"] = r.rc_seed ? nlohmann::json(*r.rc_seed) : nlohmann::json(nullptr);
       jr["rc_params"] = r.rc_params;
       jr["reproduce"] = r.reproduce;
+      if (r.status == Status::kFail) jr["implementation_error"] = r.implementation_error;
       ji["properties"].push_back(jr);
+    }
+    ji["causes"] = nlohmann::json::array();
+    for (const SharedCause& c : impl.causes()) {
+      ji["causes"].push_back(
+          {{"implementation_error", c.implementation_error}, {"properties", c.properties}});
     }
     j["implementations"].push_back(ji);
   }

@@ -27,6 +27,16 @@ struct PropertyResult {
   std::optional<std::uint64_t> rc_seed;
   std::string rc_params;  // replays the minimal failing case
   std::string reproduce;  // a command line that re-runs just this property
+  // A Fail: the first error the implementation reported while the property ran, in its own
+  // words (lmcache/conformance/error_notes.h); empty when it reported none.
+  std::string implementation_error;
+};
+
+// One error the implementation reported first in several Fails of one implementation: a cascade
+// from one broken state, reported once, before the Fails.
+struct SharedCause {
+  std::string implementation_error;
+  std::vector<std::string> properties;  // "Suite.Property", in report order
 };
 
 // rule_of() / counterexample_of()
@@ -42,6 +52,10 @@ struct ImplementationReport {
   ImplementationKind kind = ImplementationKind::kSerde;
   std::string source;  // "reference" or the plugin path
   std::vector<PropertyResult> results;
+
+  // The implementation errors that came first in its Fails, each with the Fails it came first
+  // in, in order of first appearance.
+  std::vector<SharedCause> causes() const;
 };
 
 struct RunReport {
@@ -60,7 +74,8 @@ struct RunReport {
 
 // print_matrix()
 //
-// The console report: a table per suite, then every Fail (message, seed, reproducing command),
+// The console report: a table per suite, then the causes (each implementation error that came
+// first in Fails, with those Fails), every Fail (message, seed, reproducing command),
 // QualityWarning and NotSupported reason, then a summary line.
 void print_matrix(const RunReport& report, std::ostream& os);
 

@@ -34,13 +34,14 @@
 #include <utility>
 #include <vector>
 
+#include "lmcache/bridge/native_connector.h"
+#include "lmcache/bridge/native_connector_adapter.h"
 #include "lmcache/conformance/descriptors.h"
+#include "lmcache/conformance/error_notes.h"
 #include "lmcache/conformance/key_namespace.h"
 #include "lmcache/conformance/plugin_abi.h"
 #include "lmcache/conformance/reference_impls.h"
 #include "lmcache/conformance/registry.h"
-#include "lmcache/bridge/native_connector.h"
-#include "lmcache/bridge/native_connector_adapter.h"
 #include "lmcache/l1/l1_manager.h"
 #include "lmcache/serde/async_serde_processor.h"
 #include "lmcache/serde/fp8_serde.h"
@@ -106,12 +107,11 @@ consteval bool check_native_connector() {
                 "LMCACHE_CONFORMANCE_CONNECTOR: the connector type needs `void close()` "
                 "(lmcache/bridge/native_connector.h)");
   // Only drain_completions() is left when the members above are all there.
-  static_assert(
-      !(has_fd && has_get_set && has_exists && has_close) || bridge::NativeConnector<C>,
-      "LMCACHE_CONFORMANCE_CONNECTOR: the connector type does not model "
-      "lmcache::bridge::NativeConnector: drain_completions() must return a range of "
-      "completions with future_id, ok, result_bytes and error "
-      "(lmcache/bridge/native_connector.h)");
+  static_assert(!(has_fd && has_get_set && has_exists && has_close) || bridge::NativeConnector<C>,
+                "LMCACHE_CONFORMANCE_CONNECTOR: the connector type does not model "
+                "lmcache::bridge::NativeConnector: drain_completions() must return a range of "
+                "completions with future_id, ok, result_bytes and error "
+                "(lmcache/bridge/native_connector.h)");
   // The assertions above stop the build; the callers' static_assert only triggers them.
   return true;
 }
@@ -137,8 +137,9 @@ concept ConnectorFactory = std::invocable<const F&> &&
 // shared (one server, one directory) gives every property a clean store without clearing it, and
 // the run never touches keys it did not write. Declares what the bridge offers: delete,
 // listeners, client-side usage and the lookup lock count (report_status()["locked_key_count"]),
-// over uint8, float32 and bfloat16 objects. make() throws std::runtime_error when the factory
-// returns null.
+// over uint8, float32 and bfloat16 objects. Every ConnectorError the bridge sees is noted
+// (error_notes.h), so a Fail names the connector's first error. make() throws std::runtime_error
+// when the factory returns null.
 template <class C, class F>
 AdapterUnderTest native_connector_descriptor(std::string name, F factory) {
   static_assert(conformance_internal::check_native_connector<C>());
@@ -154,6 +155,11 @@ AdapterUnderTest native_connector_descriptor(std::string name, F factory) {
       bridge::NativeConnectorAdapterOptions options;
       options.type_name = name;
       options.key_namespace = fresh_key_namespace();
+      // A Fail then names the connector's first error (error_notes.h): its own text, the
+      // operation, the keys and the sizes.
+      options.on_connector_error = [](const bridge::ConnectorError& e) {
+        note_implementation_error(e.error, "connector " + e.where());
+      };
       return bridge::make_native_connector_adapter(std::move(c), std::move(options));
     };
     a.capabilities.reports_lock_count = true;

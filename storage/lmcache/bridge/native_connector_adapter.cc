@@ -66,6 +66,12 @@ struct NativeConnectorL2Adapter::Outbox {
 namespace {
 
 constexpr std::size_t kMaxEarlyCompletions = 4096;
+
+// What is wrong with an ok completion whose result_bytes are not one 0/1 flag per key.
+std::string shape_error(const Completion& c, std::size_t keys) {
+  return "an ok completion with " + std::to_string(c.result_bytes.size()) + " result bytes for " +
+         std::to_string(keys) + " keys (one 0/1 flag per key expected)";
+}
 constexpr long double kBytesPerGb = 1024.0L * 1024.0L * 1024.0L;
 
 void check_batch(const char* what, const std::vector<ObjectKey>& keys,
@@ -228,8 +234,7 @@ namespace {
 // Records a removal in the usage now (under the bridge's lock, so that counts apply in order)
 // and queues the listener call.
 template <class Outbox>
-void record_removed(UsageTracker& usage, bridge_internal::BridgeKeys::Sized removed,
-                    Outbox& out) {
+void record_removed(UsageTracker& usage, bridge_internal::BridgeKeys::Sized removed, Outbox& out) {
   if (removed.empty()) return;
   usage.record_deleted(removed.keys, removed.sizes);
   out.add(
@@ -540,6 +545,79 @@ void NativeConnectorL2Adapter::delete_keys(const std::vector<ObjectKey>& keys) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Connector errors, for diagnosis.
+
+std::string ConnectorError::describe() const { return where() + ": " + error; }
+
+std::string ConnectorError::where() const {
+  std::string out = op;
+  if (future_id != 0) out += " (future " + std::to_string(future_id) + ")";
+  out += " of " + std::to_string(key_count) + (key_count == 1 ? " key [" : " keys [");
+  for (std::size_t i = 0; i < keys.size(); ++i) {
+    if (i > 0) out += ", ";
+    out += '"' + keys[i] + '"';
+    if (i < sizes.size()) out += " " + std::to_string(sizes[i]) + " B";
+  }
+  if (key_count > keys.size()) out += keys.empty() ? "..." : ", ...";
+  return out + "]";
+}
+
+const char* NativeConnectorL2Adapter::op_name(Op op) {
+  switch (op) {
+    case Op::kSet:
+      return "set";
+    case Op::kGet:
+      return "get";
+    case Op::kExists:
+      return "exists";
+    case Op::kDelete:
+      return "delete";
+  }
+  return "?";
+}
+
+void NativeConnectorL2Adapter::record_connector_error_locked(std::string op,
+                                                             std::uint64_t future_id,
+                                                             const std::vector<ObjectKey>& keys,
+                                                             const std::vector<std::size_t>* idx,
+                                                             const std::vector<std::uint64_t>* lens,
+                                                             std::string error, Outbox& out) {
+  ConnectorError e;
+  e.op = std::move(op);
+  e.future_id = future_id;
+  e.key_count = idx != nullptr ? idx->size() : keys.size();
+  for (std::size_t j = 0; j < e.key_count && j < ConnectorError::kMaxKeys; ++j) {
+    const std::size_t i = idx != nullptr ? (*idx)[j] : j;
+    if (i >= keys.size()) break;
+    e.keys.push_back(codec_.encode(keys[i]));
+    if (lens != nullptr && i < lens->size()) e.sizes.push_back((*lens)[i]);
+  }
+  e.error = std::move(error);
+  ++stats_.connector_errors;
+  if (!first_error_) first_error_ = e;
+  last_error_ = e;
+  if (options_.on_connector_error) {
+    out.add([cb = options_.on_connector_error, e = std::move(e)] {
+      try {
+        cb(e);
+      } catch (...) {
+        // The observer is a diagnosis hook: its failure must not fail a task.
+      }
+    });
+  }
+}
+
+std::optional<ConnectorError> NativeConnectorL2Adapter::first_connector_error() const {
+  std::lock_guard lock(mu_);
+  return first_error_;
+}
+
+std::optional<ConnectorError> NativeConnectorL2Adapter::last_connector_error() const {
+  std::lock_guard lock(mu_);
+  return last_error_;
+}
+
+// ---------------------------------------------------------------------------------------------
 // Completions.
 
 void NativeConnectorL2Adapter::on_batch_done(Batch batch, const Completion& c, Outbox& out,
@@ -553,6 +631,17 @@ void NativeConnectorL2Adapter::on_batch_done(Batch batch, const Completion& c, O
     }
   }
   auto it = tasks_.find(batch.task);
+  if (!c.ok || !c.error.empty()) {
+    std::string what = c.error.empty() ? "completed not ok, with no error text" : c.error;
+    const bool sized = batch.op == Op::kGet || batch.op == Op::kSet;
+    if (it != tasks_.end()) {
+      record_connector_error_locked(op_name(batch.op), c.future_id, it->second.keys, &batch.idx,
+                                    sized ? &it->second.lens : nullptr, std::move(what), out);
+    } else {
+      record_connector_error_locked(op_name(batch.op), c.future_id, batch.keys, nullptr, nullptr,
+                                    std::move(what), out);
+    }
+  }
   if (it == tasks_.end()) {
     // Abandoned: its task is gone (deadline, or an orphan cleanup). A late set may have written
     // its keys, which were tombstoned when the task failed: delete them now.
@@ -580,7 +669,11 @@ void NativeConnectorL2Adapter::on_batch_done(Batch batch, const Completion& c, O
       return;
     case Op::kExists: {
       const auto* flags = per_key(c, batch.idx.size());
-      if (!flags && c.ok) ++stats_.protocol_errors;  // ok, but not one flag per key
+      if (!flags && c.ok) {  // ok, but not one flag per key
+        ++stats_.protocol_errors;
+        record_connector_error_locked(op_name(batch.op), c.future_id, task.keys, &batch.idx,
+                                      nullptr, shape_error(c, batch.idx.size()), out);
+      }
       if (task.kind == TaskKind::kLookup) {
         if (flags) {
           for (std::size_t j = 0; j < batch.idx.size(); ++j) task.hit[batch.idx[j]] = (*flags)[j];
@@ -621,6 +714,8 @@ void NativeConnectorL2Adapter::on_batch_done(Batch batch, const Completion& c, O
         for (std::size_t i : batch.idx) task.hit[i] = 1;  // all or nothing (older connectors)
       } else if (c.ok) {
         ++stats_.protocol_errors;  // flags of the wrong count: trust none
+        record_connector_error_locked(op_name(batch.op), c.future_id, task.keys, &batch.idx,
+                                      &task.lens, shape_error(c, batch.idx.size()), out);
       }
       if (--task.pending == 0) finish_load_locked(serial, out);
       return;
@@ -717,6 +812,13 @@ void NativeConnectorL2Adapter::expire_locked(Clock::time_point now, Outbox& out,
     const std::uint64_t serial = deadlines_.begin()->second;
     Task& task = tasks_.at(serial);
     ++stats_.deadline_failures;
+    static constexpr const char* kKindNames[] = {"store", "lookup", "load", "delete"};
+    const bool sized = task.kind == TaskKind::kStore || task.kind == TaskKind::kLoad;
+    record_connector_error_locked(kKindNames[static_cast<std::size_t>(task.kind)], 0, task.keys,
+                                  nullptr, sized ? &task.lens : nullptr,
+                                  "no completion within the task deadline (" +
+                                      std::to_string(options_.task_deadline.count()) + " ms)",
+                                  out);
     switch (task.kind) {
       case TaskKind::kStore: {
         if (!task.in_cleanup) {
@@ -927,7 +1029,10 @@ Json NativeConnectorL2Adapter::report_status() const {
                   {"cleanup_failures", s.cleanup_failures},
                   {"protocol_errors", s.protocol_errors},
                   {"task_deadline_ms", options_.task_deadline.count()},
-                  {"key_namespace", options_.key_namespace}};
+                  {"key_namespace", options_.key_namespace},
+                  {"connector_errors", s.connector_errors}};
+    if (first_error_) status["first_connector_error"] = first_error_->describe();
+    if (last_error_) status["last_connector_error"] = last_error_->describe();
   }
   try {
     Json connector_status = connector_->status();

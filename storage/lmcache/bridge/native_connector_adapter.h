@@ -100,6 +100,28 @@ class BridgeKeys;  // internal/bridge_keys.h
 
 namespace lmcache::bridge {
 
+// ConnectorError
+//
+// One thing the bridge saw go wrong at its connector, for diagnosis: a completion that is not ok
+// or carries an error text, a completion of the wrong shape, a submit that threw, or a task
+// whose batches did not complete within the task deadline.
+struct ConnectorError {
+  std::string op;                    // "get", "set", "exists", "delete" (a batch), or "store",
+                                     // "lookup", "load" (a task past its deadline)
+  std::uint64_t future_id = 0;       // the connector's id; 0 when the submit threw or for a task
+  std::size_t key_count = 0;         // keys in the batch or task
+  std::vector<std::string> keys;     // the first kMaxKeys connector keys
+  std::vector<std::uint64_t> sizes;  // get, set, store, load: bytes of each key in `keys`
+  std::string error;                 // the connector's own text, or what the bridge found
+
+  static constexpr std::size_t kMaxKeys = 4;
+
+  // One line: `get (future 7) of 2 keys ["ns+..." 4096 B, ...]: GET: size header mismatch`.
+  std::string describe() const;
+  // describe() without the error: `get (future 7) of 2 keys ["ns+..." 4096 B, ...]`.
+  std::string where() const;
+};
+
 // NativeConnectorAdapterOptions
 //
 // The bridge's settings. Every reference connector type ("resp", "fs") reads them from its
@@ -116,6 +138,9 @@ struct NativeConnectorAdapterOptions {
   // Probe with exists before every get; nullopt: probe unless the connector declares per-key
   // get results.
   std::optional<bool> probe_before_get;
+  // Called with every ConnectorError as it happens (from the bridge's threads, no lock held;
+  // what it throws is dropped). The conformance kit names the first one in a Fail.
+  std::function<void(const ConnectorError&)> on_connector_error;
 
   static constexpr std::int64_t kDefaultTaskDeadlineMs = 10000;
 
@@ -145,6 +170,7 @@ struct NativeConnectorAdapterStats {
   std::uint64_t cleanup_failures = 0;   // cleanup or delete_keys deletes that did not succeed
   std::uint64_t submit_errors = 0;      // connector submits that threw
   std::uint64_t protocol_errors = 0;    // completions of the wrong shape or unknown ids
+  std::uint64_t connector_errors = 0;   // ConnectorErrors recorded (see first_connector_error())
   std::uint64_t reconciled_misses = 0;  // known keys found missing and dropped from usage
   std::size_t pending_tasks = 0;        // tasks not completed yet (now)
   std::size_t abandoned_batches = 0;    // connector batches of finished tasks, still out (now)
@@ -192,7 +218,9 @@ class NativeConnectorL2Adapter final : public L2AdapterInterface {
   // {"is_healthy", "type": "NativeConnectorL2Adapter", "connector_type", "locked_key_count",
   //  "known_key_count", "tombstoned_key_count", "pending_task_count", "abandoned_batch_count",
   //  "deadline_failures", "failed_stores", "cleanup_failures", "protocol_errors",
-  //  "task_deadline_ms", "key_namespace", and "connector" when the connector reports a status}.
+  //  "task_deadline_ms", "key_namespace", "connector_errors", "first_connector_error" and
+  //  "last_connector_error" (ConnectorError::describe(), once there is one), and "connector"
+  //  when the connector reports a status}.
   // is_healthy turns false once closed or when the connector's fd became invalid.
   Json report_status() const override;
   void close() override;
@@ -204,6 +232,9 @@ class NativeConnectorL2Adapter final : public L2AdapterInterface {
   bool is_tombstoned(const ObjectKey& key) const;
   // The size this bridge stored for `key`, nullopt when it holds none.
   std::optional<std::uint64_t> known_size(const ObjectKey& key) const;
+  // The first and the latest ConnectorError since construction; nullopt before any.
+  std::optional<ConnectorError> first_connector_error() const;
+  std::optional<ConnectorError> last_connector_error() const;
 
   const KeyCodec& key_codec() const { return codec_; }
   const NativeConnectorAdapterOptions& options() const { return options_; }
@@ -229,6 +260,14 @@ class NativeConnectorL2Adapter final : public L2AdapterInterface {
   // Routes one completion of a registered batch. mu_ held.
   void on_batch_done(Batch batch, const Completion& c, Outbox& out,
                      std::vector<Submission>& follow);
+  // Records a ConnectorError about `keys` (indices `idx` of them; every key when idx is null)
+  // and queues the observer's call on `out`. mu_ held.
+  static const char* op_name(Op op);
+  void record_connector_error_locked(std::string op, std::uint64_t future_id,
+                                     const std::vector<ObjectKey>& keys,
+                                     const std::vector<std::size_t>* idx,
+                                     const std::vector<std::uint64_t>* lens, std::string error,
+                                     Outbox& out);
   void finish_store_locked(std::uint64_t serial, Outbox& out, std::vector<Submission>& follow);
   void finish_lookup_locked(std::uint64_t serial, Outbox& out);
   void finish_load_locked(std::uint64_t serial, Outbox& out);
@@ -279,6 +318,7 @@ class NativeConnectorL2Adapter final : public L2AdapterInterface {
   std::unique_ptr<bridge_internal::BridgeKeys> keys_;  // known sizes, tombstones, locks
   std::uint64_t reserved_bytes_ = 0;
   NativeConnectorAdapterStats stats_;
+  std::optional<ConnectorError> first_error_, last_error_;
   std::size_t callers_in_flight_ = 0;  // inside submit_*() / delete_keys()
   bool closed_ = false;
   bool connector_fd_valid_ = true;

@@ -309,6 +309,10 @@ TEST(NativeConnectorL2Adapter, DeadlineFailsAndLateSetIsCleanedUp) {
   rig.faults->hold_completions = true;
   EXPECT_FALSE(wait_store(a, a.submit_store_task({key(1)}, {obj(8, 1)})).is_successful());
   EXPECT_EQ(a.stats().deadline_failures, 1u);
+  ASSERT_TRUE(a.first_connector_error().has_value());
+  EXPECT_EQ(a.first_connector_error()->op, "store");
+  EXPECT_EQ(a.first_connector_error()->error, "no completion within the task deadline (100 ms)");
+  EXPECT_EQ(a.first_connector_error()->sizes, std::vector<std::uint64_t>{8});
   EXPECT_TRUE(a.is_tombstoned(key(1)));
   EXPECT_EQ(a.stats().abandoned_batches, 1u);
   // The late completion arrives: the bridge deletes what the set wrote and lifts the tombstone.
@@ -370,6 +374,74 @@ TEST(NativeConnectorL2Adapter, ReportsItsConnectorStatus) {
   EXPECT_EQ(s["connector_type"], "native");
   EXPECT_EQ(s["task_deadline_ms"], NativeConnectorAdapterOptions::kDefaultTaskDeadlineMs);
   EXPECT_FALSE(s.contains("connector")) << "the memory connector has no report_status()";
+}
+
+TEST(NativeConnectorL2Adapter, RecordsConnectorErrorsWithTheirOperationKeysAndSizes) {
+  std::mutex mu;
+  std::vector<ConnectorError> seen;
+  NativeConnectorAdapterOptions options;
+  options.on_connector_error = [&](const ConnectorError& e) {
+    std::lock_guard lock(mu);
+    seen.push_back(e);
+  };
+  Rig rig(std::move(options));
+  auto& a = *rig.bridge;
+  ASSERT_TRUE(wait_store(a, a.submit_store_task({key(1)}, {obj(8, 1)})).is_successful());
+  EXPECT_FALSE(a.first_connector_error().has_value()) << "no error yet";
+  EXPECT_FALSE(a.report_status().contains("first_connector_error"));
+  rig.faults->fail_sets_before_write = true;
+  EXPECT_FALSE(wait_store(a, a.submit_store_task({key(2), key(3)}, {obj(16, 2), obj(16, 3)}))
+                   .is_successful());
+  rig.faults->fail_sets_before_write = false;
+  rig.faults->throw_on_submit = true;
+  EXPECT_FALSE(wait_store(a, a.submit_store_task({key(4)}, {obj(8, 4)})).is_successful());
+  rig.faults->throw_on_submit = false;
+
+  const std::optional<ConnectorError> first = a.first_connector_error();
+  ASSERT_TRUE(first.has_value());
+  EXPECT_EQ(first->op, "set");
+  EXPECT_NE(first->future_id, 0u);
+  EXPECT_EQ(first->key_count, 2u);
+  EXPECT_EQ(first->keys, (std::vector<std::string>{rig.encoded(key(2)), rig.encoded(key(3))}));
+  EXPECT_EQ(first->sizes, (std::vector<std::uint64_t>{16, 16}));
+  EXPECT_EQ(first->error, "MemoryConnector: injected set failure (nothing written)");
+  const std::string line = first->describe();
+  EXPECT_NE(line.find("set (future "), std::string::npos) << line;
+  EXPECT_NE(line.find("of 2 keys [\"" + rig.encoded(key(2)) + "\" 16 B"), std::string::npos)
+      << line;
+  EXPECT_NE(line.find("]: MemoryConnector: injected set failure"), std::string::npos) << line;
+
+  const std::optional<ConnectorError> last = a.last_connector_error();
+  ASSERT_TRUE(last.has_value());
+  EXPECT_EQ(last->future_id, 0u) << "a submit that threw has no future id";
+  EXPECT_NE(last->error.find("connector submit threw: MemoryConnector: injected throw"),
+            std::string::npos)
+      << last->error;
+
+  const Json s = a.report_status();
+  EXPECT_EQ(s["connector_errors"], a.stats().connector_errors);
+  EXPECT_GE(a.stats().connector_errors, 2u);
+  EXPECT_EQ(s["first_connector_error"], first->describe());
+  EXPECT_EQ(s["last_connector_error"], last->describe());
+  a.close();  // the observer's calls happen before the tasks complete; close() joins the loop
+  std::lock_guard lock(mu);
+  ASSERT_EQ(seen.size(), a.stats().connector_errors);
+  EXPECT_EQ(seen.front().describe(), first->describe());
+}
+
+TEST(NativeConnectorL2Adapter, DescribesAnErrorOfManyKeysByItsFirstOnes) {
+  ConnectorError e;
+  e.op = "get";
+  e.future_id = 7;
+  e.key_count = 9;
+  e.keys = {"a", "b"};
+  e.sizes = {4096, 4096};
+  e.error = "GET: size header mismatch";
+  EXPECT_EQ(
+      e.describe(),
+      "get (future 7) of 9 keys [\"a\" 4096 B, \"b\" 4096 B, ...]: GET: size header mismatch");
+  e = ConnectorError{"load", 0, 1, {"k"}, {}, "no completion within the task deadline (5 ms)"};
+  EXPECT_EQ(e.describe(), "load of 1 key [\"k\"]: no completion within the task deadline (5 ms)");
 }
 
 // --- Legacy connectors -----------------------------------------------------------------------

@@ -7,6 +7,8 @@
 //   "rc_seed"          the RapidCheck seed the property ran with
 //   "rc_params"        for a failure: the RC_PARAMS that replays the minimal failing case
 //   "quality_warning"  for a QualityWarning: what exceeded the soft bound
+//   "implementation_error"  for a Fail: the first error the implementation reported
+//                      meanwhile, in its own words (error_notes.h)
 // NotSupported is a GTEST_SKIP; Fail is a gtest failure carrying the whole report.
 #pragma once
 
@@ -14,6 +16,7 @@
 
 #include <gtest/gtest.h>
 
+#include "lmcache/conformance/error_notes.h"
 #include "lmcache/conformance/status.h"
 
 namespace lmcache::conformance_internal {
@@ -40,10 +43,30 @@ inline void report_verdict(const Verdict& v) {
   }
 }
 
+// run_and_report()
+//
+// Runs one property (`run` returns its Verdict) with no implementation errors noted, then
+// reports the verdict; a Fail's message starts with the first error the implementation reported
+// meanwhile (error_notes.h).
+template <class Run>
+void run_and_report(Run&& run) {
+  clear_implementation_errors();
+  Verdict v = run();
+  if (v.status == Status::kFail) {
+    v.message = with_first_implementation_error(v.message);
+    // The runner groups Fails by it: several properties failing after one error are one cause.
+    if (auto e = first_implementation_error()) {
+      ::testing::Test::RecordProperty("implementation_error", e->error);
+    }
+  }
+  report_verdict(v);
+}
+
 // Defines TEST_P(Suite, Property) as the verdict of Runner("Property", GetParam()).
-#define LMCACHE_CONFORMANCE_PROPERTY(Suite, Property, Runner)                       \
-  TEST_P(Suite, Property) {                                                         \
-    ::lmcache::conformance_internal::report_verdict(Runner(#Property, GetParam())); \
+#define LMCACHE_CONFORMANCE_PROPERTY(Suite, Property, Runner) \
+  TEST_P(Suite, Property) {                                   \
+    ::lmcache::conformance_internal::run_and_report(          \
+        [&] { return Runner(#Property, GetParam()); });       \
   }
 
 }  // namespace lmcache::conformance_internal
