@@ -327,8 +327,11 @@ bool FsConnector::get_one(Worker& w, const std::string& key, void* buf, std::siz
 void FsConnector::set_one(Worker& w, const std::string& key, const void* buf, std::size_t len) {
   const std::filesystem::path path = path_for(key);
   const std::filesystem::path dir = path.parent_path();
-  const std::string tmp = path.string() + std::string(kTempInfix) + std::to_string(::getpid()) +
-                          "-" + std::to_string(temp_counter_.fetch_add(1));
+  // The object's file name, cut so that the temporary name fits the 255-byte limit even for a
+  // key of kMaxNameBytes (pid and counter make it unique, the cut prefix only says whose it is).
+  const std::string tmp = (dir / path.filename().string().substr(0, kMaxTempPrefixBytes)).string() +
+                          std::string(kTempInfix) + std::to_string(::getpid()) + "-" +
+                          std::to_string(temp_counter_.fetch_add(1));
   auto fail = [&](const std::string& what, int err) {
     ::unlink(tmp.c_str());
     throw std::runtime_error(what + " " + tmp + ": " + errno_text(err));

@@ -9,7 +9,9 @@
 // (255 bytes) and the mapping stays injective (a directory "X" never collides with a file
 // "X.data").
 //
-// Writes are atomic: the bytes go to <path>.tmp.<pid>-<n> (created with O_EXCL), then rename()
+// Writes are atomic: the bytes go to <path>.tmp.<pid>-<n> (the file name cut to
+// kMaxTempPrefixBytes before ".tmp.", so that a key of kMaxNameBytes still gets a temporary
+// name within 255 bytes; created with O_EXCL), then rename()
 // replaces <path>, so a crash of the writing process never leaves a torn object visible, only a
 // temporary file, which the next FsConnector over that directory removes when its pid is dead.
 // There is no fsync: after a power loss a renamed file may hold stale blocks, which the crc32
@@ -71,6 +73,9 @@ class FsConnector final : public bridge::BatchConnectorBase {
  public:
   static constexpr std::size_t kMaxNameBytes = 240;  // longer keys are split into directories
   static constexpr std::size_t kComponentBytes = 200;
+  // A temporary file is named after the first kMaxTempPrefixBytes of its object's file name:
+  // 200 + ".tmp." + "<pid>-<n>" (at most 28 bytes) stays within 255.
+  static constexpr std::size_t kMaxTempPrefixBytes = 200;
   static constexpr std::size_t kTrailerBytes = 8;
   static constexpr std::size_t kDirectAlignment = 4096;
 

@@ -269,6 +269,36 @@ TEST(FsConnector, LongKeysAreSplitIntoDirectories) {
   EXPECT_EQ(out[2], Buf(10, 3));
 }
 
+TEST(FsConnector, EveryKeyLengthAroundTheLimitsRoundTrips) {
+  // Each length where a name changes shape: the object file name, its temporary name (the
+  // object's name plus ".tmp.<pid>-<n>") and the directory split must each stay within 255
+  // bytes. A key of kMaxNameBytes once gave a temporary name past the limit (ENAMETOOLONG).
+  TempDir dir;
+  FsConnector c(opts(dir, FsChecksum::kCrc32));
+  std::vector<std::string> keys;
+  for (std::size_t n :
+       {std::size_t{1}, FsConnector::kMaxTempPrefixBytes - 1, FsConnector::kMaxTempPrefixBytes,
+        FsConnector::kMaxTempPrefixBytes + 1, std::size_t{217}, std::size_t{222}, std::size_t{230},
+        FsConnector::kMaxNameBytes - 1, FsConnector::kMaxNameBytes, FsConnector::kMaxNameBytes + 1,
+        2 * FsConnector::kComponentBytes, 2 * FsConnector::kComponentBytes + 1,
+        std::size_t{1000}}) {
+    keys.push_back(std::string(n, 'k'));
+  }
+  for (std::size_t i = 0; i < keys.size(); ++i) {
+    std::string error;
+    ASSERT_TRUE(set(c, {keys[i]}, {Buf(64, static_cast<std::uint8_t>(i + 1))}, &error))
+        << "a key of " << keys[i].size() << " bytes: " << error;
+  }
+  for (std::size_t i = 0; i < keys.size(); ++i) {
+    std::vector<Buf> out = {Buf(64, 0)};
+    EXPECT_EQ(get(c, {keys[i]}, out), std::vector<std::uint8_t>{1}) << keys[i].size();
+    EXPECT_EQ(out[0], Buf(64, static_cast<std::uint8_t>(i + 1))) << keys[i].size();
+  }
+  for (const std::string& f : files_under(c.options().base_path)) {
+    EXPECT_EQ(f.find(".tmp."), std::string::npos) << "a temporary file was left: " << f;
+  }
+}
+
 TEST(FsConnector, StaleTemporaryFilesOfDeadProcessesAreRemoved) {
   TempDir dir;
   const std::filesystem::path base = dir.path() / "cache";
