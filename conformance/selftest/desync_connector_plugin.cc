@@ -3,7 +3,8 @@
 // ("GET: size header mismatch") but leaves the value unread "on the socket", so the connection
 // answers the next GET with that stale value: a later GET of another key of that length comes
 // back as a hit carrying the first key's bytes. Written in LMCache's namespace over the example's
-// ConnectorBase (conformance/examples/connector/), as a vendor's connector would be.
+// ConnectorBase (conformance/examples/connector/), as a vendor's connector would be. Every
+// connector of the process shares one store (a server); each has its own connection.
 //
 // The runner must fail it and name the connector's first error, its operation, keys and sizes,
 // in the first line of the Fail (error_notes.h), in the console, the JSON and the JUnit report.
@@ -11,6 +12,7 @@
 #include <cstring>
 #include <deque>
 #include <map>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -32,12 +34,16 @@ class DesyncConnector final : public ConnectorBase {
   Completion run_batch(const Batch& b) override {
     Completion c;
     c.future_id = b.id;
+    static std::mutex server_mu;  // the "server": one store for every connector of the process
+    static std::map<std::string, std::vector<unsigned char>> server;
+    std::lock_guard lock(server_mu);
+    auto& values = server;
     for (std::size_t i = 0; i < b.keys.size(); ++i) {
-      auto it = store_.find(b.keys[i]);
+      auto it = values.find(b.keys[i]);
       switch (b.op) {
         case Op::kGet: {
           // The server's reply joins whatever the connection has not read yet.
-          unread_.push_back(it == store_.end() ? Reply{} : Reply{it->second});
+          unread_.push_back(it == values.end() ? Reply{} : Reply{it->second});
           const Reply& reply = unread_.front();
           if (!reply) {
             unread_.pop_front();
@@ -56,23 +62,22 @@ class DesyncConnector final : public ConnectorBase {
         }
         case Op::kSet: {
           const auto* p = static_cast<const unsigned char*>(b.bufs[i]);
-          store_[b.keys[i]].assign(p, p + b.lens[i]);
+          values[b.keys[i]].assign(p, p + b.lens[i]);
           break;
         }
         case Op::kExists:
-          c.result_bytes.push_back(it != store_.end() ? 1 : 0);
+          c.result_bytes.push_back(it != values.end() ? 1 : 0);
           break;
         case Op::kDelete:
-          c.result_bytes.push_back(it != store_.end() ? 1 : 0);
-          if (it != store_.end()) store_.erase(it);
+          c.result_bytes.push_back(it != values.end() ? 1 : 0);
+          if (it != values.end()) values.erase(it);
           break;
       }
     }
     return c;
   }
 
-  std::map<std::string, std::vector<unsigned char>> store_;  // the server; worker only
-  std::deque<Reply> unread_;                                 // the connection; worker only
+  std::deque<Reply> unread_;  // the connection; worker only
 };
 
 }  // namespace lmcache::connector

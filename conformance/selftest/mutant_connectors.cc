@@ -16,9 +16,9 @@
 #include <utility>
 #include <vector>
 
-#include "lmcache/conformance/plain_objects.h"
 #include "lmcache/bridge/erased_connector.h"
 #include "lmcache/bridge/native_connector_adapter.h"
+#include "lmcache/conformance/plain_objects.h"
 #include "lmcache/testing/memory_connector.h"
 #include "mutants.h"
 #include "mutants_internal.h"
@@ -125,8 +125,7 @@ class LengthBugConnector final : public bridge::ForwardingConnector {
 enum class ConnectorBug { kNone, kPrefixesKeys, kReadsPrefix, kDesyncs };
 
 L2AdapterPtr bridge(std::shared_ptr<MemoryStore> store, ConnectorBug bug) {
-  bridge::ErasedConnectorPtr c =
-      bridge::erase_connector(std::make_unique<MemoryConnector>(store));
+  bridge::ErasedConnectorPtr c = bridge::erase_connector(std::make_unique<MemoryConnector>(store));
   switch (bug) {
     case ConnectorBug::kNone:
       break;

@@ -236,6 +236,10 @@ TEST(Runner, ConnectorPluginPasses) {
   // The bridge over the connector, bare and under the fp8 serde wrapper.
   EXPECT_EQ(status_of(r, "MapConnector", "PartialLoadBitmap"), "Pass") << r.output;
   EXPECT_EQ(status_of(r, "MapConnector_fp8", "StatefulModel"), "Pass") << r.output;
+  // Its connectors share one store (a server): a second connector from the factory reads what
+  // the first stored, at the stored length and at others.
+  EXPECT_EQ(status_of(r, "MapConnector", "MatchesReference"), "Pass") << r.output;
+  EXPECT_EQ(status_of(r, "MapConnector", "OtherLengthLoadsContained"), "Pass") << r.output;
   nlohmann::json f = result(r, "MapConnector", "LookupLocks");
   EXPECT_EQ(f["status"], "Pass") << r.output;
   EXPECT_NE(f["reproduce"].get<std::string>().find("--connector-plugin "), std::string::npos) << f;
@@ -270,10 +274,13 @@ TEST(Runner, DesyncedConnectorFailsNamingItsFirstError) {
   // must start with the connector's own first error, with the operation, keys and sizes.
   RunResult r = run_conform(std::string("--connector-plugin ") + LMCONF_DESYNC_CONNECTOR_PLUGIN +
                             " --filter 'DesyncConnector.PartialLoadBitmap:"
+                            "DesyncConnector.OtherLengthLoadsContained:"
                             "DesyncConnector.StatefulModel'");
   EXPECT_EQ(r.exit_code, 1) << r.output;
   ASSERT_TRUE(r.json_written) << r.output;
   EXPECT_EQ(status_of(r, "DesyncConnector", "PartialLoadBitmap"), "Fail") << r.output;
+  // A second connector, with no record of the stored sizes, asks for other lengths.
+  EXPECT_EQ(status_of(r, "DesyncConnector", "OtherLengthLoadsContained"), "Fail") << r.output;
   const std::string first_line = "first error the implementation reported (1 of ";
   std::size_t fails = 0;
   for (auto& i : r.json["implementations"]) {

@@ -34,6 +34,12 @@ expect() {
 
 SHORT=(--faults none --operations 40 --keys 16 --seed 3)
 
+# --connector-plugin: a missing file, a file that is no plugin, and combinations that cannot hold.
+expect 2 "--connector-plugin" --connector-plugin "$TMP/no-such-plugin.so" "${SHORT[@]}"
+expect 2 "--connector-plugin: " --connector-plugin "$BIN" "${SHORT[@]}"
+expect 2 "--connector-plugin and --inner" --connector-plugin "$BIN" --inner '{"type":"mock"}' "${SHORT[@]}"
+expect 2 "a --connector-plugin's store is its own" --connector-plugin "$BIN" --storage-faults all "${SHORT[@]}"
+
 # Numbers out of range: -1 would wrap to 2^64 - 1, 2^70 to a saturated value.
 expect 2 "--operations: '-1' is not an integer in [0, 1000000000]" --operations -1
 expect 2 "--keys: '1099511627776' is not an integer in [8, 65536]" --keys 1099511627776

@@ -12,6 +12,10 @@
 //   lmcache-fault-campaign --inner '{"type":"fs","checksum":"crc32"}' --storage-faults all
 //   lmcache-fault-campaign --inner '{"type":"resp"}' --storage-faults all --expect-strikes
 //                                                     # real and simulated (--faults all) faults
+//   lmcache-fault-campaign --connector-plugin libmy_connector_plugin.so --faults all
+//                                                     # a vendor's native connector (one
+//                                                     # LMCACHE_CONFORMANCE_CONNECTOR line) as
+//                                                     # the inner adapter, through the bridge
 //
 // Exit codes: 0 no violation, 1 violations, 2 bad command line or configuration (an option out
 // of its range -- each range is in --help --, bad JSON, an unknown name, a --json path that is
@@ -26,15 +30,48 @@
 #include <string>
 
 #include "cli_support.h"
+#include "lmcache/conformance/registry.h"
 #include "lmcache/core/regular_file.h"
 #include "lmcache/fault/campaign.h"
 #include "lmcache/fs/fs_adapter.h"
+#include "lmcache/l2/adapter_registry.h"
 #include "lmcache/resp/resp_adapter.h"
 #include "lmcache/storage_fault/storage_campaign.h"
+#include "tools/plugin_loader.h"
 
 namespace {
 
 namespace cli = lmcache::cli;
+
+// The inner adapter type a --connector-plugin registers.
+constexpr const char* kConnectorPluginType = "connector-plugin";
+
+// load_connector_plugin()
+//
+// Loads a native connector plugin (lmcache/conformance/connector_plugin.h) and registers the
+// L2 adapter type kConnectorPluginType: the bridge over a fresh connector from the plugin's
+// factory, under a key namespace of its own (so each epoch starts from an empty store, as the
+// in-memory inner adapter does). Throws std::invalid_argument naming the plugin when it cannot
+// be loaded or registers no connector.
+void load_connector_plugin(const std::string& path) {
+  static lmcache::conformance::Registry registry;  // the factories live as long as the process
+  const std::string error = lmcache::conformance::tools::load_source(
+      std::string(lmcache::conformance::tools::kConnectorPluginPrefix) + path, registry);
+  if (!error.empty()) throw std::invalid_argument("--connector-plugin: " + error);
+  // The plugin registers the bare bridge first, then the bridge below the fp8 wrapper.
+  if (registry.adapters().empty()) {
+    throw std::invalid_argument("--connector-plugin " + path + ": registers no connector");
+  }
+  lmcache::register_l2_adapter_type(
+      kConnectorPluginType, [make = registry.adapters().front().make](
+                                const lmcache::Json& config, const lmcache::AdapterContext&) {
+        if (!config.empty()) {
+          throw std::invalid_argument("the connector plugin's adapter takes no config, got " +
+                                      config.dump());
+        }
+        return make();
+      });
+}
 
 // The ranges of the numeric options (also in --help).
 constexpr std::uint64_t kMaxOperations = 1'000'000'000;
@@ -117,6 +154,12 @@ int run(int argc, char** argv) {
       "--plan", plan_json,
       "JSON merged into the plan: {\"adapter\": {...}, \"l1\": {...}, \"serde\": {...}}");
   app.add_option("--inner", inner_json, "inner adapter spec (default: the mock adapter)");
+  std::string connector_plugin;
+  app.add_option("--connector-plugin", connector_plugin,
+                 "a native connector plugin (LMCACHE_CONFORMANCE_CONNECTOR): the inner adapter is "
+                 "the bridge over connectors from its factory (instead of --inner; simulated "
+                 "faults only)")
+      ->check(CLI::ExistingFile);
   app.add_option("--serde", serde_json, "serde config (default: fp8 e4m3fn)");
   app.add_option("--storage-faults", storage_faults,
                  "none | all | comma list of real storage faults for --inner resp or fs (see "
@@ -171,6 +214,16 @@ int run(int argc, char** argv) {
                  "faults to strike)\n";
     return cli::kExitUsage;
   }
+  if (!connector_plugin.empty() && !inner_json.empty()) {
+    std::cerr << "lmcache-fault-campaign: --connector-plugin and --inner both name the inner "
+                 "adapter: give one\n";
+    return cli::kExitUsage;
+  }
+  if (!connector_plugin.empty() && !storage_faults.empty() && storage_faults != "none") {
+    std::cerr << "lmcache-fault-campaign: --storage-faults strike the campaign's own redis-server "
+                 "or directory (--inner resp or fs); a --connector-plugin's store is its own\n";
+    return cli::kExitUsage;
+  }
   try {
     o.seed = seed_opt->count() ? seed : std::random_device{}() | 1;
     o.task_timeout = std::chrono::milliseconds(timeout_ms);
@@ -179,6 +232,10 @@ int run(int argc, char** argv) {
     if (!m) throw std::invalid_argument("--mutant: unknown mutant '" + mutant + "' (see --list)");
     o.mutant = *m;
     if (!inner_json.empty()) o.inner = parse_json_option("--inner", inner_json);
+    if (!connector_plugin.empty()) {
+      load_connector_plugin(connector_plugin);
+      o.inner = lmcache::Json{{"type", kConnectorPluginType}};
+    }
     lmcache::resp::register_resp_adapter_type();
     lmcache::fs::register_fs_adapter_type();
     // A resp or fs inner adapter with no server or directory named gets the campaign's own,

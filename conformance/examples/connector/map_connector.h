@@ -2,7 +2,10 @@
 //
 // lmcache::connector::MapConnector: a vendor's native storage connector written the way
 // LMCache's own are: in LMCache's namespace, deriving from ConnectorBase (IStorageConnector),
-// returning LMCache's Completion, with no lmcache-kit type anywhere. It keeps an in-memory map.
+// returning LMCache's Completion, with no lmcache-kit type anywhere. It stands in for a client of
+// a key-value server: every MapConnector of the process reads and writes one in-memory map, as
+// connectors to one server share its store (so the kit also checks that a second connector reads
+// what a first one stored).
 //
 //   get            copies each stored value of exactly len bytes; result_bytes holds one hit
 //                  flag per key (a miss, or a value of another length, leaves its buffer
@@ -12,6 +15,7 @@
 #pragma once
 
 #include <map>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -28,9 +32,14 @@ class MapConnector final : public ConnectorBase {
   ~MapConnector() override { close(); }
 
  private:
-  Completion run_batch(const Batch& batch) override;
+  // The "server": one store for every MapConnector of the process.
+  struct Store {
+    std::mutex mu;  // guards values
+    std::map<std::string, std::vector<unsigned char>> values;
+  };
+  static Store& store();
 
-  std::map<std::string, std::vector<unsigned char>> store_;  // touched by the worker only
+  Completion run_batch(const Batch& batch) override;
 };
 
 }  // namespace lmcache::connector

@@ -53,6 +53,26 @@ Bitmap wait_load(L2AdapterInterface& a, const std::vector<ObjectKey>& keys,
   return *bits;
 }
 
+bool pair_shares_store(L2AdapterInterface& first, L2AdapterInterface& second) {
+  // A fixed key: every pair the kit builds has a key namespace of its own.
+  const ObjectKey probe("shared-store-probe", "conformance-probe", 0);
+  MemoryObjPtr obj = make_object(byte_layout(64));
+  fill_bytes(obj->physical_bytes(), 0x5EED);
+  store_all(second, {probe}, {obj}, "a probe store through a second instance");
+  const bool shared = wait_lookup(first, {probe}, "a probe lookup").test(0);
+  second.delete_keys({probe});
+  return shared;
+}
+
+bool reference_pair_usable(const AdapterUnderTest& aut) {
+  if (!aut.reference.make_pair) return false;
+  if (!aut.reference.probe_shared_store) return true;
+  auto [mine, theirs] = aut.reference.make_pair();
+  require(mine && theirs, "the reference pair factory returned null");
+  Closer close_mine{mine.get()}, close_theirs{theirs.get()};
+  return pair_shares_store(*mine, *theirs);
+}
+
 namespace {
 
 // `reader` finds and loads exactly what `writer` stored under `keys` (objects `objs`).
@@ -97,6 +117,11 @@ Verdict MatchesReference(const AdapterUnderTest& aut) {
     return Verdict::not_supported(
         "the adapter transforms what it stores (stored_bytes / expected_load): compare the "
         "adapter below the transform");
+  }
+  if (!reference_pair_usable(aut)) {
+    return Verdict::not_supported("two instances (" + aut.reference.type +
+                                  ") do not share a store: a probe stored through one is not "
+                                  "found through the other");
   }
   return run_rc_property(rc_id("MatchesReference", aut), {.max_success = 8, .shrink = false}, [&] {
     auto [mine, theirs] = aut.reference.make_pair();

@@ -137,7 +137,9 @@ concept ConnectorFactory = std::invocable<const F&> &&
 // shared (one server, one directory) gives every property a clean store without clearing it, and
 // the run never touches keys it did not write. Declares what the bridge offers: delete,
 // listeners, client-side usage and the lookup lock count (report_status()["locked_key_count"]),
-// over uint8, float32 and bfloat16 objects. Every ConnectorError the bridge sees is noted
+// over uint8, float32 and bfloat16 objects. Its reference pair is two bridges over two
+// connectors from the factory under one namespace, probed for a shared store
+// (ReferenceAdapter::probe_shared_store). Every ConnectorError the bridge sees is noted
 // (error_notes.h), so a Fail names the connector's first error. make() throws std::runtime_error
 // when the factory returns null.
 template <class C, class F>
@@ -149,18 +151,29 @@ AdapterUnderTest native_connector_descriptor(std::string name, F factory) {
   AdapterUnderTest a;
   if constexpr (bridge::NativeConnector<C> && ConnectorFactory<F, C>) {
     a.name = name;
-    a.make = [name, factory]() -> L2AdapterPtr {
+    // One bridge over a fresh connector, under `key_namespace`.
+    auto make_bridge = [name, factory](const std::string& key_namespace) -> L2AdapterPtr {
       std::unique_ptr<C> c = factory();
       if (!c) throw std::runtime_error(name + ": the connector factory returned null");
       bridge::NativeConnectorAdapterOptions options;
       options.type_name = name;
-      options.key_namespace = fresh_key_namespace();
+      options.key_namespace = key_namespace;
       // A Fail then names the connector's first error (error_notes.h): its own text, the
       // operation, the keys and the sizes.
       options.on_connector_error = [](const bridge::ConnectorError& e) {
         note_implementation_error(e.error, "connector " + e.where());
       };
       return bridge::make_native_connector_adapter(std::move(c), std::move(options));
+    };
+    a.make = [make_bridge] { return make_bridge(fresh_key_namespace()); };
+    // Two connectors from the factory, one namespace: when they share a store (a server), the
+    // second must read what the first stored, at the stored length and at others.
+    a.reference.type = "a second " + name + " from the factory";
+    a.reference.probe_shared_store = true;
+    a.reference.make_pair = [make_bridge] {
+      const std::string key_namespace = fresh_key_namespace();
+      return std::pair<L2AdapterPtr, L2AdapterPtr>(make_bridge(key_namespace),
+                                                   make_bridge(key_namespace));
     };
     a.capabilities.reports_lock_count = true;
     a.object_dtypes = {DType::kUInt8, DType::kFloat32, DType::kBFloat16};

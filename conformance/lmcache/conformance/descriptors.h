@@ -188,9 +188,19 @@ struct AdapterCapabilities {
 // same config with the same "key_namespace"). AdapterConformance.MatchesReference then holds
 // them to one storage format: what either stores, the other finds and loads byte for byte, and
 // what either deletes, the other misses. Empty: NotSupported.
+//
+// `probe_shared_store`: the pair is two instances of the implementation under test itself (two
+// bridges over two connectors from a native connector plugin's factory, one key namespace), and
+// the kit cannot know whether they share a store (a server: yes; an in-memory map per connector:
+// no). The properties then store a probe object through the second and look it up through the
+// first: when it misses, MatchesReference is NotSupported and OtherLengthLoadsContained leaves
+// out its second phase. When it hits, a second instance must read what the first stored, loads
+// of other lengths included (the second has no record of the stored sizes, so the connector
+// itself is asked for other lengths).
 struct ReferenceAdapter {
   std::string type;  // for messages
   std::function<std::pair<L2AdapterPtr, L2AdapterPtr>()> make_pair;
+  bool probe_shared_store = false;
 };
 
 // AdapterUnderTest

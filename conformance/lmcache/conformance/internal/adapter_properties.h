@@ -66,6 +66,15 @@ std::vector<TaskId> pop_stores_until(L2AdapterInterface& a, const std::vector<Ta
 // Blocking helpers over one adapter (defined in adapter_conformance_reference.cc); `who` opens
 // the failure message. store_all() requires the store to complete and succeed; wait_lookup()
 // unlocks the hits it took; wait_load() requires the load to complete and returns its bitmap.
+// pair_shares_store(): stores one probe object (fresh key) through `second` and looks it up
+// through `first`; true when `first` finds it (the probe is deleted again where delete_keys()
+// works). Throws Failure when a store or lookup does not complete or the store fails.
+bool pair_shares_store(L2AdapterInterface& first, L2AdapterInterface& second);
+
+// reference_pair_usable(): whether `aut.reference.make_pair` gives a pair over one store: true
+// when probe_shared_store is false, else what pair_shares_store() finds over a fresh pair.
+bool reference_pair_usable(const AdapterUnderTest& aut);
+
 void store_all(L2AdapterInterface& a, const std::vector<ObjectKey>& keys,
                const std::vector<MemoryObjPtr>& objs, const std::string& who);
 Bitmap wait_lookup(L2AdapterInterface& a, const std::vector<ObjectKey>& keys,
