@@ -240,6 +240,10 @@ TEST(Runner, ConnectorPluginPasses) {
   // the first stored, at the stored length and at others.
   EXPECT_EQ(status_of(r, "MapConnector", "MatchesReference"), "Pass") << r.output;
   EXPECT_EQ(status_of(r, "MapConnector", "OtherLengthLoadsContained"), "Pass") << r.output;
+  // The wrapper suite over the connector (the bridge below the kit's scripted inner double).
+  EXPECT_EQ(status_of(r, "MapConnector_fp8_wrapper", "StoreLoadRoundTrip"), "Pass") << r.output;
+  EXPECT_EQ(status_of(r, "MapConnector_fp8_wrapper", "CloseFailsInFlightTasks"), "Pass")
+      << r.output;
   nlohmann::json f = result(r, "MapConnector", "LookupLocks");
   EXPECT_EQ(f["status"], "Pass") << r.output;
   EXPECT_NE(f["reproduce"].get<std::string>().find("--connector-plugin "), std::string::npos) << f;

@@ -3,10 +3,13 @@
 #include <dlfcn.h>
 
 #include <exception>
+#include <functional>
+#include <memory>
 #include <string_view>
 
 #include "lmcache/conformance/plugin_abi.h"
 #include "lmcache/conformance/reference_impls.h"
+#include "lmcache/testing/shadowed_adapter.h"
 
 namespace lmcache::conformance::tools {
 
@@ -79,6 +82,25 @@ std::string load_connector_plugin(const std::string& source, Registry& registry)
   if (!registry.contains(ImplementationKind::kAdapter, name)) {
     return "plugin '" + source + "' names its native connector '" + name +
            "' but registered no adapter of that name";
+  }
+  // The wrapper suite over the connector: the reference fp8 wrapper with the bridge live below
+  // the kit's scripted inner double, the kit's mock as its shadow (as --adapter does for a
+  // config with a serde), so every store, lookup and load of the wrapper properties reaches the
+  // connector.
+  std::function<L2AdapterPtr()> make_bridge;
+  for (const AdapterUnderTest& a : registry.adapters()) {
+    if (a.name == name) make_bridge = a.make;
+  }
+  WrapperUnderTest wrapper = reference_serde_wrapper();
+  wrapper.name = std::string(name) + "_fp8_wrapper";
+  wrapper.decorate_inner = [make_bridge](L2AdapterPtr mock) -> L2AdapterPtr {
+    return std::make_unique<storage_testing::ShadowedAdapter>(make_bridge(), std::move(mock));
+  };
+  try {
+    registry.add_wrapper(std::move(wrapper));
+  } catch (const std::exception& e) {
+    return "plugin '" + source + "': registering the wrapper suite over its connector failed: " +
+           e.what();
   }
   return {};
 }
