@@ -36,6 +36,7 @@
 #include "lmcache/core/regular_file.h"
 #include "lmcache/devices/device_info.h"
 #include "lmcache/devices/fp8_kernels_cuda.h"
+#include "tools/plugin_loader.h"
 
 namespace {
 
@@ -100,6 +101,7 @@ void write_system_json(const std::string& out_dir, const lb::BuildInfo& build,
   j["device_flag"] = f.device;
   j["caller_spin_us"] = f.caller_spin_us;
   j["plugins"] = f.plugins;
+  j["connector_plugin"] = f.connector_plugin;
   lmcache::write_output_file((std::filesystem::path(out_dir) / "system.json").string(),
                              j.dump(2) + "\n");
 }
@@ -142,6 +144,18 @@ int run(int argc, char** argv) {
   }
 
   lb::SuiteConfig suite;
+  if (!flags.connector_plugin.empty()) {
+    // The connector's l2/ rows: the bridge over it, an L2 adapter type of this process.
+    suite.l2_plugin_type = "connector-plugin";
+    const std::string error = lmcache::conformance::tools::register_connector_plugin_adapter_type(
+        flags.connector_plugin, suite.l2_plugin_type, &suite.l2_plugin_impl);
+    if (!error.empty()) {
+      std::fprintf(stderr, "lmcache-bench: --connector-plugin: %s\n", error.c_str());
+      return 2;
+    }
+    std::fprintf(stderr, "lmcache-bench: connector plugin %s: l2/ rows with impl %s\n",
+                 flags.connector_plugin.c_str(), suite.l2_plugin_impl.c_str());
+  }
   suite.quick = flags.quick;
   suite.cpu = flags.device != "cuda";
   suite.cuda = flags.device != "cpu" && cuda_usable;

@@ -10,6 +10,10 @@ Parts (--part; default all):
             to a scrape after the run;
   plugin    --plugin <conformance plugin .so> (--plugin-so): the vendor's serde and processor
             are benchmarked and exported beside the reference ones; a bad path is refused.
+  connector_plugin
+            --connector-plugin <native connector plugin .so> (--connector-plugin-so): l2/
+            rows for the vendor's connector (raw and fp8, store and load) beside resp and fs;
+            a file that is no connector plugin is refused with status 2.
 A part whose tool is missing is skipped with the reason; when every requested part was
 skipped the script exits 77 (ctest SKIP_RETURN_CODE). Standard library only.
 """
@@ -241,6 +245,34 @@ def part_plugin(bench, workdir, plugin_so):
     return None
 
 
+def part_connector_plugin(bench, workdir, plugin_so):
+    if not plugin_so:
+        return "no --connector-plugin-so given"
+    proc = subprocess.run([bench, "--quick", "--device", "cpu", "--connector-plugin", plugin_so,
+                           "--filter", "^l2/(store|load)/MapConnector/", "--batches", "1",
+                           "--sizes", "1MiB", "--out", workdir, "--benchmark_min_time=0.001"],
+                          capture_output=True, text=True, timeout=300)
+    check(proc.returncode == 0, f"lmcache-bench --connector-plugin exited {proc.returncode}:\n"
+                                f"{proc.stdout}{proc.stderr}")
+    _, values = textfile_values(workdir)
+    rows = {(dict(l)["op"], dict(l)["serde"]): v for (n, l), v in values.items()
+            if n == "lmcache_bench_stored_ratio" and dict(l).get("impl") == "MapConnector"}
+    # Raw rows store the wide bytes; fp8 rows one byte per bfloat16 element (plus a header).
+    for op in ("store", "load"):
+        check(rows.get((op, "none")) == 1.0, f"MapConnector {op} raw: {rows}")
+        fp8 = rows.get((op, "fp8"))
+        check(fp8 is not None and 0.5 <= fp8 < 0.51, f"MapConnector {op} fp8: {rows}")
+    errors = [v for (n, l), v in values.items()
+              if n == "lmcache_bench_benchmarks" and dict(l).get("status") == "error"]
+    check(errors == [0.0], f"connector rows failed: {errors}\n{proc.stdout}{proc.stderr}")
+    # A file that is not a connector plugin (lmcache-bench itself) is refused, status 2.
+    bad = subprocess.run([bench, "--connector-plugin", bench, "--filter", "^none$"],
+                         capture_output=True, text=True, timeout=60)
+    check(bad.returncode == 2 and "--connector-plugin" in bad.stderr,
+          f"bad connector plugin: exit {bad.returncode}, stderr {bad.stderr!r}")
+    return None
+
+
 def part_l2(bench, workdir):
     """The l2/ rows over real storage (a private redis-server, a temporary directory): every
     adapter x op x serde row ran without error, with its stored bytes per wide byte."""
@@ -268,7 +300,7 @@ def part_l2(bench, workdir):
 
 
 PARTS = {"promtool": part_promtool, "push": part_push, "listen": part_listen,
-         "plugin": part_plugin, "l2": part_l2}
+         "plugin": part_plugin, "connector_plugin": part_connector_plugin, "l2": part_l2}
 
 
 def main():
@@ -278,8 +310,12 @@ def main():
     ap.add_argument("--workdir", default=None)
     ap.add_argument("--part", action="append", choices=sorted(PARTS), default=[])
     ap.add_argument("--plugin-so", default=None, help="a conformance plugin (part 'plugin')")
+    ap.add_argument("--connector-plugin-so", default=None,
+                    help="a native connector plugin (part 'connector_plugin')")
     args = ap.parse_args()
-    parts = args.part or [p for p in PARTS if p != "plugin" or args.plugin_so]
+    parts = args.part or [p for p in PARTS
+                          if (p != "plugin" or args.plugin_so)
+                          and (p != "connector_plugin" or args.connector_plugin_so)]
     root = args.workdir or tempfile.mkdtemp(prefix="lmcache-metrics-test-")
     skipped, failed = [], []
     for name in parts:
@@ -289,6 +325,8 @@ def main():
         try:
             if name == "plugin":
                 reason = part_plugin(args.bench, workdir, args.plugin_so)
+            elif name == "connector_plugin":
+                reason = part_connector_plugin(args.bench, workdir, args.connector_plugin_so)
             else:
                 reason = PARTS[name](args.bench, workdir)
         except (AssertionError, subprocess.SubprocessError, OSError, ValueError) as e:

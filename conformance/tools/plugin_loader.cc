@@ -5,10 +5,12 @@
 #include <exception>
 #include <functional>
 #include <memory>
+#include <stdexcept>
 #include <string_view>
 
 #include "lmcache/conformance/plugin_abi.h"
 #include "lmcache/conformance/reference_impls.h"
+#include "lmcache/l2/adapter_registry.h"
 #include "lmcache/testing/shadowed_adapter.h"
 
 namespace lmcache::conformance::tools {
@@ -99,8 +101,8 @@ std::string load_connector_plugin(const std::string& source, Registry& registry)
   try {
     registry.add_wrapper(std::move(wrapper));
   } catch (const std::exception& e) {
-    return "plugin '" + source + "': registering the wrapper suite over its connector failed: " +
-           e.what();
+    return "plugin '" + source +
+           "': registering the wrapper suite over its connector failed: " + e.what();
   }
   return {};
 }
@@ -123,6 +125,35 @@ std::string load_source(const std::string& source, Registry& registry) {
   void* handle = nullptr;
   if (std::string e = open_plugin(source, &handle); !e.empty()) return e;
   return register_plugin(source, handle, registry);
+}
+
+std::string register_connector_plugin_adapter_type(const std::string& path,
+                                                   const std::string& type_name,
+                                                   std::string* name) {
+  // The registered factory copies the plugin's; the plugin is never unloaded.
+  Registry loaded;
+  if (std::string e = load_source(std::string(kConnectorPluginPrefix) + path, loaded); !e.empty()) {
+    return e;
+  }
+  // The plugin registers the bare bridge first, then the bridge below the fp8 wrapper.
+  const AdapterUnderTest& bare = loaded.adapters().front();
+  if (name != nullptr) *name = bare.name;
+  try {
+    register_l2_adapter_type(
+        type_name,
+        [make = bare.make, type_name](const Json& config, const AdapterContext&) -> L2AdapterPtr {
+          if (!config.empty()) {
+            throw std::invalid_argument("L2 adapter type '" + type_name +
+                                        "' (a connector plugin) takes no "
+                                        "config, got " +
+                                        config.dump());
+          }
+          return make();
+        });
+  } catch (const std::exception& e) {
+    return std::string("--connector-plugin: ") + e.what();
+  }
+  return {};
 }
 
 }  // namespace lmcache::conformance::tools

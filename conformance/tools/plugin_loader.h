@@ -29,4 +29,15 @@ inline constexpr const char* kConnectorPluginPrefix = "connector-plugin:";
 // for the life of the process.
 std::string load_source(const std::string& source, Registry& registry);
 
+// register_connector_plugin_adapter_type()
+//
+// Loads the native connector plugin at `path` (as `--connector-plugin` does) and registers the
+// L2 adapter type `type_name` (lmcache/l2/adapter_registry.h): the bridge over a fresh connector
+// from the plugin's factory, each adapter under a key namespace of its own; its config takes no
+// key but "type" (create_l2_adapter() adds a "serde" wrapper as for any type). Sets `*name` to
+// the connector's implementation name. Returns an empty string, or why the plugin could not be
+// loaded or the type registered. The plugin stays loaded for the life of the process.
+std::string register_connector_plugin_adapter_type(const std::string& path,
+                                                   const std::string& type_name, std::string* name);
+
 }  // namespace lmcache::conformance::tools

@@ -30,11 +30,9 @@
 #include <string>
 
 #include "cli_support.h"
-#include "lmcache/conformance/registry.h"
 #include "lmcache/core/regular_file.h"
 #include "lmcache/fault/campaign.h"
 #include "lmcache/fs/fs_adapter.h"
-#include "lmcache/l2/adapter_registry.h"
 #include "lmcache/resp/resp_adapter.h"
 #include "lmcache/storage_fault/storage_campaign.h"
 #include "tools/plugin_loader.h"
@@ -45,33 +43,6 @@ namespace cli = lmcache::cli;
 
 // The inner adapter type a --connector-plugin registers.
 constexpr const char* kConnectorPluginType = "connector-plugin";
-
-// load_connector_plugin()
-//
-// Loads a native connector plugin (lmcache/conformance/connector_plugin.h) and registers the
-// L2 adapter type kConnectorPluginType: the bridge over a fresh connector from the plugin's
-// factory, under a key namespace of its own (so each epoch starts from an empty store, as the
-// in-memory inner adapter does). Throws std::invalid_argument naming the plugin when it cannot
-// be loaded or registers no connector.
-void load_connector_plugin(const std::string& path) {
-  static lmcache::conformance::Registry registry;  // the factories live as long as the process
-  const std::string error = lmcache::conformance::tools::load_source(
-      std::string(lmcache::conformance::tools::kConnectorPluginPrefix) + path, registry);
-  if (!error.empty()) throw std::invalid_argument("--connector-plugin: " + error);
-  // The plugin registers the bare bridge first, then the bridge below the fp8 wrapper.
-  if (registry.adapters().empty()) {
-    throw std::invalid_argument("--connector-plugin " + path + ": registers no connector");
-  }
-  lmcache::register_l2_adapter_type(
-      kConnectorPluginType, [make = registry.adapters().front().make](
-                                const lmcache::Json& config, const lmcache::AdapterContext&) {
-        if (!config.empty()) {
-          throw std::invalid_argument("the connector plugin's adapter takes no config, got " +
-                                      config.dump());
-        }
-        return make();
-      });
-}
 
 // The ranges of the numeric options (also in --help).
 constexpr std::uint64_t kMaxOperations = 1'000'000'000;
@@ -233,7 +204,13 @@ int run(int argc, char** argv) {
     o.mutant = *m;
     if (!inner_json.empty()) o.inner = parse_json_option("--inner", inner_json);
     if (!connector_plugin.empty()) {
-      load_connector_plugin(connector_plugin);
+      // Each adapter under a key namespace of its own: every epoch starts from an empty store,
+      // as it does over the in-memory inner adapter.
+      if (std::string e = lmcache::conformance::tools::register_connector_plugin_adapter_type(
+              connector_plugin, kConnectorPluginType, nullptr);
+          !e.empty()) {
+        throw std::invalid_argument("--connector-plugin: " + e);
+      }
       o.inner = lmcache::Json{{"type", kConnectorPluginType}};
     }
     lmcache::resp::register_resp_adapter_type();

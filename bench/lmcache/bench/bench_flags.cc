@@ -116,6 +116,7 @@ BenchFlags parse_bench_flags(int argc, const char* const* argv) {
          f.metrics_linger_seconds = d;
        }},
       {"--plugin", [&](auto&, auto& v) { f.plugins.push_back(v); }},
+      {"--connector-plugin", [&](auto&, auto& v) { f.connector_plugin = v; }},
       {"--device",
        [&](auto& flag, auto& v) {
          if (v != "cpu" && v != "cuda" && v != "all") {
@@ -226,6 +227,10 @@ Flags (value as the next argument or after '='):
   --plugin FILE.so         Load a conformance plugin (lmcache_conformance_plugin_v2) and
                            benchmark its serdes and processors beside the reference ones.
                            Repeatable.
+  --connector-plugin FILE.so
+                           Load a native connector plugin (LMCACHE_CONFORMANCE_CONNECTOR) and
+                           add l2/ rows for its connector (the bridge, raw and through fp8)
+                           beside resp and fs; impl is the connector's name.
   --device cpu|cuda|all    Codec devices (default all: cpu, plus cuda when a GPU is usable).
   --threads LIST           Threads per codec call / processor workers, each in [1, 1024],
                            e.g. 1,2 (default: 1 and the number of CPUs; --quick: 1).

@@ -32,6 +32,9 @@ struct BenchFlags {
   double metrics_linger_seconds = 0;
   // Conformance plugins (.so) whose serdes and processors are benchmarked too.
   std::vector<std::string> plugins;
+  // A native connector plugin (LMCACHE_CONFORMANCE_CONNECTOR) whose connector gets l2/ rows
+  // beside resp and fs; empty: none.
+  std::string connector_plugin;
   // cpu, cuda or all (cpu, plus cuda when a GPU is usable).
   std::string device = "all";
   // Thread counts (codec kernels) / worker counts (processor); empty: the suites' defaults.

@@ -4,6 +4,8 @@
 //   impl=resp   the "resp" adapter (the native connector bridge over the Redis connector) of a
 //               private redis-server this process starts once (storage_testing::RedisServer:
 //               127.0.0.1, a free port, no persistence, a temporary directory), 8 workers
+//   impl=<connector>  with --connector-plugin: the bridge over the plugin's connector
+//               (conformance/tools/plugin_loader.h register_connector_plugin_adapter_type())
 //   impl=fs     the "fs" adapter (one file per object, written and renamed) over a temporary
 //               directory this process makes once, no checksum, buffered I/O
 //   serde=none  the adapter alone, storing the wide bfloat16 bytes
@@ -57,13 +59,16 @@ Storage& storage() {
   return s;
 }
 
-// The adapter config of row `adapter` ("resp" or "fs"), with `serde` ("none" or "fp8").
-// Throws std::runtime_error when the storage cannot be made (no redis-server).
+// The adapter config of row `adapter` ("resp", "fs", or the L2 type a connector plugin was
+// registered as), with `serde` ("none" or "fp8"). Throws std::runtime_error when the storage
+// cannot be made (no redis-server).
 Json adapter_config(const std::string& adapter, const std::string& serde) {
   Storage& s = storage();
   std::lock_guard lock(s.mu);
   Json c;
-  if (adapter == "resp") {
+  if (adapter != "resp" && adapter != "fs") {
+    c = {{"type", adapter}};  // a connector plugin: its store is its own
+  } else if (adapter == "resp") {
     if (!s.redis && s.redis_error.empty()) {
       if (!storage_testing::RedisServer::find_executable()) {
         s.redis_error = "redis-server is not installed (scripts/install-deps.sh installs it)";
@@ -85,12 +90,13 @@ Json adapter_config(const std::string& adapter, const std::string& serde) {
   return c;
 }
 
-void register_case(const std::string& adapter, const std::string& serde, bool store,
-                   std::uint64_t size, std::size_t batch) {
+// One row: `adapter` is the L2 type, `impl` the row's label.
+void register_case(const std::string& adapter, const std::string& impl, const std::string& serde,
+                   bool store, std::uint64_t size, std::size_t batch) {
   BenchLabels l;
   l.suite = "l2";
   l.op = store ? "store" : "load";
-  l.impl = adapter;
+  l.impl = impl;
   l.serde = serde == "fp8" ? serde : std::string(kNotApplicable);
   l.dtype = "bfloat16";
   l.format = serde == "fp8" ? "float8_e4m3fn" : std::string(kNotApplicable);
@@ -173,10 +179,12 @@ void register_l2_suite(const SuiteConfig& c) {
   for (std::uint64_t size : sizes) {
     if (size % 2 != 0) continue;  // bfloat16 chunks
     for (std::size_t batch : batches) {
-      for (const char* adapter : {"resp", "fs"}) {
+      std::vector<std::pair<std::string, std::string>> adapters = {{"resp", "resp"}, {"fs", "fs"}};
+      if (!c.l2_plugin_type.empty()) adapters.emplace_back(c.l2_plugin_type, c.l2_plugin_impl);
+      for (const auto& [adapter, impl] : adapters) {
         for (bool store : {true, false}) {
           for (const char* serde : {"none", "fp8"})
-            register_case(adapter, serde, store, size, batch);
+            register_case(adapter, impl, serde, store, size, batch);
         }
       }
     }

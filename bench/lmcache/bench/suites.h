@@ -52,6 +52,10 @@ struct SuiteConfig {
   std::vector<std::size_t> threads;  // empty: defaults
   std::vector<std::uint64_t> sizes;  // empty: defaults
   std::vector<std::size_t> batches;  // empty: defaults
+  // The l2/ rows of a native connector plugin: the implementation name its rows carry (impl)
+  // and the L2 adapter type it was registered as; empty: none.
+  std::string l2_plugin_impl;
+  std::string l2_plugin_type;
 };
 
 // register_codec_suite()
@@ -73,8 +77,9 @@ void register_wrapper_suite(const SuiteConfig& config);
 
 // register_l2_suite()
 //
-// The l2/ rows: resp and fs, raw and fp8, 1 MiB bfloat16 chunks (or config.sizes) at batches
-// 1, 8, 64 (quick: 1, 8; or config.batches). Starts redis-server when a resp row first runs.
+// The l2/ rows: resp, fs and config.l2_plugin_impl (when set), raw and fp8, 1 MiB bfloat16 chunks
+// (or config.sizes) at batches 1, 8, 64 (quick: 1, 8; or config.batches). Starts redis-server when
+// a resp row first runs.
 void register_l2_suite(const SuiteConfig& config);
 
 // register_l1_suite()
