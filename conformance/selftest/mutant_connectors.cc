@@ -122,7 +122,43 @@ class LengthBugConnector final : public bridge::ForwardingConnector {
   std::map<std::uint64_t, std::vector<std::size_t>> hits_;
 };
 
-enum class ConnectorBug { kNone, kPrefixesKeys, kReadsPrefix, kDesyncs };
+// A connector whose close() returns before its reader is done: a GET's buffers are written once
+// more, a few milliseconds after close(), by a thread close() did not wait for (joined only when
+// the connector is destroyed, so the buffers it writes are still the caller's).
+class LateWriteConnector final : public bridge::ForwardingConnector {
+ public:
+  using ForwardingConnector::ForwardingConnector;
+  ~LateWriteConnector() override {
+    if (late_.joinable()) late_.join();
+  }
+
+  std::uint64_t submit_batch_get(const std::vector<std::string>& keys,
+                                 const std::vector<void*>& bufs,
+                                 const std::vector<std::size_t>& lens, std::size_t chunk) override {
+    {
+      std::lock_guard lock(mu_);
+      for (std::size_t i = 0; i < bufs.size(); ++i) reads_.emplace_back(bufs[i], lens[i]);
+    }
+    return ForwardingConnector::submit_batch_get(keys, bufs, lens, chunk);
+  }
+
+  void close() override {
+    ForwardingConnector::close();
+    std::lock_guard lock(mu_);
+    if (late_.joinable()) return;
+    late_ = std::thread([reads = reads_] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      for (const auto& [buf, len] : reads) std::memset(buf, 0xEE, len);
+    });
+  }
+
+ private:
+  std::mutex mu_;
+  std::vector<std::pair<void*, std::size_t>> reads_;
+  std::thread late_;
+};
+
+enum class ConnectorBug { kNone, kPrefixesKeys, kReadsPrefix, kDesyncs, kWritesAfterClose };
 
 L2AdapterPtr bridge(std::shared_ptr<MemoryStore> store, ConnectorBug bug) {
   bridge::ErasedConnectorPtr c = bridge::erase_connector(std::make_unique<MemoryConnector>(store));
@@ -137,6 +173,9 @@ L2AdapterPtr bridge(std::shared_ptr<MemoryStore> store, ConnectorBug bug) {
       break;
     case ConnectorBug::kDesyncs:
       c = std::make_unique<LengthBugConnector>(std::move(c), store, LengthBug::kDesyncs);
+      break;
+    case ConnectorBug::kWritesAfterClose:
+      c = std::make_unique<LateWriteConnector>(std::move(c));
       break;
   }
   return bridge::make_native_connector_adapter(std::move(c));
@@ -243,6 +282,28 @@ void add_connector_mutants(std::vector<Mutant>& out) {
       "issue 27)",
       connector_impl(ConnectorBug::kDesyncs), connector_impl(ConnectorBug::kNone),
       [](const Impl& impl) { return other_length_witness(impl, 12); }));
+  out.push_back(mutant(
+      "connector_writes_after_close", ImplementationKind::kAdapter, BugClass::kFailureOrder,
+      "CloseWithTasksInFlight",
+      "close() returns before the connector's reader is done: a GET's buffers are written again "
+      "after close() returned, into memory the caller may have freed",
+      connector_impl(ConnectorBug::kWritesAfterClose), connector_impl(ConnectorBug::kNone),
+      [](const Impl& impl) -> std::string {
+        const ObjectKey key("witness", "m", 0);
+        MemoryObjPtr dst = pattern(8, 0);  // outlives the adapter
+        L2AdapterPtr a = impl.adapter.make();
+        const TaskId id = a->submit_store_task({key}, {pattern(8, 0x11)});
+        wait_for([&]() -> bool { return a->pop_completed_store_tasks().count(id) > 0; });
+        const TaskId l = a->submit_load_task({key}, {dst});
+        wait_for([&] { return a->query_load_result(l); });
+        a->close();
+        const auto* bytes = reinterpret_cast<const unsigned char*>(dst->data());
+        const std::vector<unsigned char> at_close(bytes, bytes + 8);
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        const bool changed = std::memcmp(at_close.data(), dst->data(), 8) != 0;
+        a.reset();
+        return changed ? "the load's destination was written after close() returned" : "";
+      }));
 }
 
 }  // namespace lmcache::conformance::selftest

@@ -312,6 +312,19 @@ TEST(Runner, DesyncedConnectorFailsNamingItsFirstError) {
   EXPECT_NE(r.junit.find("GET: size header mismatch"), std::string::npos) << r.junit;
 }
 
+TEST(Runner, ConnectorKilledBySigpipeAtCloseFails) {
+  // close() with a set in flight writes into a dead connection: the child dies of SIGPIPE, as
+  // a C++ host would, and the runner reports it as the property's Fail, naming the signal.
+  RunResult r = run_conform(std::string("--connector-plugin ") + LMCONF_SIGPIPE_CONNECTOR_PLUGIN +
+                            " --filter 'QuitOnCloseConnector.CloseWithTasksInFlight'");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  ASSERT_TRUE(r.json_written) << r.output;
+  nlohmann::json res = result(r, "QuitOnCloseConnector", "CloseWithTasksInFlight");
+  ASSERT_FALSE(res.is_null()) << r.output;
+  EXPECT_EQ(res["status"], "Fail") << r.output;
+  EXPECT_NE(res["message"].get<std::string>().find("SIGPIPE"), std::string::npos) << res;
+}
+
 TEST(Runner, ConnectorPluginUsageErrors) {
   // A plugin of other implementations: loaded, but it registers no connector.
   RunResult none = run_conform(std::string("--connector-plugin ") + LMCONF_EXAMPLE_PLUGIN);

@@ -1,5 +1,6 @@
 #include "child.h"
 
+#include <csignal>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -69,6 +70,10 @@ int list(const std::string& out_path) {
 }  // namespace
 
 int run_child(int argc, char** argv) {
+  // A C++ host's disposition, whatever the runner was started with (a shell or a CI runner may
+  // ignore SIGPIPE, and an ignored signal stays ignored across exec): a connector that writes
+  // into a dead connection without MSG_NOSIGNAL dies here as it would there.
+  std::signal(SIGPIPE, SIG_DFL);
   if (argc < 3) {
     std::cerr << "lmcache-conform --child: missing mode\n";
     return 4;

@@ -115,72 +115,77 @@
     "past 65,536 tasks, with an early result untaken, every task gets an id of its own and the " \
     "early result is still answered")
 
-#define LMCACHE_CONFORMANCE_ADAPTER_PROPERTIES(X)                                                \
-  X(DistinctEventFds,                                                                            \
-    "store, lookup and load fds are valid and pairwise distinct, also across instances")         \
-  X(UnknownIdsGiveNone,                                                                          \
-    "queries of ids never issued return none, pops return nothing, nothing throws")              \
-  X(OneShotResults,                                                                              \
-    "[stateful] every store result is popped once, every query answers once, never cross-kind")  \
-  X(EachKindSignalsItsFd,                                                                        \
-    "[stateful] each completed task notifies its kind's fd exactly once and no other fd")        \
-  X(StoreReportsBytes,                                                                           \
-    "[stateful] stores succeed; bytes_transferred lies between the new and all bytes stored "    \
-    "(a key twice in a batch, or in two stores in flight, counts once)")                         \
-  X(LookupReportsPresence,                                                                       \
-    "[stateful] lookup-and-lock bit i is set exactly when key i is stored; keys that differ in " \
-    "any one field are different keys")                                                          \
-  X(PartialLoadBitmap,                                                                           \
-    "[stateful] load bit i is set exactly for stored keys; their bytes (size() bytes of a "      \
-    "narrowed object) come back, the other destinations stay untouched")                         \
-  X(LookupLocks,                                                                                 \
-    "[stateful] every lookup hit takes a lock (a key twice in a batch takes two) and each "      \
-    "unlocked occurrence releases one (reports_lock_count)")                                     \
-  X(UsageMatchesStoredBytes,                                                                     \
-    "[stateful] get_usage() equals the bytes of the stored keys, in total and per cache_salt")   \
-  X(ListenersCalled, "[stateful] listeners see every store (with sizes), load hit and delete")   \
-  X(StatefulModel,                                                                               \
-    "[stateful] store / lookup-and-lock / unlock / load / delete sequences over several "        \
-    "layouts, with tasks on the same key in flight together, match a model map under every "     \
-    "check above")                                                                               \
-  X(CloseIsIdempotent,                                                                           \
-    "close() twice is fine; submits afterwards throw std::logic_error; a store and a load that " \
-    "completed before close() are handed out after it, once")                                    \
-  X(CloseReleasesResources,                                                                      \
-    "close() returns the process to its fd and thread counts before creation")                   \
-  X(ConcurrentSubmitters,                                                                        \
-    "threads storing, looking up, loading, unlocking and deleting disjoint keys at once, with "  \
-    "two threads popping, get unique ids, every result once, right bitmaps and bytes, one "      \
-    "notify per task; usage and locks end at zero")                                              \
-  X(ResourcesBoundedOverManyTasks,                                                               \
-    "hundreds of tasks leave the fd and thread counts where a warmed-up adapter had them, and "  \
-    "no reference to a caller buffer once its task completed")                                   \
-  X(TaskIdsNeverReused,                                                                          \
-    "past 65,536 loads, with an early load untaken, every task gets an id of its own and the "   \
-    "early load still answers its hit")                                                          \
-  X(MatchesReference,                                                                            \
-    "an adapter of a storage type the project knows and the reference over the same store find " \
-    "and load each other's objects (0 B to chunk-sized, keys over every field) byte for byte, "  \
-    "and miss what the other deleted")                                                           \
-  X(OtherLengthLoadsContained,                                                                   \
-    "a load into a buffer shorter than the stored object misses, a longer one misses or loads "  \
-    "exactly the stored bytes (size() included), through the adapter that stored the key and "   \
-    "one that did not; nothing is written past a buffer and every other key still loads its "    \
-    "own bytes")                                                                                 \
-  X(LentBufferWrittenOnce,                                                                       \
-    "lent store buffers come as asked, pairwise disjoint and disjoint from every buffer still "  \
-    "lent or stored; the adapter leaves what the caller writes alone, and every key loads back " \
-    "what was written into its buffer (lend_store_buffers; NotSupported when it lends nothing)") \
-  X(LentBufferReleasedOnFailure,                                                                 \
-    "lent_bytes_outstanding() grows by each lent buffer and comes back when it is dropped "      \
-    "unsubmitted, adopted by its store, stored under another key or dropped after close(); "     \
-    "lending changes no usage")                                                                  \
-  X(LentBufferInvisibleBeforeStore,                                                              \
-    "a lent, written buffer makes nothing visible (lookups and loads miss, listeners hear "      \
-    "nothing) until its store completes; a dropped one never does")                              \
-  X(LoadViewsHoldStoredBytes,                                                                    \
-    "a view load answers only its own query, once, with a view per hit holding exactly the "     \
-    "stored bytes (size() included) and none per miss; a view never changes across a delete, a " \
+#define LMCACHE_CONFORMANCE_ADAPTER_PROPERTIES(X)                                                  \
+  X(DistinctEventFds,                                                                              \
+    "store, lookup and load fds are valid and pairwise distinct, also across instances")           \
+  X(UnknownIdsGiveNone,                                                                            \
+    "queries of ids never issued return none, pops return nothing, nothing throws")                \
+  X(OneShotResults,                                                                                \
+    "[stateful] every store result is popped once, every query answers once, never cross-kind")    \
+  X(EachKindSignalsItsFd,                                                                          \
+    "[stateful] each completed task notifies its kind's fd exactly once and no other fd")          \
+  X(StoreReportsBytes,                                                                             \
+    "[stateful] stores succeed; bytes_transferred lies between the new and all bytes stored "      \
+    "(a key twice in a batch, or in two stores in flight, counts once)")                           \
+  X(LookupReportsPresence,                                                                         \
+    "[stateful] lookup-and-lock bit i is set exactly when key i is stored; keys that differ in "   \
+    "any one field are different keys")                                                            \
+  X(PartialLoadBitmap,                                                                             \
+    "[stateful] load bit i is set exactly for stored keys; their bytes (size() bytes of a "        \
+    "narrowed object) come back, the other destinations stay untouched")                           \
+  X(LookupLocks,                                                                                   \
+    "[stateful] every lookup hit takes a lock (a key twice in a batch takes two) and each "        \
+    "unlocked occurrence releases one (reports_lock_count)")                                       \
+  X(UsageMatchesStoredBytes,                                                                       \
+    "[stateful] get_usage() equals the bytes of the stored keys, in total and per cache_salt")     \
+  X(ListenersCalled, "[stateful] listeners see every store (with sizes), load hit and delete")     \
+  X(StatefulModel,                                                                                 \
+    "[stateful] store / lookup-and-lock / unlock / load / delete sequences over several "          \
+    "layouts, with tasks on the same key in flight together, match a model map under every "       \
+    "check above")                                                                                 \
+  X(CloseIsIdempotent,                                                                             \
+    "close() twice is fine; submits afterwards throw std::logic_error; a store and a load that "   \
+    "completed before close() are handed out after it, once")                                      \
+  X(CloseReleasesResources,                                                                        \
+    "close() returns the process to its fd and thread counts before creation")                     \
+  X(ConcurrentSubmitters,                                                                          \
+    "threads storing, looking up, loading, unlocking and deleting disjoint keys at once, with "    \
+    "two threads popping, get unique ids, every result once, right bitmaps and bytes, one "        \
+    "notify per task; usage and locks end at zero")                                                \
+  X(ResourcesBoundedOverManyTasks,                                                                 \
+    "hundreds of tasks leave the fd and thread counts where a warmed-up adapter had them, and "    \
+    "no reference to a caller buffer once its task completed")                                     \
+  X(TaskIdsNeverReused,                                                                            \
+    "past 65,536 loads, with an early load untaken, every task gets an id of its own and the "     \
+    "early load still answers its hit")                                                            \
+  X(MatchesReference,                                                                              \
+    "an adapter of a storage type the project knows and the reference over the same store find "   \
+    "and load each other's objects (0 B to chunk-sized, keys over every field) byte for byte, "    \
+    "and miss what the other deleted")                                                             \
+  X(OtherLengthLoadsContained,                                                                     \
+    "a load into a buffer shorter than the stored object misses, a longer one misses or loads "    \
+    "exactly the stored bytes (size() included), through the adapter that stored the key and "     \
+    "one that did not; nothing is written past a buffer and every other key still loads its "      \
+    "own bytes")                                                                                   \
+  X(CloseWithTasksInFlight,                                                                        \
+    "close() with stores, a load and a lookup of objects up to chunk size in flight returns, the " \
+    "process survives (no SIGPIPE), each result is handed out at most once, no store or load "     \
+    "query throws (a lookup's may throw std::logic_error), and nothing writes into a load's "      \
+    "destination once close() has returned")                                                       \
+  X(LentBufferWrittenOnce,                                                                         \
+    "lent store buffers come as asked, pairwise disjoint and disjoint from every buffer still "    \
+    "lent or stored; the adapter leaves what the caller writes alone, and every key loads back "   \
+    "what was written into its buffer (lend_store_buffers; NotSupported when it lends nothing)")   \
+  X(LentBufferReleasedOnFailure,                                                                   \
+    "lent_bytes_outstanding() grows by each lent buffer and comes back when it is dropped "        \
+    "unsubmitted, adopted by its store, stored under another key or dropped after close(); "       \
+    "lending changes no usage")                                                                    \
+  X(LentBufferInvisibleBeforeStore,                                                                \
+    "a lent, written buffer makes nothing visible (lookups and loads miss, listeners hear "        \
+    "nothing) until its store completes; a dropped one never does")                                \
+  X(LoadViewsHoldStoredBytes,                                                                      \
+    "a view load answers only its own query, once, with a view per hit holding exactly the "       \
+    "stored bytes (size() included) and none per miss; a view never changes across a delete, a "   \
     "new store of its key, close() or the adapter's end (NotSupported without load views)")
 
 #define LMCACHE_CONFORMANCE_WRAPPER_PROPERTIES(X)                                                 \
