@@ -19,6 +19,7 @@
 
 #include "connector_base.h"
 #include "lmcache/conformance/connector_plugin.h"
+#include "map_connector.h"
 
 namespace lmcache::connector {
 
@@ -32,46 +33,29 @@ class DesyncConnector final : public ConnectorBase {
   using Reply = std::optional<std::vector<unsigned char>>;
 
   Completion run_batch(const Batch& b) override {
+    static std::mutex server_mu;  // the "server": one store for every connector of the process
+    static MapConnector::Values server;
+    std::lock_guard lock(server_mu);
+    if (b.op != Op::kGet) return MapConnector::run_on(server, b);  // as the example's
     Completion c;
     c.future_id = b.id;
-    static std::mutex server_mu;  // the "server": one store for every connector of the process
-    static std::map<std::string, std::vector<unsigned char>> server;
-    std::lock_guard lock(server_mu);
-    auto& values = server;
     for (std::size_t i = 0; i < b.keys.size(); ++i) {
-      auto it = values.find(b.keys[i]);
-      switch (b.op) {
-        case Op::kGet: {
-          // The server's reply joins whatever the connection has not read yet.
-          unread_.push_back(it == values.end() ? Reply{} : Reply{it->second});
-          const Reply& reply = unread_.front();
-          if (!reply) {
-            unread_.pop_front();
-            c.result_bytes.push_back(0);
-          } else if (reply->size() != b.lens[i]) {
-            // The bug: the header is read, the value is left on the socket.
-            c.ok = false;
-            c.error = "GET: size header mismatch";
-            c.result_bytes.push_back(0);
-          } else {
-            if (!reply->empty()) std::memcpy(b.bufs[i], reply->data(), reply->size());
-            unread_.pop_front();
-            c.result_bytes.push_back(1);
-          }
-          break;
-        }
-        case Op::kSet: {
-          const auto* p = static_cast<const unsigned char*>(b.bufs[i]);
-          values[b.keys[i]].assign(p, p + b.lens[i]);
-          break;
-        }
-        case Op::kExists:
-          c.result_bytes.push_back(it != values.end() ? 1 : 0);
-          break;
-        case Op::kDelete:
-          c.result_bytes.push_back(it != values.end() ? 1 : 0);
-          if (it != values.end()) values.erase(it);
-          break;
+      // The server's reply joins whatever the connection has not read yet.
+      auto it = server.find(b.keys[i]);
+      unread_.push_back(it == server.end() ? Reply{} : Reply{it->second});
+      const Reply& reply = unread_.front();
+      if (!reply) {
+        unread_.pop_front();
+        c.result_bytes.push_back(0);
+      } else if (reply->size() != b.lens[i]) {
+        // The bug: the header is read, the value is left on the socket.
+        c.ok = false;
+        c.error = "GET: size header mismatch";
+        c.result_bytes.push_back(0);
+      } else {
+        if (!reply->empty()) std::memcpy(b.bufs[i], reply->data(), reply->size());
+        unread_.pop_front();
+        c.result_bytes.push_back(1);
       }
     }
     return c;

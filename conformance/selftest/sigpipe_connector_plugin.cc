@@ -11,17 +11,14 @@
 #include <cerrno>
 #include <chrono>
 #include <cstddef>
-#include <cstring>
-#include <map>
 #include <mutex>
 #include <stdexcept>
-#include <string>
 #include <system_error>
 #include <thread>
-#include <vector>
 
 #include "connector_base.h"
 #include "lmcache/conformance/connector_plugin.h"
+#include "map_connector.h"
 
 namespace lmcache::connector {
 
@@ -55,35 +52,14 @@ class QuitOnCloseConnector final : public ConnectorBase {
 
  private:
   Completion run_batch(const Batch& b) override {
-    Completion c;
-    c.future_id = b.id;
     if (b.op == Op::kSet) {
       ++sets_in_flight_;
       std::this_thread::sleep_for(std::chrono::milliseconds(20));  // "sending"
     }
-    std::lock_guard lock(mu_);
-    for (std::size_t i = 0; i < b.keys.size(); ++i) {
-      auto it = store_.find(b.keys[i]);
-      switch (b.op) {
-        case Op::kGet: {
-          const bool hit = it != store_.end() && it->second.size() == b.lens[i];
-          if (hit && b.lens[i] > 0) std::memcpy(b.bufs[i], it->second.data(), b.lens[i]);
-          c.result_bytes.push_back(hit ? 1 : 0);
-          break;
-        }
-        case Op::kSet: {
-          const auto* p = static_cast<const unsigned char*>(b.bufs[i]);
-          store_[b.keys[i]].assign(p, p + b.lens[i]);
-          break;
-        }
-        case Op::kExists:
-          c.result_bytes.push_back(it != store_.end() ? 1 : 0);
-          break;
-        case Op::kDelete:
-          c.result_bytes.push_back(it != store_.end() ? 1 : 0);
-          if (it != store_.end()) store_.erase(it);
-          break;
-      }
+    Completion c;
+    {
+      std::lock_guard lock(mu_);
+      c = MapConnector::run_on(store_, b);
     }
     if (b.op == Op::kSet) --sets_in_flight_;
     return c;
@@ -92,7 +68,7 @@ class QuitOnCloseConnector final : public ConnectorBase {
   int fds_[2] = {-1, -1};  // [0] the client's end, [1] the "server"'s
   std::atomic<int> sets_in_flight_{0};
   std::mutex mu_;  // guards store_
-  std::map<std::string, std::vector<unsigned char>> store_;
+  MapConnector::Values store_;
 };
 
 }  // namespace lmcache::connector

@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "adapter_config_source.h"
-#include "lmcache/conformance/reference_impls.h"
 #include "lmcache/bridge/native_connector_adapter.h"
+#include "lmcache/conformance/reference_impls.h"
 #include "lmcache/l1/l1_manager.h"
 #include "lmcache/serde/async_serde_processor.h"
 #include "lmcache/serde/fp8_serde.h"

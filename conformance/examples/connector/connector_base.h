@@ -52,7 +52,7 @@ class ConnectorBase : public IStorageConnector {
   std::vector<Completion> drain_completions() override;
   void close() override;
 
- protected:
+  // One queued batch, as run_batch() gets it.
   enum class Op { kGet, kSet, kExists, kDelete };
   struct Batch {
     Op op;
@@ -62,6 +62,7 @@ class ConnectorBase : public IStorageConnector {
     std::vector<std::size_t> lens;
   };
 
+ protected:
   // Answers one batch; runs on the worker thread, one batch at a time.
   virtual Completion run_batch(const Batch& batch) = 0;
 

@@ -11,11 +11,14 @@ MapConnector::Store& MapConnector::store() {
 }
 
 Completion MapConnector::run_batch(const Batch& b) {
-  Completion c;
-  c.future_id = b.id;
   Store& server = store();
   std::lock_guard lock(server.mu);
-  auto& values = server.values;
+  return run_on(server.values, b);
+}
+
+Completion MapConnector::run_on(Values& values, const Batch& b) {
+  Completion c;
+  c.future_id = b.id;
   for (std::size_t i = 0; i < b.keys.size(); ++i) {
     auto it = values.find(b.keys[i]);
     switch (b.op) {

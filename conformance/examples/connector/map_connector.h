@@ -27,15 +27,23 @@ class MapConnector final : public ConnectorBase {
  public:
   static constexpr bool kPerKeyGetResults = true;
 
+  using Values = std::map<std::string, std::vector<unsigned char>>;
+
   MapConnector() = default;
   // Stops the worker before the map goes.
   ~MapConnector() override { close(); }
+
+  // run_on()
+  //
+  // Answers `batch` over `values` as described above (the caller serialises access to them).
+  // Public so that test connectors built on this example's store share its semantics.
+  static Completion run_on(Values& values, const Batch& batch);
 
  private:
   // The "server": one store for every MapConnector of the process.
   struct Store {
     std::mutex mu;  // guards values
-    std::map<std::string, std::vector<unsigned char>> values;
+    Values values;
   };
   static Store& store();
 

@@ -4,8 +4,8 @@
 #include <memory>
 #include <string>
 
-#include "lmcache/conformance/adapter_conformance.h"
 #include "lmcache/bridge/native_connector_adapter.h"
+#include "lmcache/conformance/adapter_conformance.h"
 #include "lmcache/l1/l1_manager.h"
 #include "lmcache/serde/async_serde_processor.h"
 #include "lmcache/serde/fp8_serde.h"

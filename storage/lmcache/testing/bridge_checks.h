@@ -52,8 +52,7 @@ namespace lmcache::storage_testing {
 struct BridgeRig {
   std::string name;
   std::function<bridge::ErasedConnectorPtr()> make_connector;
-  std::function<L2AdapterPtr(bridge::ErasedConnectorPtr,
-                             bridge::NativeConnectorAdapterOptions)>
+  std::function<L2AdapterPtr(bridge::ErasedConnectorPtr, bridge::NativeConnectorAdapterOptions)>
       make_bridge;
   bridge::NativeConnectorAdapterOptions options;
 };

@@ -176,7 +176,7 @@ std::vector<bridge::Completion> MemoryConnectorCore::drain() {
   notifier_.consume();
   std::lock_guard lock(mu_);
   std::vector<bridge::Completion> out(std::make_move_iterator(ready_.begin()),
-                                         std::make_move_iterator(ready_.end()));
+                                      std::make_move_iterator(ready_.end()));
   ready_.clear();
   return out;
 }
