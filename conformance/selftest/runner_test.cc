@@ -343,4 +343,24 @@ TEST(Runner, ConnectorPluginUsageErrors) {
   EXPECT_NE(missing.output.find("/nonexistent/libnothing.so"), std::string::npos) << missing.output;
 }
 
+TEST(Runner, UnreachableConnectorEndsInTheDeadline) {
+  // A connector whose server cannot be reached accepts submits and never completes them: the
+  // store made when the plugin is loaded ends in the bridge's task deadline, and the runner says
+  // so once, as a usage error, instead of running every property into the same deadline.
+  RunResult r = run_conform(std::string("--connector-plugin ") +
+                            LMCONF_UNREACHABLE_CONNECTOR_PLUGIN + " --depth quick");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("LMCACHE_CONFORMANCE_CONNECTOR(UnreachableConnector): the connector "
+                          "cannot store, so no property can run"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("the implementation reported: no completion within the task deadline"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("(in connector store of 1 key ["), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find(" 64 B]"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("is its server reachable?"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("AdapterConformance"), std::string::npos) << r.output;
+}
+
 }  // namespace

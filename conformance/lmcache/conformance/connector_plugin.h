@@ -22,6 +22,7 @@
 #pragma once
 
 #include <cctype>
+#include <chrono>
 #include <concepts>
 #include <cstddef>
 #include <cstdint>
@@ -42,6 +43,7 @@
 #include "lmcache/conformance/plugin_abi.h"
 #include "lmcache/conformance/reference_impls.h"
 #include "lmcache/conformance/registry.h"
+#include "lmcache/conformance/store_preflight.h"
 #include "lmcache/l1/l1_manager.h"
 #include "lmcache/serde/async_serde_processor.h"
 #include "lmcache/serde/fp8_serde.h"
@@ -205,10 +207,13 @@ AdapterUnderTest native_connector_fp8_descriptor(std::string name, F factory) {
 //
 // Adds native_connector_descriptor<C>() and native_connector_fp8_descriptor<C>() to `registry`,
 // named connector_implementation_name(type_name) and that name + "_fp8", after building one
-// adapter and closing it, so that a factory that throws is reported when the plugin is loaded
-// (the runner exits 2) rather than by every property. Without `factory`, connectors are built
-// with std::make_unique<C>(). Throws std::runtime_error naming the connector when that first
-// adapter cannot be built, and what Registry::add_adapter() throws.
+// adapter, storing one object through it (first_store_problem(), store_preflight.h) and closing
+// it, so that a factory that throws, or a connector that cannot store (an unreachable server:
+// submits that fail, or never complete and end in the bridge's task deadline), is reported once
+// when the plugin is loaded (the runner exits 2) rather than by every property, each after the
+// deadline. Without `factory`, connectors are built with std::make_unique<C>(). Throws
+// std::runtime_error naming the connector and the problem when that first adapter cannot be built
+// or cannot store, and what Registry::add_adapter() throws.
 template <class C, class F>
 void register_native_connector(Registry& registry, std::string_view type_name, F factory) {
   static_assert(conformance_internal::check_native_connector<C>());
@@ -217,11 +222,21 @@ void register_native_connector(Registry& registry, std::string_view type_name, F
                 "arguments and return std::unique_ptr<C> (ConnectorFactory, connector_plugin.h)");
   const std::string name = connector_implementation_name(type_name);
   AdapterUnderTest bare = native_connector_descriptor<C>(name, factory);
+  std::string problem;
   try {
-    bare.make()->close();
+    L2AdapterPtr first = bare.make();
+    // The bridge fails a task at its deadline; the margin only bounds a bridge that does not.
+    problem = first_store_problem(
+        *first, bridge::NativeConnectorAdapterOptions{}.task_deadline + std::chrono::seconds(5));
+    first->close();
   } catch (const std::exception& e) {
     throw std::runtime_error("LMCACHE_CONFORMANCE_CONNECTOR(" + std::string(type_name) +
                              "): cannot build the connector and its bridge: " + e.what());
+  }
+  if (!problem.empty()) {
+    throw std::runtime_error("LMCACHE_CONFORMANCE_CONNECTOR(" + std::string(type_name) +
+                             "): the connector cannot store, so no property can run: " + problem +
+                             " (is its server reachable?)");
   }
   registry.add_adapter(std::move(bare));
   registry.add_adapter(native_connector_fp8_descriptor<C>(name, std::move(factory)));

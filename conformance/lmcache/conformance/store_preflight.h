@@ -1,0 +1,28 @@
+// File: lmcache/conformance/store_preflight.h
+//
+// Before the kit runs a suite over an adapter it did not build itself (a vendor's native
+// connector from a plugin), one store tells whether there is anything to test: a connector whose
+// server is unreachable (LMCache's own Redis connector: its workers exit, its submits never
+// complete) would otherwise fail every property the same way, each after the bridge's task
+// deadline. Part of lmcache::conformance_api.
+#pragma once
+
+#include <chrono>
+#include <string>
+
+#include "lmcache/l2/l2_adapter.h"
+
+namespace lmcache::conformance {
+
+// first_store_problem()
+//
+// Stores one 64-byte object through `adapter` under probe_key(0) (the adapter's namespace should
+// be fresh: key_namespace.h), waits for its result for at most `limit`, and deletes the key again.
+// Returns "" when the store succeeded; otherwise what went wrong, in words, naming the first
+// error the implementation reported meanwhile (error_notes.h) when there is one, e.g.
+//   "a store of one 64-byte object completed as failed; the implementation reported: no
+//    completion within the task deadline (10000 ms) (in connector set ...)".
+// Clears the implementation-error notes before and after. Throws what the adapter throws.
+std::string first_store_problem(L2AdapterInterface& adapter, std::chrono::milliseconds limit);
+
+}  // namespace lmcache::conformance
