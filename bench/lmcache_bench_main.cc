@@ -14,6 +14,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
 #include <filesystem>
 #include <iostream>
@@ -147,6 +148,16 @@ int run(int argc, char** argv) {
   if (!flags.connector_plugin.empty()) {
     // The connector's l2/ rows: the bridge over it, an L2 adapter type of this process.
     suite.l2_plugin_type = "connector-plugin";
+    // The server the resp and redis-benchmark rows use, for a factory that connects to Redis:
+    // its rows are then measured on the same server (bench/README.md).
+    try {
+      const auto [host, port] = lb::bench_redis_endpoint();
+      ::setenv("LMCACHE_BENCH_REDIS_HOST", host.c_str(), 1);
+      ::setenv("LMCACHE_BENCH_REDIS_PORT", std::to_string(port).c_str(), 1);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "lmcache-bench: no redis-server for the connector plugin: %s\n",
+                   e.what());
+    }
     const std::string error = lmcache::conformance::tools::register_connector_plugin_adapter_type(
         flags.connector_plugin, suite.l2_plugin_type, &suite.l2_plugin_impl);
     if (!error.empty()) {

@@ -10,6 +10,10 @@ Parts (--part; default all):
             to a scrape after the run;
   plugin    --plugin <conformance plugin .so> (--plugin-so): the vendor's serde and processor
             are benchmarked and exported beside the reference ones; a bad path is refused.
+  redis_connector_plugin
+            --connector-plugin <a Redis connector plugin .so> (--connector-plugin-so): its
+            factory connects to the redis-server the bench exports; its raw l2/ rows, resp's
+            and redis-benchmark's all run on that server.
   connector_plugin
             --connector-plugin <native connector plugin .so> (--connector-plugin-so): l2/
             rows for the vendor's connector (raw and fp8, store and load) beside resp and fs;
@@ -273,6 +277,34 @@ def part_connector_plugin(bench, workdir, plugin_so):
     return None
 
 
+def part_redis_connector_plugin(bench, workdir, plugin_so):
+    """A connector plugin whose factory connects to the redis-server the bench exports: its raw
+    rows, resp's and redis-benchmark's, all on that one server, ran without error."""
+    if not plugin_so:
+        return "no --connector-plugin-so given"
+    if not shutil.which("redis-server") or not shutil.which("redis-benchmark"):
+        return "redis-server or redis-benchmark not installed (scripts/install-deps.sh)"
+    proc = subprocess.run([bench, "--quick", "--device", "cpu", "--connector-plugin", plugin_so,
+                           "--filter", "^l2/(store|load)/(RespConnector|resp|redis-benchmark)/",
+                           "--batches", "1", "--sizes", "1MiB", "--out", workdir,
+                           "--benchmark_min_time=0.001"],
+                          capture_output=True, text=True, timeout=300)
+    # The factory throws without the address, so a load (exit 0) means the bench exported it.
+    check(proc.returncode == 0, f"lmcache-bench --connector-plugin exited {proc.returncode}:\n"
+                                f"{proc.stdout}{proc.stderr}")
+    _, values = textfile_values(workdir)
+    errors = [v for (n, l), v in values.items()
+              if n == "lmcache_bench_benchmarks" and dict(l).get("status") == "error"]
+    check(errors == [0.0], f"rows failed: {errors}\n{proc.stdout}{proc.stderr}")
+    rates = {(dict(l)["impl"], dict(l)["op"]) for (n, l), v in values.items()
+             if n == "lmcache_bench_throughput_bytes_per_second" and v > 0
+             and dict(l).get("suite") == "l2" and dict(l).get("serde") == "none"}
+    for impl in ("RespConnector", "resp", "redis-benchmark"):
+        for op in ("store", "load"):
+            check((impl, op) in rates, f"no {impl} {op} rate: {sorted(rates)}")
+    return None
+
+
 def part_l2(bench, workdir):
     """The l2/ rows over real storage (a private redis-server, a temporary directory): every
     adapter x op x serde row ran without error, with its stored bytes per wide byte."""
@@ -296,11 +328,17 @@ def part_l2(bench, workdir):
                   f"{adapter} {op} raw: stored_ratio {ratios.get((adapter, op, 'none'))}")
             fp8 = ratios.get((adapter, op, "fp8"))
             check(fp8 is not None and 0.5 <= fp8 < 0.51, f"{adapter} {op} fp8: stored_ratio {fp8}")
+    # The server's own ceiling beside them, when redis-benchmark is installed (else skipped).
+    if shutil.which("redis-benchmark"):
+        for op in ("store", "load"):
+            check(ratios.get(("redis-benchmark", op, "none")) == 1.0,
+                  f"redis-benchmark {op}: {sorted(ratios)}")
     return None
 
 
 PARTS = {"promtool": part_promtool, "push": part_push, "listen": part_listen,
-         "plugin": part_plugin, "connector_plugin": part_connector_plugin, "l2": part_l2}
+         "plugin": part_plugin, "connector_plugin": part_connector_plugin,
+         "redis_connector_plugin": part_redis_connector_plugin, "l2": part_l2}
 
 
 def main():
@@ -315,7 +353,8 @@ def main():
     args = ap.parse_args()
     parts = args.part or [p for p in PARTS
                           if (p != "plugin" or args.plugin_so)
-                          and (p != "connector_plugin" or args.connector_plugin_so)]
+                          and (p not in ("connector_plugin", "redis_connector_plugin")
+                               or args.connector_plugin_so)]
     root = args.workdir or tempfile.mkdtemp(prefix="lmcache-metrics-test-")
     skipped, failed = [], []
     for name in parts:
@@ -327,6 +366,9 @@ def main():
                 reason = part_plugin(args.bench, workdir, args.plugin_so)
             elif name == "connector_plugin":
                 reason = part_connector_plugin(args.bench, workdir, args.connector_plugin_so)
+            elif name == "redis_connector_plugin":
+                reason = part_redis_connector_plugin(args.bench, workdir,
+                                                     args.connector_plugin_so)
             else:
                 reason = PARTS[name](args.bench, workdir)
         except (AssertionError, subprocess.SubprocessError, OSError, ValueError) as e:

@@ -16,6 +16,7 @@ besides the transfer; the measured fp8 row says what actually happened.
 from reportdata import num
 
 ADAPTERS = ('resp', 'fs')
+CEILING = 'redis-benchmark'  # the server's own SET/GET rate (lmcache-bench's l2/ rows)
 ADAPTER_TEXT = {'resp': 'resp (Redis, private redis-server, 8 workers)',
                 'fs': 'fs (one file per object, temporary directory, no checksum)'}
 CHUNK = 1 << 20
@@ -51,6 +52,42 @@ def points(sweep):
     return out
 
 
+def redis_points(sweep):
+    """[{op, batch, ceiling, raw: {impl: bytes/s}}] for every op and batch of 1 MiB chunks with a
+    redis-benchmark row: the raw rate of every l2 impl but fs (resp, and a connector plugin's,
+    which lmcache-bench measures on the same redis-server when its factory connects there)
+    beside the server's own ceiling; [] without redis-benchmark rows."""
+    out = []
+    for op in ('store', 'load'):
+        batches = sorted({num(r['batch']) for r in sweep.select(
+            suite='l2', impl=CEILING, op=op, size_bytes=CHUNK)})
+        for batch in batches:
+            ceiling = _rate(sweep.select(suite='l2', impl=CEILING, op=op, size_bytes=CHUNK,
+                                         batch=batch))
+            raw = {r['impl']: r.values.get('throughput') for r in sweep.select(
+                suite='l2', op=op, serde='none', size_bytes=CHUNK, batch=batch)
+                if r['impl'] not in ('fs', CEILING) and r.values.get('throughput')}
+            if ceiling and raw:
+                out.append({'op': op, 'batch': batch, 'ceiling': ceiling, 'raw': raw})
+    return out
+
+
+def redis_impls(rpts):
+    """The impls of redis_points() in table order: connector plugins (by name), then resp."""
+    names = {i for p in rpts for i in p['raw']}
+    return sorted(names - {'resp'}) + (['resp'] if 'resp' in names else [])
+
+
+def redis_table(rpts):
+    """(header, rows) of tables/l2_redis.csv: one row per op, batch and impl."""
+    header = ['op', 'batch', 'impl', 'raw_gb_per_s', 'redis_benchmark_gb_per_s',
+              'share_of_ceiling']
+    rows = [[p['op'], p['batch'], impl, _gb(p['raw'][impl], ''), _gb(p['ceiling'], ''),
+             f"{p['raw'][impl] / p['ceiling']:.2f}"]
+            for p in rpts for impl in redis_impls(rpts) if impl in p['raw']]
+    return header, rows
+
+
 def _gb(v, missing='–'):
     return f'{v / 1e9:.2f}' if v is not None else missing
 
@@ -68,8 +105,28 @@ def table(pts):
     return header, rows
 
 
-def section(pts, md_table, plot):
-    """The README's "L2 end to end" section as lines ([] without l2 rows)."""
+def redis_section(rpts, md_table):
+    """The side-by-side part of the L2 section: every Redis client beside redis-benchmark."""
+    if not rpts:
+        return []
+    impls = redis_impls(rpts)
+    return ['**Side by side on one redis-server** (raw, no serde): each client\'s GB/s of KV '
+            'and its share of the server\'s own ceiling, `redis-benchmark` SET (store) and GET '
+            '(load) of 1 MiB values with min(chunks, 8) clients against the same private '
+            'redis-server. A connector plugin is on this server when its factory reads '
+            '`LMCACHE_BENCH_REDIS_HOST` / `LMCACHE_BENCH_REDIS_PORT`; otherwise its row is its '
+            'own store\'s. Sweep measurements (one each).', '', md_table(
+                ['op', 'chunks per task'] + [f'{i} GB/s (share)' for i in impls]
+                + ['redis-benchmark GB/s'],
+                [[p['op'], p['batch']]
+                 + [f"{_gb(p['raw'][i])} ({p['raw'][i] / p['ceiling']:.2f})" if i in p['raw']
+                    else '–' for i in impls]
+                 + [_gb(p['ceiling'])] for p in rpts]), '']
+
+
+def section(pts, md_table, plot, rpts=()):
+    """The README's "L2 end to end" section as lines ([] without l2 rows); `rpts` from
+    redis_points() adds the side-by-side table."""
     if not pts:
         return []
     out = ['## L2 end to end', '',
@@ -97,6 +154,7 @@ def section(pts, md_table, plot):
               '–' if p['break_even'] is None else
               'yes' if p['raw'] < p['break_even'] else 'no']
              for p in rows]), '']
+    out += redis_section(rpts, md_table)
     if plot:
         title, svg, png = plot
         out += [f'[![{title}]({png})]({svg})', '']

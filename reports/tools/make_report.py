@@ -108,6 +108,9 @@ def write_tables(report, rows, out_dir):
     l2_points = l2.points(sweep)
     if l2_points:
         tables['l2'] = l2.table(l2_points)
+        redis_points = l2.redis_points(sweep)
+        if redis_points:
+            tables['l2_redis'] = l2.redis_table(redis_points)
     tables['summary'] = (
         ['key', 'what', 'value', 'unit', 'q1', 'q3', 'repetitions', 'ratio', 'flagged',
          'relative', 'how'],
@@ -197,7 +200,7 @@ def render(report_dir):
         out += [f'[![{title}]({png})]({svg})', '']
     if not made:
         out += ['_No plottable results._', '']
-    out += l2.section(l2_points, md_table, l2_plot)
+    out += l2.section(l2_points, md_table, l2_plot, l2.redis_points(report.sweep))
     csv_text = {
         'codec': f"every fp8 codec row (GB/s, roofline, its spread, ratio); {noisy} of "
                  f"{counts['codec']} rows have a roofline spread above {bound} "
@@ -208,10 +211,12 @@ def render(report_dir):
         'summary': 'the summary block as data (median, quartiles, repetitions)',
         'l2': 'L2 end to end through real storage (raw and fp8 GB/s, stored bytes per wide '
               'byte, bare codec, break-even storage bandwidth)',
+        'l2_redis': 'the Redis clients (resp, a connector plugin\'s) side by side with '
+                    'redis-benchmark on the same redis-server (raw GB/s, share of its ceiling)',
     }
     out += ['## Full tables', '']
     out += [f'- [tables/{n}.csv](tables/{n}.csv): {counts[n]} rows, {csv_text[n]}.'
-            for n in TABLES + (('l2',) if 'l2' in counts else ())]
+            for n in TABLES + tuple(n for n in ('l2', 'l2_redis') if n in counts)]
     sweep_reps = 1
     runs = [run_line('sweep', 'every table and plot', report.sweep_context, sweep_reps)]
     if report.repeated is not None:

@@ -174,9 +174,37 @@ class MakeReportTest(ReportTest):
         self.assertEqual(by[('resp', 'load', '8')]['raw_below_break_even'], 'yes')
         self.assertEqual(by[('fs', 'load', '8')]['raw_below_break_even'], 'no')
         self.assertEqual(by[('fs', 'store', '1')]['break_even_gb_per_s'], '2.50')
+        # Without redis-benchmark rows there is no side-by-side table.
+        self.assertNotIn('Side by side on one redis-server', readme)
+        self.assertFalse(os.path.exists(os.path.join(self.report, 'tables', 'l2_redis.csv')))
         # The validator holds the section to its table and its plot.
         os.remove(os.path.join(self.report, 'tables', 'l2.csv'))
         self.assert_caught('no tables/l2.csv')
+
+    def test_l2_side_by_side_with_redis_benchmark(self):
+        bench = os.path.join(self.tmp, 'bench_l2_redis')
+        testdata.write_bench_dir(bench, self.sha, testdata.sweep_rows() + testdata.l2_rows()
+                                 + testdata.l2_redis_rows())
+        self.bench = bench
+        self.report = self.make(summary_dir=False)
+        readme = self.read('README.md')
+        self.assertEqual(validate_report.validate(self.report), [])
+        self.assertIn('**Side by side on one redis-server**', readme)
+        # The connector plugin first, then resp, then the ceiling; shares of 2 GB/s.
+        self.assertIn('| op | chunks per task | MapConnector GB/s (share) | resp GB/s (share) | '
+                      'redis-benchmark GB/s |', readme)
+        self.assertIn('| store | 8 | 0.50 (0.25) | 1.00 (0.50) | 2.00 |', readme)
+        self.assertIn('(tables/l2_redis.csv)', readme)
+        with open(os.path.join(self.report, 'tables', 'l2_redis.csv'), encoding='utf-8') as f:
+            rows = list(csv.DictReader(f))
+        self.assertEqual(len(rows), 8)  # 2 ops x 2 batches x 2 clients; fs is not a Redis client
+        by = {(r['op'], r['batch'], r['impl']): r for r in rows}
+        self.assertEqual(by[('load', '1', 'resp')]['share_of_ceiling'], '0.50')
+        self.assertEqual(by[('load', '1', 'MapConnector')]['redis_benchmark_gb_per_s'], '2.00')
+        # The L2 summary rows stay the adapters' (resp and fs), not the ceiling's.
+        self.assertEqual(len(validate_report.summary_rows(readme)), 14)
+        os.remove(os.path.join(self.report, 'tables', 'l2_redis.csv'))
+        self.assert_caught('no tables/l2_redis.csv')
 
     def test_summary_figures(self):
         readme = self.read('README.md')

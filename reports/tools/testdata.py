@@ -87,6 +87,22 @@ def l2_rows():
     return rows
 
 
+def l2_redis_rows():
+    """[(labels, {prom family: value})] of a connector plugin's raw l2 rows (MapConnector,
+    0.5 GB/s) and redis-benchmark's ceiling (2 GB/s), batches 1 and 8, to go with l2_rows():
+    resp's 1 GB/s is half the ceiling, MapConnector's a quarter."""
+    rows = []
+    for op in ('store', 'load'):
+        for batch in (1, 8):
+            for impl, rate in (('MapConnector', 5e8), ('redis-benchmark', 2e9)):
+                rows.append((labels(suite='l2', op=op, impl=impl, serde='none',
+                                    dtype='bfloat16', format='none', device='cpu',
+                                    size_bytes=1 << 20, batch=batch),
+                             {'lmcache_bench_throughput_bytes_per_second': rate,
+                              'lmcache_bench_stored_ratio': 1.0}))
+    return rows
+
+
 def metrics_text(sha, rows):
     lines = ['# TYPE lmcache_bench_build_info gauge',
              f'lmcache_bench_build_info{{build_type="Release",compiler="g++",git_sha="{sha}",'

@@ -214,6 +214,16 @@ def validate(path):
                 bad('tables/l2.csv is not linked from README.md')
         if 'plots/l2_end_to_end.png' not in links:
             bad('README.md: the "L2 end to end" section shows no plots/l2_end_to_end.png')
+        # The side-by-side table (a run with redis-benchmark rows) comes with its CSV.
+        if '**Side by side on one redis-server**' in readme:
+            csv_path = os.path.join(path, 'tables', 'l2_redis.csv')
+            if not os.path.isfile(csv_path):
+                bad('README.md has the side-by-side Redis table but no tables/l2_redis.csv')
+            else:
+                for p in check_csv(csv_path):
+                    bad(f'tables/l2_redis.csv {p}')
+                if 'tables/l2_redis.csv' not in links:
+                    bad('tables/l2_redis.csv is not linked from README.md')
     plots_dir = os.path.join(path, 'plots')
     if os.path.isdir(plots_dir):
         files = set(os.listdir(plots_dir))

@@ -18,7 +18,17 @@
 // bytes / the wide bytes), from which, with the bare codec rates of the wrapper/ suite,
 // reports/tools computes the break-even storage bandwidth. Stores delete their keys after each
 // task (untimed), so every store writes anew; loads read what one untimed store put there.
-// Without redis-server the resp rows are skipped with the reason (SkipWithError).
+//
+//   impl=redis-benchmark  the server's own ceiling: Debian's redis-benchmark against the same
+//               redis-server, SET (op=store) and GET (op=load) of values of the chunk size,
+//               min(batch, 8) clients (the resp adapter's 8 workers), 16 × batch requests (at
+//               least 128); time = requests / the rate it reports (its own start not included)
+//
+// Without redis-server the resp and redis-benchmark rows are skipped with the reason
+// (SkipWithError). With --connector-plugin the server is started before the plugin is loaded
+// and its address exported (bench_redis_endpoint(), suites.h), so that a plugin whose factory
+// reads it measures its connector on the same server.
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <memory>
@@ -26,6 +36,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "lmcache/bench/bench_catalog.h"
@@ -35,6 +46,7 @@
 #include "lmcache/fs/fs_adapter.h"
 #include "lmcache/l1/l1_manager.h"
 #include "lmcache/resp/resp_adapter.h"
+#include "lmcache/testing/redis_benchmark.h"
 #include "lmcache/testing/redis_server.h"
 #include "lmcache/testing/temp_dir.h"
 #include "lmcache/wrapper/adapter_factory.h"
@@ -59,6 +71,24 @@ Storage& storage() {
   return s;
 }
 
+// The private redis-server of the run, started on first use; throws std::runtime_error with
+// the reason it cannot be had (remembered: later rows skip with it at once). Caller holds s.mu.
+storage_testing::RedisServer& redis_locked(Storage& s) {
+  if (!s.redis && s.redis_error.empty()) {
+    if (!storage_testing::RedisServer::find_executable()) {
+      s.redis_error = "redis-server is not installed (scripts/install-deps.sh installs it)";
+    } else {
+      try {
+        s.redis = std::make_unique<storage_testing::RedisServer>();
+      } catch (const std::exception& e) {
+        s.redis_error = std::string("redis-server did not start: ") + e.what();
+      }
+    }
+  }
+  if (!s.redis) throw std::runtime_error(s.redis_error);
+  return *s.redis;
+}
+
 // The adapter config of row `adapter` ("resp", "fs", or the L2 type a connector plugin was
 // registered as), with `serde` ("none" or "fp8"). Throws std::runtime_error when the storage
 // cannot be made (no redis-server).
@@ -69,19 +99,8 @@ Json adapter_config(const std::string& adapter, const std::string& serde) {
   if (adapter != "resp" && adapter != "fs") {
     c = {{"type", adapter}};  // a connector plugin: its store is its own
   } else if (adapter == "resp") {
-    if (!s.redis && s.redis_error.empty()) {
-      if (!storage_testing::RedisServer::find_executable()) {
-        s.redis_error = "redis-server is not installed (scripts/install-deps.sh installs it)";
-      } else {
-        try {
-          s.redis = std::make_unique<storage_testing::RedisServer>();
-        } catch (const std::exception& e) {
-          s.redis_error = std::string("redis-server did not start: ") + e.what();
-        }
-      }
-    }
-    if (!s.redis) throw std::runtime_error(s.redis_error);
-    c = {{"type", "resp"}, {"host", s.redis->host()}, {"port", s.redis->port()}};
+    storage_testing::RedisServer& redis = redis_locked(s);
+    c = {{"type", "resp"}, {"host", redis.host()}, {"port", redis.port()}};
   } else {
     if (!s.dir) s.dir = std::make_unique<storage_testing::TempDir>("lmcache-bench-fs-");
     c = {{"type", "fs"}, {"base_path", s.dir->path().string()}};
@@ -165,7 +184,58 @@ void register_case(const std::string& adapter, const std::string& impl, const st
       ->UseManualTime();
 }
 
+// One redis-benchmark row: SET (store) or GET (load) of `size`-byte values, the clients and
+// requests of a task of `batch` chunks (see the top of the file).
+void register_ceiling_case(bool store, std::uint64_t size, std::size_t batch) {
+  BenchLabels l;
+  l.suite = "l2";
+  l.op = store ? "store" : "load";
+  l.impl = "redis-benchmark";
+  l.serde = std::string(kNotApplicable);
+  l.dtype = "bfloat16";
+  l.format = std::string(kNotApplicable);
+  l.size_bytes = size;
+  l.batch = batch;
+  register_labeled(
+      l,
+      [=](benchmark::State& st) {
+        storage_testing::RedisBenchmarkRun run;
+        run.command = store ? "set" : "get";
+        run.value_bytes = size;
+        run.clients = static_cast<int>(std::min<std::size_t>(batch, 8));
+        run.requests = static_cast<int>(std::max<std::size_t>(128, 16 * batch));
+        try {
+          {
+            Storage& s = storage();
+            std::lock_guard lock(s.mu);
+            storage_testing::RedisServer& redis = redis_locked(s);
+            run.host = redis.host();
+            run.port = redis.port();
+          }
+          for (auto _ : st) {
+            st.SetIterationTime(run.requests / storage_testing::redis_benchmark_rps(run));
+          }
+        } catch (const std::exception& e) {
+          st.SkipWithError(e.what());
+          return;
+        }
+        st.counters[kStoredRatioCounter] = 1.0;
+        const auto requests = st.iterations() * run.requests;
+        st.SetItemsProcessed(requests);
+        st.SetBytesProcessed(requests * static_cast<std::int64_t>(size));
+      })
+      ->Unit(benchmark::kMicrosecond)
+      ->UseManualTime();
+}
+
 }  // namespace
+
+std::pair<std::string, int> bench_redis_endpoint() {
+  Storage& s = storage();
+  std::lock_guard lock(s.mu);
+  storage_testing::RedisServer& redis = redis_locked(s);
+  return {redis.host(), redis.port()};
+}
 
 void register_l2_suite(const SuiteConfig& c) {
   resp::register_resp_adapter_type();
@@ -187,6 +257,7 @@ void register_l2_suite(const SuiteConfig& c) {
             register_case(adapter, impl, serde, store, size, batch);
         }
       }
+      for (bool store : {true, false}) register_ceiling_case(store, size, batch);
     }
   }
 }

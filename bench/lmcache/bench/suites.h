@@ -35,6 +35,7 @@
 #include <functional>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "lmcache/core/dtype.h"
@@ -78,9 +79,18 @@ void register_wrapper_suite(const SuiteConfig& config);
 // register_l2_suite()
 //
 // The l2/ rows: resp, fs and config.l2_plugin_impl (when set), raw and fp8, 1 MiB bfloat16 chunks
-// (or config.sizes) at batches 1, 8, 64 (quick: 1, 8; or config.batches). Starts redis-server when
-// a resp row first runs.
+// (or config.sizes) at batches 1, 8, 64 (quick: 1, 8; or config.batches), and beside them
+// redis-benchmark's SET and GET of the same sizes against the same server (the server's
+// ceiling). Starts redis-server when a resp or redis-benchmark row first runs.
 void register_l2_suite(const SuiteConfig& config);
+
+// bench_redis_endpoint()
+//
+// The host and port of the run's private redis-server (the one the resp and redis-benchmark
+// rows use), starting it now if no row has. Throws std::runtime_error naming the reason when
+// there is none (not installed, did not start). lmcache-bench exports it as
+// LMCACHE_BENCH_REDIS_HOST / LMCACHE_BENCH_REDIS_PORT before it loads a connector plugin.
+std::pair<std::string, int> bench_redis_endpoint();
 
 // register_l1_suite()
 //
