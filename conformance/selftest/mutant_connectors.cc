@@ -5,12 +5,14 @@
 // of another length than the stored value's reaches a connector only from a bridge that did not
 // store the key (the bridge checks lengths it knows), so those bugs too need the reference.
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstring>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <utility>
@@ -158,7 +160,113 @@ class LateWriteConnector final : public bridge::ForwardingConnector {
   std::thread late_;
 };
 
-enum class ConnectorBug { kNone, kPrefixesKeys, kReadsPrefix, kDesyncs, kWritesAfterClose };
+// A "connection" shared by every connector of a process, set up on a connector's first submit
+// with a hand-rolled check-then-act and torn down when the last connector closes. Two first
+// submits at once each open one; the later replaces the earlier and closes it, under the
+// connector that already took it, whose every later submit then fails. The window between the
+// check and the act is widened so that first uses at once always overlap: a first use waits up
+// to 100 ms for another to arrive.
+class LazySharedConnection {
+ public:
+  struct Connection {
+    std::atomic<bool> open{true};
+  };
+
+  static LazySharedConnection& process() {
+    static LazySharedConnection c;
+    return c;
+  }
+
+  std::shared_ptr<Connection> first_use() {
+    {
+      std::lock_guard lock(mu_);
+      if (slot_) return slot_;  // the check
+    }
+    ++arriving_;
+    for (int i = 0; i < 100 && arriving_.load() < 2; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    auto mine = std::make_shared<Connection>();
+    std::shared_ptr<Connection> replaced;
+    {
+      std::lock_guard lock(mu_);
+      replaced = std::exchange(slot_, mine);  // the act, without checking again
+    }
+    if (replaced) replaced->open = false;
+    return mine;
+  }
+  void attach() { ++live_; }
+  void detach() {
+    if (--live_ == 0) {
+      std::lock_guard lock(mu_);
+      slot_.reset();
+      arriving_ = 0;
+    }
+  }
+
+ private:
+  std::mutex mu_;  // guards slot_ (memory safety only: the check and the act are apart)
+  std::shared_ptr<Connection> slot_;
+  std::atomic<int> live_{0};
+  std::atomic<int> arriving_{0};
+};
+
+class RacyFirstUseConnector final : public bridge::ForwardingConnector {
+ public:
+  explicit RacyFirstUseConnector(bridge::ErasedConnectorPtr inner)
+      : ForwardingConnector(std::move(inner)) {
+    LazySharedConnection::process().attach();
+  }
+  ~RacyFirstUseConnector() override { detach_once(); }
+
+  std::uint64_t submit_batch_get(const std::vector<std::string>& keys,
+                                 const std::vector<void*>& bufs,
+                                 const std::vector<std::size_t>& lens, std::size_t chunk) override {
+    connected();
+    return ForwardingConnector::submit_batch_get(keys, bufs, lens, chunk);
+  }
+  std::uint64_t submit_batch_set(const std::vector<std::string>& keys,
+                                 const std::vector<void*>& bufs,
+                                 const std::vector<std::size_t>& lens, std::size_t chunk) override {
+    connected();
+    return ForwardingConnector::submit_batch_set(keys, bufs, lens, chunk);
+  }
+  std::uint64_t submit_batch_exists(const std::vector<std::string>& keys) override {
+    connected();
+    return ForwardingConnector::submit_batch_exists(keys);
+  }
+  std::uint64_t submit_batch_delete(const std::vector<std::string>& keys) override {
+    connected();
+    return ForwardingConnector::submit_batch_delete(keys);
+  }
+  void close() override {
+    ForwardingConnector::close();
+    detach_once();
+  }
+
+ private:
+  void connected() {
+    std::lock_guard lock(mu_);
+    if (!connection_) connection_ = LazySharedConnection::process().first_use();
+    if (!connection_->open) throw std::runtime_error("write on a closed connection");
+  }
+  void detach_once() {
+    if (!detached_.exchange(true)) LazySharedConnection::process().detach();
+  }
+
+  std::mutex mu_;  // guards connection_ (the bridge may submit from several threads)
+  std::shared_ptr<LazySharedConnection::Connection> connection_;
+  std::atomic<bool> detached_{false};
+};
+
+enum class ConnectorBug {
+  kNone,
+  kPrefixesKeys,
+  kReadsPrefix,
+  kDesyncs,
+  kWritesAfterClose,
+  kRacesFirstUse
+};
 
 L2AdapterPtr bridge(std::shared_ptr<MemoryStore> store, ConnectorBug bug) {
   bridge::ErasedConnectorPtr c = bridge::erase_connector(std::make_unique<MemoryConnector>(store));
@@ -176,6 +284,9 @@ L2AdapterPtr bridge(std::shared_ptr<MemoryStore> store, ConnectorBug bug) {
       break;
     case ConnectorBug::kWritesAfterClose:
       c = std::make_unique<LateWriteConnector>(std::move(c));
+      break;
+    case ConnectorBug::kRacesFirstUse:
+      c = std::make_unique<RacyFirstUseConnector>(std::move(c));
       break;
   }
   return bridge::make_native_connector_adapter(std::move(c));
@@ -303,6 +414,34 @@ void add_connector_mutants(std::vector<Mutant>& out) {
         const bool changed = std::memcmp(at_close.data(), dst->data(), 8) != 0;
         a.reset();
         return changed ? "the load's destination was written after close() returned" : "";
+      }));
+  out.push_back(mutant(
+      "connector_races_first_use", ImplementationKind::kAdapter, BugClass::kConcurrency,
+      "ConcurrentFirstUse",
+      "connectors set up one process-wide connection lazily on their first submit, with a "
+      "check-then-act: two first uses at once each open one, and the later closes the earlier "
+      "under the connector that took it (every later submit of that connector fails)",
+      connector_impl(ConnectorBug::kRacesFirstUse), connector_impl(ConnectorBug::kNone),
+      [](const Impl& impl) -> std::string {
+        // Two fresh adapters stored through at once; then each stores again alone.
+        L2AdapterPtr a = impl.adapter.make(), b = impl.adapter.make();
+        auto store = [](L2AdapterInterface& x, const char* key) {
+          const TaskId id = x.submit_store_task({ObjectKey(key, "m", 0)}, {pattern(8, 0x11)});
+          std::optional<L2StoreResult> r;
+          for (int i = 0; i < 5000 && !r; ++i) {
+            auto got = x.pop_completed_store_tasks();
+            if (auto it = got.find(id); it != got.end()) r = it->second;
+            if (!r) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+          }
+          return r && r->is_successful();
+        };
+        std::thread other([&] { store(*b, "witness-b1"); });
+        store(*a, "witness-a1");
+        other.join();
+        const bool both = store(*a, "witness-a2") && store(*b, "witness-b2");
+        a->close();
+        b->close();
+        return both ? "" : "a later store failed after two first uses at once";
       }));
 }
 

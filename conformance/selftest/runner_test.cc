@@ -325,6 +325,22 @@ TEST(Runner, ConnectorKilledBySigpipeAtCloseFails) {
   EXPECT_NE(res["message"].get<std::string>().find("SIGPIPE"), std::string::npos) << res;
 }
 
+TEST(Runner, RacyLazyInitFailsConcurrentFirstUse) {
+  // Connectors whose process-wide pool is opened by a racy check-then-act on first use: the
+  // property's child uses them first (no load-time store there), from several threads at once,
+  // and its Fail names the connector's own error first. A property with one adapter at a time
+  // passes: the bug needs first uses at once.
+  RunResult r = run_conform(std::string("--connector-plugin ") + LMCONF_LAZY_INIT_CONNECTOR_PLUGIN +
+                            " --filter 'LazyPoolConnector.ConcurrentFirstUse:"
+                            "LazyPoolConnector.StoreReportsBytes'");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  ASSERT_TRUE(r.json_written) << r.output;
+  EXPECT_EQ(status_of(r, "LazyPoolConnector", "ConcurrentFirstUse"), "Fail") << r.output;
+  EXPECT_EQ(status_of(r, "LazyPoolConnector", "StoreReportsBytes"), "Pass") << r.output;
+  nlohmann::json res = result(r, "LazyPoolConnector", "ConcurrentFirstUse");
+  EXPECT_EQ(res["implementation_error"], "connection closed") << res.dump();
+}
+
 TEST(Runner, ConnectorPluginUsageErrors) {
   // A plugin of other implementations: loaded, but it registers no connector.
   RunResult none = run_conform(std::string("--connector-plugin ") + LMCONF_EXAMPLE_PLUGIN);

@@ -1,6 +1,7 @@
 #include "child.h"
 
 #include <csignal>
+#include <cstdlib>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -15,6 +16,7 @@
 #include "lmcache/conformance/properties.h"
 #include "lmcache/conformance/registry.h"
 #include "lmcache/conformance/serde_conformance.h"
+#include "lmcache/conformance/store_preflight.h"
 #include "lmcache/conformance/wrapper_conformance.h"
 #include "lmcache/core/regular_file.h"
 #include "plugin_loader.h"
@@ -79,6 +81,9 @@ int run_child(int argc, char** argv) {
     return 4;
   }
   const std::string mode = argv[2];
+  // The list child checked that a connector can store; a property's child leaves the
+  // connector's first use to the property (store_preflight.h).
+  if (mode == "run") ::setenv(kStorePreflightOffEnv, "1", 1);
   const std::string source = arg(argc, argv, "--source");
   const std::string out = arg(argc, argv, "--out");
   if (std::string error = is_adapter_config_source(source)

@@ -9,6 +9,7 @@
 #include <memory>
 #include <mutex>
 #include <set>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <unordered_set>
@@ -247,6 +248,83 @@ Verdict ConcurrentSubmitters(const AdapterUnderTest& aut) {
                   "after every thread deleted its keys at once, get_usage().total_bytes_used = " +
                       std::to_string(a.get_usage().total_bytes_used) + " (" + shape + ")");
         }
+      });
+}
+
+Verdict ConcurrentFirstUse(const AdapterUnderTest& aut) {
+  // kThreads adapters, all made before any is used, each used first by a thread of its own, all
+  // released together: whatever an implementation sets up on its first operation -- a
+  // process-wide pool, connection or registry behind a hand-rolled "if not yet initialized" --
+  // is set up by several threads at once. The runner runs each property in a fresh process
+  // (and skips its load-time store there, store_preflight.h), so the first case is the
+  // process's first use; a library that tears its globals down when its last instance closes
+  // races again in every case.
+  return run_rc_property(
+      rc_id("ConcurrentFirstUse", aut), {.max_success = 4, .shrink = false}, [&] {
+        SizeLimits limits = size_limits();
+        limits.max_groups = 2;
+        limits.max_group_elements = std::min<std::size_t>(limits.max_group_elements, 1u << 12);
+        limits.max_total_elements = limits.max_group_elements;
+        limits.allow_empty_groups = false;
+        Objects objects{&aut, *gen_layout(aut.object_dtypes, limits), *gen_seed()};
+        const std::size_t per =
+            *gen_batch_size(std::min<std::size_t>(current_profile().max_batch, 8));
+        const std::vector<ObjectKey> keys = key_family(objects.seed, kThreads * per + kThreads);
+        const std::string shape = std::to_string(kThreads) + " adapters, " + std::to_string(per) +
+                                  " keys each, objects " + objects.layout.to_string();
+        std::vector<L2AdapterPtr> adapters;
+        std::vector<std::unique_ptr<Closer>> closers;
+        for (int t = 0; t < kThreads; ++t) {
+          adapters.push_back(aut.make());
+          require(adapters.back() != nullptr, "the adapter factory returned null");
+          closers.push_back(std::unique_ptr<Closer>(new Closer{adapters.back().get()}));
+        }
+        // Each thread: its adapter's first operation is a store of its keys, then a lookup of
+        // them and an absent key, then a load of the same. Failures are thrown as text (the
+        // case's require() must not leave a thread).
+        const std::string error = on_threads([&](std::size_t t) {
+          L2AdapterInterface& a = *adapters[t];
+          const std::string who = "thread " + std::to_string(t) + " (" + shape + ")";
+          auto check = [&](bool ok, const std::string& what) {
+            if (!ok) throw std::runtime_error(who + ": " + what);
+          };
+          std::vector<ObjectKey> ks(keys.begin() + static_cast<std::ptrdiff_t>(t * per),
+                                    keys.begin() + static_cast<std::ptrdiff_t>((t + 1) * per));
+          std::vector<MemoryObjPtr> objs;
+          for (std::size_t i = 0; i < per; ++i) objs.push_back(objects.content(t * per + i));
+          const TaskId s = a.submit_store_task(ks, objs);
+          std::map<TaskId, L2StoreResult> got;
+          check(pop_stores_until(a, {s}, &got).empty(),
+                "the first store of a fresh adapter never completed");
+          check(got.at(s).is_successful(), "the first store of a fresh adapter failed");
+          ks.push_back(keys[kThreads * per + t]);  // absent
+          const Bitmap want(per + 1, per);
+          const TaskId k = a.submit_lookup_and_lock_task(ks);
+          auto bits =
+              poll_until([&] { return a.query_lookup_and_lock_result(k); }, result_timeout());
+          check(bits.has_value(), "a lookup after the first store never completed");
+          check(*bits == want, "a lookup of the " + std::to_string(per) +
+                                   " keys it stored first and an absent one gave " +
+                                   bits->to_string());
+          a.submit_unlock(std::vector<ObjectKey>(ks.begin(), ks.end() - 1));
+          std::vector<MemoryObjPtr> dsts;
+          for (std::size_t i = 0; i <= per; ++i) dsts.push_back(make_object(objects.layout));
+          const TaskId l = a.submit_load_task(ks, dsts);
+          auto loaded = poll_until([&] { return a.query_load_result(l); }, result_timeout());
+          check(loaded.has_value(), "a load after the first store never completed");
+          check(*loaded == want, "a load of the " + std::to_string(per) +
+                                     " keys it stored first and an absent one gave " +
+                                     loaded->to_string());
+          for (std::size_t i = 0; i < per; ++i) {
+            MemoryObjPtr w = objects.expected(t * per + i);
+            check(same_bytes(dsts[i]->data(), w->data(), w->size()),
+                  "the load of key " + std::to_string(i) + " did not give its own bytes back");
+          }
+          if (aut.capabilities.supports_delete) {
+            a.delete_keys(std::vector<ObjectKey>(ks.begin(), ks.end() - 1));
+          }
+        });
+        require(error.empty(), "adapters used for the first time at once: " + error);
       });
 }
 

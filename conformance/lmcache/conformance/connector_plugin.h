@@ -211,7 +211,8 @@ AdapterUnderTest native_connector_fp8_descriptor(std::string name, F factory) {
 // it, so that a factory that throws, or a connector that cannot store (an unreachable server:
 // submits that fail, or never complete and end in the bridge's task deadline), is reported once
 // when the plugin is loaded (the runner exits 2) rather than by every property, each after the
-// deadline. Without `factory`, connectors are built with std::make_unique<C>(). Throws
+// deadline (the store is skipped when store_preflight_wanted() is false: the runner's property
+// children). Without `factory`, connectors are built with std::make_unique<C>(). Throws
 // std::runtime_error naming the connector and the problem when that first adapter cannot be built
 // or cannot store, and what Registry::add_adapter() throws.
 template <class C, class F>
@@ -226,8 +227,10 @@ void register_native_connector(Registry& registry, std::string_view type_name, F
   try {
     L2AdapterPtr first = bare.make();
     // The bridge fails a task at its deadline; the margin only bounds a bridge that does not.
-    problem = first_store_problem(
-        *first, bridge::NativeConnectorAdapterOptions{}.task_deadline + std::chrono::seconds(5));
+    if (store_preflight_wanted()) {
+      problem = first_store_problem(
+          *first, bridge::NativeConnectorAdapterOptions{}.task_deadline + std::chrono::seconds(5));
+    }
     first->close();
   } catch (const std::exception& e) {
     throw std::runtime_error("LMCACHE_CONFORMANCE_CONNECTOR(" + std::string(type_name) +

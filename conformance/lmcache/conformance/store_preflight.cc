@@ -1,5 +1,6 @@
 #include "lmcache/conformance/store_preflight.h"
 
+#include <cstdlib>
 #include <optional>
 
 #include "lmcache/conformance/error_notes.h"
@@ -41,5 +42,7 @@ std::string first_store_problem(L2AdapterInterface& adapter, std::chrono::millis
   clear_implementation_errors();
   return problem;
 }
+
+bool store_preflight_wanted() { return std::getenv(kStorePreflightOffEnv) == nullptr; }
 
 }  // namespace lmcache::conformance

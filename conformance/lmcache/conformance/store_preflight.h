@@ -25,4 +25,16 @@ namespace lmcache::conformance {
 // Clears the implementation-error notes before and after. Throws what the adapter throws.
 std::string first_store_problem(L2AdapterInterface& adapter, std::chrono::milliseconds limit);
 
+// The environment variable that turns the load-time store off (any value): lmcache-conform sets
+// it for the children that run one property each, after the child that lists the
+// implementations has made the check once, so that a property's first operations are the
+// process's first use of the connector (a lazy, process-wide initialization raced by
+// ConcurrentSubmitters' threads is not hidden behind the preflight's single store).
+inline constexpr const char* kStorePreflightOffEnv = "LMCACHE_CONFORMANCE_STORE_PREFLIGHT_OFF";
+
+// store_preflight_wanted()
+//
+// False when kStorePreflightOffEnv is set.
+bool store_preflight_wanted();
+
 }  // namespace lmcache::conformance

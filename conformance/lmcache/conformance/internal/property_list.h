@@ -152,6 +152,10 @@
     "threads storing, looking up, loading, unlocking and deleting disjoint keys at once, with "    \
     "two threads popping, get unique ids, every result once, right bitmaps and bytes, one "        \
     "notify per task; usage and locks end at zero")                                                \
+  X(ConcurrentFirstUse,                                                                            \
+    "several fresh adapters used for the first time by one thread each, at once (what an "         \
+    "implementation sets up lazily on first use is raced), each store, lookup and load its own "   \
+    "keys right")                                                                                  \
   X(ResourcesBoundedOverManyTasks,                                                                 \
     "hundreds of tasks leave the fd and thread counts where a warmed-up adapter had them, and "    \
     "no reference to a caller buffer once its task completed")                                     \
