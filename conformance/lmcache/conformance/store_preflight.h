@@ -17,11 +17,12 @@ namespace lmcache::conformance {
 // first_store_problem()
 //
 // Stores one 64-byte object through `adapter` under probe_key(0) (the adapter's namespace should
-// be fresh: key_namespace.h), waits for its result for at most `limit`, and deletes the key again.
-// Returns "" when the store succeeded; otherwise what went wrong, in words, naming the first
-// error the implementation reported meanwhile (error_notes.h) when there is one, e.g.
+// be fresh: key_namespace.h), waits for its result for at most `limit`, and deletes the key
+// again (delete_keys(); a bridge over a connector without deletes only hides it). Returns ""
+// when the store succeeded; otherwise what went wrong, in words, naming the first error the
+// implementation reported meanwhile (error_notes.h) when there is one, e.g.
 //   "a store of one 64-byte object completed as failed; the implementation reported: no
-//    completion within the task deadline (10000 ms) (in connector set ...)".
+//    completion within the task deadline (10000 ms) (in connector store of 1 key [... 64 B])".
 // Clears the implementation-error notes before and after. Throws what the adapter throws.
 std::string first_store_problem(L2AdapterInterface& adapter, std::chrono::milliseconds limit);
 
