@@ -202,28 +202,25 @@ def validate(path):
     for table in TABLES:
         if f'tables/{table}.csv' not in links:
             bad(f'tables/{table}.csv is not linked from README.md')
-    # The L2 section (when the sweep had l2/ rows) comes with its table and its plot.
-    if '\n## L2 end to end\n' in readme:
-        csv_path = os.path.join(path, 'tables', 'l2.csv')
+    def section_table(name, section):
+        """A section's table: tables/<name>.csv exists, is well formed and is linked."""
+        csv_path = os.path.join(path, 'tables', name + '.csv')
         if not os.path.isfile(csv_path):
-            bad('README.md has an "L2 end to end" section but no tables/l2.csv')
-        else:
-            for p in check_csv(csv_path):
-                bad(f'tables/l2.csv {p}')
-            if 'tables/l2.csv' not in links:
-                bad('tables/l2.csv is not linked from README.md')
+            bad(f'README.md has {section} but no tables/{name}.csv')
+            return
+        for p in check_csv(csv_path):
+            bad(f'tables/{name}.csv {p}')
+        if f'tables/{name}.csv' not in links:
+            bad(f'tables/{name}.csv is not linked from README.md')
+
+    # The L2 section (when the sweep had l2/ rows) comes with its table and its plot, and its
+    # side-by-side table (a run with redis-benchmark rows) with its own.
+    if '\n## L2 end to end\n' in readme:
+        section_table('l2', 'an "L2 end to end" section')
         if 'plots/l2_end_to_end.png' not in links:
             bad('README.md: the "L2 end to end" section shows no plots/l2_end_to_end.png')
-        # The side-by-side table (a run with redis-benchmark rows) comes with its CSV.
         if '**Side by side on one redis-server**' in readme:
-            csv_path = os.path.join(path, 'tables', 'l2_redis.csv')
-            if not os.path.isfile(csv_path):
-                bad('README.md has the side-by-side Redis table but no tables/l2_redis.csv')
-            else:
-                for p in check_csv(csv_path):
-                    bad(f'tables/l2_redis.csv {p}')
-                if 'tables/l2_redis.csv' not in links:
-                    bad('tables/l2_redis.csv is not linked from README.md')
+            section_table('l2_redis', 'the side-by-side Redis table')
     plots_dir = os.path.join(path, 'plots')
     if os.path.isdir(plots_dir):
         files = set(os.listdir(plots_dir))
