@@ -51,6 +51,17 @@ struct Objects {
   }
 };
 
+// The objects of a case whose threads store at once: a generated layout of at most 2 groups and
+// 2^12 elements, none empty, and a generated seed (call inside a RapidCheck property).
+Objects gen_thread_objects(const AdapterUnderTest& aut) {
+  SizeLimits limits = size_limits();
+  limits.max_groups = 2;
+  limits.max_group_elements = std::min<std::size_t>(limits.max_group_elements, 1u << 12);
+  limits.max_total_elements = limits.max_group_elements;
+  limits.allow_empty_groups = false;
+  return Objects{&aut, *gen_layout(aut.object_dtypes, limits), *gen_seed()};
+}
+
 // Runs body(t) on kThreads threads released together; the first exception's text, or "".
 template <class Body>
 std::string on_threads(Body body) {
@@ -79,12 +90,7 @@ std::string on_threads(Body body) {
 Verdict ConcurrentSubmitters(const AdapterUnderTest& aut) {
   return run_rc_property(
       rc_id("ConcurrentSubmitters", aut), {.max_success = 6, .shrink = false}, [&] {
-        SizeLimits limits = size_limits();
-        limits.max_groups = 2;
-        limits.max_group_elements = std::min<std::size_t>(limits.max_group_elements, 1u << 12);
-        limits.max_total_elements = limits.max_group_elements;
-        limits.allow_empty_groups = false;
-        Objects objects{&aut, *gen_layout(aut.object_dtypes, limits), *gen_seed()};
+        const Objects objects = gen_thread_objects(aut);
         // Each thread owns `per` keys, stored in `stores` tasks; the keys of the family that no
         // thread stores are the absent ones.
         const std::size_t per =
@@ -261,12 +267,7 @@ Verdict ConcurrentFirstUse(const AdapterUnderTest& aut) {
   // races again in every case.
   return run_rc_property(
       rc_id("ConcurrentFirstUse", aut), {.max_success = 4, .shrink = false}, [&] {
-        SizeLimits limits = size_limits();
-        limits.max_groups = 2;
-        limits.max_group_elements = std::min<std::size_t>(limits.max_group_elements, 1u << 12);
-        limits.max_total_elements = limits.max_group_elements;
-        limits.allow_empty_groups = false;
-        Objects objects{&aut, *gen_layout(aut.object_dtypes, limits), *gen_seed()};
+        const Objects objects = gen_thread_objects(aut);
         const std::size_t per =
             *gen_batch_size(std::min<std::size_t>(current_profile().max_batch, 8));
         const std::vector<ObjectKey> keys = key_family(objects.seed, kThreads * per + kThreads);
