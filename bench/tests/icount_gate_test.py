@@ -70,5 +70,16 @@ class BaselineSets(unittest.TestCase):
         os.remove(path)
 
 
+
+class ValgrindLimits(unittest.TestCase):
+    def test_an_instruction_valgrind_does_not_know_is_named_not_a_failure(self):
+        stderr = ("vex amd64->IR: unhandled instruction bytes: 0xF 0x1 0xF9 0x48 0xC1 0xE2\n"
+                  "==1== valgrind: Unrecognised instruction at address 0x54e6522.\n")
+        self.assertEqual(gate.cannot_emulate(stderr), "bytes 0xF 0x1 0xF9 0x48")
+        self.assertEqual(gate.cannot_emulate("==1== valgrind: Unrecognised instruction\n"),
+                         "an unrecognised instruction")
+        # Any other crash under callgrind is the binary's: no skip.
+        self.assertIsNone(gate.cannot_emulate("==1== Process terminating with SIGSEGV\n"))
+
 if __name__ == "__main__":
     unittest.main(argv=[sys.argv[0]], verbosity=2)
