@@ -427,12 +427,12 @@ void add_connector_mutants(std::vector<Mutant>& out) {
         L2AdapterPtr a = impl.adapter.make(), b = impl.adapter.make();
         auto store = [](L2AdapterInterface& x, const char* key) {
           const TaskId id = x.submit_store_task({ObjectKey(key, "m", 0)}, {pattern(8, 0x11)});
-          std::optional<L2StoreResult> r;
-          for (int i = 0; i < 5000 && !r; ++i) {
+          const std::optional<L2StoreResult> r = wait_for([&]() -> std::optional<L2StoreResult> {
             auto got = x.pop_completed_store_tasks();
-            if (auto it = got.find(id); it != got.end()) r = it->second;
-            if (!r) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-          }
+            auto it = got.find(id);
+            if (it == got.end()) return std::nullopt;
+            return it->second;
+          });
           return r && r->is_successful();
         };
         std::thread other([&] { store(*b, "witness-b1"); });
