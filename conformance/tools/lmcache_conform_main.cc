@@ -59,7 +59,7 @@ struct Options {
   std::string rc_params;
   bool rc_params_given = false;
   double timeout_s = 0;    // 0: by depth (300 s, 1800 s for exhaustive)
-  std::uint64_t jobs = 0;  // 0: min(4, cores)
+  std::uint64_t jobs = 0;  // 0: twice the cores, at most 8
   std::string keep_logs;
   bool quiet = false;
   std::string
@@ -404,7 +404,7 @@ int run_main(int argc, char** argv) {
                  "Seconds a property may run before it counts as a hang (default 300; 1800 at "
                  "--depth exhaustive)")
       ->check(cli::real_in(0.001, 86400));
-  app.add_option("--jobs,-j", o.jobs, "Properties run in parallel (default: min(4, cores))")
+  app.add_option("--jobs,-j", o.jobs, "Properties run in parallel (default: twice the cores, at most 8)")
       ->check(cli::uint_in(1, 256));
   app.add_option("--keep-logs", o.keep_logs,
                  "Keep every child's log and gtest report in this directory (created if need "
@@ -447,7 +447,10 @@ int run_main(int argc, char** argv) {
     std::uint64_t seed = (static_cast<std::uint64_t>(rd()) << 32) ^ rd();
     o.rc_params = (o.rc_params.empty() ? "" : o.rc_params + " ") + "seed=" + std::to_string(seed);
   }
-  if (o.jobs == 0) o.jobs = std::clamp(std::thread::hardware_concurrency(), 1u, 4u);
+  // Twice the cores: a property mostly waits (on the implementation's threads, fds and store),
+  // so one per core leaves the cores idle (standard depth over the reference on 2 cores: 547 s
+  // at 2, 445 s at 4).
+  if (o.jobs == 0) o.jobs = std::clamp(2 * std::thread::hardware_concurrency(), 1u, 8u);
 
   const std::string exe = self_exe();
   fs::path dir;

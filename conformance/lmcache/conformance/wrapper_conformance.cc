@@ -140,6 +140,7 @@ std::size_t gen_kv_batch(const MemoryLayoutDesc& layout, std::size_t min_batch) 
 L2StoreResult wait_store_once(L2AdapterInterface& w, TaskId id, const std::string& what) {
   std::optional<L2StoreResult> mine;
   auto deadline = std::chrono::steady_clock::now() + result_timeout();
+  ResultPacer pacer(w.get_store_event_fd());
   while (!mine) {
     for (auto& [tid, r] : w.pop_completed_store_tasks()) {
       if (tid == id) mine = r;
@@ -148,7 +149,7 @@ L2StoreResult wait_store_once(L2AdapterInterface& w, TaskId id, const std::strin
     require(std::chrono::steady_clock::now() < deadline,
             what + ": store task " + std::to_string(id) + " never completed (within " +
                 std::to_string(result_timeout().count()) + " ms)");
-    wait_readable(w.get_store_event_fd(), std::chrono::milliseconds(2));
+    pacer.wait();
   }
   std::uint64_t n = collect_notifies(w.get_store_event_fd(), 1);
   require(n == 1, what + ": the store fd counted " + std::to_string(n) +

@@ -164,6 +164,7 @@ struct AdapterSut {
                                               const std::string& what) {
     std::map<TaskId, L2StoreResult> mine;
     auto deadline = std::chrono::steady_clock::now() + result_timeout();
+    ResultPacer pacer(adapter->get_store_event_fd());
     for (;;) {
       for (auto& [tid, r] : adapter->pop_completed_store_tasks()) {
         if (on(kOneShot)) {
@@ -180,7 +181,7 @@ struct AdapterSut {
               what + ": " + std::to_string(ids.size() - mine.size()) +
                   " store task(s) did not complete within " +
                   std::to_string(result_timeout().count()) + " ms");
-      wait_readable(adapter->get_store_event_fd(), std::chrono::milliseconds(2));
+      pacer.wait();
     }
     if (on(kOneShot)) {
       for (auto& [tid, _] : adapter->pop_completed_store_tasks()) {

@@ -57,6 +57,30 @@ auto poll_until(Fn&& fn, std::chrono::milliseconds timeout) -> decltype(fn()) {
   }
 }
 
+// ResultPacer
+//
+// Paces a loop that waits for results an fd signals while leaving the fd's count unread (so
+// that it can be checked afterwards). wait() sleeps in poll() until the fd becomes readable or
+// 2 ms pass; once the fd is readable with nothing new for the loop (a count left unread on
+// purpose), poll() would return at once and the loop would spin, taking a core from the
+// implementation it waits for, so it sleeps instead, 50 us doubling to 2 ms.
+class ResultPacer {
+ public:
+  explicit ResultPacer(int fd) : fd_(fd) {}
+  void wait() {
+    if (!wait_readable(fd_, 0ms)) {
+      wait_readable(fd_, 2ms);
+      return;
+    }
+    std::this_thread::sleep_for(pause_);
+    if (pause_ < 2ms) pause_ *= 2;
+  }
+
+ private:
+  int fd_;
+  std::chrono::microseconds pause_{50};
+};
+
 // collect_notifies()
 //
 // Drains `fd` until `expected` notifies in total have been read (starting from `already`) or
