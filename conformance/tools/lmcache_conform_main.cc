@@ -404,7 +404,8 @@ int run_main(int argc, char** argv) {
                  "Seconds a property may run before it counts as a hang (default 300; 1800 at "
                  "--depth exhaustive)")
       ->check(cli::real_in(0.001, 86400));
-  app.add_option("--jobs,-j", o.jobs, "Properties run in parallel (default: twice the cores, at most 8)")
+  app.add_option("--jobs,-j", o.jobs,
+                 "Properties run in parallel (default: twice the cores, at most 8)")
       ->check(cli::uint_in(1, 256));
   app.add_option("--keep-logs", o.keep_logs,
                  "Keep every child's log and gtest report in this directory (created if need "

@@ -120,6 +120,10 @@ std::string load_reference_storage_source(const std::string& source, Registry& r
               {"bind_key", true},
               {"max_workers", 2}},
          reference_aes_gcm_serde(128, true)},
+        // LMCache's encrypt, from its own keys.
+        {"encrypt_256_file",
+         Json{{"type", "encrypt"}, {"master_key_path", key}, {"aes_bits", 256}, {"max_workers", 2}},
+         reference_encrypt_serde(256)},
         // aesgcm after two stages (checksum's exact size sizes the middle frame) ...
         {"chain_fp8_checksum_aesgcm_file",
          Json{

@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
-"""Byte-exact test vectors for the checksum and aesgcm frames (docs/integrity.md).
+"""Byte-exact test vectors for the checksum, aesgcm and encrypt frames (docs/integrity.md).
 
 Every vector is computed here, in Python, from the frame definitions alone, with
-python3-xxhash and python3-cryptography (independently of the C++ code). aesgcm vectors use a
-fixed IV so that a frame is one exact byte string; the C++ test (aesgcm_serde_test.cc,
+python3-xxhash and python3-cryptography (independently of the C++ code). aesgcm and encrypt
+vectors (one frame, two HKDF labels) use a fixed IV so that a frame is one exact byte string; the C++ test (aesgcm_serde_test.cc,
 checksum_serde_test.cc) sets the same IV through AesGcmSerializer::set_fixed_iv_for_testing()
 and requires byte equality.
 
@@ -28,9 +28,13 @@ def checksum_frame(payload: bytes, chunk_hash: bytes) -> bytes:
     return bytes([1]) + fingerprint(chunk_hash) + xxhash.xxh3_64(payload).digest() + payload
 
 
-def derive(master: bytes, salt: str, bits: int) -> bytes:
+# The HKDF label of each serde on the aesgcm frame (LMCache's aesgcm and encrypt).
+LABELS = {"aesgcm": b"lmcache-l2-aesgcm-v1", "encrypt": b"lmcache-l2-encrypt-v1"}
+
+
+def derive(master: bytes, salt: str, bits: int, serde: str = "aesgcm") -> bytes:
     return HKDF(algorithm=hashes.SHA256(), length=bits // 8, salt=None,
-                info=b"lmcache-l2-aesgcm-v1" + salt.encode()).derive(master)
+                info=LABELS[serde] + salt.encode()).derive(master)
 
 
 def key_aad(chunk_hash: bytes, model: str, kv_rank: int, group: int, salt: str) -> bytes:
@@ -49,7 +53,7 @@ KEY = {"model_name": "m", "kv_rank": 3, "object_group_id": 0}
 
 
 def vectors():
-    out = {"checksum": [], "aesgcm": []}
+    out = {"checksum": [], "aesgcm": [], "encrypt": []}
     for n, chunk_hash in [(2, "00"), (1, "0123456789abcdef0011"), (17, "abcd"),
                           (4099, "ffeeddccbbaa99887766")]:
         payload = pattern(n, n)
@@ -68,6 +72,19 @@ def vectors():
         frame = bytes([1]) + iv + AESGCM(derive(master, salt, bits)).encrypt(iv, payload, aad)
         out["aesgcm"].append({
             "aes_bits": bits, "bind_key": bind, "master_key": master.hex(), "iv": iv.hex(),
+            "chunk_hash": chunk_hash.hex(), **KEY, "cache_salt": salt,
+            "payload": payload.hex(), "frame": frame.hex()})
+    # encrypt: LMCache's keys only (no bind_key); the same shapes under its own label.
+    for i, (bits, salt, n) in enumerate([(128, "", 16), (128, "tenant-a", 4099),
+                                         (256, "tenant-b", 1), (256, "", 0)]):
+        master = pattern(32, 600 + i)
+        iv = pattern(12, 700 + i)
+        payload = pattern(n, 800 + i)
+        chunk_hash = pattern(10, 900 + i)
+        frame = bytes([1]) + iv + AESGCM(derive(master, salt, bits, "encrypt")).encrypt(
+            iv, payload, None)
+        out["encrypt"].append({
+            "aes_bits": bits, "bind_key": False, "master_key": master.hex(), "iv": iv.hex(),
             "chunk_hash": chunk_hash.hex(), **KEY, "cache_salt": salt,
             "payload": payload.hex(), "frame": frame.hex()})
     return out
@@ -89,8 +106,8 @@ def main(argv):
         print("FAIL: %s differs from the frames Python computes from their definitions"
               % argv[2])
         return 1
-    print("%d checksum and %d aesgcm vectors match their definitions"
-          % (len(want["checksum"]), len(want["aesgcm"])))
+    print("%d checksum, %d aesgcm and %d encrypt vectors match their definitions"
+          % (len(want["checksum"]), len(want["aesgcm"]), len(want["encrypt"])))
     return 0
 
 

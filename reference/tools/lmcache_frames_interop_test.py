@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
-"""Interop test: lmcache-serde's checksum / aesgcm frames against LMCache's frame definitions.
+"""Interop test: lmcache-serde's checksum / aesgcm / encrypt frames against LMCache's definitions.
 
 The frames are written here in Python straight from their definitions (docs/integrity.md),
 with python3-xxhash and python3-cryptography, independently of the C++ code:
   checksum: [u8 version=1][8-byte fingerprint][XXH3-64 big-endian][payload]
   aesgcm:   [u8 version=1][12-byte IV][AES-GCM(HKDF-SHA256 key) ciphertext || tag]
+  encrypt:  the same frame, its key derived under LMCache's label "lmcache-l2-encrypt-v1"
 It checks both ways: frames the CLI encodes decode and verify here, and frames made here decode
 through the CLI. For aesgcm the two sides cannot agree on a random IV, so the C++ -> Python
 direction decrypts with the IV read from the frame, and Python -> C++ uses a fresh IV.
@@ -26,14 +27,14 @@ CHUNK_HASH = bytes.fromhex("0123456789abcdef0011")  # longer than 8: fingerprint
 SALT = "tenant-a"
 
 
-def aesgcm_frame(payload: bytes, master: bytes, salt: str, bits: int) -> bytes:
+def aesgcm_frame(payload: bytes, master: bytes, salt: str, bits: int, serde="aesgcm") -> bytes:
     iv = os.urandom(12)
-    return bytes([1]) + iv + AESGCM(derive(master, salt, bits)).encrypt(iv, payload, None)
+    return bytes([1]) + iv + AESGCM(derive(master, salt, bits, serde)).encrypt(iv, payload, None)
 
 
-def aesgcm_open(frame: bytes, master: bytes, salt: str, bits: int) -> bytes:
+def aesgcm_open(frame: bytes, master: bytes, salt: str, bits: int, serde="aesgcm") -> bytes:
     assert frame[0] == 1, "version"
-    return AESGCM(derive(master, salt, bits)).decrypt(frame[1:13], frame[13:], None)
+    return AESGCM(derive(master, salt, bits, serde)).decrypt(frame[1:13], frame[13:], None)
 
 
 def cli(mode, config, data, chunk_hash=CHUNK_HASH, salt=SALT, extra=()):
@@ -70,25 +71,34 @@ def main():
                extra=["--count", str(len(payload))]).returncode == 0:
             failures.append("checksum: CLI accepted another chunk's frame")
 
-        for bits in (128, 256):
-            config = '{"type":"aesgcm","aes_bits":%d,"master_key_path":"%s"}' % (bits, key_path)
-            r = cli("encode", config, payload)
-            try:
-                if r.returncode != 0:
-                    raise ValueError(r.stderr.decode())
-                if aesgcm_open(r.stdout, master, SALT, bits) != payload:
-                    raise ValueError("plaintext differs")
-            except Exception as e:  # noqa: BLE001 -- any failure is a finding
-                failures.append("aesgcm-%d: CLI frame does not open in Python: %r" % (bits, e))
-            r = cli("decode", config, aesgcm_frame(payload, master, SALT, bits),
-                    extra=["--count", str(len(payload))])
-            if r.returncode != 0 or r.stdout != payload:
-                failures.append("aesgcm-%d: CLI cannot decode a Python frame: %s"
-                                % (bits, r.stderr.decode()))
-            if cli("decode", config, aesgcm_frame(payload, master, "tenant-b", bits),
-                   extra=["--count", str(len(payload))]).returncode == 0:
-                failures.append("aesgcm-%d: CLI accepted another tenant's frame" % bits)
-
+        for serde, other in (("aesgcm", "encrypt"), ("encrypt", "aesgcm")):
+            for bits in (128, 256):
+                name = "%s-%d" % (serde, bits)
+                config = '{"type":"%s","aes_bits":%d,"master_key_path":"%s"}' % (serde, bits,
+                                                                                 key_path)
+                r = cli("encode", config, payload)
+                try:
+                    if r.returncode != 0:
+                        raise ValueError(r.stderr.decode())
+                    if aesgcm_open(r.stdout, master, SALT, bits, serde) != payload:
+                        raise ValueError("plaintext differs")
+                except Exception as e:  # noqa: BLE001 -- any failure is a finding
+                    failures.append("%s: CLI frame does not open in Python: %r" % (name, e))
+                try:
+                    aesgcm_open(r.stdout, master, SALT, bits, other)
+                    failures.append("%s: CLI frame opens under %s's label" % (name, other))
+                except Exception:  # noqa: BLE001 -- the tag must fail
+                    pass
+                r = cli("decode", config, aesgcm_frame(payload, master, SALT, bits, serde),
+                        extra=["--count", str(len(payload))])
+                if r.returncode != 0 or r.stdout != payload:
+                    failures.append("%s: CLI cannot decode a Python frame: %s"
+                                    % (name, r.stderr.decode()))
+                for salt, frame_serde, what in (("tenant-b", serde, "another tenant's frame"),
+                                                (SALT, other, "a %s frame" % other)):
+                    if cli("decode", config, aesgcm_frame(payload, master, salt, bits, frame_serde),
+                           extra=["--count", str(len(payload))]).returncode == 0:
+                        failures.append("%s: CLI accepted %s" % (name, what))
         # chain fp8 -> checksum: the checksum frame of the fp8 bytes (fp8 of uint8 is rejected,
         # so feed float32 and compare against the fp8-only encoding).
         floats = b"".join(int(x).to_bytes(4, "little") for x in

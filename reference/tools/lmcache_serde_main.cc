@@ -15,8 +15,8 @@
 //           probes of 1, 2 and 3 elements of --dtype (under the same key) and, when their
 //           lengths grow by the same number of bytes per element, has
 //             length = per_element x count + fixed
-//           (fp8: 1 x count; checksum: element size x count + 17; aesgcm: + 29; a chain: its
-//           stages composed, e.g. fp8 -> checksum: count + 17). The count is then
+//           (fp8: 1 x count; checksum: element size x count + 17; aesgcm and encrypt: + 29;
+//           a chain: its stages composed, e.g. fp8 -> checksum: count + 17). The count is then
 //           (input length - fixed) / per_element; an input no count gives is refused (exit 2)
 //           with both lengths named. --count N, when given, must agree with that (else exit 2
 //           naming --count); it is needed only for a serde whose frame length does not grow

@@ -94,8 +94,8 @@ struct IntegrityClaims {
 // ReferenceSerde
 //
 // The reference implementation of a serde type this project knows ("fp8", "checksum",
-// "aesgcm", "chain"; docs/integrity.md, docs/fp8.md). A vendor implementation of such a type
-// names it here and is then held to it by MatchesReference (both suites): deterministic frames
+// "aesgcm", "encrypt", "chain"; docs/integrity.md, docs/fp8.md). A vendor implementation of such a
+// type names it here and is then held to it by MatchesReference (both suites): deterministic frames
 // byte-identical, every frame readable both ways with the same values, the same verdict
 // (rejected or not, and the same values when not) on every corrupted frame, tails included, and
 // on frames moved to keys that differ in one field. Build one with reference_serde(config)

@@ -34,8 +34,9 @@ std::string format_suffix(Fp8Format format) {
 }
 
 // An aesgcm keyring over an in-memory master key (the reference descriptors need no key file).
-AesGcmOptions aes_gcm_options(const char* master, int aes_bits, bool bind_key) {
-  return AesGcmOptions{std::make_shared<AesGcmKeyring>(master, aes_bits), bind_key};
+AesGcmOptions aes_gcm_options(const char* master, int aes_bits, bool bind_key,
+                              AesGcmFlavor flavor = AesGcmFlavor::kAesGcm) {
+  return AesGcmOptions{std::make_shared<AesGcmKeyring>(master, aes_bits, flavor), bind_key};
 }
 
 constexpr const char* kMasterKey = "conformance master key";
@@ -73,7 +74,8 @@ ReferenceSerde reference_serde(const std::string& config_json) {
   r.type = config.value("type", std::string());
   r.make_serializer = [config] { return make_serde_pair(config).serializer; };
   r.make_deserializer = [config] { return make_serde_pair(config).deserializer; };
-  r.randomized = config_json.find(kAesGcmSerdeType) != std::string::npos;
+  r.randomized = config_json.find(kAesGcmSerdeType) != std::string::npos ||
+                 config_json.find(kEncryptSerdeType) != std::string::npos;
   return r;
 }
 
@@ -131,10 +133,14 @@ SerdeUnderTest reference_checksum_serde() {
   return s;
 }
 
-SerdeUnderTest reference_aes_gcm_serde(int aes_bits, bool bind_key) {
-  const AesGcmOptions mine = aes_gcm_options(kMasterKey, aes_bits, bind_key);
+namespace {
+
+// The aesgcm frame under either flavor's keys.
+SerdeUnderTest aes_gcm_frame_serde(AesGcmFlavor flavor, int aes_bits, bool bind_key) {
+  const AesGcmOptions mine = aes_gcm_options(kMasterKey, aes_bits, bind_key, flavor);
   SerdeUnderTest s;
-  s.name = "aesgcm_" + std::to_string(aes_bits) + (bind_key ? "_bind_key" : "");
+  s.name = std::string(aesgcm_flavor_type(flavor)) + "_" + std::to_string(aes_bits) +
+           (bind_key ? "_bind_key" : "");
   s.make_serializer = [mine] { return std::make_shared<AesGcmSerializer>(mine); };
   s.make_deserializer = [mine] { return std::make_shared<AesGcmDeserializer>(mine); };
   s.input_dtypes.assign(all_dtypes().begin(), all_dtypes().end());
@@ -146,12 +152,22 @@ SerdeUnderTest reference_aes_gcm_serde(int aes_bits, bool bind_key) {
   s.integrity.randomized = true;
   s.integrity.nonce_offset = 1;
   s.integrity.nonce_bytes = kAesGcmIvBytes;
-  const AesGcmOptions other = aes_gcm_options("another master key", aes_bits, bind_key);
+  const AesGcmOptions other = aes_gcm_options("another master key", aes_bits, bind_key, flavor);
   s.integrity.make_deserializer_with_other_secret = [other] {
     return std::make_shared<AesGcmDeserializer>(other);
   };
-  s.reference = self_reference(s, "aesgcm");
+  s.reference = self_reference(s, std::string(aesgcm_flavor_type(flavor)));
   return s;
+}
+
+}  // namespace
+
+SerdeUnderTest reference_aes_gcm_serde(int aes_bits, bool bind_key) {
+  return aes_gcm_frame_serde(AesGcmFlavor::kAesGcm, aes_bits, bind_key);
+}
+
+SerdeUnderTest reference_encrypt_serde(int aes_bits) {
+  return aes_gcm_frame_serde(AesGcmFlavor::kEncrypt, aes_bits, false);
 }
 
 SerdeUnderTest reference_fp8_checksum_chain() {
@@ -212,6 +228,8 @@ std::vector<SerdeUnderTest> reference_serdes() {
           reference_aes_gcm_serde(256, false),
           reference_aes_gcm_serde(128, true),
           reference_aes_gcm_serde(256, true),
+          reference_encrypt_serde(128),
+          reference_encrypt_serde(256),
           reference_fp8_checksum_chain(),
           reference_fp8_aes_gcm_chain()};
 }
@@ -293,8 +311,13 @@ void register_reference_implementations(Registry& registry) {
   for (const SerdeUnderTest& s : serdes) registry.add_serde(s);
   registry.add_processor(reference_async_fp8_processor(Fp8Format::kE4M3FN, 1));
   registry.add_processor(reference_async_fp8_processor(Fp8Format::kE5M2, 3));
+  // encrypt is aesgcm's pair under another HKDF label: the processor over it adds nothing the
+  // aesgcm ones do not drive; registry_encrypt_256_file (conformance/tools/reference_storage.cc)
+  // runs it as a deployment's config builds it.
   for (const SerdeUnderTest& s : serdes) {
-    if (s.name.rfind("fp8_", 0) != 0) registry.add_processor(reference_async_processor(s, 2));
+    if (s.name.rfind("fp8_", 0) != 0 && s.name.rfind("encrypt_", 0) != 0) {
+      registry.add_processor(reference_async_processor(s, 2));
+    }
   }
   // A registry-built processor is held to the serde of the same name (its dtypes and frames).
   const auto registry_processor = [&serdes](const std::string& name, const char* config_json) {

@@ -57,6 +57,13 @@ SerdeUnderTest reference_checksum_serde();
 // and a deserializer with another master key.
 SerdeUnderTest reference_aes_gcm_serde(int aes_bits, bool bind_key);
 
+// reference_encrypt_serde()
+//
+// "encrypt_128" / "encrypt_256": the same pair with AesGcmFlavor::kEncrypt keys (LMCache's
+// "encrypt" serde: the aesgcm frame under the HKDF label "lmcache-l2-encrypt-v1", no bind_key),
+// claiming what aesgcm without bind_key claims.
+SerdeUnderTest reference_encrypt_serde(int aes_bits);
+
 // reference_fp8_checksum_chain()
 //
 // "chain_fp8_checksum": ChainSerializer / ChainDeserializer of fp8 e4m3fn then checksum; the

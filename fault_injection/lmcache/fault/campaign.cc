@@ -59,12 +59,13 @@ using fault_internal::OpKind;
 using fault_internal::Watchdog;
 using fault_internal::Workload;
 
-// Whether `serde` (a serde config) has an integrity stage: checksum or aesgcm, alone or in a
-// chain. Such a serde must refuse damaged frames (docs/integrity.md).
+// Whether `serde` (a serde config) has an integrity stage: checksum, aesgcm or encrypt, alone or
+// in a chain. Such a serde must refuse damaged frames (docs/integrity.md).
 bool serde_detects_corruption(const Json& serde) {
   auto integrity = [](const Json& c) {
     auto t = c.find("type");
-    return t != c.end() && t->is_string() && (*t == "checksum" || *t == "aesgcm");
+    return t != c.end() && t->is_string() &&
+           (*t == "checksum" || *t == "aesgcm" || *t == "encrypt");
   };
   if (!serde.is_object()) return false;
   if (integrity(serde)) return true;

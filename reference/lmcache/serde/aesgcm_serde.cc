@@ -59,6 +59,14 @@ std::shared_ptr<const AesGcmKeyring> require(std::shared_ptr<const AesGcmKeyring
 
 }  // namespace
 
+std::string_view aesgcm_flavor_type(AesGcmFlavor flavor) {
+  return flavor == AesGcmFlavor::kEncrypt ? kEncryptSerdeType : kAesGcmSerdeType;
+}
+
+std::string_view aesgcm_flavor_hkdf_label(AesGcmFlavor flavor) {
+  return flavor == AesGcmFlavor::kEncrypt ? kEncryptHkdfInfoPrefix : kAesGcmHkdfInfoPrefix;
+}
+
 std::string aesgcm_key_aad(const ObjectKey& key) {
   std::string out;
   put_bytes(out, key.chunk_hash());
@@ -74,11 +82,16 @@ struct AesGcmKeyring::Cache {
   std::unordered_map<std::string, std::string> keys;  // guarded by mu
 };
 
-AesGcmKeyring::AesGcmKeyring(std::string master_key, int aes_bits)
-    : master_key_(std::move(master_key)), aes_bits_(aes_bits), cache_(std::make_shared<Cache>()) {
-  if (master_key_.empty()) throw std::invalid_argument("aesgcm: the master key is empty");
+AesGcmKeyring::AesGcmKeyring(std::string master_key, int aes_bits, AesGcmFlavor flavor)
+    : master_key_(std::move(master_key)),
+      aes_bits_(aes_bits),
+      flavor_(flavor),
+      cache_(std::make_shared<Cache>()) {
+  if (master_key_.empty()) {
+    throw std::invalid_argument(std::string(type()) + ": the master key is empty");
+  }
   if (aes_bits_ != 128 && aes_bits_ != 256) {
-    throw std::invalid_argument("aesgcm: aes_bits must be 128 or 256, got " +
+    throw std::invalid_argument(std::string(type()) + ": aes_bits must be 128 or 256, got " +
                                 std::to_string(aes_bits_));
   }
 }
@@ -89,7 +102,7 @@ std::string AesGcmKeyring::key_for(const std::string& cache_salt) const {
     auto it = cache_->keys.find(cache_salt);
     if (it != cache_->keys.end()) return it->second;
   }
-  std::string info(kAesGcmHkdfInfoPrefix);
+  std::string info(aesgcm_flavor_hkdf_label(flavor_));
   info += cache_salt;
   std::string key(static_cast<std::size_t>(aes_bits_ / 8), '\0');
   EVP_PKEY_CTX* pctx = EVP_PKEY_CTX_new_id(EVP_PKEY_HKDF, nullptr);
@@ -128,9 +141,9 @@ std::size_t AesGcmSerializer::serialize(const MemoryObj& src, MemoryObj& dst,
   const std::size_t n = src.size();
   const std::size_t need = n + kAesGcmOverheadBytes;
   if (dst.size() < need) {
-    throw std::invalid_argument("aesgcm serializer: destination buffer too small: got " +
-                                std::to_string(dst.size()) + " bytes, need " +
-                                std::to_string(need));
+    throw std::invalid_argument(
+        std::string(options_.keyring->type()) + " serializer: destination buffer too small: got " +
+        std::to_string(dst.size()) + " bytes, need " + std::to_string(need));
   }
   const std::string aes_key = options_.keyring->key_for(key.cache_salt());
   auto* out = reinterpret_cast<unsigned char*>(dst.data());
@@ -168,13 +181,14 @@ std::size_t AesGcmSerializer::serialize(const MemoryObj& src, MemoryObj& dst,
 void AesGcmDeserializer::deserialize(const MemoryObj& src, MemoryObj& dst, const ObjectKey& key) {
   const std::size_t n = dst.size();
   if (src.size() < n + kAesGcmOverheadBytes) {
-    throw std::invalid_argument(
-        "aesgcm deserializer: truncated frame: " + std::to_string(src.size()) + " bytes, need " +
-        std::to_string(n + kAesGcmOverheadBytes));
+    throw std::invalid_argument(std::string(options_.keyring->type()) +
+                                " deserializer: truncated frame: " + std::to_string(src.size()) +
+                                " bytes, need " + std::to_string(n + kAesGcmOverheadBytes));
   }
   const auto* in = reinterpret_cast<const unsigned char*>(src.data());
   if (in[0] != kAesGcmFrameVersion) {
-    throw std::runtime_error("aesgcm deserializer: unknown frame version " +
+    throw std::runtime_error(std::string(options_.keyring->type()) +
+                             " deserializer: unknown frame version " +
                              std::to_string(static_cast<int>(in[0])));
   }
   const std::string aes_key = options_.keyring->key_for(key.cache_salt());
@@ -203,14 +217,15 @@ void AesGcmDeserializer::deserialize(const MemoryObj& src, MemoryObj& dst, const
   unsigned char tail[16];
   if (EVP_DecryptFinal_ex(c.ctx, tail, &outl) != 1) {
     throw std::runtime_error(
-        "aesgcm deserializer: authentication failed (tampered frame, wrong "
-        "key or cache_salt" +
+        std::string(options_.keyring->type()) +
+        " deserializer: authentication failed (tampered frame, wrong key or cache_salt, "
+        "another serde's frame" +
         std::string(options_.bind_key ? ", or another object's frame)" : ")"));
   }
 }
 
-AesGcmSerdeConfig AesGcmSerdeConfig::from_json(const Json& kwargs) {
-  ConfigReader reader(kwargs, "aesgcm serde config");
+AesGcmSerdeConfig AesGcmSerdeConfig::from_json(const Json& kwargs, AesGcmFlavor flavor) {
+  ConfigReader reader(kwargs, std::string(aesgcm_flavor_type(flavor)) + " serde config");
   AesGcmSerdeConfig out;
   const std::string provider = reader.get_string("key_provider", "hkdf");
   if (provider != "hkdf") {
@@ -222,7 +237,7 @@ AesGcmSerdeConfig AesGcmSerdeConfig::from_json(const Json& kwargs) {
   }
   if (!reader.has("master_key_path")) reader.error("'master_key_path' is required");
   const std::string path = reader.get_string("master_key_path");
-  out.options.bind_key = reader.get_bool("bind_key", false);
+  if (flavor == AesGcmFlavor::kAesGcm) out.options.bind_key = reader.get_bool("bind_key", false);
   out.max_workers = static_cast<std::size_t>(reader.get_int("max_workers", 1, 1, 1024));
   reader.finish();
 
@@ -233,15 +248,28 @@ AesGcmSerdeConfig AesGcmSerdeConfig::from_json(const Json& kwargs) {
     reader.error(std::string("'master_key_path' ") + e.what());
   }
   if (master.empty()) reader.error("'master_key_path' '" + path + "' is an empty file");
-  out.options.keyring = std::make_shared<AesGcmKeyring>(std::move(master), static_cast<int>(bits));
+  out.options.keyring =
+      std::make_shared<AesGcmKeyring>(std::move(master), static_cast<int>(bits), flavor);
   return out;
 }
 
-SerdeProcessorPtr make_aesgcm_serde_processor(const Json& kwargs) {
-  const AesGcmSerdeConfig config = AesGcmSerdeConfig::from_json(kwargs);
+namespace {
+
+SerdeProcessorPtr make_processor(const Json& kwargs, AesGcmFlavor flavor) {
+  const AesGcmSerdeConfig config = AesGcmSerdeConfig::from_json(kwargs, flavor);
   return std::make_unique<AsyncSerdeProcessor>(std::make_shared<AesGcmSerializer>(config.options),
                                                std::make_shared<AesGcmDeserializer>(config.options),
                                                config.max_workers);
+}
+
+}  // namespace
+
+SerdeProcessorPtr make_aesgcm_serde_processor(const Json& kwargs) {
+  return make_processor(kwargs, AesGcmFlavor::kAesGcm);
+}
+
+SerdeProcessorPtr make_encrypt_serde_processor(const Json& kwargs) {
+  return make_processor(kwargs, AesGcmFlavor::kEncrypt);
 }
 
 }  // namespace lmcache

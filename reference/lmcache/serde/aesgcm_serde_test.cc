@@ -18,6 +18,7 @@
 #include "lmcache/core/testing/expect_invalid.h"
 #include "lmcache/core/testing/test_keys.h"
 #include "lmcache/core/testing/test_objects.h"
+#include "lmcache/serde/serde_registry.h"
 
 namespace lmcache {
 namespace {
@@ -28,6 +29,10 @@ using core_internal::bytes_of;
 
 AesGcmOptions options(std::string master, int bits = 128, bool bind_key = false) {
   return {std::make_shared<AesGcmKeyring>(std::move(master), bits), bind_key};
+}
+
+AesGcmOptions encrypt_options(std::string master, int bits = 128) {
+  return {std::make_shared<AesGcmKeyring>(std::move(master), bits, AesGcmFlavor::kEncrypt)};
 }
 
 MemoryObjPtr seal(AesGcmSerializer& ser, const MemoryObj& src, const ObjectKey& key) {
@@ -69,6 +74,42 @@ TEST(AesGcmSerde, WrongMasterKeyOtherSaltAndTamperingFail) {
                  std::runtime_error)
         << "bit " << bit;
   }
+}
+
+// "encrypt" is the same frame under another HKDF label: it round-trips at both key sizes, and a
+// frame of one never opens under the other with the same master key, salt and key (a failed tag,
+// which the processor reports as a miss), whatever the salt.
+TEST(EncryptSerde, RoundTripsAndNeverReadsAesGcmFrames) {
+  for (int bits : {128, 256}) {
+    for (const char* salt : {"", "tenant"}) {
+      const ObjectKey key = salted(2, salt);
+      auto src = bytes_of(777, 3);
+      AesGcmSerializer enc(encrypt_options("master-key", bits));
+      AesGcmSerializer gcm(options("master-key", bits));
+      auto encrypt_frame = seal(enc, *src, key);
+      auto aesgcm_frame = seal(gcm, *src, key);
+      EXPECT_EQ(encrypt_frame->size(), 777u + kAesGcmOverheadBytes);
+      EXPECT_EQ(std::to_integer<int>(encrypt_frame->data()[0]), 1) << "frame version";
+      auto dst = bytes_of(777, 9);
+      AesGcmDeserializer(encrypt_options("master-key", bits))
+          .deserialize(*encrypt_frame, *dst, key);
+      EXPECT_EQ(std::memcmp(dst->data(), src->data(), 777), 0) << bits << " '" << salt << "'";
+      EXPECT_THROW(
+          AesGcmDeserializer(options("master-key", bits)).deserialize(*encrypt_frame, *dst, key),
+          std::runtime_error)
+          << "aesgcm opened an encrypt frame";
+      try {
+        AesGcmDeserializer(encrypt_options("master-key", bits))
+            .deserialize(*aesgcm_frame, *dst, key);
+        ADD_FAILURE() << "encrypt opened an aesgcm frame";
+      } catch (const std::runtime_error& e) {
+        EXPECT_THAT(e.what(), ::testing::StartsWith("encrypt deserializer: authentication failed"));
+      }
+    }
+  }
+  EXPECT_EQ(encrypt_options("k").keyring->type(), "encrypt");
+  EXPECT_EQ(aesgcm_flavor_hkdf_label(AesGcmFlavor::kEncrypt), "lmcache-l2-encrypt-v1");
+  EXPECT_EQ(aesgcm_flavor_hkdf_label(AesGcmFlavor::kAesGcm), "lmcache-l2-aesgcm-v1");
 }
 
 TEST(AesGcmSerde, BindKeyRejectsAFrameMovedToAnotherKey) {
@@ -152,6 +193,27 @@ TEST_F(AesGcmConfig, ErrorsNameTheProblem) {
       },
       {"fixed_iv"});
   EXPECT_NE(make({{"master_key_path", path("key")}, {"aes_bits", 256}, {"bind_key", true}}),
+            nullptr);
+}
+
+// "encrypt" takes LMCache's keys and no others: no bind_key, "hkdf" only (LMCache's "keyring"
+// provider is refused by name); its errors name it.
+TEST_F(AesGcmConfig, EncryptTakesLmcacheKeysOnly) {
+  auto make = [](Json j) { return make_encrypt_serde_processor(j); };
+  expect_invalid([&] { make(Json::object()); }, {"encrypt serde config", "master_key_path"});
+  expect_invalid(
+      [&] {
+        make({{"master_key_path", path("key")}, {"bind_key", true}});
+      },
+      {"encrypt serde config", "bind_key"});
+  expect_invalid(
+      [&] {
+        make({{"master_key_path", path("key")}, {"key_provider", "keyring"}});
+      },
+      {"key_provider", "keyring"});
+  EXPECT_NE(make({{"master_key_path", path("key")}, {"aes_bits", 256}, {"max_workers", 2}}),
+            nullptr);
+  EXPECT_NE(create_serde_processor(Json{{"type", "encrypt"}, {"master_key_path", path("key")}}),
             nullptr);
 }
 

@@ -71,8 +71,9 @@ ChainStage make_chain_stage(const Json& config) {
     stage.exact_size = [](const MemoryLayoutDesc& l) {
       return l.total_bytes() + kChecksumHeaderBytes;
     };
-  } else if (type == kAesGcmSerdeType) {
-    const AesGcmSerdeConfig c = AesGcmSerdeConfig::from_json(kwargs);
+  } else if (type == kAesGcmSerdeType || type == kEncryptSerdeType) {
+    const AesGcmSerdeConfig c = AesGcmSerdeConfig::from_json(
+        kwargs, type == kEncryptSerdeType ? AesGcmFlavor::kEncrypt : AesGcmFlavor::kAesGcm);
     stage.serializer = std::make_shared<AesGcmSerializer>(c.options);
     stage.deserializer = std::make_shared<AesGcmDeserializer>(c.options);
     stage.exact_size = [](const MemoryLayoutDesc& l) {
@@ -82,7 +83,7 @@ ChainStage make_chain_stage(const Json& config) {
     throw std::invalid_argument("chain stages cannot be chains");
   } else {
     throw std::invalid_argument("unknown chain stage type '" + type +
-                                "' (stages are built-in serdes: fp8, checksum, aesgcm)");
+                                "' (stages are built-in serdes: fp8, checksum, aesgcm, encrypt)");
   }
   return stage;
 }

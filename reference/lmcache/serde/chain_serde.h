@@ -10,10 +10,10 @@
 // frame is the last stage's frame of the previous stage's output; nothing is added.
 // Intermediate buffers come from the process's HostBufferPool and go back to it after the call.
 //
-// Stages are the built-in serdes ("fp8", "checksum", "aesgcm", each with its own keys, except
-// max_workers which belongs to the chain); a chain cannot nest. Loading needs each stage's
-// exact output size for a layout, which the built-ins have (fp8: one byte per element,
-// checksum: +17, aesgcm: +29).
+// Stages are the built-in serdes ("fp8", "checksum", "aesgcm", "encrypt", each with its own
+// keys, except max_workers which belongs to the chain); a chain cannot nest. Loading needs each
+// stage's exact output size for a layout, which the built-ins have (fp8: one byte per element,
+// checksum: +17, aesgcm and encrypt: +29).
 #pragma once
 
 #include <cstddef>
@@ -80,11 +80,11 @@ class ChainDeserializer final : public Deserializer {
 // make_serde_pair()
 //
 // The serializer / deserializer pair of any built-in serde ("fp8", "checksum", "aesgcm",
-// "chain") from its full config, as create_serde_processor() would run them; a "max_workers"
-// key is accepted and ignored (it sizes a processor, not a pair). For a chain, exact_size is the
-// composition of its stages'. Throws std::invalid_argument naming the problem (not an object,
-// a missing or unknown type, the type's own config errors). What the conformance kit holds a
-// vendor's serde of a known type to (reference_serde(), conformance/reference_impls.h).
+// "encrypt", "chain") from its full config, as create_serde_processor() would run them; a
+// "max_workers" key is accepted and ignored (it sizes a processor, not a pair). For a chain,
+// exact_size is the composition of its stages'. Throws std::invalid_argument naming the problem
+// (not an object, a missing or unknown type, the type's own config errors). What the conformance
+// kit holds a vendor's serde of a known type to (reference_serde(), conformance/reference_impls.h).
 ChainStage make_serde_pair(const Json& config);
 
 // make_chain_serde_processor()

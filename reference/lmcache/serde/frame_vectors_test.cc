@@ -1,7 +1,8 @@
-// Byte-exact frames: the checksum and aesgcm serializers against vectors computed in Python from
-// the frame definitions alone (testdata/frame_vectors.json, made and re-checked in CI by
-// reference/tools/lmcache_frame_vectors.py). aesgcm vectors carry their IV; the serializer gets
-// it through the test-only hook, so equality is exact. Each vector is also decoded back.
+// Byte-exact frames: the checksum, aesgcm and encrypt serializers against vectors computed in
+// Python from the frame definitions alone (testdata/frame_vectors.json, made and re-checked in CI
+// by reference/tools/lmcache_frame_vectors.py). aesgcm and encrypt vectors carry their IV; the
+// serializer gets it through the test-only hook, so equality is exact. Each vector is also decoded
+// back.
 #include <gtest/gtest.h>
 
 #include <array>
@@ -64,8 +65,11 @@ TEST(FrameVectors, ChecksumFramesAreByteExact) {
   }
 }
 
-TEST(FrameVectors, AesGcmFramesAreByteExactWithTheVectorsIv) {
-  const Json vectors = load_vectors().at("aesgcm");
+class AesGcmFrameVectors : public ::testing::TestWithParam<AesGcmFlavor> {};
+
+TEST_P(AesGcmFrameVectors, FramesAreByteExactWithTheVectorsIv) {
+  const AesGcmFlavor flavor = GetParam();
+  const Json vectors = load_vectors().at(std::string(aesgcm_flavor_type(flavor)));
   ASSERT_FALSE(vectors.empty());
   for (const Json& v : vectors) {
     const std::string payload = unhex(v.at("payload"));
@@ -75,10 +79,11 @@ TEST(FrameVectors, AesGcmFramesAreByteExactWithTheVectorsIv) {
                         v.at("kv_rank").get<std::int64_t>(),
                         v.at("object_group_id").get<std::int64_t>(),
                         v.at("cache_salt").get<std::string>());
-    const AesGcmOptions options{
-        std::make_shared<AesGcmKeyring>(unhex(v.at("master_key")), v.at("aes_bits").get<int>()),
-        v.at("bind_key").get<bool>()};
-    const std::string what = "aes-" + std::to_string(options.keyring->aes_bits()) + ", salt '" +
+    const AesGcmOptions options{std::make_shared<AesGcmKeyring>(
+                                    unhex(v.at("master_key")), v.at("aes_bits").get<int>(), flavor),
+                                v.at("bind_key").get<bool>()};
+    const std::string what = std::string(options.keyring->type()) + " aes-" +
+                             std::to_string(options.keyring->aes_bits()) + ", salt '" +
                              key.cache_salt() + "', bind_key " + (options.bind_key ? "on" : "off");
     AesGcmSerializer ser(options);
     std::array<std::uint8_t, kAesGcmIvBytes> fixed{};
@@ -95,6 +100,12 @@ TEST(FrameVectors, AesGcmFramesAreByteExactWithTheVectorsIv) {
     EXPECT_EQ(bytes_in(*dst), payload) << what;
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(BothSerdes, AesGcmFrameVectors,
+                         ::testing::Values(AesGcmFlavor::kAesGcm, AesGcmFlavor::kEncrypt),
+                         [](const auto& info) {
+                           return std::string(aesgcm_flavor_type(info.param));
+                         });
 
 }  // namespace
 }  // namespace lmcache

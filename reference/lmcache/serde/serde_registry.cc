@@ -21,6 +21,7 @@ SerdeRegistry& registry() {
     r.add(std::string(kFp8SerdeType), &make_fp8_serde_processor);
     r.add(std::string(kChecksumSerdeType), &make_checksum_serde_processor);
     r.add(std::string(kAesGcmSerdeType), &make_aesgcm_serde_processor);
+    r.add(std::string(kEncryptSerdeType), &make_encrypt_serde_processor);
     r.add(std::string(kChainSerdeType), &make_chain_serde_processor);
   });
   return instance;
