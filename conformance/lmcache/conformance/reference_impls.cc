@@ -17,6 +17,7 @@
 #include "lmcache/serde/chain_serde.h"
 #include "lmcache/serde/checksum_serde.h"
 #include "lmcache/serde/fp8_serde.h"
+#include "lmcache/serde/lmcr_serde.h"
 #include "lmcache/serde/serde_registry.h"
 #include "lmcache/wrapper/serde_l2_adapter_wrapper.h"
 
@@ -133,6 +134,19 @@ SerdeUnderTest reference_checksum_serde() {
   return s;
 }
 
+SerdeUnderTest reference_lmcr_serde() {
+  const LmcrEncodeOptions options{LmcrFraming::kGzip, 4096, 1};
+  SerdeUnderTest s;
+  s.name = "lmcr_gzip";
+  s.make_serializer = [options] { return std::make_shared<LmcrSerializer>(options); };
+  s.make_deserializer = [] { return std::make_shared<LmcrDeserializer>(); };
+  s.input_dtypes.assign(all_dtypes().begin(), all_dtypes().end());  // bytes as they are
+  s.integrity.detects_corruption = true;                            // both CRC-32s
+  s.integrity.version_byte_offset = 4;
+  s.reference = self_reference(s, "lmcr");
+  return s;
+}
+
 namespace {
 
 // The aesgcm frame under either flavor's keys.
@@ -230,6 +244,7 @@ std::vector<SerdeUnderTest> reference_serdes() {
           reference_aes_gcm_serde(256, true),
           reference_encrypt_serde(128),
           reference_encrypt_serde(256),
+          reference_lmcr_serde(),
           reference_fp8_checksum_chain(),
           reference_fp8_aes_gcm_chain()};
 }
@@ -313,9 +328,11 @@ void register_reference_implementations(Registry& registry) {
   registry.add_processor(reference_async_fp8_processor(Fp8Format::kE5M2, 3));
   // encrypt is aesgcm's pair under another HKDF label: the processor over it adds nothing the
   // aesgcm ones do not drive; registry_encrypt_256_file (conformance/tools/reference_storage.cc)
-  // runs it as a deployment's config builds it.
+  // runs it as a deployment's config builds it. lmcr's processor is the same AsyncSerdeProcessor
+  // code over a pair the serde suite already holds to every property.
   for (const SerdeUnderTest& s : serdes) {
-    if (s.name.rfind("fp8_", 0) != 0 && s.name.rfind("encrypt_", 0) != 0) {
+    if (s.name.rfind("fp8_", 0) != 0 && s.name.rfind("encrypt_", 0) != 0 &&
+        s.name.rfind("lmcr_", 0) != 0) {
       registry.add_processor(reference_async_processor(s, 2));
     }
   }

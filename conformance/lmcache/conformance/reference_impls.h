@@ -64,6 +64,13 @@ SerdeUnderTest reference_aes_gcm_serde(int aes_bits, bool bind_key);
 // claiming what aesgcm without bind_key claims.
 SerdeUnderTest reference_encrypt_serde(int aes_bits);
 
+// reference_lmcr_serde()
+//
+// "lmcr_gzip": LmcrSerializer / LmcrDeserializer (LMCache's LMCR v1 record, gzip framing, 4 KiB
+// chunks), lossless over every dtype, claiming corruption detection (its two CRC-32s; the
+// version byte at offset 4).
+SerdeUnderTest reference_lmcr_serde();
+
 // reference_fp8_checksum_chain()
 //
 // "chain_fp8_checksum": ChainSerializer / ChainDeserializer of fp8 e4m3fn then checksum; the

@@ -8,6 +8,7 @@
 #include "lmcache/serde/chain_serde.h"
 #include "lmcache/serde/checksum_serde.h"
 #include "lmcache/serde/fp8_serde.h"
+#include "lmcache/serde/lmcr_serde.h"
 
 namespace lmcache {
 
@@ -22,6 +23,7 @@ SerdeRegistry& registry() {
     r.add(std::string(kChecksumSerdeType), &make_checksum_serde_processor);
     r.add(std::string(kAesGcmSerdeType), &make_aesgcm_serde_processor);
     r.add(std::string(kEncryptSerdeType), &make_encrypt_serde_processor);
+    r.add(std::string(kLmcrSerdeType), &make_lmcr_serde_processor);
     r.add(std::string(kChainSerdeType), &make_chain_serde_processor);
   });
   return instance;

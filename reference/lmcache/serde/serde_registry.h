@@ -5,10 +5,10 @@
 // create_serde_processor() looks the type up and calls its factory with the rest of the
 // config (everything except "type"); each call builds a new, independent processor.
 //
-// The built-in serdes ("fp8", "checksum", "aesgcm", "encrypt", "chain") are registered by the
-// registry itself the first time it is used (a function-local static), so they are present whatever
-// the order of static initialisation and whether or not a translation unit happened to be linked
-// in.
+// The built-in serdes ("fp8", "checksum", "aesgcm", "encrypt", "lmcr", "chain") are registered by
+// the registry itself the first time it is used (a function-local static), so they are present
+// whatever the order of static initialisation and whether or not a translation unit happened to be
+// linked in.
 //
 // Thread safety: every function may be called from any thread. Factories run outside the
 // registry lock, so a factory may itself use the registry.
