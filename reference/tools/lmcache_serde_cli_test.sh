@@ -155,5 +155,31 @@ IN=$TMP/chain.frame
 expect_rc 0 "chain decode, no --count" "$BIN" decode --config "$CHAIN" --dtype bfloat16
 cmp -s "$TMP/out" "$TMP/bf16.raw" || fail "chain round trip differs: $(hex "$TMP/out")"
 
+# lmcr: LMCache's frozen raw-Deflate fixture ("hello") verifies; damaged, truncated and
+# oversized records exit 2 naming the check; an lmcr round trip needs --count (compressed).
+LMCR_HELLO=4c4d4352010101004400000057000000000000000500000000000000010000005c9845f7f13ce63c000000005000000000000000070000000500000086a6103600000000000000000000000000000000cb48cdc9c90700
+printf "$(sed 's/../\\x&/g' <<<"$LMCR_HELLO")" >"$TMP/hello.lmcr"
+[[ $(hex "$TMP/hello.lmcr") == "$LMCR_HELLO" ]] || fail "could not write the LMCR fixture"
+IN=$TMP/hello.lmcr
+expect_rc 0 "lmcr verify of LMCache's fixture" "$BIN" lmcr verify
+grep -q "uncompressed size: 5 bytes" "$TMP/out" || fail "lmcr verify output: $(cat "$TMP/out")"
+expect_rc 2 "lmcr verify --max-bytes 4" "$BIN" lmcr verify --max-bytes 4
+grep -q "more than --max-bytes 4" "$TMP/err" || fail "max-bytes message: $(cat "$TMP/err")"
+head -c 60 "$TMP/hello.lmcr" >"$TMP/cut.lmcr"
+IN=$TMP/cut.lmcr
+expect_rc 2 "lmcr verify of a truncated record" "$BIN" lmcr verify
+grep -q "lmcr verify: LMCR record: truncated" "$TMP/err" || fail "truncated message: $(cat "$TMP/err")"
+{ head -c 86 "$TMP/hello.lmcr"; printf '\x01'; } >"$TMP/flipped.lmcr"
+IN=$TMP/flipped.lmcr
+expect_rc 2 "lmcr verify of a damaged record" "$BIN" lmcr verify
+grep -q "payload CRC mismatch" "$TMP/err" || fail "damaged message: $(cat "$TMP/err")"
+IN=$TMP/payload.bin
+expect_rc 0 "lmcr encode" "$BIN" encode --config '{"type":"lmcr","framing":"gzip"}' --dtype uint8
+cp "$TMP/out" "$TMP/payload.lmcr"
+IN=$TMP/payload.lmcr
+expect_rc 0 "lmcr verify of an encoded record" "$BIN" lmcr verify
+expect_rc 0 "lmcr decode --count 4096" "$BIN" decode --config '{"type":"lmcr"}' --dtype uint8 --count 4096
+cmp -s "$TMP/out" "$TMP/payload.bin" || fail "lmcr round trip differs"
+
 if [[ $FAILED -ne 0 ]]; then exit 1; fi
 echo "lmcache-serde CLI: all checks passed"

@@ -5,6 +5,7 @@
 //   lmcache-serde encode --config '{"type":"fp8"}' --dtype bfloat16 < raw > bytes
 //   lmcache-serde decode --config '{"type":"fp8"}' --dtype float16 [--count N] < bytes > raw
 //   lmcache-serde list
+//   lmcache-serde lmcr verify [--max-bytes N] < record
 //
 // Buffers are little-endian element arrays on stdin / stdout, viewed as one 1-D group.
 //   encode: the input holds a whole number of --dtype elements; the output is the serialized
@@ -13,14 +14,20 @@
 //           The element count comes from the frame's length. The tool learns how a frame's
 //           length follows its element count from the serde itself: it encodes zero-filled
 //           probes of 1, 2 and 3 elements of --dtype (under the same key) and, when their
-//           lengths grow by the same number of bytes per element, has
+//           lengths grow by the same number of bytes per element and a fourth probe of 67
+//           varied elements has the length that predicts, has
 //             length = per_element x count + fixed
 //           (fp8: 1 x count; checksum: element size x count + 17; aesgcm and encrypt: + 29;
 //           a chain: its stages composed, e.g. fp8 -> checksum: count + 17). The count is then
 //           (input length - fixed) / per_element; an input no count gives is refused (exit 2)
 //           with both lengths named. --count N, when given, must agree with that (else exit 2
 //           naming --count); it is needed only for a serde whose frame length does not grow
-//           by a fixed number of bytes per element (none of the built-ins).
+//           by a fixed number of bytes per element (of the built-ins, lmcr: it compresses).
+//   lmcr verify: the input is one LMCR v1 record (docs/lmcr.md); every check of the format is
+//           run and every chunk inflated (into at most --max-bytes, default 1 GiB: a record
+//           that says it holds more is refused before anything is allocated); prints the
+//           record's framing, chunks and sizes. An invalid record exits 2 naming the first
+//           failed check.
 // The object's key: serdes that bind a frame to its key (checksum's fingerprint, aesgcm's
 // per-cache_salt key) need the same one for encode and decode, as LMCache passes it:
 //   --chunk-hash HEX  the key's chunk hash as hex (default 0000000000000000: 8 zero bytes)
@@ -60,6 +67,7 @@
 #include "lmcache/core/memory_obj.h"
 #include "lmcache/core/object_key.h"
 #include "lmcache/serde/async_serde_processor.h"
+#include "lmcache/serde/lmcr_record.h"
 #include "lmcache/serde/serde_processor.h"
 #include "lmcache/serde/serde_registry.h"
 #include "lmcache/serde/serde_utils.h"
@@ -188,24 +196,33 @@ struct FrameLength {
 
 // The frame length of `proc` for elements of `dtype`, learnt by encoding zero-filled probes of
 // 1, 2 and 3 elements (see the header comment); nullopt when the three lengths do not grow by the
-// same positive number of bytes per element.
+// same positive number of bytes per element, or when a fourth probe of 67 varied elements does
+// not have the length they predict (a compressing serde: its length follows the content).
 std::optional<FrameLength> learn_frame_length(SerdeProcessor& proc, DType dtype,
                                               const ObjectKey& key, std::chrono::seconds timeout) {
-  std::uint64_t length[4] = {0, 0, 0, 0};
-  for (std::size_t n = 1; n <= 3; ++n) {
+  constexpr std::size_t kVariedProbe = 67;
+  std::uint64_t length[5] = {0, 0, 0, 0, 0};
+  for (std::size_t i = 1; i <= 4; ++i) {
+    const std::size_t n = i <= 3 ? i : kVariedProbe;
     auto src = buffer_of(n, dtype, "a probe");
     std::memset(src->data(), 0, src->size());
+    if (i == 4) {
+      for (std::size_t b = 0; b < src->size(); ++b)
+        src->data()[b] = std::byte((b * 37 + 11) & 0xff);
+    }
     auto dst = MemoryObj::allocate(serialized_layout_desc(src->layout(), proc));
     await(proc, proc.submit_serialize({src}, {dst}, {key}), /*serialize=*/true, timeout,
           "decode (encoding a probe of " + std::to_string(n) +
               " element(s) to learn the frame length)");
-    length[n] = dst->size();  // narrowed to the bytes written
+    length[i] = dst->size();  // narrowed to the bytes written
   }
   const std::uint64_t per = length[2] - length[1];
   if (length[2] <= length[1] || length[3] - length[2] != per || length[1] < per) {
     return std::nullopt;
   }
-  return FrameLength{per, length[1] - per};
+  const FrameLength rule{per, length[1] - per};
+  if (length[4] != rule.of(kVariedProbe)) return std::nullopt;
+  return rule;
 }
 
 std::string elements(std::uint64_t count, DType dtype) {
@@ -260,6 +277,29 @@ int run_decode(const std::string& config_text, const std::string& dtype_text,
   return 0;
 }
 
+int run_lmcr_verify(std::uint64_t max_bytes) {
+  const std::vector<std::byte> record = read_stdin();
+  LmcrRecordInfo info;
+  try {
+    info = lmcr_validate_record(record);
+    if (info.uncompressed_size > max_bytes) {
+      throw InputError("lmcr verify: the record holds " + std::to_string(info.uncompressed_size) +
+                       " bytes uncompressed, more than --max-bytes " + std::to_string(max_bytes));
+    }
+    std::vector<std::byte> out(static_cast<std::size_t>(info.uncompressed_size));
+    lmcr_decode(record, out);
+  } catch (const LmcrError& e) {
+    throw InputError(std::string("lmcr verify: ") + e.what());
+  }
+  std::cout << "LMCR v1 record: valid\n"
+            << "  framing: " << (info.framing == LmcrFraming::kGzip ? "gzip" : "raw") << '\n'
+            << "  chunks: " << info.chunks.size() << '\n'
+            << "  record size: " << info.record_size << " bytes\n"
+            << "  uncompressed size: " << info.uncompressed_size << " bytes\n";
+  std::cout.flush();
+  return std::cout ? 0 : kExitFailure;
+}
+
 int run_list() {
   for (const std::string& name : registered_serde_types()) std::cout << name << '\n';
   std::cout.flush();
@@ -299,11 +339,21 @@ int run(int argc, char** argv) {
                        "given, it must agree with it)")
           ->check(cli::uint_in(0, kMaxCount));
   CLI::App* list = app.add_subcommand("list", "print the registered serde types");
+  CLI::App* lmcr = app.add_subcommand("lmcr", "LMCR v1 records (LMCache's compressed format)");
+  lmcr->require_subcommand(1);
+  CLI::App* lmcr_verify = lmcr->add_subcommand(
+      "verify", "stdin: one LMCR v1 record; every check run, every chunk inflated");
+  std::uint64_t max_bytes = std::uint64_t{1} << 30;
+  lmcr_verify
+      ->add_option("--max-bytes", max_bytes,
+                   "the most uncompressed bytes a record may hold (default 1073741824)")
+      ->check(cli::uint_in(1, kMaxCount));
 
   if (std::optional<int> done = cli::parse_command_line(app, argc, argv)) return *done;
 
   try {
     if (list->parsed()) return run_list();
+    if (lmcr_verify->parsed()) return run_lmcr_verify(max_bytes);
     const std::chrono::seconds timeout(timeout_s);
     const ObjectKey key = key_of(chunk_hash_hex, cache_salt);
     if (encode->parsed()) return run_encode(config_text, dtype_text, key, timeout);
