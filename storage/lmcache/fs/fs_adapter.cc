@@ -9,7 +9,8 @@ namespace lmcache::fs {
 FsAdapterConfig FsAdapterConfig::parse(const Json& config) {
   ConfigReader reader(config, "fs adapter config");
   // Unknown keys first, so that a misspelt "base_path" is reported as the typo it is.
-  for (const char* key : {"type", "base_path", "use_odirect", "checksum", "num_workers"}) {
+  for (const char* key :
+       {"type", "base_path", "use_odirect", "checksum", "num_workers", "layout"}) {
     reader.allow(key);
   }
   bridge::NativeConnectorAdapterOptions::allow_config_keys(reader);
@@ -33,6 +34,17 @@ FsAdapterConfig FsAdapterConfig::parse(const Json& config) {
     reader.error("'checksum' must be \"none\" or \"crc32\", got \"" + checksum + "\"");
   }
   c.connector.num_workers = static_cast<std::size_t>(reader.get_int("num_workers", 4, 1, 1024));
+  const std::string layout = reader.get_string("layout", std::string("project"));
+  if (layout == "project") {
+    c.connector.layout = FsLayout::kProject;
+  } else if (layout == "lmcache") {
+    c.connector.layout = FsLayout::kLmcache;
+    if (c.connector.checksum != FsChecksum::kNone) {
+      reader.error("'layout' \"lmcache\" stores LMCache's raw files: 'checksum' must be \"none\"");
+    }
+  } else {
+    reader.error("'layout' must be \"project\" or \"lmcache\", got \"" + layout + "\"");
+  }
   c.bridge = bridge::NativeConnectorAdapterOptions::from_config(reader, "fs");
   return c;
 }

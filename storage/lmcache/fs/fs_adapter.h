@@ -15,6 +15,9 @@
 //                     the bytes, verified on load (format in lmcache/fs/fs_connector.h)
 //   max_capacity_gb   number >= 0, default 0 = unbounded: client-side capacity (bridge)
 //   num_workers       integer >= 1, default 4: I/O worker threads
+//   layout            "project" (default: KeyCodec file names) or "lmcache" (LMCache's own fs
+//                     adapter's file names, lmcache/fs/lmcache_file_names.h: a directory either
+//                     wrote, the other reads; requires checksum "none", LMCache's raw files)
 //   task_deadline_ms  integer >= 1, default 10000: per-task deadline (bridge)
 //   key_namespace     string of [A-Za-z0-9_-], default "": key prefix (bridge)
 #pragma once

@@ -40,6 +40,9 @@ TEST(FsAdapterConfig, ReadsLmcacheKeysAndDefaults) {
   EXPECT_EQ(c.connector.checksum, FsChecksum::kNone);
   EXPECT_EQ(c.connector.num_workers, 4u);
   EXPECT_EQ(c.bridge.type_name, "fs");
+  EXPECT_EQ(c.connector.layout, FsLayout::kProject);
+  EXPECT_EQ(FsAdapterConfig::parse({{"base_path", "/x"}, {"layout", "lmcache"}}).connector.layout,
+            FsLayout::kLmcache);
   c = FsAdapterConfig::parse({{"base_path", "/x"},
                               {"use_odirect", true},
                               {"checksum", "crc32"},
@@ -65,6 +68,11 @@ TEST(FsAdapterConfig, ErrorsNameTheKey) {
   EXPECT_NE(error_of({{"base_path", "/x"}, {"num_workers", 0}}).find("'num_workers'"),
             std::string::npos);
   EXPECT_NE(error_of({{"type", "resp"}, {"base_path", "/x"}}).find("'type'"), std::string::npos);
+  EXPECT_NE(error_of({{"base_path", "/x"}, {"layout", "flat"}}).find("'layout'"),
+            std::string::npos);
+  EXPECT_NE(error_of({{"base_path", "/x"}, {"layout", "lmcache"}, {"checksum", "crc32"}})
+                .find("'checksum' must be \"none\""),
+            std::string::npos);
 }
 
 TEST(FsAdapter, IsRegisteredUnderLmcachesName) {

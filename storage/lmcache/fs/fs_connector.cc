@@ -13,7 +13,9 @@
 #include <stdexcept>
 #include <system_error>
 
+#include "lmcache/bridge/key_codec.h"
 #include "lmcache/core/memory_obj.h"
+#include "lmcache/fs/lmcache_file_names.h"
 
 namespace lmcache::fs {
 
@@ -152,6 +154,10 @@ struct FsConnector::Worker {
 FsConnector::FsConnector(FsConnectorOptions options)
     : BatchConnectorBase(options.num_workers, "fs"), options_(std::move(options)) {
   if (options_.base_path.empty()) throw std::invalid_argument("FsConnector: base_path is empty");
+  if (options_.layout == FsLayout::kLmcache && options_.checksum != FsChecksum::kNone) {
+    throw std::invalid_argument(
+        "FsConnector: LMCache's layout stores LMCache's raw files: checksum must be none");
+  }
   std::error_code ec;
   std::filesystem::create_directories(options_.base_path, ec);
   if (ec) {
@@ -172,7 +178,19 @@ FsConnector::FsConnector(FsConnectorOptions options)
 FsConnector::~FsConnector() { close(); }
 
 std::filesystem::path FsConnector::path_for(const std::string& key) const {
-  return object_path(options_.base_path, key);
+  if (options_.layout == FsLayout::kProject) return object_path(options_.base_path, key);
+  // LMCache's layout names the ObjectKey the bridge encoded; "<namespace>+" becomes a directory.
+  const std::size_t plus = key.find('+');
+  const std::string ns = plus == std::string::npos ? std::string() : key.substr(0, plus);
+  std::optional<ObjectKey> object;
+  if (bridge::KeyCodec::is_valid_namespace(ns)) object = bridge::KeyCodec(ns).decode(key);
+  if (!object) {
+    throw std::invalid_argument("fs (LMCache layout): '" + key + "' is no object key string");
+  }
+  std::string why;
+  const std::optional<std::string> name = lmcache_file_name(*object, &why);
+  if (!name) throw std::invalid_argument("fs (LMCache layout): key '" + key + "': " + why);
+  return ns.empty() ? options_.base_path / *name : options_.base_path / ns / *name;
 }
 
 std::filesystem::path FsConnector::object_path(const std::filesystem::path& base_path,

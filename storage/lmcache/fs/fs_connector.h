@@ -62,11 +62,18 @@ namespace lmcache::fs {
 
 enum class FsChecksum : std::uint8_t { kNone, kCrc32 };
 
+// Which file names objects get: this project's (the KeyCodec string, above), or LMCache's own fs
+// adapter's (lmcache/fs/lmcache_file_names.h: a directory either writes, the other reads). Under
+// kLmcache a key's namespace, if any, is a subdirectory; a key LMCache's layout cannot name (a
+// salt with '/', a name past 255 bytes) fails its op with the reason.
+enum class FsLayout : std::uint8_t { kProject, kLmcache };
+
 struct FsConnectorOptions {
   std::filesystem::path base_path;
   bool use_odirect = false;
   FsChecksum checksum = FsChecksum::kNone;
   std::size_t num_workers = 4;
+  FsLayout layout = FsLayout::kProject;  // kLmcache requires checksum kNone (LMCache's raw files)
 };
 
 class FsConnector final : public bridge::BatchConnectorBase {
@@ -81,14 +88,17 @@ class FsConnector final : public bridge::BatchConnectorBase {
 
   // Creates base_path (and its parents) when missing, removes temporary files left by dead
   // processes, and starts the workers. Throws std::invalid_argument for an empty base_path or
-  // num_workers == 0, std::system_error when base_path cannot be created or is not a directory.
+  // num_workers == 0 or layout kLmcache with a checksum, std::system_error when base_path cannot
+  // be created or is not a directory.
   explicit FsConnector(FsConnectorOptions options);
   ~FsConnector() override;
 
   // path_for() / object_path()
   //
-  // The file of `key` (layout above), under this connector's base_path or under `base_path`
-  // (how a test or a fault campaign finds an object's file without a connector).
+  // The file of `key` (layout above; path_for() follows options.layout, object_path() is this
+  // project's layout), under this connector's base_path or under `base_path` (how a test or a
+  // fault campaign finds an object's file without a connector). path_for() throws
+  // std::invalid_argument naming the key when LMCache's layout cannot name it.
   std::filesystem::path path_for(const std::string& key) const;
   static std::filesystem::path object_path(const std::filesystem::path& base_path,
                                            const std::string& key);

@@ -21,8 +21,10 @@
 #include <mutex>
 #include <thread>
 
+#include "lmcache/bridge/key_codec.h"
 #include "lmcache/core/event_notifier.h"
 #include "lmcache/core/memory_obj.h"
+#include "lmcache/fs/lmcache_file_names.h"
 #include "lmcache/testing/fs_damage.h"
 #include "lmcache/testing/temp_dir.h"
 
@@ -543,6 +545,58 @@ TEST(FsConnectorConcurrency, ConcurrentWritersNeverExposeATornObject) {
   drainer.join();
   EXPECT_EQ(bad.load(), 0);
   EXPECT_EQ(files_under(c.options().base_path), (std::vector<std::string>{"shared.data"}));
+}
+
+// LMCache's own layout: names written here from the format alone (model with '/' as "-SEP-",
+// rank as Python's f"{r:#010x}", group as f"{g:x}", the hash's lower-case hex, the salt raw).
+TEST(LmcacheFileNames, FollowLmcachesFormat) {
+  EXPECT_EQ(
+      lmcache_file_name(ObjectKey(std::string("\x01\xab", 2), "meta-llama/Llama-3.1-8B", 3, 0)),
+      "meta-llama-SEP-Llama-3.1-8B@0x00000003@0@01ab.data");
+  EXPECT_EQ(lmcache_file_name(ObjectKey("\xff", "m", -3, 255, "tenant-a")),
+            "m@-0x0000003@ff@ff@tenant-a.data");
+  EXPECT_EQ(lmcache_file_name(ObjectKey("", "m", 0x123456789, 16)), "m@0x123456789@10@.data");
+  std::string why;
+  EXPECT_EQ(lmcache_file_name(ObjectKey("a", std::string("m\0n", 3), 0, 0), &why), std::nullopt);
+  EXPECT_NE(why.find("NUL"), std::string::npos) << why;
+  EXPECT_EQ(lmcache_file_name(ObjectKey("a", std::string(300, 'm'), 0, 0), &why), std::nullopt);
+  EXPECT_NE(why.find("255"), std::string::npos) << why;
+}
+
+// A directory LMCache's fs adapter wrote (raw bytes under its names) loads through the
+// connector under FsLayout::kLmcache, and what the connector stores is there under those names,
+// a namespace as a subdirectory; a key the layout cannot name fails its batch by name.
+TEST(FsConnector, ReadsAndWritesLmcachesLayout) {
+  TempDir dir;
+  FsConnectorOptions o = opts(dir);
+  o.layout = FsLayout::kLmcache;
+  FsConnector c(o);
+  const ObjectKey written_by_lmcache(std::string("\x0a\x0b", 2), "org/model", 1, 0, "s1");
+  const std::string theirs = "org-SEP-model@0x00000001@0@0a0b@s1.data";
+  const Buf payload(64, 7);
+  write_file(o.base_path / theirs,
+             std::string(reinterpret_cast<const char*>(payload.data()), payload.size));
+  const bridge::KeyCodec codec;
+  std::vector<Buf> out = {Buf(64, 0)};
+  EXPECT_EQ(get(c, {codec.encode(written_by_lmcache)}, out), (std::vector<std::uint8_t>{1}));
+  EXPECT_EQ(out[0], payload);
+
+  const bridge::KeyCodec tenant("run1");
+  const ObjectKey ours(std::string("\xcd", 1), "org/model", 2, 5);
+  ASSERT_TRUE(set(c, {codec.encode(ours), tenant.encode(ours)}, {Buf(32, 3), Buf(32, 4)}));
+  EXPECT_EQ(files_under(o.base_path),
+            (std::vector<std::string>{theirs, "org-SEP-model@0x00000002@5@cd.data",
+                                      "run1/org-SEP-model@0x00000002@5@cd.data"}));
+  EXPECT_EQ(read_file(o.base_path / "org-SEP-model@0x00000002@5@cd.data"),
+            std::string(reinterpret_cast<const char*>(Buf(32, 3).data()), 32));
+
+  std::string error;
+  EXPECT_FALSE(
+      set(c, {codec.encode(ObjectKey("x", std::string(300, 'm'), 0, 0))}, {Buf(8, 1)}, &error));
+  EXPECT_NE(error.find("more than a file name's 255"), std::string::npos) << error;
+  FsConnectorOptions with_crc = o;
+  with_crc.checksum = FsChecksum::kCrc32;
+  EXPECT_THROW(FsConnector bad(with_crc), std::invalid_argument);
 }
 
 }  // namespace
