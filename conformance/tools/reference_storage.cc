@@ -91,7 +91,10 @@ std::string load_reference_storage_source(const std::string& source, Registry& r
   for (const auto& [type, config] : stores) {
     Json with_serde = config;
     with_serde["serde"] = Json{{"type", "fp8"}};
-    for (const Json& c : {config, with_serde}) {
+    // fs bare on LMCache's own file names, under fp8 on this project's: both layouts run.
+    Json bare = config;
+    if (type == "fs") bare["layout"] = "lmcache";
+    for (const Json& c : {bare, with_serde}) {
       if (std::string e = register_adapter_config(c, type, registry); !e.empty()) {
         return "reference storage (" + type + "): " + e;
       }

@@ -269,7 +269,7 @@ MemoryObjPtr object_of(const Bytes& bytes, std::size_t capacity) {
   auto obj = MemoryObj::allocate(
       MemoryLayoutDesc::single({static_cast<std::int64_t>(capacity)}, DType::kUInt8));
   std::memset(obj->data(), 0, capacity);
-  std::memcpy(obj->data(), bytes.data(), bytes.size());
+  if (!bytes.empty()) std::memcpy(obj->data(), bytes.data(), bytes.size());
   return obj;
 }
 

@@ -187,10 +187,15 @@ std::filesystem::path FsConnector::path_for(const std::string& key) const {
   if (!object) {
     throw std::invalid_argument("fs (LMCache layout): '" + key + "' is no object key string");
   }
-  std::string why;
-  const std::optional<std::string> name = lmcache_file_name(*object, &why);
-  if (!name) throw std::invalid_argument("fs (LMCache layout): key '" + key + "': " + why);
-  return ns.empty() ? options_.base_path / *name : options_.base_path / ns / *name;
+  const std::string name = lmcache_file_name(*object);
+  // A name LMCache cannot store at all (a NUL from the model name, more than 255 bytes) gets
+  // this project's path: split into directories, distinct from every flat LMCache name.
+  if (name.find('\0') != std::string::npos) return object_path(options_.base_path, key);
+  const std::filesystem::path dir = ns.empty() ? options_.base_path : options_.base_path / ns;
+  if (name.size() > kMaxLmcacheFileNameBytes) {
+    return object_path(dir, name.substr(0, name.size() - std::string_view(".data").size()));
+  }
+  return dir / name;
 }
 
 std::filesystem::path FsConnector::object_path(const std::filesystem::path& base_path,

@@ -64,8 +64,8 @@ enum class FsChecksum : std::uint8_t { kNone, kCrc32 };
 
 // Which file names objects get: this project's (the KeyCodec string, above), or LMCache's own fs
 // adapter's (lmcache/fs/lmcache_file_names.h: a directory either writes, the other reads). Under
-// kLmcache a key's namespace, if any, is a subdirectory; a key LMCache's layout cannot name (a
-// salt with '/', a name past 255 bytes) fails its op with the reason.
+// kLmcache a key's namespace, if any, is a subdirectory; a key LMCache cannot store at all (a
+// name past 255 bytes, a NUL in the model name) is stored split into directories as above.
 enum class FsLayout : std::uint8_t { kProject, kLmcache };
 
 struct FsConnectorOptions {
@@ -97,8 +97,9 @@ class FsConnector final : public bridge::BatchConnectorBase {
   //
   // The file of `key` (layout above; path_for() follows options.layout, object_path() is this
   // project's layout), under this connector's base_path or under `base_path` (how a test or a
-  // fault campaign finds an object's file without a connector). path_for() throws
-  // std::invalid_argument naming the key when LMCache's layout cannot name it.
+  // fault campaign finds an object's file without a connector). Under kLmcache, path_for()
+  // throws std::invalid_argument for a string that is no KeyCodec key (the bridge never passes
+  // one).
   std::filesystem::path path_for(const std::string& key) const;
   static std::filesystem::path object_path(const std::filesystem::path& base_path,
                                            const std::string& key);

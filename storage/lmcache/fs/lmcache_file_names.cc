@@ -7,8 +7,6 @@ namespace lmcache::fs {
 
 namespace {
 
-constexpr std::size_t kMaxFileNameBytes = 255;
-
 // Python's format(v, spec) for spec "#010x" (alternate form, zero-padded to width 10 including
 // the sign and "0x") and "x".
 std::string python_hex(std::int64_t v, bool alternate_width_10) {
@@ -29,11 +27,7 @@ std::string python_hex(std::int64_t v, bool alternate_width_10) {
 
 }  // namespace
 
-std::optional<std::string> lmcache_file_name(const ObjectKey& key, std::string* why) {
-  auto refuse = [&](std::string reason) -> std::optional<std::string> {
-    if (why != nullptr) *why = std::move(reason);
-    return std::nullopt;
-  };
+std::string lmcache_file_name(const ObjectKey& key) {
   std::string name;
   for (char c : key.model_name()) {
     if (c == '/') {
@@ -51,13 +45,7 @@ std::optional<std::string> lmcache_file_name(const ObjectKey& key, std::string* 
   }
   // ObjectKey holds no '/' in a salt, so the name is one path component.
   if (!key.cache_salt().empty()) name += '@' + key.cache_salt();
-  name += ".data";
-  if (name.find('\0') != std::string::npos) return refuse("its name would hold a NUL byte");
-  if (name.size() > kMaxFileNameBytes) {
-    return refuse("its name in LMCache's layout is " + std::to_string(name.size()) +
-                  " bytes, more than a file name's 255");
-  }
-  return name;
+  return name + ".data";
 }
 
 }  // namespace lmcache::fs
