@@ -63,8 +63,13 @@ else
 fi
 rc_params="seed=$seed"
 
-stage "conformance of the reference implementation"
+stage "conformance of the reference implementation and the Python examples"
+# The Python examples (docs/python.md): LMCache-style Python serdes under the same suites.
+python_examples="$root/conformance/examples/python"
 "$build/conformance/lmcache-conform" --reference --depth "$depth" --rc-params "$rc_params" \
+  --python "$python_examples/fp8_serde.py:make_e4m3fn" \
+  --python "$python_examples/fp8_serde.py:make_e5m2" \
+  --python "$python_examples/checksum_serde.py:make" \
   --json "$out/conformance.json" --junit "$out/conformance.xml"
 
 stage "fault campaigns ($operations operations each, seed $seed)"

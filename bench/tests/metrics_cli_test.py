@@ -10,6 +10,8 @@ Parts (--part; default all):
             to a scrape after the run;
   plugin    --plugin <conformance plugin .so> (--plugin-so): the vendor's serde and processor
             are benchmarked and exported beside the reference ones; a bad path is refused.
+  python    --python <MODULE:FACTORY> (--python-spec): a Python serde's rows (serde and its
+            _async processor) beside the C++ reference's; a spec that cannot load exits 2.
   redis_connector_plugin
             --connector-plugin <a Redis connector plugin .so> (--connector-plugin-so): its
             factory connects to the redis-server the bench exports; its raw l2/ rows, resp's
@@ -249,6 +251,28 @@ def part_plugin(bench, workdir, plugin_so):
     return None
 
 
+def part_python(bench, workdir, spec):
+    if not spec:
+        return "no --python-spec given"
+    proc = subprocess.run([bench, "--quick", "--device", "cpu", "--python", spec,
+                           "--filter", "^serde/", "--sizes", "64KiB", "--out", workdir,
+                           "--benchmark_min_time=0.001"], capture_output=True, text=True,
+                          timeout=300)
+    check(proc.returncode == 0, f"lmcache-bench --python exited {proc.returncode}:\n"
+                                f"{proc.stdout}{proc.stderr}")
+    _, values = textfile_values(workdir)
+    serdes = {dict(l).get("serde") for (n, l), _ in values.items()
+              if n == "lmcache_bench_throughput_bytes_per_second"}
+    python = sorted(s for s in serdes if s and s.startswith("py_"))
+    check(len(python) == 2 and python[1] == python[0] + "_async" and "checksum" in serdes,
+          f"want a py_ serde and its _async processor beside checksum; got {sorted(serdes)}")
+    bad = subprocess.run([bench, "--python", "/nonexistent/serde.py:make", "--filter", "^none$"],
+                         capture_output=True, text=True, timeout=120)
+    check(bad.returncode == 2 and "no Python file" in bad.stderr,
+          f"bad --python: exit {bad.returncode}, stderr {bad.stderr!r}")
+    return None
+
+
 def part_connector_plugin(bench, workdir, plugin_so):
     if not plugin_so:
         return "no --connector-plugin-so given"
@@ -337,7 +361,7 @@ def part_l2(bench, workdir):
 
 
 PARTS = {"promtool": part_promtool, "push": part_push, "listen": part_listen,
-         "plugin": part_plugin, "connector_plugin": part_connector_plugin,
+         "plugin": part_plugin, "python": part_python, "connector_plugin": part_connector_plugin,
          "redis_connector_plugin": part_redis_connector_plugin, "l2": part_l2}
 
 
@@ -348,11 +372,13 @@ def main():
     ap.add_argument("--workdir", default=None)
     ap.add_argument("--part", action="append", choices=sorted(PARTS), default=[])
     ap.add_argument("--plugin-so", default=None, help="a conformance plugin (part 'plugin')")
+    ap.add_argument("--python-spec", default=None, help="a --python spec (part 'python')")
     ap.add_argument("--connector-plugin-so", default=None,
                     help="a native connector plugin (part 'connector_plugin')")
     args = ap.parse_args()
     parts = args.part or [p for p in PARTS
                           if (p != "plugin" or args.plugin_so)
+                          and (p != "python" or args.python_spec)
                           and (p not in ("connector_plugin", "redis_connector_plugin")
                                or args.connector_plugin_so)]
     root = args.workdir or tempfile.mkdtemp(prefix="lmcache-metrics-test-")
@@ -364,6 +390,8 @@ def main():
         try:
             if name == "plugin":
                 reason = part_plugin(args.bench, workdir, args.plugin_so)
+            elif name == "python":
+                reason = part_python(args.bench, workdir, args.python_spec)
             elif name == "connector_plugin":
                 reason = part_connector_plugin(args.bench, workdir, args.connector_plugin_so)
             elif name == "redis_connector_plugin":

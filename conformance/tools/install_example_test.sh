@@ -4,7 +4,7 @@
 # (find_package(lmcache_conformance)), builds it, runs its link-time conformance test, and runs
 # the installed lmcache-conform on the example plugin, expecting both reports. Then the same for
 # the native connector example (conformance/examples/connector): built against the prefix, its
-# plugin must pass `lmcache-conform --connector-plugin` (exit 0).
+# plugin must pass `lmcache-conform --connector-plugin` (exit 0). Then `--python` from the prefix.
 set -euo pipefail
 build=$1 src=$2
 tmp=$(mktemp -d)
@@ -39,4 +39,17 @@ rc=0
 test "$rc" -eq 0 || { cat "$tmp/connector_run.log"; echo "connector example: exit $rc"; exit 1; }
 grep -q '"MapConnector_fp8"' "$tmp/connector.json" \
   || { echo "connector example: no MapConnector_fp8 in the report"; exit 1; }
+# --python from the installed tree (builds with Python, docs/python.md): the installed runner finds
+# the installed package (share/lmcache/python, before the source tree); an example copied out of
+# the source tree passes a few properties.
+if [[ -f "$tmp/prefix/share/lmcache/python/lmcache_conformance/__init__.py" ]]; then
+  cp "$src/conformance/examples/python/checksum_serde.py" "$tmp/my_checksum.py"
+  rc=0
+  (cd "$tmp" && "$tmp/prefix/bin/lmcache-conform" --python my_checksum.py:make --depth quick \
+    --quiet --filter 'py_my_checksum_make.RoundTrip:py_my_checksum_make.MatchesReference' \
+    --json "$tmp/python.json" >"$tmp/python_run.log" 2>&1) || rc=$?
+  test "$rc" -eq 0 || { cat "$tmp/python_run.log"; echo "python example: exit $rc"; exit 1; }
+  grep -q '"py_my_checksum_make"' "$tmp/python.json" \
+    || { echo "python example: no py_my_checksum_make in the report"; exit 1; }
+fi
 echo "installed conformance kit works with find_package(lmcache_conformance)"

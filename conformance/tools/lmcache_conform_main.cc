@@ -35,6 +35,7 @@
 #include "lmcache/conformance/depth.h"
 #include "lmcache/conformance/plugin_abi.h"
 #include "lmcache/conformance/properties.h"
+#include "lmcache/conformance/python/python_source.h"
 #include "lmcache/core/regular_file.h"
 #include "plugin_loader.h"
 #include "rc_params.h"
@@ -52,6 +53,7 @@ struct Options {
   std::vector<std::string> plugins;
   std::vector<std::string> connector_plugins;  // --connector-plugin
   std::vector<std::string> adapter_configs;    // --adapter
+  std::vector<std::string> python_specs;       // --python
   std::string filter = "*";
   bool list = false;
   std::string json_path;
@@ -65,6 +67,17 @@ struct Options {
   std::string
       depth;  // resolved in run_main(): --depth, else $LMCACHE_CONFORMANCE_DEPTH, else standard
 };
+
+// The source of `--python spec`: a FILE.py part made absolute (the children may run elsewhere).
+std::string python_source_of(const std::string& spec) {
+  const auto colon = spec.rfind(':');
+  std::string module = colon == std::string::npos ? spec : spec.substr(0, colon);
+  const std::string rest = colon == std::string::npos ? "" : spec.substr(colon);
+  if (module.ends_with(".py") || module.find('/') != std::string::npos) {
+    module = fs::absolute(module).string();
+  }
+  return python::kPythonSourcePrefix + module + rest;
+}
 
 struct Impl {
   std::string source;
@@ -378,6 +391,10 @@ int run_main(int argc, char** argv) {
                  "connector): run the adapter suite over the connector bridge, bare and under the "
                  "fp8 serde wrapper, each adapter in a key namespace of its own (repeatable)")
       ->check(CLI::ExistingFile);
+  app.add_option("--python", o.python_specs,
+                 "A Python serde, serializer/deserializer pair or serde processor written to "
+                 "LMCache's Python interfaces: MODULE:FACTORY or FILE.py:FACTORY, where "
+                 "FACTORY() returns a fresh one (docs/python.md; repeatable)");
   app.add_option("--adapter", o.adapter_configs,
                  "An L2 adapter config (JSON, as given to create_l2_adapter, e.g. "
                  "'{\"type\":\"resp\",\"host\":\"127.0.0.1\",\"port\":6379}'): run the "
@@ -427,9 +444,9 @@ int run_main(int argc, char** argv) {
   }
   if (o.timeout_s <= 0) o.timeout_s = *parse_depth(o.depth) == Depth::kExhaustive ? 1800 : 300;
   if (!o.reference && o.plugins.empty() && o.connector_plugins.empty() &&
-      o.adapter_configs.empty()) {
-    std::cerr << "lmcache-conform: give --reference, --plugin FILE, --connector-plugin FILE "
-                 "and/or --adapter JSON\n"
+      o.adapter_configs.empty() && o.python_specs.empty()) {
+    std::cerr << "lmcache-conform: give --reference, --plugin FILE, --connector-plugin FILE, "
+                 "--python MODULE:FACTORY and/or --adapter JSON\n"
               << app.help();
     return 2;
   }
@@ -498,6 +515,7 @@ int run_main(int argc, char** argv) {
     sources.push_back(kConnectorPluginPrefix + fs::absolute(p).string());
   }
   for (auto& c : o.adapter_configs) sources.push_back(kAdapterConfigPrefix + c);
+  for (auto& spec : o.python_specs) sources.push_back(python_source_of(spec));
   std::vector<Impl> impls;
   for (std::size_t i = 0; i < sources.size(); ++i) {
     if (std::string e = list_source(exe, sources[i], dir, i, &impls); !e.empty()) {
@@ -605,6 +623,9 @@ int run_main(int argc, char** argv) {
           : is_adapter_config_source(im.source)
               ? "--adapter " +
                     shell_quote(im.source.substr(std::string_view(kAdapterConfigPrefix).size()))
+          : im.source.rfind(python::kPythonSourcePrefix, 0) == 0
+              ? "--python " + shell_quote(im.source.substr(
+                                  std::string_view(python::kPythonSourcePrefix).size()))
           : im.source.rfind(kConnectorPluginPrefix, 0) == 0
               ? "--connector-plugin " +
                     shell_quote(im.source.substr(std::string_view(kConnectorPluginPrefix).size()))

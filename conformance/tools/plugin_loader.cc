@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "lmcache/conformance/plugin_abi.h"
+#include "lmcache/conformance/python/python_source.h"
 #include "lmcache/conformance/reference_impls.h"
 #include "lmcache/l2/adapter_registry.h"
 #include "lmcache/testing/shadowed_adapter.h"
@@ -117,6 +118,10 @@ std::string load_source(const std::string& source, Registry& registry) {
       return std::string("registering the reference implementations failed: ") + e.what();
     }
     return {};
+  }
+  if (source.rfind(python::kPythonSourcePrefix, 0) == 0) {
+    return python::register_python_source(
+        source.substr(std::string_view(python::kPythonSourcePrefix).size()), registry);
   }
   if (source.rfind(kConnectorPluginPrefix, 0) == 0) {
     return load_connector_plugin(source.substr(std::string_view(kConnectorPluginPrefix).size()),

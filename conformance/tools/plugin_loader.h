@@ -19,8 +19,8 @@ inline constexpr const char* kConnectorPluginPrefix = "connector-plugin:";
 
 // load_source()
 //
-// Registers the implementations of `source` ("reference", a plugin path, or kConnectorPluginPrefix
-// and a plugin path) into `registry`. Returns an empty string on success, else why it failed
+// Registers the implementations of `source` ("reference", a plugin path, kConnectorPluginPrefix
+// and a plugin path, or python::kPythonSourcePrefix and a --python spec) into `registry`. Returns an empty string on success, else why it failed
 // (dlopen error, missing entry point, version mismatch, registration error; for a connector
 // plugin also: it exports no LMCACHE_CONFORMANCE_CONNECTOR_SYMBOL_V2, or registered no adapter of
 // the name that returns). A connector plugin also gets the wrapper suite over its connector:

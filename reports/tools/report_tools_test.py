@@ -134,6 +134,23 @@ class MakeReportTest(ReportTest):
         self.assertIn("covers 12.3 % of the reference's lines, 5.0 % of its branches "
                       '(standard depth', readme)
 
+    def test_python_examples_get_a_conformance_row_of_their_own(self):
+        dump_json({'summary': {'Pass': 2, 'Fail': 1}, 'rc_params': 'seed=1',
+                   'implementations': [
+                       {'name': 'fp8', 'source': 'reference', 'properties': [
+                           {'property': 'RoundTrip', 'status': 'Pass'}]},
+                       {'name': 'py_fp8_serde_make_e4m3fn',
+                        'source': 'python:/x/fp8_serde.py:make_e4m3fn', 'properties': [
+                            {'property': 'RoundTrip', 'status': 'Pass'},
+                            {'property': 'MatchesReference', 'status': 'Fail'}]}]}, self.conf)
+        self.report = self.make()
+        rows = validate_report.summary_rows(self.read('README.md'))
+        python = [r for r in rows if 'conformance of the Python examples' in r]
+        reference = [r for r in rows if 'conformance of the reference implementation' in r]
+        self.assertEqual(len(python), 1, rows)
+        self.assertIn('**1 Fail**', python[0])
+        self.assertIn('**0 Fail**', reference[0])
+
     def test_readme_opens_with_the_summary_and_links_tables_and_plots(self):
         readme = self.read('README.md')
         sections = [l for l in readme.splitlines() if l.startswith('## ')]

@@ -295,17 +295,27 @@ def verdict_rows(report):
     out = []
     conf = report.conformance
     if conf is not None:
-        counts = {'Pass': 0, 'NotSupported': 0, 'QualityWarning': 0, 'Fail': 0}
         impls = conf.get('implementations') or []
-        for impl in impls:
-            for p in impl.get('properties', []):
-                counts[p.get('status', 'Fail')] = counts.get(p.get('status', 'Fail'), 0) + 1
-        out.append(SummaryRow(
-            key='conformance', what='conformance of the reference implementation',
-            result=f"**{counts['Fail']} Fail**",
-            relative=' · '.join(f'{v} {k}' for k, v in counts.items() if k != 'Fail'),
-            how=f'{len(impls)} implementations, lmcache-conform --reference '
-            f"(RapidCheck {conf.get('rc_params', '')})".strip() + coverage_text(report)))
+        # The Python examples (lmcache-conform --python, docs/python.md) get a row of their own.
+        python = [i for i in impls if str(i.get('source', '')).startswith('python:')]
+        reference = [i for i in impls if i not in python]
+        groups = [('conformance', 'conformance of the reference implementation', reference,
+                   'lmcache-conform --reference')]
+        if python:
+            groups.append(('conformance_python', 'conformance of the Python examples', python,
+                           'lmcache-conform --python conformance/examples/python'))
+        for key, what, group, command in groups:
+            counts = {'Pass': 0, 'NotSupported': 0, 'QualityWarning': 0, 'Fail': 0}
+            for impl in group:
+                for p in impl.get('properties', []):
+                    counts[p.get('status', 'Fail')] = counts.get(p.get('status', 'Fail'), 0) + 1
+            out.append(SummaryRow(
+                key=key, what=what,
+                result=f"**{counts['Fail']} Fail**",
+                relative=' · '.join(f'{v} {k}' for k, v in counts.items() if k != 'Fail'),
+                how=f'{len(group)} implementations, {command} '
+                f"(RapidCheck {conf.get('rc_params', '')})".strip()
+                + (coverage_text(report) if key == 'conformance' else '')))
     camp = report.campaign
     if camp is not None:
         summary = camp.get('summary', camp)

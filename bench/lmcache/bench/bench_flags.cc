@@ -8,6 +8,8 @@
 #include <regex>
 #include <stdexcept>
 
+#include "lmcache/conformance/python/python_source.h"
+
 namespace lmcache::bench {
 namespace {
 
@@ -116,6 +118,11 @@ BenchFlags parse_bench_flags(int argc, const char* const* argv) {
          f.metrics_linger_seconds = d;
        }},
       {"--plugin", [&](auto&, auto& v) { f.plugins.push_back(v); }},
+      // A Python serde or processor (docs/python.md), loaded like a plugin.
+      {"--python",
+       [&](auto&, auto& v) {
+         f.plugins.push_back(std::string(conformance::python::kPythonSourcePrefix) + v);
+       }},
       {"--connector-plugin", [&](auto&, auto& v) { f.connector_plugin = v; }},
       {"--device",
        [&](auto& flag, auto& v) {
@@ -227,6 +234,9 @@ Flags (value as the next argument or after '='):
   --plugin FILE.so         Load a conformance plugin (lmcache_conformance_plugin_v2) and
                            benchmark its serdes and processors beside the reference ones.
                            Repeatable.
+  --python MODULE:FACTORY  A Python serde or processor written to LMCache's Python interfaces
+                           (as lmcache-conform --python, docs/python.md): its rows beside the
+                           C++ reference's give the cost of Python. Repeatable.
   --connector-plugin FILE.so
                            Load a native connector plugin (LMCACHE_CONFORMANCE_CONNECTOR) and
                            add l2/ rows for its connector (the bridge, raw and through fp8)

@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# python_kit_test.sh <lmcache-conform> <source dir> <python3>
+#
+# lmcache-conform --python (docs/python.md): the Python examples (fp8 e4m3fn / e5m2, checksum)
+# pass every property; every Python mutant (conformance/selftest/python_mutants.py, one bug each)
+# fails at least one property of the implementation it breaks; a spec that cannot be loaded is a
+# usage error (exit 2) naming what went wrong, with the Python traceback's last frames.
+set -u
+BIN=${1:?usage: $0 <lmcache-conform> <source dir> <python3>}
+SRC=${2:?}
+PY=${3:?}
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+FAILED=0
+unset RC_PARAMS
+DEPTH=${LMCACHE_CONFORMANCE_DEPTH:-quick}
+EX=$SRC/conformance/examples/python
+MUT=$SRC/conformance/selftest/python_mutants.py
+fail() { echo "FAIL: $*" >&2; FAILED=1; }
+
+# 1. The examples: every property Pass or NotSupported.
+"$BIN" --depth "$DEPTH" -q --json "$TMP/examples.json" --rc-params "seed=7" \
+  --python "$EX/fp8_serde.py:make_e4m3fn" --python "$EX/fp8_serde.py:make_e5m2" \
+  --python "$EX/checksum_serde.py:make" >"$TMP/examples.out" 2>&1
+rc=$?
+[[ $rc -eq 0 ]] || fail "examples: exit $rc: $(grep -A3 'FAIL\|ERROR' "$TMP/examples.out" | head -c 3000)"
+"$PY" - "$TMP/examples.json" <<'PYEOF' || FAILED=1
+import json, sys
+report = json.load(open(sys.argv[1]))
+names = {i["name"]: i for i in report["implementations"]}
+want = ["py_fp8_serde_make_e4m3fn", "py_fp8_serde_make_e5m2", "py_checksum_serde_make"]
+for name in want + [n + "_async" for n in want]:
+    impl = names.get(name)
+    if impl is None:
+        sys.exit(f"FAIL: examples: {name} not in the report ({sorted(names)})")
+    passed = [p for p in impl["properties"] if p["status"] == "Pass"]
+    bad = [p["property"] for p in impl["properties"] if p["status"] not in ("Pass", "NotSupported")]
+    if bad or len(passed) < 10:
+        sys.exit(f"FAIL: examples: {name}: {len(passed)} Pass, not passing: {bad}")
+# MatchesReference ran (the frames are the reference's, byte for byte) for each serde.
+for name in want:
+    mr = [p for p in names[name]["properties"] if p["property"] == "MatchesReference"]
+    if not mr or mr[0]["status"] != "Pass":
+        sys.exit(f"FAIL: examples: {name}.MatchesReference did not pass: {mr}")
+PYEOF
+
+# 2. Every mutant fails a property of the implementation it breaks.
+# Only the broken implementation's suite runs (each child imports torch: ~1.5 s of CPU).
+check_mutant() {  # <factory> <implementation that must fail>
+  local factory=$1 target=$2
+  "$BIN" --depth "$DEPTH" -q --json "$TMP/$factory.json" --rc-params "seed=11" \
+    --filter "$target.*" --python "$MUT:$factory" >"$TMP/$factory.out" 2>&1
+  local rc=$?
+  [[ $rc -eq 1 ]] || { fail "mutant $factory: exit $rc, want 1: $(tail -n 5 "$TMP/$factory.out")"; return; }
+  "$PY" - "$TMP/$factory.json" "$target" <<'PYEOF' || fail "mutant $factory: $target has no Fail"
+import json, sys
+report = json.load(open(sys.argv[1]))
+impl = [i for i in report["implementations"] if i["name"] == sys.argv[2]]
+sys.exit(0 if impl and any(p["status"] == "Fail" for p in impl[0]["properties"]) else 1)
+PYEOF
+}
+check_mutant fp8_truncating py_python_mutants_fp8_truncating
+check_mutant fp8_groups_at_zero py_python_mutants_fp8_groups_at_zero
+check_mutant checksum_no_fingerprint py_python_mutants_checksum_no_fingerprint
+check_mutant checksum_short_hash py_checksum_short_hash
+check_mutant async_result_twice py_python_mutants_async_result_twice
+check_mutant async_not_narrowing py_python_mutants_async_not_narrowing
+check_mutant async_one_fd py_python_mutants_async_one_fd
+
+# 3. Specs that cannot be loaded: exit 2 (a source that cannot be loaded), the reason named.
+cat >"$TMP/bad.py" <<'PYEOF'
+def not_an_implementation():
+    return 42
+
+def raises():
+    return helper()
+
+def helper():
+    raise KeyError("no such serde config")
+PYEOF
+expect2() {  # <stderr fragment> <spec>
+  "$BIN" --depth quick -q --python "$2" >"$TMP/out" 2>&1
+  local rc=$?
+  [[ $rc -eq 2 ]] || fail "--python $2: exit $rc, want 2"
+  grep -qF -- "$1" "$TMP/out" || fail "--python $2: the output lacks '$1': $(head -c 800 "$TMP/out")"
+  grep -q "over 0 implementation" "$TMP/out" || fail "--python $2: a property ran"
+}
+expect2 "no Python file" "$TMP/missing.py:make"
+expect2 "has no attribute 'nope'" "$TMP/bad.py:nope"
+expect2 "expected a (Serializer, Deserializer) pair" "$TMP/bad.py:not_an_implementation"
+expect2 "in helper" "$TMP/bad.py:raises"
+expect2 "expected MODULE:FACTORY" "no_colon_here"
+
+exit $FAILED
