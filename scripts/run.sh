@@ -70,6 +70,7 @@ python_examples="$root/conformance/examples/python"
   --python "$python_examples/fp8_serde.py:make_e4m3fn" \
   --python "$python_examples/fp8_serde.py:make_e5m2" \
   --python "$python_examples/checksum_serde.py:make" \
+  --python "$python_examples/memory_adapter.py:make" \
   --json "$out/conformance.json" --junit "$out/conformance.xml"
 
 stage "fault campaigns ($operations operations each, seed $seed)"

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # python_kit_test.sh <lmcache-conform> <source dir> <python3>
 #
-# lmcache-conform --python (docs/python.md): the Python examples (fp8 e4m3fn / e5m2, checksum)
+# lmcache-conform --python (docs/python.md): the Python examples (fp8 e4m3fn / e5m2, checksum, an
+# in-memory L2 adapter)
 # pass every property; every Python mutant (conformance/selftest/python_mutants.py, one bug each)
 # fails at least one property of the implementation it breaks; a spec that cannot be loaded is a
 # usage error (exit 2) naming what went wrong, with the Python traceback's last frames.
@@ -21,7 +22,8 @@ fail() { echo "FAIL: $*" >&2; FAILED=1; }
 # 1. The examples: every property Pass or NotSupported.
 "$BIN" --depth "$DEPTH" -q --json "$TMP/examples.json" --rc-params "seed=7" \
   --python "$EX/fp8_serde.py:make_e4m3fn" --python "$EX/fp8_serde.py:make_e5m2" \
-  --python "$EX/checksum_serde.py:make" >"$TMP/examples.out" 2>&1
+  --python "$EX/checksum_serde.py:make" --python "$EX/memory_adapter.py:make" \
+  >"$TMP/examples.out" 2>&1
 rc=$?
 [[ $rc -eq 0 ]] || fail "examples: exit $rc: $(grep -A3 'FAIL\|ERROR' "$TMP/examples.out" | head -c 3000)"
 "$PY" - "$TMP/examples.json" <<'PYEOF' || FAILED=1
@@ -29,7 +31,7 @@ import json, sys
 report = json.load(open(sys.argv[1]))
 names = {i["name"]: i for i in report["implementations"]}
 want = ["py_fp8_serde_make_e4m3fn", "py_fp8_serde_make_e5m2", "py_checksum_serde_make"]
-for name in want + [n + "_async" for n in want]:
+for name in want + [n + "_async" for n in want] + ["py_memory_adapter_make"]:
     impl = names.get(name)
     if impl is None:
         sys.exit(f"FAIL: examples: {name} not in the report ({sorted(names)})")
@@ -66,6 +68,9 @@ check_mutant checksum_short_hash py_checksum_short_hash
 check_mutant async_result_twice py_python_mutants_async_result_twice
 check_mutant async_not_narrowing py_python_mutants_async_not_narrowing
 check_mutant async_one_fd py_python_mutants_async_one_fd
+check_mutant adapter_lookup_without_lock py_python_mutants_adapter_lookup_without_lock
+check_mutant adapter_stores_popped_twice py_python_mutants_adapter_stores_popped_twice
+check_mutant adapter_usage_of_one_salt py_python_mutants_adapter_usage_of_one_salt
 
 # 3. Specs that cannot be loaded: exit 2 (a source that cannot be loaded), the reason named.
 cat >"$TMP/bad.py" <<'PYEOF'

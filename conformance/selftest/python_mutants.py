@@ -3,6 +3,7 @@ each must make lmcache-conform --python fail (python_kit_test.sh). One file, one
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 
@@ -12,7 +13,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "examples", "py
 
 import checksum_serde  # noqa: E402
 import fp8_serde  # noqa: E402
-from lmcache_conformance import AsyncSerdeProcessor, EventNotifier, declare  # noqa: E402
+import memory_adapter  # noqa: E402
+from lmcache_conformance import AsyncSerdeProcessor, Bitmap, EventNotifier, declare  # noqa: E402
 
 _E4M3 = {"type": "fp8", "fp8_dtype": "float8_e4m3fn"}
 
@@ -149,3 +151,46 @@ class _OneFd(AsyncSerdeProcessor):
 @declare(mirrors=_E4M3)
 def async_one_fd():
     return _OneFd(fp8_serde.Fp8Serializer(), fp8_serde.Fp8Deserializer())
+
+
+# --- adapters ------------------------------------------------------------------------------------
+class _LookupWithoutLock(memory_adapter.MemoryL2Adapter):
+    """Finds keys but takes no lock on them."""
+
+    def _lookup(self, keys):
+        bits = Bitmap(len(keys))
+        with self._lock:
+            for i, key in enumerate(keys):
+                if key in self._objects:
+                    bits.set(i)
+        return bits
+
+
+@declare(reports_lock_count=True)
+def adapter_lookup_without_lock():
+    return _LookupWithoutLock(64 << 20)
+
+
+class _StoresPoppedTwice(memory_adapter.MemoryL2Adapter):
+    """pop_completed_store_tasks() hands out the completed stores without forgetting them."""
+
+    def pop_completed_store_tasks(self):
+        with self._lock:
+            return dict(self._store_done)
+
+
+@declare(reports_lock_count=True)
+def adapter_stores_popped_twice():
+    return _StoresPoppedTwice(64 << 20)
+
+
+class _UsageOfOneSalt(memory_adapter.MemoryL2Adapter):
+    """Counts every byte under the empty cache_salt (usage per tenant lost)."""
+
+    def _count(self, keys, sizes, sign):
+        super()._count([dataclasses.replace(k, cache_salt="") for k in keys], sizes, sign)
+
+
+@declare(reports_lock_count=True)
+def adapter_usage_of_one_salt():
+    return _UsageOfOneSalt(64 << 20)

@@ -392,7 +392,7 @@ int run_main(int argc, char** argv) {
                  "fp8 serde wrapper, each adapter in a key namespace of its own (repeatable)")
       ->check(CLI::ExistingFile);
   app.add_option("--python", o.python_specs,
-                 "A Python serde, serializer/deserializer pair or serde processor written to "
+                 "A Python serde (or serializer/deserializer pair), serde processor or L2 adapter written to "
                  "LMCache's Python interfaces: MODULE:FACTORY or FILE.py:FACTORY, where "
                  "FACTORY() returns a fresh one (docs/python.md; repeatable)");
   app.add_option("--adapter", o.adapter_configs,

@@ -114,3 +114,23 @@ def format_exception(exc: BaseException, trace=None, frames: int = 4) -> str:
     where = "".join(traceback.format_list(tb)).rstrip()
     text = f"{type(exc).__name__}: {exc}"
     return f"{text}\n  Python traceback (last {len(tb)} frames):\n{where}" if where else text
+
+
+class _Listener:
+    """An L2AdapterListener over the kit's three callbacks."""
+
+    def __init__(self, stored, accessed, deleted) -> None:
+        self.on_l2_keys_stored = stored
+        self.on_l2_keys_accessed = accessed
+        self.on_l2_keys_deleted = deleted
+
+
+def listener(stored, accessed, deleted) -> _Listener:
+    from .l2_adapter import L2AdapterListener
+
+    L2AdapterListener.register(_Listener)
+    return _Listener(stored, accessed, deleted)
+
+
+def to_json(value) -> str:
+    return json.dumps(value, default=str)

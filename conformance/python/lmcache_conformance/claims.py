@@ -26,6 +26,12 @@ _KEYS = {
     "integrity",
     "randomized",
     "async_workers",
+    # adapters (AdapterCapabilities, docs/python.md)
+    "supports_delete",
+    "supports_listeners",
+    "reports_usage",
+    "reports_lock_count",
+    "object_dtypes",
 }
 
 ATTRIBUTE = "__lmcache_conformance__"

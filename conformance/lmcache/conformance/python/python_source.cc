@@ -8,6 +8,7 @@
 #include <string>
 #include <utility>
 
+#include "lmcache/conformance/python/internal/python_adapter.h"
 #include "lmcache/conformance/python/internal/python_runtime.h"
 #include "lmcache/conformance/python/internal/python_serde.h"
 #include "lmcache/conformance/reference_impls.h"
@@ -164,6 +165,27 @@ void register_processor(const PyRef& factory, const std::string& name, const Jso
   registry.add_processor(std::move(p));
 }
 
+void register_adapter(const PyRef& factory, const std::string& name, const Json& claims,
+                      Registry& registry) {
+  AdapterUnderTest a;
+  a.name = name;
+  AdapterCapabilities& c = a.capabilities;
+  c.supports_delete = claims.value("supports_delete", c.supports_delete);
+  c.supports_listeners = claims.value("supports_listeners", c.supports_listeners);
+  c.reports_usage = claims.value("reports_usage", c.reports_usage);
+  c.reports_lock_count = claims.value("reports_lock_count", c.reports_lock_count);
+  if (claims.contains("object_dtypes")) a.object_dtypes = dtypes_of(claims["object_dtypes"]);
+  a.make = [factory]() -> L2AdapterPtr {
+    py::gil_scoped_acquire gil;
+    try {
+      return std::make_unique<PythonL2Adapter>(PyRef(factory.get()()));
+    } catch (py::error_already_set& e) {
+      rethrow(e, "the Python factory");
+    }
+  };
+  registry.add_adapter(std::move(a));
+}
+
 }  // namespace
 
 bool python_support_built() { return true; }
@@ -191,8 +213,7 @@ std::string register_python_source(const std::string& spec, Registry& registry) 
     } else if (kind == "processor") {
       register_processor(factory, name, claims, registry);
     } else {
-      return "--python " + spec + ": the factory returns an L2 adapter; Python adapters are not " +
-             "supported by this version of the kit (serdes and processors are)";
+      register_adapter(factory, name, claims, registry);
     }
   } catch (const std::exception& e) {
     return "--python " + spec + ": " + e.what();

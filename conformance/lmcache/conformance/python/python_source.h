@@ -6,7 +6,8 @@
 //   - a (Serializer, Deserializer) pair, or one object with serialize / deserialize /
 //     estimate_serialized_size: a serde "<name>", and the processor "<name>_async" (the kit's
 //     Python AsyncSerdeProcessor over the pair, the way LMCache runs a serde);
-//   - a SerdeProcessor (submit_serialize ...): a processor "<name>".
+//   - a SerdeProcessor (submit_serialize ...): a processor "<name>";
+//   - an L2 adapter (submit_store_task ...): an adapter "<name>" (AdapterConformance).
 // What the implementation claims (the reference config it mirrors, dtypes, bounds, integrity)
 // comes from lmcache_conformance.declare() on the factory.
 #pragma once

@@ -7,39 +7,6 @@
 #include "lmcache/conformance/python/internal/python_values.h"
 
 namespace lmcache::conformance::python {
-namespace {
-
-// A Python int >= 0 as a size, or std::runtime_error naming what returned what.
-std::size_t to_size(const py::object& value, const char* what) {
-  if (!py::isinstance<py::int_>(value) || py::isinstance<py::bool_>(value)) {
-    throw std::runtime_error(std::string(what) + " returned " +
-                             py::repr(value).cast<std::string>() + ", not an int");
-  }
-  const long long n = value.cast<long long>();
-  if (n < 0) {
-    throw std::runtime_error(std::string(what) + " returned " + std::to_string(n) +
-                             ", a negative size");
-  }
-  return static_cast<std::size_t>(n);
-}
-
-py::list to_python(std::vector<MemoryObjPtr>& objs) {
-  py::list out;
-  for (auto& o : objs) {
-    if (!o) throw std::invalid_argument("null MemoryObj in a batch");
-    out.append(python::to_python(*o));
-  }
-  return out;
-}
-
-py::list to_python(const std::vector<ObjectKey>& keys) {
-  py::list out;
-  for (const auto& k : keys) out.append(python::to_python(k));
-  return out;
-}
-
-}  // namespace
-
 std::size_t PythonSerializer::serialize(const MemoryObj& src, MemoryObj& dst,
                                         const ObjectKey& key) {
   py::gil_scoped_acquire gil;
@@ -48,7 +15,7 @@ std::size_t PythonSerializer::serialize(const MemoryObj& src, MemoryObj& dst,
     // properties check that the source is left as it was.
     py::object n = serializer_.get().attr("serialize")(to_python(const_cast<MemoryObj&>(src)),
                                                        to_python(dst), to_python(key));
-    return to_size(n, "serialize()");
+    return size_from_python(n, "serialize()");
   } catch (py::error_already_set& e) {
     rethrow(e, "Python serialize()");
   }
@@ -57,8 +24,8 @@ std::size_t PythonSerializer::serialize(const MemoryObj& src, MemoryObj& dst,
 std::size_t PythonSerializer::estimate_serialized_size(const MemoryLayoutDesc& layout) const {
   py::gil_scoped_acquire gil;
   try {
-    return to_size(serializer_.get().attr("estimate_serialized_size")(to_python(layout)),
-                   "estimate_serialized_size()");
+    return size_from_python(serializer_.get().attr("estimate_serialized_size")(to_python(layout)),
+                            "estimate_serialized_size()");
   } catch (py::error_already_set& e) {
     rethrow(e, "Python estimate_serialized_size()");
   }
@@ -94,7 +61,7 @@ TaskId PythonSerdeProcessor::submit(const char* method, std::vector<MemoryObjPtr
     try {
       py::object r = processor_.get().attr(method)(to_python(kept.srcs), to_python(kept.dsts),
                                                    to_python(keys));
-      id = to_size(r, method);
+      id = size_from_python(r, method);
     } catch (py::error_already_set& e) {
       bool closed = false;
       {
@@ -147,7 +114,7 @@ int PythonSerdeProcessor::event_fd(const char* method) const {
   py::gil_scoped_acquire gil;
   try {
     py::object fd = processor_.get().attr(method)();
-    return static_cast<int>(to_size(fd, method));
+    return static_cast<int>(size_from_python(fd, method));
   } catch (py::error_already_set& e) {
     rethrow(e, std::string("Python ") + method + "()");
   }
@@ -184,8 +151,8 @@ int PythonSerdeProcessor::get_deserialize_event_fd() const {
 std::size_t PythonSerdeProcessor::estimate_serialized_size(const MemoryLayoutDesc& layout) const {
   py::gil_scoped_acquire gil;
   try {
-    return to_size(processor_.get().attr("estimate_serialized_size")(to_python(layout)),
-                   "estimate_serialized_size()");
+    return size_from_python(processor_.get().attr("estimate_serialized_size")(to_python(layout)),
+                            "estimate_serialized_size()");
   } catch (py::error_already_set& e) {
     rethrow(e, "Python estimate_serialized_size()");
   }
