@@ -70,8 +70,13 @@ def _decode_table(name: str) -> torch.Tensor:
     return torch.tensor(out, dtype=torch.int32).view(torch.float32)
 
 
-def _groups(obj: MemoryObj):
-    return [obj.get_tensor(i) for i in range(obj.get_num_groups())]
+def _kv_groups(obj: MemoryObj) -> list:
+    """The object's groups, each a float32 / float16 / bfloat16 tensor, else ValueError."""
+    groups = [obj.get_tensor(i) for i in range(obj.get_num_groups())]
+    for t in groups:
+        if t.dtype not in _INPUTS:
+            raise ValueError(f"Fp8 serde: unsupported dtype {t.dtype}")
+    return groups
 
 
 class Fp8Serializer(Serializer):
@@ -79,10 +84,7 @@ class Fp8Serializer(Serializer):
         self._format = _FORMATS[fp8_dtype]
 
     def serialize(self, src: MemoryObj, dst: MemoryObj, key: ObjectKey) -> int:
-        groups = _groups(src)
-        for t in groups:
-            if t.dtype not in _INPUTS:
-                raise ValueError(f"Fp8 serde: unsupported dtype {t.dtype}")
+        groups = _kv_groups(src)
         need = sum(t.numel() for t in groups)
         if dst.get_size() < need:
             raise ValueError(f"Fp8 destination buffer too small: got {dst.get_size()} bytes, need {need}")
@@ -107,10 +109,7 @@ class Fp8Deserializer(Deserializer):
         self._table = _decode_table(fp8_dtype)
 
     def deserialize(self, src: MemoryObj, dst: MemoryObj, key: ObjectKey) -> None:
-        groups = _groups(dst)
-        for t in groups:
-            if t.dtype not in _INPUTS:
-                raise ValueError(f"Fp8 serde: unsupported dtype {t.dtype}")
+        groups = _kv_groups(dst)
         need = sum(t.numel() for t in groups)
         if src.get_size() < need:
             raise ValueError(f"Fp8 source buffer too small: got {src.get_size()} bytes, need {need}")

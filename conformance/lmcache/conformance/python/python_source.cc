@@ -90,13 +90,23 @@ void apply_claims(const Json& claims, SerdeUnderTest& s) {
   if (claims.contains("randomized")) s.integrity.randomized = claims["randomized"].get<bool>();
 }
 
-// A fresh object from the factory, its half `which` (0: serializer, 1: deserializer).
-py::object make_half(const PyRef& factory, int which) {
+// A fresh object from the factory (the GIL held), or `make(factory)` for the kit's own maker.
+py::object made_by(const PyRef& factory, const char* maker = nullptr, int workers = 0) {
   try {
-    py::object made = factory.get()();
-    return py::tuple(bridge().attr("split_pair")(made))[static_cast<std::size_t>(which)];
+    if (maker == nullptr) return factory.get()();
+    return bridge().attr(maker)(factory.get(), workers);
   } catch (py::error_already_set& e) {
     rethrow(e, "the Python factory");
+  }
+}
+
+// A fresh pair's half `which` (0: serializer, 1: deserializer).
+py::object make_half(const PyRef& factory, int which) {
+  py::object made = made_by(factory);
+  try {
+    return py::tuple(bridge().attr("split_pair")(made))[static_cast<std::size_t>(which)];
+  } catch (py::error_already_set& e) {
+    rethrow(e, "the Python factory's result");
   }
 }
 
@@ -132,12 +142,8 @@ void register_serde(const PyRef& factory, const std::string& name, const Json& c
   if (workers < 1) throw std::invalid_argument("async_workers: must be >= 1");
   p.make = [factory, workers]() -> SerdeProcessorPtr {
     py::gil_scoped_acquire gil;
-    try {
-      return std::make_unique<PythonSerdeProcessor>(
-          PyRef(bridge().attr("async_processor")(factory.get(), workers)));
-    } catch (py::error_already_set& e) {
-      rethrow(e, "the Python factory");
-    }
+    return std::make_unique<PythonSerdeProcessor>(
+        PyRef(made_by(factory, "async_processor", workers)));
   };
   registry.add_serde(std::move(s));
   registry.add_processor(std::move(p));
@@ -156,11 +162,7 @@ void register_processor(const PyRef& factory, const std::string& name, const Jso
   p.randomized = claims.value("randomized", false);
   p.make = [factory]() -> SerdeProcessorPtr {
     py::gil_scoped_acquire gil;
-    try {
-      return std::make_unique<PythonSerdeProcessor>(PyRef(factory.get()()));
-    } catch (py::error_already_set& e) {
-      rethrow(e, "the Python factory");
-    }
+    return std::make_unique<PythonSerdeProcessor>(PyRef(made_by(factory)));
   };
   registry.add_processor(std::move(p));
 }
@@ -177,11 +179,7 @@ void register_adapter(const PyRef& factory, const std::string& name, const Json&
   if (claims.contains("object_dtypes")) a.object_dtypes = dtypes_of(claims["object_dtypes"]);
   a.make = [factory]() -> L2AdapterPtr {
     py::gil_scoped_acquire gil;
-    try {
-      return std::make_unique<PythonL2Adapter>(PyRef(factory.get()()));
-    } catch (py::error_already_set& e) {
-      rethrow(e, "the Python factory");
-    }
+    return std::make_unique<PythonL2Adapter>(PyRef(made_by(factory)));
   };
   registry.add_adapter(std::move(a));
 }
@@ -215,6 +213,8 @@ std::string register_python_source(const std::string& spec, Registry& registry) 
     } else {
       register_adapter(factory, name, claims, registry);
     }
+  } catch (const Json::exception& e) {
+    return "--python " + spec + ": a claim of declare() has the wrong type: " + e.what();
   } catch (const std::exception& e) {
     return "--python " + spec + ": " + e.what();
   }

@@ -34,82 +34,34 @@ PythonL2Adapter::~PythonL2Adapter() {
   }
 }
 
-py::object PythonL2Adapter::call(const char* method, const py::object& arg) const {
-  try {
-    return arg ? adapter_.get().attr(method)(arg) : adapter_.get().attr(method)();
-  } catch (py::error_already_set& e) {
-    bool closed = false;
-    {
-      std::lock_guard lock(mu_);
-      closed = closed_;
-    }
-    if (closed) {
-      // What a closed LMCache adapter raises is the contract's std::logic_error.
-      try {
-        rethrow(e, std::string("Python ") + method + "() after close()");
-      } catch (const std::exception& refused) {
-        throw std::logic_error(refused.what());
-      }
-    }
-    rethrow(e, std::string("Python ") + method + "()");
-  }
-}
-
-int PythonL2Adapter::event_fd(const char* method) const {
-  py::gil_scoped_acquire gil;
-  return static_cast<int>(size_from_python(call(method, py::object()), method));
-}
-
-int PythonL2Adapter::get_store_event_fd() const { return event_fd("get_store_event_fd"); }
+int PythonL2Adapter::get_store_event_fd() const { return adapter_.event_fd("get_store_event_fd"); }
 int PythonL2Adapter::get_lookup_and_lock_event_fd() const {
-  return event_fd("get_lookup_and_lock_event_fd");
+  return adapter_.event_fd("get_lookup_and_lock_event_fd");
 }
-int PythonL2Adapter::get_load_event_fd() const { return event_fd("get_load_event_fd"); }
+int PythonL2Adapter::get_load_event_fd() const { return adapter_.event_fd("get_load_event_fd"); }
 
 TaskId PythonL2Adapter::submit(const char* method, const std::vector<ObjectKey>& keys,
-                               const std::vector<MemoryObjPtr>* objects,
-                               std::map<TaskId, std::vector<MemoryObjPtr>>* held) {
+                               const std::vector<MemoryObjPtr>& objects,
+                               PythonTaskObject::Held kind) {
   TaskId id = 0;
   {
     py::gil_scoped_acquire gil;
-    py::object r;
-    try {
-      r = objects ? adapter_.get().attr(method)(to_python(keys), to_python(*objects))
-                  : adapter_.get().attr(method)(to_python(keys));
-    } catch (py::error_already_set& e) {
-      bool closed = false;
-      {
-        std::lock_guard lock(mu_);
-        closed = closed_;
-      }
-      if (closed) {
-        try {
-          rethrow(e, std::string("Python ") + method + "() after close()");
-        } catch (const std::exception& refused) {
-          throw std::logic_error(refused.what());
-        }
-      }
-      rethrow(e, std::string("Python ") + method + "()");
-    }
-    id = size_from_python(r, method);
+    id = size_from_python(adapter_.call(method, to_python(keys), to_python(objects)), method);
   }
-  if (held != nullptr) {
-    std::lock_guard lock(mu_);
-    (*held)[id] = *objects;
-  }
+  adapter_.hold(kind, id, objects);
   return id;
 }
 
 TaskId PythonL2Adapter::submit_store_task(const std::vector<ObjectKey>& keys,
                                           const std::vector<MemoryObjPtr>& objects) {
-  return submit("submit_store_task", keys, &objects, &store_held_);
+  return submit("submit_store_task", keys, objects, PythonTaskObject::Held::kOut);
 }
 
 std::map<TaskId, L2StoreResult> PythonL2Adapter::pop_completed_store_tasks() {
   std::map<TaskId, L2StoreResult> out;
   {
     py::gil_scoped_acquire gil;
-    py::object done = call("pop_completed_store_tasks", py::object());
+    py::object done = adapter_.call("pop_completed_store_tasks");
     if (!py::isinstance<py::dict>(done)) {
       throw std::runtime_error("pop_completed_store_tasks() returned " +
                                py::repr(done).cast<std::string>() + ", not a dict");
@@ -123,53 +75,53 @@ std::map<TaskId, L2StoreResult> PythonL2Adapter::pop_completed_store_tasks() {
                                    : L2StoreResult::failure());
     }
   }
-  std::lock_guard lock(mu_);
-  for (const auto& [id, result] : out) store_held_.erase(id);
+  for (const auto& [id, result] : out) adapter_.release(PythonTaskObject::Held::kOut, id);
   return out;
 }
 
 TaskId PythonL2Adapter::submit_lookup_and_lock_task(const std::vector<ObjectKey>& keys) {
-  return submit("submit_lookup_and_lock_task", keys, nullptr, nullptr);
+  py::gil_scoped_acquire gil;
+  return size_from_python(adapter_.call("submit_lookup_and_lock_task", to_python(keys)),
+                          "submit_lookup_and_lock_task");
 }
 
 std::optional<Bitmap> PythonL2Adapter::query_lookup_and_lock_result(TaskId id) {
   py::gil_scoped_acquire gil;
-  py::object r = call("query_lookup_and_lock_result", py::int_(id));
+  py::object r = adapter_.call("query_lookup_and_lock_result", id);
   if (r.is_none()) return std::nullopt;
   return bitmap_from_python(r);
 }
 
 void PythonL2Adapter::submit_unlock(const std::vector<ObjectKey>& keys) {
   py::gil_scoped_acquire gil;
-  call("submit_unlock", to_python(keys));
+  adapter_.call("submit_unlock", to_python(keys));
 }
 
 TaskId PythonL2Adapter::submit_load_task(const std::vector<ObjectKey>& keys,
                                          const std::vector<MemoryObjPtr>& objects) {
-  return submit("submit_load_task", keys, &objects, &load_held_);
+  return submit("submit_load_task", keys, objects, PythonTaskObject::Held::kIn);
 }
 
 std::optional<Bitmap> PythonL2Adapter::query_load_result(TaskId id) {
   std::optional<Bitmap> out;
   {
     py::gil_scoped_acquire gil;
-    py::object r = call("query_load_result", py::int_(id));
+    py::object r = adapter_.call("query_load_result", id);
     if (r.is_none()) return std::nullopt;
     out = bitmap_from_python(r);
   }
-  std::lock_guard lock(mu_);
-  load_held_.erase(id);
+  adapter_.release(PythonTaskObject::Held::kIn, id);
   return out;
 }
 
 void PythonL2Adapter::delete_keys(const std::vector<ObjectKey>& keys) {
   py::gil_scoped_acquire gil;
-  call("delete", to_python(keys));
+  adapter_.call("delete", to_python(keys));
 }
 
 AdapterUsage PythonL2Adapter::get_usage() const {
   py::gil_scoped_acquire gil;
-  py::object u = call("get_usage", py::object());
+  py::object u = adapter_.call("get_usage");
   AdapterUsage out;
   try {
     out.total_bytes_used = u.attr("total_bytes_used").cast<std::uint64_t>();
@@ -191,7 +143,7 @@ AdapterUsage PythonL2Adapter::get_usage() const {
 
 bool PythonL2Adapter::supports_global_eviction() const {
   py::gil_scoped_acquire gil;
-  return call("supports_global_eviction", py::object()).cast<bool>();
+  return adapter_.call("supports_global_eviction").cast<bool>();
 }
 
 void PythonL2Adapter::register_listener(std::shared_ptr<L2AdapterListener> listener) {
@@ -218,12 +170,12 @@ void PythonL2Adapter::register_listener(std::shared_ptr<L2AdapterListener> liste
         listener->on_l2_keys_deleted(k, s);
       },
       py::arg("keys"), py::arg("sizes") = py::none());
-  call("register_listener", bridge().attr("listener")(stored, accessed, deleted));
+  adapter_.call("register_listener", bridge().attr("listener")(stored, accessed, deleted));
 }
 
 Json PythonL2Adapter::report_status() const {
   py::gil_scoped_acquire gil;
-  py::object status = call("report_status", py::object());
+  py::object status = adapter_.call("report_status");
   try {
     return Json::parse(bridge().attr("to_json")(status).cast<std::string>());
   } catch (py::error_already_set& e) {
@@ -231,24 +183,6 @@ Json PythonL2Adapter::report_status() const {
   }
 }
 
-void PythonL2Adapter::close() {
-  {
-    std::lock_guard lock(mu_);
-    if (closed_) return;
-    closed_ = true;
-  }
-  {
-    py::gil_scoped_acquire gil;
-    try {
-      adapter_.get().attr("close")();
-    } catch (py::error_already_set& e) {
-      rethrow(e, "Python close()");
-    }
-  }
-  // Results not handed out yet stay retrievable; the objects they wrote are no longer touched.
-  std::lock_guard lock(mu_);
-  store_held_.clear();
-  load_held_.clear();
-}
+void PythonL2Adapter::close() { adapter_.close(); }
 
 }  // namespace lmcache::conformance::python

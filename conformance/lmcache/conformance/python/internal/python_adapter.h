@@ -10,11 +10,10 @@
 
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <vector>
 
-#include "lmcache/conformance/python/internal/python_runtime.h"
+#include "lmcache/conformance/python/internal/python_task_object.h"
 #include "lmcache/l2/l2_adapter.h"
 
 namespace lmcache::conformance::python {
@@ -44,18 +43,10 @@ class PythonL2Adapter final : public L2AdapterInterface {
   void close() override;
 
  private:
-  int event_fd(const char* method) const;
   TaskId submit(const char* method, const std::vector<ObjectKey>& keys,
-                const std::vector<MemoryObjPtr>* objects,
-                std::map<TaskId, std::vector<MemoryObjPtr>>* held);
-  // Calls `method` and rethrows its Python exception, as std::logic_error once closed.
-  py::object call(const char* method, const py::object& arg) const;
+                const std::vector<MemoryObjPtr>& objects, PythonTaskObject::Held kind);
 
-  PyRef adapter_;
-  mutable std::mutex mu_;  // guards the maps and closed_
-  std::map<TaskId, std::vector<MemoryObjPtr>> store_held_;
-  std::map<TaskId, std::vector<MemoryObjPtr>> load_held_;
-  bool closed_ = false;
+  PythonTaskObject adapter_;
 };
 
 }  // namespace lmcache::conformance::python

@@ -89,7 +89,7 @@ void ensure_interpreter() {
 
 py::module_ bridge() { return py::module_::import("lmcache_conformance._bridge"); }
 
-void rethrow(py::error_already_set& error, std::string_view what) {
+void rethrow(py::error_already_set& error, std::string_view what, bool closed) {
   std::string text;
   try {
     text = bridge().attr("format_exception")(error.value(), error.trace()).cast<std::string>();
@@ -100,6 +100,7 @@ void rethrow(py::error_already_set& error, std::string_view what) {
   error.restore();
   PyErr_Clear();
   std::string message = std::string(what) + ": " + text;
+  if (closed) throw std::logic_error(std::string(what) + " after close(): " + text);
   if (value_error) throw std::invalid_argument(message);
   throw std::runtime_error(message);
 }

@@ -31,9 +31,10 @@ py::module_ bridge();
 //
 // Turns a Python exception into the C++ exception the lmcache interfaces use: ValueError (what
 // LMCache raises for a short buffer or a bad layout) becomes std::invalid_argument, anything else
-// std::runtime_error. The message is "<what>: <ExceptionType>: <text>" followed by the last frames
-// of the Python traceback. The caller holds the GIL.
-[[noreturn]] void rethrow(py::error_already_set& error, std::string_view what);
+// std::runtime_error, and anything at all std::logic_error when `closed` (the implementation was
+// closed before the call: the contract's refusal). The message is "<what>: <ExceptionType>:
+// <text>" followed by the last frames of the Python traceback. The caller holds the GIL.
+[[noreturn]] void rethrow(py::error_already_set& error, std::string_view what, bool closed = false);
 
 // PyRef
 //

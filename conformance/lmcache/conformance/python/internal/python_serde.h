@@ -6,13 +6,12 @@
 #pragma once
 
 #include <cstddef>
-#include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <vector>
 
 #include "lmcache/conformance/python/internal/python_runtime.h"
+#include "lmcache/conformance/python/internal/python_task_object.h"
 #include "lmcache/serde/serde_processor.h"
 #include "lmcache/serde/serializer.h"
 
@@ -59,20 +58,11 @@ class PythonSerdeProcessor final : public SerdeProcessor {
   void close() override;
 
  private:
-  struct Held {
-    std::vector<MemoryObjPtr> srcs;
-    std::vector<MemoryObjPtr> dsts;
-  };
   TaskId submit(const char* method, std::vector<MemoryObjPtr> srcs, std::vector<MemoryObjPtr> dsts,
-                const std::vector<ObjectKey>& keys, std::map<TaskId, Held>& held);
-  std::optional<bool> query(const char* method, TaskId id, std::map<TaskId, Held>& held);
-  int event_fd(const char* method) const;
+                const std::vector<ObjectKey>& keys, PythonTaskObject::Held kind);
+  std::optional<bool> query(const char* method, TaskId id, PythonTaskObject::Held kind);
 
-  PyRef processor_;
-  std::mutex mu_;  // guards the two maps and closed_
-  std::map<TaskId, Held> serialize_held_;
-  std::map<TaskId, Held> deserialize_held_;
-  bool closed_ = false;
+  PythonTaskObject processor_;
 };
 
 }  // namespace lmcache::conformance::python
