@@ -227,13 +227,17 @@ def part_listen(bench, workdir):
     return None
 
 
+def run_serde_rows(bench, workdir, *source):
+    """A quick run of the serde/ rows with a plugin or Python source loaded."""
+    return subprocess.run([bench, "--quick", "--device", "cpu", *source, "--filter", "^serde/",
+                           "--sizes", "64KiB", "--out", workdir, "--benchmark_min_time=0.001"],
+                          capture_output=True, text=True, timeout=300)
+
+
 def part_plugin(bench, workdir, plugin_so):
     if not plugin_so:
         return "no --plugin-so given"
-    proc = subprocess.run([bench, "--quick", "--device", "cpu", "--plugin", plugin_so,
-                           "--filter", "^serde/", "--sizes", "64KiB", "--out", workdir,
-                           "--benchmark_min_time=0.001"], capture_output=True, text=True,
-                          timeout=300)
+    proc = run_serde_rows(bench, workdir, "--plugin", plugin_so)
     check(proc.returncode == 0, f"lmcache-bench --plugin exited {proc.returncode}:\n"
                                 f"{proc.stdout}{proc.stderr}")
     check("registered" in proc.stderr, f"no plugin registration message:\n{proc.stderr}")
@@ -254,10 +258,7 @@ def part_plugin(bench, workdir, plugin_so):
 def part_python(bench, workdir, spec):
     if not spec:
         return "no --python-spec given"
-    proc = subprocess.run([bench, "--quick", "--device", "cpu", "--python", spec,
-                           "--filter", "^serde/", "--sizes", "64KiB", "--out", workdir,
-                           "--benchmark_min_time=0.001"], capture_output=True, text=True,
-                          timeout=300)
+    proc = run_serde_rows(bench, workdir, "--python", spec)
     check(proc.returncode == 0, f"lmcache-bench --python exited {proc.returncode}:\n"
                                 f"{proc.stdout}{proc.stderr}")
     _, values = textfile_values(workdir)

@@ -14,6 +14,7 @@ from typing import Any, Callable
 from .api import MemoryLayoutDesc, ObjectKey
 from .claims import ATTRIBUTE
 from .dtypes import dtype_of
+from .l2_adapter import L2AdapterListener
 from .memory_obj import MemoryObj
 from .serde import AsyncSerdeProcessor
 
@@ -116,6 +117,7 @@ def format_exception(exc: BaseException, trace=None, frames: int = 4) -> str:
     return f"{text}\n  Python traceback (last {len(tb)} frames):\n{where}" if where else text
 
 
+@L2AdapterListener.register
 class _Listener:
     """An L2AdapterListener over the kit's three callbacks."""
 
@@ -126,9 +128,6 @@ class _Listener:
 
 
 def listener(stored, accessed, deleted) -> _Listener:
-    from .l2_adapter import L2AdapterListener
-
-    L2AdapterListener.register(_Listener)
     return _Listener(stored, accessed, deleted)
 
 
