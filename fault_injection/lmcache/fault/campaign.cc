@@ -46,6 +46,9 @@ namespace lmcache::fault {
 
 namespace {
 
+// The breaker cooldown given to resp over the campaign's own server (epoch_inner_config()).
+constexpr int kCampaignBreakerCooldownMs = 100;
+
 using Clock = std::chrono::steady_clock;
 using namespace std::chrono_literals;
 using fault_internal::Attribution;
@@ -137,6 +140,9 @@ class Campaign {
   void maybe_strike();
   void after_wave_storage();
   void heal_storage();
+  // The retry time of the inner adapter's circuit breaker (report_status()) while it is open.
+  std::optional<double> inner_breaker_retry_in();
+  void end_strike();
   void mark_present_lost();
 
   // --- reporting ---
@@ -189,6 +195,8 @@ class Campaign {
   bool strike_disturbs_ = false;
   bool strike_loses_ = false;
   int disturbed_left_ = 0;
+  bool strike_healed_ = false;   // heal() done; the strike lasts while a breaker stays open
+  bool breaker_opened_ = false;  // this strike opened the inner adapter's breaker
   std::string strike_text_;
 
   // Last: its thread may call describe_stack() and fire_watchdog() until it is stopped.
@@ -217,6 +225,12 @@ Json Campaign::epoch_inner_config() {
   key_namespace_ = (base.empty() ? "" : base + "-") + "s" + std::to_string(o_.seed) + "e" +
                    std::to_string(epoch_);
   inner["key_namespace"] = key_namespace_;
+  // Over the campaign's own server, resp's circuit breaker probes 100 ms after it opens (not
+  // 5 s, unless the config says otherwise): the run's operations then go to the restarted
+  // server, where losses and every other kind can show, rather than to a breaker's wait.
+  if (type == "resp" && o_.storage_faults && !inner.contains("breaker_cooldown_ms")) {
+    inner["breaker_cooldown_ms"] = kCampaignBreakerCooldownMs;
+  }
   return inner;
 }
 
@@ -364,7 +378,10 @@ void Campaign::run_epoch() {
   hang_seen_ = false;
   while (!finished() && epoch_ops_ < o_.epoch_ops && !hang_seen_) run_wave();
   // The stack closes over healthy storage; a strike cut short by the epoch ends here.
-  if (strike_active_) heal_storage();
+  if (strike_active_) {
+    if (!strike_healed_) heal_storage();
+    end_strike();
+  }
   close_stack();
   if (o_.verbose) {
     say("[epoch " + std::to_string(epoch_) + "] done at operation " + std::to_string(ops_));
@@ -674,7 +691,37 @@ void Campaign::after_wave_storage() {
     --disturbed_left_;
     return;
   }
-  heal_storage();
+  if (!strike_healed_) heal_storage();
+  // A circuit breaker the strike opened (a resp inner adapter's, lmcache/bridge/circuit_breaker.h)
+  // fails tasks at once until its first probe after the cooldown succeeds: the strike's
+  // disturbance lasts until the breaker has closed again.
+  if (const std::optional<double> retry_in = inner_breaker_retry_in()) {
+    // Wait for its retry time (bounded): the next wave's first task is then its probe.
+    std::this_thread::sleep_for(std::chrono::duration<double>(std::min(*retry_in, 1.0)));
+    if (!breaker_opened_) {
+      breaker_opened_ = true;
+      ledger_.update([](CampaignSummary& s) { ++s.breaker_trips_seen; });
+      if (o_.verbose) say("[storage] circuit breaker open after " + strike_text_);
+    }
+    return;
+  }
+  if (breaker_opened_) {
+    ledger_.update([](CampaignSummary& s) { ++s.breaker_recoveries; });
+    if (o_.verbose) say("[storage] circuit breaker closed again: its probe succeeded");
+  }
+  end_strike();
+}
+
+std::optional<double> Campaign::inner_breaker_retry_in() {
+  const Json status = fault_->report_status();
+  if (!status.is_object() || !status.value("connection_disabled", false)) return std::nullopt;
+  return std::max(0.0, status.value("breaker_retry_in_seconds", 0.0));
+}
+
+void Campaign::end_strike() {
+  strike_active_ = false;
+  strike_healed_ = false;
+  breaker_opened_ = false;
 }
 
 void Campaign::heal_storage() {
@@ -686,7 +733,7 @@ void Campaign::heal_storage() {
   }
   // Stores that completed between the strike and the heal are gone too.
   if (strike_loses_) mark_present_lost();
-  strike_active_ = false;
+  strike_healed_ = true;
 }
 
 void Campaign::mark_present_lost() {

@@ -200,6 +200,10 @@ struct CampaignSummary {
   // Misses of stored keys that a real storage fault explains (data lost with a server, a
   // damaged or deleted file): they are misses, never wrong bytes.
   std::uint64_t storage_losses = 0;
+  // Strikes after which the inner adapter's circuit breaker was open at the heal, and how many
+  // of those saw it close again (its probe succeeded) before the campaign moved on.
+  std::uint64_t breaker_trips_seen = 0;
+  std::uint64_t breaker_recoveries = 0;
   std::uint64_t fingerprint = 0;  // order-independent digest of tasks, outcomes and faults
   bool watchdog_fired = false;
   Json config = Json::object();  // options and plan, to reproduce the run

@@ -40,6 +40,8 @@ Json CampaignSummary::to_json() const {
           {"storage_faults_struck", storage_faults_struck},
           {"storage_faults_skipped", storage_faults_skipped},
           {"storage_losses", storage_losses},
+          {"breaker_trips_seen", breaker_trips_seen},
+          {"breaker_recoveries", breaker_recoveries},
           {"fingerprint", fp.str()},
           {"watchdog_fired", watchdog_fired},
           {"config", config}};
@@ -72,7 +74,12 @@ std::string CampaignSummary::to_text() const {
   if (!storage_faults_struck.empty() || !storage_faults_skipped.empty()) {
     out << "real storage faults struck:";
     for (const auto& [k, n] : storage_faults_struck) out << " " << k << "=" << n;
-    out << "; stored keys they took, seen as misses: " << storage_losses << "\n";
+    out << "; stored keys they took, seen as misses: " << storage_losses;
+    if (breaker_trips_seen > 0) {
+      out << "; circuit breaker open after " << breaker_trips_seen << " of them, closed again "
+          << breaker_recoveries << " times";
+    }
+    out << "\n";
     for (const auto& why : storage_faults_skipped) out << "  skipped " << why << "\n";
   }
   std::uint64_t passed_total = 0;

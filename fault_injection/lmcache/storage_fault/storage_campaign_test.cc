@@ -141,6 +141,20 @@ TEST(StorageCampaign, EveryRedisFaultStrikesAndTheInvariantsHold) {
   EXPECT_GT(s.storage_losses, 0u) << "a server killed and restarted empty loses what it held";
 }
 
+// A killed server opens the resp adapter's circuit breaker; the campaign holds the strike open
+// until the breaker's probe after the restart succeeds (waiting out the 100 ms cooldown it
+// gives resp over its own server), and every invariant holds throughout.
+TEST(StorageCampaign, RedisKillOpensTheCircuitBreakerAndItsProbeClosesIt) {
+  SKIP_WITHOUT_REDIS();
+  StorageCampaign c = make_storage_campaign({{"type", "resp"}}, {StorageFaultKind::kRedisKill}, 5);
+  CampaignSummary s = run(c);
+  EXPECT_TRUE(s.passed());
+  EXPECT_GT(s.storage_faults_struck["redis_kill"], 0u);
+  EXPECT_GT(s.breaker_trips_seen, 0u) << s.to_text();
+  EXPECT_GT(s.breaker_recoveries, 0u) << s.to_text();
+  EXPECT_NE(s.to_text().find("circuit breaker open after"), std::string::npos);
+}
+
 TEST(StorageCampaign, EveryFileFaultStrikesAndTheInvariantsHold) {
   for (const char* checksum : {"crc32", "none"}) {
     SCOPED_TRACE(checksum);

@@ -103,9 +103,12 @@ class Stack {
   L2AdapterPtr adapter_;
 };
 
+// No circuit breaker: these tests look at each request's outcome across a fault and its heal,
+// which an open breaker would fail at once (storage_campaign_test holds the breaker).
 Json resp_config(const RedisServer& s) {
-  return {{"type", "resp"},   {"host", s.host()},      {"port", s.port()},
-          {"num_workers", 2}, {"io_timeout_ms", 1000}, {"task_deadline_ms", 5000}};
+  return {{"type", "resp"},        {"host", s.host()},      {"port", s.port()},
+          {"num_workers", 2},      {"io_timeout_ms", 1000}, {"task_deadline_ms", 5000},
+          {"breaker_threshold", 0}};
 }
 
 Json fs_config(const std::filesystem::path& base) {

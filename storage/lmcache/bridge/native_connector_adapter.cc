@@ -39,6 +39,7 @@ struct NativeConnectorL2Adapter::Task {
   bool failed = false;
   bool in_cleanup = false;  // store: failed, its cleanup delete is out
   Clock::time_point deadline;
+  CircuitBreaker::Admission admission;  // what the breaker said at its submit
 };
 
 // One connector batch (one future id).
@@ -100,8 +101,8 @@ const std::vector<std::uint8_t>* per_key(const Completion& c, std::size_t n) {
 // ---------------------------------------------------------------------------------------------
 // Options.
 
-NativeConnectorAdapterOptions NativeConnectorAdapterOptions::from_config(ConfigReader& reader,
-                                                                         std::string type_name) {
+NativeConnectorAdapterOptions NativeConnectorAdapterOptions::from_config(
+    ConfigReader& reader, std::string type_name, std::uint32_t default_breaker_threshold) {
   NativeConnectorAdapterOptions o;
   o.type_name = std::move(type_name);
   o.task_deadline = std::chrono::milliseconds(
@@ -120,11 +121,25 @@ NativeConnectorAdapterOptions NativeConnectorAdapterOptions::from_config(ConfigR
     reader.error("'max_capacity_gb' is too large: " + Json(gb).dump() + " GB");
   }
   o.max_capacity_bytes = static_cast<std::uint64_t>(bytes);  // truncates, as Python int()
+  o.breaker.threshold = static_cast<std::uint32_t>(
+      reader.get_int("breaker_threshold", default_breaker_threshold, 0, 1000000));
+  o.breaker.cooldown = std::chrono::milliseconds(reader.get_int(
+      "breaker_cooldown_ms", o.breaker.cooldown.count(), 1, std::int64_t{24} * 3600 * 1000));
+  o.breaker.max_cooldown = std::chrono::milliseconds(
+      reader.get_int("breaker_max_cooldown_ms",
+                     std::max(o.breaker.max_cooldown.count(), o.breaker.cooldown.count()), 1,
+                     std::int64_t{24} * 3600 * 1000));
+  if (o.breaker.max_cooldown < o.breaker.cooldown) {
+    reader.error("'breaker_max_cooldown_ms' (" + std::to_string(o.breaker.max_cooldown.count()) +
+                 ") must be >= 'breaker_cooldown_ms' (" +
+                 std::to_string(o.breaker.cooldown.count()) + ")");
+  }
   return o;
 }
 
 void NativeConnectorAdapterOptions::allow_config_keys(ConfigReader& reader) {
-  for (const char* key : {"task_deadline_ms", "key_namespace", "max_capacity_gb"}) {
+  for (const char* key : {"task_deadline_ms", "key_namespace", "max_capacity_gb",
+                          "breaker_threshold", "breaker_cooldown_ms", "breaker_max_cooldown_ms"}) {
     reader.allow(key);
   }
 }
@@ -143,7 +158,8 @@ NativeConnectorL2Adapter::NativeConnectorL2Adapter(ErasedConnectorPtr connector,
       probe_before_get_(options_.probe_before_get.value_or(!connector_->per_key_get_results())),
       supports_delete_(connector_->supports_delete()),
       usage_(options_.max_capacity_bytes),
-      keys_(std::make_unique<bridge_internal::BridgeKeys>()) {
+      keys_(std::make_unique<bridge_internal::BridgeKeys>()),
+      breaker_(options_.breaker) {
   try {
     if (connector_fd_ < 0) {
       throw std::invalid_argument("NativeConnectorL2Adapter: the connector's event_fd() is " +
@@ -346,6 +362,16 @@ void NativeConnectorL2Adapter::enter_locked(const char* what) {
   ++callers_in_flight_;
 }
 
+bool NativeConnectorL2Adapter::admit_locked(Task& task) {
+  task.admission = breaker_.admit(Clock::now());
+  if (!task.admission.pass) ++stats_.breaker_refused;
+  return task.admission.pass;
+}
+
+void NativeConnectorL2Adapter::record_breaker_locked(const Task& task, bool connection_failure) {
+  breaker_.record(task.admission, connection_failure, Clock::now());
+}
+
 void NativeConnectorL2Adapter::start_batches_locked(Task& task, std::uint64_t serial, Op op,
                                                     const std::vector<std::size_t>& idx,
                                                     std::vector<Submission>& follow) {
@@ -397,66 +423,68 @@ TaskId NativeConnectorL2Adapter::submit_store_task(const std::vector<ObjectKey>&
   check_batch("submit_store_task", keys, objects);
   std::vector<std::uint64_t> sizes(objects.size());
   for (std::size_t i = 0; i < objects.size(); ++i) sizes[i] = objects[i]->size();
-  return submit_task("submit_store_task", [&](TaskId id, Outbox& out,
-                                              std::vector<Submission>& subs) {
-    if (keys.empty()) {
-      out.add([this, id] { store_done_.complete(id, L2StoreResult::success(0)); });
-    } else {
-      Task t;
-      t.kind = TaskKind::kStore;
-      t.l2_id = id;
-      std::unordered_set<ObjectKey> seen;
-      std::uint64_t needed = 0;
-      for (std::size_t i = 0; i < keys.size(); ++i) {
-        if (!seen.insert(keys[i]).second) continue;  // the first copy in a batch wins
-        t.sent.push_back(i);
-        t.bytes_sent += sizes[i];
-        if (!keys_->is_known(keys[i])) needed += sizes[i];
-      }
-      const std::uint64_t cap = options_.max_capacity_bytes;
-      if (cap > 0 && (needed > cap || usage_.total_bytes_used() + reserved_bytes_ > cap - needed)) {
-        ++stats_.failed_stores;  // all or nothing: nothing is sent
-        out.add([this, id] { store_done_.complete(id, L2StoreResult::failure()); });
-      } else {
-        if (cap > 0) {
-          t.reserved = needed;
-          reserved_bytes_ += needed;
+  return submit_task(
+      "submit_store_task", [&](TaskId id, Outbox& out, std::vector<Submission>& subs) {
+        if (keys.empty()) {
+          out.add([this, id] { store_done_.complete(id, L2StoreResult::success(0)); });
+        } else {
+          Task t;
+          t.kind = TaskKind::kStore;
+          t.l2_id = id;
+          std::unordered_set<ObjectKey> seen;
+          std::uint64_t needed = 0;
+          for (std::size_t i = 0; i < keys.size(); ++i) {
+            if (!seen.insert(keys[i]).second) continue;  // the first copy in a batch wins
+            t.sent.push_back(i);
+            t.bytes_sent += sizes[i];
+            if (!keys_->is_known(keys[i])) needed += sizes[i];
+          }
+          const std::uint64_t cap = options_.max_capacity_bytes;
+          if ((cap > 0 &&
+               (needed > cap || usage_.total_bytes_used() + reserved_bytes_ > cap - needed)) ||
+              !admit_locked(t)) {
+            ++stats_.failed_stores;  // all or nothing: nothing is sent
+            out.add([this, id] { store_done_.complete(id, L2StoreResult::failure()); });
+          } else {
+            if (cap > 0) {
+              t.reserved = needed;
+              reserved_bytes_ += needed;
+            }
+            t.keys = keys;
+            t.objects = objects;
+            t.lens = std::move(sizes);
+            const std::uint64_t serial = add_task_locked(std::move(t));
+            Task& task = tasks_.at(serial);
+            start_batches_locked(task, serial, Op::kSet, task.sent, subs);
+          }
         }
-        t.keys = keys;
-        t.objects = objects;
-        t.lens = std::move(sizes);
-        const std::uint64_t serial = add_task_locked(std::move(t));
-        Task& task = tasks_.at(serial);
-        start_batches_locked(task, serial, Op::kSet, task.sent, subs);
-      }
-    }
-  });
+      });
 }
 
 TaskId NativeConnectorL2Adapter::submit_lookup_and_lock_task(const std::vector<ObjectKey>& keys) {
-  return submit_task("submit_lookup_and_lock_task",
-                     [&](TaskId id, Outbox& out, std::vector<Submission>& subs) {
-                       if (keys.empty()) {
-                         out.add([this, id] { lookup_done_.complete(id, Bitmap(0)); });
-                       } else {
-                         Task t;
-                         t.kind = TaskKind::kLookup;
-                         t.l2_id = id;
-                         t.keys = keys;
-                         t.hit.assign(keys.size(), 0);
-                         t.epoch = keys_->epoch();
-                         t.pending = 1;
-                         const std::uint64_t serial = add_task_locked(std::move(t));
-                         Submission s;
-                         s.batch.op = Op::kExists;
-                         s.batch.task = serial;
-                         for (std::size_t i = 0; i < keys.size(); ++i) {
-                           s.keys.push_back(codec_.encode(keys[i]));
-                           s.batch.idx.push_back(i);
-                         }
-                         subs.push_back(std::move(s));
-                       }
-                     });
+  return submit_task(
+      "submit_lookup_and_lock_task", [&](TaskId id, Outbox& out, std::vector<Submission>& subs) {
+        Task t;
+        if (keys.empty() || !admit_locked(t)) {
+          out.add([this, id, n = keys.size()] { lookup_done_.complete(id, Bitmap(n)); });
+        } else {
+          t.kind = TaskKind::kLookup;
+          t.l2_id = id;
+          t.keys = keys;
+          t.hit.assign(keys.size(), 0);
+          t.epoch = keys_->epoch();
+          t.pending = 1;
+          const std::uint64_t serial = add_task_locked(std::move(t));
+          Submission s;
+          s.batch.op = Op::kExists;
+          s.batch.task = serial;
+          for (std::size_t i = 0; i < keys.size(); ++i) {
+            s.keys.push_back(codec_.encode(keys[i]));
+            s.batch.idx.push_back(i);
+          }
+          subs.push_back(std::move(s));
+        }
+      });
 }
 
 void NativeConnectorL2Adapter::submit_unlock(const std::vector<ObjectKey>& keys) {
@@ -488,7 +516,7 @@ TaskId NativeConnectorL2Adapter::submit_load_task(const std::vector<ObjectKey>& 
           }
           eligible.push_back(i);
         }
-        if (eligible.empty()) {
+        if (eligible.empty() || !admit_locked(t)) {
           out.add([this, id, n = keys.size()] { load_done_.complete(id, Bitmap(n)); });
         } else {
           const std::uint64_t serial = add_task_locked(std::move(t));
@@ -526,10 +554,11 @@ void NativeConnectorL2Adapter::delete_keys(const std::vector<ObjectKey>& keys) {
     // Hidden at once; the tombstones are lifted when the store confirms the delete.
     for (const ObjectKey& key : unique) keys_->tombstone(key);
     forget_known_locked(unique, out);
-    if (supports_delete_) {
-      Task t;
-      t.kind = TaskKind::kDelete;
-      t.pending = 1;
+    Task t;
+    t.kind = TaskKind::kDelete;
+    t.pending = 1;
+    // Refused by the open breaker: the keys stay hidden here, as after a failed delete.
+    if (supports_delete_ && admit_locked(t)) {
       serial = add_task_locked(std::move(t));
       subs.push_back(cleanup_submission_locked(serial, std::move(unique)));
     }
@@ -612,6 +641,11 @@ std::optional<ConnectorError> NativeConnectorL2Adapter::first_connector_error() 
   return first_error_;
 }
 
+CircuitBreakerState NativeConnectorL2Adapter::breaker_state() const {
+  std::lock_guard lock(mu_);
+  return breaker_.state(Clock::now());
+}
+
 std::optional<ConnectorError> NativeConnectorL2Adapter::last_connector_error() const {
   std::lock_guard lock(mu_);
   return last_error_;
@@ -641,6 +675,9 @@ void NativeConnectorL2Adapter::on_batch_done(Batch batch, const Completion& c, O
       record_connector_error_locked(op_name(batch.op), c.future_id, batch.keys, nullptr, nullptr,
                                     std::move(what), out);
     }
+  }
+  if (it != tasks_.end()) {
+    record_breaker_locked(it->second, (!c.ok || !c.error.empty()) && is_connection_error(c.error));
   }
   if (it == tasks_.end()) {
     // Abandoned: its task is gone (deadline, or an orphan cleanup). A late set may have written
@@ -812,6 +849,7 @@ void NativeConnectorL2Adapter::expire_locked(Clock::time_point now, Outbox& out,
     const std::uint64_t serial = deadlines_.begin()->second;
     Task& task = tasks_.at(serial);
     ++stats_.deadline_failures;
+    record_breaker_locked(task, /*connection_failure=*/true);  // the store did not answer
     static constexpr const char* kKindNames[] = {"store", "lookup", "load", "delete"};
     const bool sized = task.kind == TaskKind::kStore || task.kind == TaskKind::kLoad;
     record_connector_error_locked(kKindNames[static_cast<std::size_t>(task.kind)], 0, task.keys,
@@ -1033,6 +1071,14 @@ Json NativeConnectorL2Adapter::report_status() const {
                   {"connector_errors", s.connector_errors}};
     if (first_error_) status["first_connector_error"] = first_error_->describe();
     if (last_error_) status["last_connector_error"] = last_error_->describe();
+    if (breaker_.enabled()) {
+      const CircuitBreakerState b = breaker_.state(Clock::now());
+      status["connection_failures"] = b.consecutive_failures;
+      status["connection_disabled"] = b.open;
+      status["breaker_retry_in_seconds"] = b.retry_in_seconds;
+      status["breaker_trips"] = b.trips;
+      status["breaker_refused"] = s.breaker_refused;
+    }
   }
   try {
     Json connector_status = connector_->status();

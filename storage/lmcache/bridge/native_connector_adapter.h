@@ -57,6 +57,16 @@
 // keeps the objects of those batches alive, so a late write never lands in freed memory (its
 // destination's bytes are unspecified, as for any failed load).
 //
+// Circuit breaker (options.breaker, off unless its threshold is > 0; circuit_breaker.h): a
+// task's connector batches report to it, a batch counting as a connection failure when its
+// error text is connection-class (is_connection_error(): a completion's error, ok or not, or what
+// a throwing submit said) and a task past its deadline counting as one; any other answer resets
+// it. While it is open, tasks that would reach the connector do not: a store completes as
+// failure, a lookup and a load with all-zero bitmaps, and delete_keys() hides its keys (as a
+// failed delete does) without sending the delete. The first task after the retry time is the
+// probe. report_status() shows connection_failures, connection_disabled and
+// breaker_retry_in_seconds (LMCache's names).
+//
 // close(): idempotent and prompt: stops the loop thread, closes the connector (which stops its
 // workers and drops its pending work), fails every task still pending exactly once (store:
 // failure; lookup and load: all-zero), releases every object it kept and closes its fds.
@@ -83,6 +93,7 @@
 #include <utility>
 #include <vector>
 
+#include "lmcache/bridge/circuit_breaker.h"
 #include "lmcache/bridge/erased_connector.h"
 #include "lmcache/bridge/key_codec.h"
 #include "lmcache/bridge/native_connector.h"
@@ -138,6 +149,8 @@ struct NativeConnectorAdapterOptions {
   // Probe with exists before every get; nullopt: probe unless the connector declares per-key
   // get results.
   std::optional<bool> probe_before_get;
+  // The circuit breaker; threshold 0 (the default here) turns it off.
+  CircuitBreakerOptions breaker;
   // Called with every ConnectorError as it happens (from the bridge's threads, no lock held;
   // what it throws is dropped). The conformance kit names the first one in a Fail.
   std::function<void(const ConnectorError&)> on_connector_error;
@@ -149,9 +162,15 @@ struct NativeConnectorAdapterOptions {
   // Reads the bridge's keys from `reader` (which keeps reading the connector's own keys):
   //   "task_deadline_ms"  integer >= 1, default 10000;
   //   "key_namespace"     string of [A-Za-z0-9_-], at most 64 bytes, default "";
-  //   "max_capacity_gb"   number >= 0 (GiB, truncated to bytes as Python int()), default 0.
+  //   "max_capacity_gb"   number >= 0 (GiB, truncated to bytes as Python int()), default 0;
+  //   "breaker_threshold" integer >= 0, connection failures in a row that open the breaker
+  //                       (0 = no breaker), default `default_breaker_threshold`;
+  //   "breaker_cooldown_ms"     integer >= 1, default 5000: the first wait once open;
+  //   "breaker_max_cooldown_ms" integer >= breaker_cooldown_ms, default 300000: the most a
+  //                       doubled wait grows to.
   // Throws std::invalid_argument naming the key for a wrong type or range.
-  static NativeConnectorAdapterOptions from_config(ConfigReader& reader, std::string type_name);
+  static NativeConnectorAdapterOptions from_config(ConfigReader& reader, std::string type_name,
+                                                   std::uint32_t default_breaker_threshold = 0);
 
   // allow_config_keys()
   //
@@ -172,6 +191,7 @@ struct NativeConnectorAdapterStats {
   std::uint64_t protocol_errors = 0;    // completions of the wrong shape or unknown ids
   std::uint64_t connector_errors = 0;   // ConnectorErrors recorded (see first_connector_error())
   std::uint64_t reconciled_misses = 0;  // known keys found missing and dropped from usage
+  std::uint64_t breaker_refused = 0;    // tasks the open breaker kept from the connector
   std::size_t pending_tasks = 0;        // tasks not completed yet (now)
   std::size_t abandoned_batches = 0;    // connector batches of finished tasks, still out (now)
   std::size_t tombstoned_keys = 0;      // keys hidden by a failed store or delete (now)
@@ -219,8 +239,9 @@ class NativeConnectorL2Adapter final : public L2AdapterInterface {
   //  "known_key_count", "tombstoned_key_count", "pending_task_count", "abandoned_batch_count",
   //  "deadline_failures", "failed_stores", "cleanup_failures", "protocol_errors",
   //  "task_deadline_ms", "key_namespace", "connector_errors", "first_connector_error" and
-  //  "last_connector_error" (ConnectorError::describe(), once there is one), and "connector"
-  //  when the connector reports a status}.
+  //  "last_connector_error" (ConnectorError::describe(), once there is one), "connector"
+  //  when the connector reports a status, and with a breaker "connection_failures" (in a row),
+  //  "connection_disabled", "breaker_retry_in_seconds", "breaker_trips", "breaker_refused"}.
   // is_healthy turns false once closed or when the connector's fd became invalid.
   Json report_status() const override;
   void close() override;
@@ -235,6 +256,7 @@ class NativeConnectorL2Adapter final : public L2AdapterInterface {
   // The first and the latest ConnectorError since construction; nullopt before any.
   std::optional<ConnectorError> first_connector_error() const;
   std::optional<ConnectorError> last_connector_error() const;
+  CircuitBreakerState breaker_state() const;
 
   const KeyCodec& key_codec() const { return codec_; }
   const NativeConnectorAdapterOptions& options() const { return options_; }
@@ -286,6 +308,10 @@ class NativeConnectorL2Adapter final : public L2AdapterInterface {
   Clock::time_point next_deadline();
   void on_wake();
   void check_open_locked(const char* what) const;
+  // Asks the breaker whether `task` may reach the connector (its admission is kept in the task).
+  bool admit_locked(Task& task);
+  // Reports one outcome of `task` to the breaker.
+  void record_breaker_locked(const Task& task, bool connection_failure);
   // check_open_locked(), then counts the caller until its CallerGuard goes.
   void enter_locked(const char* what);
   void run(Outbox& out);
@@ -316,6 +342,7 @@ class NativeConnectorL2Adapter final : public L2AdapterInterface {
   Clock::time_point planned_wake_ = Clock::time_point::max();
   std::uint64_t next_serial_ = 1;
   std::unique_ptr<bridge_internal::BridgeKeys> keys_;  // known sizes, tombstones, locks
+  CircuitBreaker breaker_;
   std::uint64_t reserved_bytes_ = 0;
   NativeConnectorAdapterStats stats_;
   std::optional<ConnectorError> first_error_, last_error_;

@@ -668,6 +668,21 @@ L2AdapterPtr with_adapter(ErasedConnectorPtr c, NativeConnectorAdapterOptions o)
       std::make_unique<NativeConnectorL2Adapter>(std::move(c), std::move(o)));
 }
 
+// Mutant: a bridge with no circuit breaker (its threshold dropped), which keeps sending every
+// request to a store that refuses connections.
+L2AdapterPtr without_breaker(ErasedConnectorPtr c, NativeConnectorAdapterOptions o) {
+  o.breaker.threshold = 0;
+  return std::make_unique<NativeConnectorL2Adapter>(std::move(c), std::move(o));
+}
+
+// Mutant: a breaker that ignores its configured cooldown (an hour instead), so that it never
+// probes a store that came back.
+L2AdapterPtr breaker_never_probes(ErasedConnectorPtr c, NativeConnectorAdapterOptions o) {
+  o.breaker.cooldown = std::chrono::hours(1);
+  o.breaker.max_cooldown = std::chrono::hours(2);
+  return std::make_unique<NativeConnectorL2Adapter>(std::move(c), std::move(o));
+}
+
 std::vector<BridgeMutant> bridge_mutants() {
   return {
       {"failed_set_left_visible", "FailedSetLeavesNothingVisible", &with_connector<SwallowDeletes>},
@@ -675,6 +690,8 @@ std::vector<BridgeMutant> bridge_mutants() {
       {"any_hit_is_all_hits", "PerKeyMisses", &with_adapter<AnyHitIsAllHits>},
       {"lock_leaked_on_duplicate_keys", "DuplicateKeysBalanceLocks", &with_adapter<DedupUnlock>},
       {"non_injective_keys", "DistinctKeysStayDistinct", &with_connector<ThreeFieldKeys>},
+      {"no_circuit_breaker", "BreakerOpensProbesAndRecovers", &without_breaker},
+      {"breaker_never_probes", "BreakerOpensProbesAndRecovers", &breaker_never_probes},
   };
 }
 

@@ -20,6 +20,8 @@
 //                     wrote, the other reads; requires checksum "none", LMCache's raw files)
 //   task_deadline_ms  integer >= 1, default 10000: per-task deadline (bridge)
 //   key_namespace     string of [A-Za-z0-9_-], default "": key prefix (bridge)
+//   breaker_threshold, breaker_cooldown_ms, breaker_max_cooldown_ms: the circuit breaker
+//                     (bridge; default threshold 0 = none: a local disk has no connection)
 #pragma once
 
 #include <memory>

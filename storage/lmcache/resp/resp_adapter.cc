@@ -33,7 +33,8 @@ RespAdapterConfig RespAdapterConfig::parse(const Json& config) {
       std::chrono::milliseconds(reader.get_int("connect_timeout_ms", 2000, 1, INT32_MAX));
   c.connector.endpoint.io_timeout =
       std::chrono::milliseconds(reader.get_int("io_timeout_ms", 5000, 1, INT32_MAX));
-  c.bridge = bridge::NativeConnectorAdapterOptions::from_config(reader, "resp");
+  c.bridge = bridge::NativeConnectorAdapterOptions::from_config(
+      reader, "resp", bridge::CircuitBreakerOptions::kDefaultRemoteThreshold);
   return c;
 }
 

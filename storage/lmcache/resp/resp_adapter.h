@@ -17,6 +17,10 @@
 //   max_capacity_gb   number >= 0, default 0 = unbounded: client-side capacity (bridge)
 //   task_deadline_ms  integer >= 1, default 10000: per-task deadline (bridge)
 //   key_namespace     string of [A-Za-z0-9_-], default "": key prefix (bridge)
+//   breaker_threshold integer >= 0, default 3: connection failures in a row that open the
+//                     circuit breaker, 0 = none (bridge; LMCache's S3 and Bigtable design)
+//   breaker_cooldown_ms     integer >= 1, default 5000: the first wait once open (bridge)
+//   breaker_max_cooldown_ms integer >= breaker_cooldown_ms, default 300000 (bridge)
 //   connect_timeout_ms integer >= 1, default 2000: TCP connect limit per attempt
 //   io_timeout_ms     integer >= 1, default 5000: the deadline of one request (a connect with
 //                     its AUTH, or a worker's whole pipelined tile) from its start; every wait

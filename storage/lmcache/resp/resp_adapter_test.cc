@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cstring>
 #include <optional>
+#include <thread>
 
 #include "lmcache/l1/l1_manager.h"
 #include "lmcache/l2/adapter_registry.h"
@@ -49,6 +50,9 @@ TEST(RespAdapterConfig, ReadsLmcacheKeysAndDefaults) {
   EXPECT_EQ(c.connector.endpoint.io_timeout, 5000ms);
   EXPECT_EQ(c.bridge.type_name, "resp");
   EXPECT_EQ(c.bridge.max_capacity_bytes, 0u);
+  EXPECT_EQ(c.bridge.breaker.threshold, 3u);
+  EXPECT_EQ(c.bridge.breaker.cooldown, 5000ms);
+  EXPECT_EQ(c.bridge.breaker.max_cooldown, 300000ms);
   c = RespAdapterConfig::parse({{"host", "h"},
                                 {"port", 1},
                                 {"num_workers", 2},
@@ -57,7 +61,13 @@ TEST(RespAdapterConfig, ReadsLmcacheKeysAndDefaults) {
                                 {"task_deadline_ms", 100},
                                 {"key_namespace", "ns"},
                                 {"connect_timeout_ms", 10},
-                                {"io_timeout_ms", 20}});
+                                {"io_timeout_ms", 20},
+                                {"breaker_threshold", 5},
+                                {"breaker_cooldown_ms", 30},
+                                {"breaker_max_cooldown_ms", 40}});
+  EXPECT_EQ(c.bridge.breaker.threshold, 5u);
+  EXPECT_EQ(c.bridge.breaker.cooldown, 30ms);
+  EXPECT_EQ(c.bridge.breaker.max_cooldown, 40ms);
   EXPECT_EQ(c.connector.num_workers, 2u);
   EXPECT_EQ(c.bridge.max_capacity_bytes, 2ull << 30);
   EXPECT_EQ(c.bridge.task_deadline, 100ms);
@@ -82,6 +92,17 @@ TEST(RespAdapterConfig, ErrorsNameTheKey) {
   EXPECT_NE(error_of({{"host", "h"}, {"port", 1}, {"max_capacity_gb", -1}}).find("max_capacity_gb"),
             std::string::npos);
   EXPECT_NE(error_of(Json::array()).find("JSON object"), std::string::npos);
+  const Json base = {{"host", "h"}, {"port", 1}};
+  auto with = [&](const char* key, Json v) {
+    Json c = base;
+    c[key] = std::move(v);
+    return error_of(c);
+  };
+  EXPECT_NE(with("breaker_threshold", -1).find("'breaker_threshold'"), std::string::npos);
+  EXPECT_NE(with("breaker_cooldown_ms", 0).find("'breaker_cooldown_ms'"), std::string::npos);
+  EXPECT_NE(with("breaker_max_cooldown_ms", 10).find("'breaker_max_cooldown_ms'"),
+            std::string::npos)
+      << "below the default cooldown of 5000 ms";
 }
 
 TEST(RespAdapter, IsRegisteredUnderLmcachesName) {
@@ -137,8 +158,11 @@ TEST(RespAdapter, SurvivesAServerRestart) {
   RedisServer server;
   // One worker: with two, the load after the restart may meet the other worker's dead
   // connection first, and a get that failed on a dead connection proves no miss.
-  auto a =
-      create_resp_adapter({{"host", server.host()}, {"port", server.port()}, {"num_workers", 1}});
+  // No breaker: the three failures below would open it (ServerOutageOpensTheBreaker...).
+  auto a = create_resp_adapter({{"host", server.host()},
+                                {"port", server.port()},
+                                {"num_workers", 1},
+                                {"breaker_threshold", 0}});
   const ObjectKey k1(int_hash_to_bytes(1), "m", 0), k2(int_hash_to_bytes(2), "m", 0);
   ASSERT_TRUE(wait_store(*a, a->submit_store_task({k1}, {bytes_obj(1024, 1)}))->is_successful());
   server.kill();
@@ -156,6 +180,51 @@ TEST(RespAdapter, SurvivesAServerRestart) {
   EXPECT_EQ(static_cast<std::uint8_t>(dst->data()[0]), 2);
   EXPECT_EQ(a->get_usage().total_bytes_used, 1024u);
   EXPECT_EQ(a->stats().reconciled_misses, 1u);
+}
+
+TEST(RespAdapter, ServerOutageOpensTheBreakerAndAProbeAfterTheRestartClosesIt) {
+  SKIP_WITHOUT_REDIS();
+  RedisServer server;
+  auto a = create_resp_adapter({{"host", server.host()},
+                                {"port", server.port()},
+                                {"num_workers", 1},
+                                {"breaker_cooldown_ms", 200}});
+  EXPECT_EQ(a->report_status()["connection_disabled"], false);
+  EXPECT_EQ(a->options().breaker.threshold, 3u) << "resp has a breaker by default";
+  const ObjectKey k(int_hash_to_bytes(7), "m", 0);
+  server.kill();
+  // Each failed store counts its set and its cleanup delete: the breaker opens within three.
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_FALSE(wait_store(*a, a->submit_store_task({k}, {bytes_obj(64, 1)}))->is_successful());
+  }
+  Json status = a->report_status();
+  EXPECT_EQ(status["connection_disabled"], true) << status.dump();
+  EXPECT_GE(status["connection_failures"].get<int>(), 3) << status.dump();
+  EXPECT_GT(status["breaker_retry_in_seconds"].get<double>(), 0.0) << status.dump();
+  const std::uint64_t connects_while_open = a->report_status()["connector"]["connection_failures"];
+  // While open, requests fail at once without trying the dead server.
+  EXPECT_FALSE(wait_store(*a, a->submit_store_task({k}, {bytes_obj(64, 1)}))->is_successful());
+  EXPECT_EQ(wait_load(*a, a->submit_load_task({k}, {bytes_obj(64, 0)}))->to_string(), "0");
+  const Json after = a->report_status();
+  if (after["connection_disabled"] == true && after["breaker_retry_in_seconds"] > 0.0) {
+    EXPECT_EQ(after["connector"]["connection_failures"], connects_while_open)
+        << "the open breaker let a request reach the dead server";
+    EXPECT_GE(a->stats().breaker_refused, 2u);
+  }
+  server.restart();
+  // The first store after the cooldown is the probe; it reaches the restarted server.
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (a->breaker_state().retry_in_seconds > 0 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(10ms);
+  }
+  ASSERT_TRUE(wait_store(*a, a->submit_store_task({k}, {bytes_obj(64, 5)}))->is_successful());
+  status = a->report_status();
+  EXPECT_EQ(status["connection_disabled"], false) << status.dump();
+  EXPECT_EQ(status["connection_failures"], 0) << status.dump();
+  EXPECT_GE(status["breaker_trips"].get<int>(), 1) << status.dump();
+  MemoryObjPtr dst = bytes_obj(64, 0);
+  EXPECT_EQ(wait_load(*a, a->submit_load_task({k}, {dst}))->to_string(), "1");
+  EXPECT_EQ(static_cast<std::uint8_t>(dst->data()[0]), 5);
 }
 
 TEST(RespAdapter, DeadlineFailsTasksOnAPausedServerAndCloseIsPrompt) {

@@ -368,6 +368,121 @@ std::string check_deadline_fails_hung_tasks(const BridgeRig& rig) {
   });
 }
 
+namespace {
+
+// The breaker's fields in report_status(), LMCache's names; a missing one is a Problem.
+struct BreakerStatus {
+  bool disabled = false;
+  std::uint64_t failures = 0;
+  double retry_in = 0;
+  std::uint64_t trips = 0;
+};
+
+BreakerStatus breaker_status(L2AdapterInterface& a) {
+  const Json s = a.report_status();
+  for (const char* field : {"connection_disabled", "connection_failures",
+                            "breaker_retry_in_seconds", "breaker_trips"}) {
+    require(s.is_object() && s.contains(field),
+            std::string("report_status() of a bridge with a circuit breaker has no \"") + field +
+                "\": " + s.dump().substr(0, 300));
+  }
+  return {s["connection_disabled"].get<bool>(), s["connection_failures"].get<std::uint64_t>(),
+          s["breaker_retry_in_seconds"].get<double>(), s["breaker_trips"].get<std::uint64_t>()};
+}
+
+}  // namespace
+
+std::string check_breaker_opens_probes_and_recovers(const BridgeRig& rig) {
+  return run_check([&] {
+    auto faults = std::make_shared<ConnectorFaults>();
+    NativeConnectorAdapterOptions options = rig.options;
+    options.breaker.threshold = 3;
+    // Long enough that the four requests below fit in it on any machine; whether they did is
+    // read back (breaker_retry_in_seconds) before anything is concluded from them.
+    options.breaker.cooldown = scaled(500ms);
+    options.breaker.max_cooldown = 2 * options.breaker.cooldown;
+    L2AdapterPtr bridge =
+        build(rig, std::make_unique<FaultyConnector>(rig.make_connector(), faults), options);
+    Closer close_bridge{bridge.get()};
+    const std::string run = nonce();
+    auto key = [&](int i) { return make_key(run, "k" + std::to_string(i)); };
+
+    // Connection refused on every submit: three failed tasks open the breaker (a failed store
+    // also reports its cleanup delete's failure, so it may open sooner).
+    faults->refuse_connections = true;
+    for (int i = 0; i < 3; ++i) {
+      const L2StoreResult r = store(*bridge, {key(i)}, {make_obj(64, 1)}, "a refused store");
+      require(!r.is_successful(), "a store whose connection was refused reported " + r.to_string());
+    }
+    // Open: nothing reaches the connector, and every task still completes.
+    const std::uint64_t submits = faults->submits.load();
+    const L2StoreResult refused =
+        store(*bridge, {key(10)}, {make_obj(64, 2)}, "a store while open");
+    require(!refused.is_successful(),
+            "a store while the breaker is open reported " + refused.to_string());
+    require(lookup(*bridge, {key(10)}, "breaker open").none(),
+            "a lookup while the breaker is open found a key");
+    std::vector<MemoryObjPtr> dst = {make_obj(64, 9)};
+    require(load(*bridge, {key(10)}, dst, "breaker open").none() && holds(*dst[0], 64, 9),
+            "a load while the breaker is open loaded a key or wrote its destination");
+    bridge->delete_keys({key(11)});
+    const std::uint64_t sent = faults->submits.load() - submits;
+    const BreakerStatus open = breaker_status(*bridge);
+    require(open.disabled,
+            "three connection failures in a row did not open the breaker "
+            "(connection_disabled is false, connection_failures " +
+                std::to_string(open.failures) + ")");
+    // Still inside the cooldown: none of the four may have been the probe.
+    require(sent == 0 || open.retry_in == 0,
+            std::to_string(sent) +
+                " connector submits while the breaker was open (a store, a lookup, a load and a "
+                "delete_keys() must all be kept from a store that refuses connections)");
+    require(open.trips == 1, "the breaker tripped " + std::to_string(open.trips) +
+                                 " times after its first three failures");
+
+    // A probe once the cooldown is over. Waiting for the retry time is bounded, not asserted on.
+    auto wait_for_probe_time = [&](const std::string& when) {
+      const auto deadline = std::chrono::steady_clock::now() + scaled(10s);
+      while (breaker_status(*bridge).retry_in > 0) {
+        require(std::chrono::steady_clock::now() < deadline,
+                "the breaker still refuses " + std::to_string(scaled(10s).count()) + " ms after " +
+                    when + " with a " + std::to_string(options.breaker.cooldown.count()) +
+                    " ms cooldown (breaker_retry_in_seconds never reached 0)");
+        std::this_thread::sleep_for(10ms);
+      }
+    };
+    wait_for_probe_time("opening");
+    const L2StoreResult failed_probe =
+        store(*bridge, {key(20)}, {make_obj(64, 3)}, "a probe to a store still down");
+    require(!failed_probe.is_successful(),
+            "a probe whose connection was refused reported " + failed_probe.to_string());
+    require(faults->submits.load() > submits,
+            "the first store after the cooldown was not sent "
+            "to the connector (no probe)");
+    const BreakerStatus reopened = breaker_status(*bridge);
+    require(reopened.disabled && reopened.trips == 2,
+            "a failed probe did not open the breaker again (connection_disabled " +
+                std::string(reopened.disabled ? "true" : "false") + ", trips " +
+                std::to_string(reopened.trips) + ")");
+
+    faults->refuse_connections = false;
+    wait_for_probe_time("a failed probe");
+    const ObjectKey p = key(30);
+    const L2StoreResult probe = store(*bridge, {p}, {make_obj(96, 4)}, "a probe to a healed store");
+    require(probe.is_successful(),
+            "the probe to a store that answers again failed: " + probe.to_string());
+    const BreakerStatus closed = breaker_status(*bridge);
+    require(!closed.disabled && closed.failures == 0,
+            "a successful probe did not close the breaker (connection_disabled " +
+                std::string(closed.disabled ? "true" : "false") + ", connection_failures " +
+                std::to_string(closed.failures) + ")");
+    require(lookup(*bridge, {p}, "recovered").all(), "the probe's key is not found after it");
+    std::vector<MemoryObjPtr> back = {make_obj(96, 9)};
+    require(load(*bridge, {p}, back, "recovered").all() && holds(*back[0], 96, 4),
+            "the probe's key does not load its bytes after recovery");
+  });
+}
+
 const std::vector<BridgeCheck>& all_bridge_checks() {
   static const std::vector<BridgeCheck> checks = {
       {"FailedSetLeavesNothingVisible", &check_failed_set_leaves_nothing_visible},
@@ -375,6 +490,7 @@ const std::vector<BridgeCheck>& all_bridge_checks() {
       {"DuplicateKeysBalanceLocks", &check_duplicate_keys_balance_locks},
       {"DistinctKeysStayDistinct", &check_distinct_keys_stay_distinct},
       {"DeadlineFailsHungTasks", &check_deadline_fails_hung_tasks},
+      {"BreakerOpensProbesAndRecovers", &check_breaker_opens_probes_and_recovers},
   };
   return checks;
 }

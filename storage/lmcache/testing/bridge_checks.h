@@ -24,6 +24,15 @@
 //   DeadlineFailsHungTasks         with a connector that never completes, a store, a lookup and a
 //                                  load each complete as failed once their deadline passes, and
 //                                  close() returns.
+//   BreakerOpensProbesAndRecovers  with a breaker (threshold 3, cooldown 500 ms) over a
+//                                  connector that refuses connections: it opens; while open a
+//                                  store fails, a lookup and a load find nothing, and none of
+//                                  them nor delete_keys() reaches the connector; the first store
+//                                  after the cooldown is sent (the probe), and its failure opens
+//                                  it again; once the connector answers, the probe succeeds, the
+//                                  breaker closes (report_status: connection_disabled,
+//                                  connection_failures, breaker_retry_in_seconds, breaker_trips)
+//                                  and the probe's key loads.
 //
 // Limits: every wait is bounded (10 s per result, scaled by LMCACHE_CONFORMANCE_TIMEOUT_SCALE);
 // nothing asserts on time.
@@ -63,6 +72,7 @@ std::string check_per_key_misses(const BridgeRig& rig);
 std::string check_duplicate_keys_balance_locks(const BridgeRig& rig);
 std::string check_distinct_keys_stay_distinct(const BridgeRig& rig);
 std::string check_deadline_fails_hung_tasks(const BridgeRig& rig);
+std::string check_breaker_opens_probes_and_recovers(const BridgeRig& rig);
 
 // BridgeCheck: a name and its function, for parameterised tests.
 struct BridgeCheck {

@@ -10,15 +10,19 @@ FaultyConnector::FaultyConnector(bridge::ErasedConnectorPtr inner,
   if (!faults_) throw std::invalid_argument("FaultyConnector: faults is null");
 }
 
-void FaultyConnector::maybe_throw() const {
+void FaultyConnector::on_submit() const {
+  faults_->submits.fetch_add(1);
   if (faults_->throw_on_submit.load()) throw std::runtime_error("FaultyConnector: injected throw");
+  if (faults_->refuse_connections.load()) {
+    throw std::runtime_error("FaultyConnector: injected connect: connection refused");
+  }
 }
 
 std::uint64_t FaultyConnector::submit_batch_get(const std::vector<std::string>& keys,
                                                 const std::vector<void*>& bufs,
                                                 const std::vector<std::size_t>& lens,
                                                 std::size_t chunk) {
-  maybe_throw();
+  on_submit();
   return ForwardingConnector::submit_batch_get(keys, bufs, lens, chunk);
 }
 
@@ -26,7 +30,7 @@ std::uint64_t FaultyConnector::submit_batch_set(const std::vector<std::string>& 
                                                 const std::vector<void*>& bufs,
                                                 const std::vector<std::size_t>& lens,
                                                 std::size_t chunk) {
-  maybe_throw();
+  on_submit();
   // Registered under the lock so that drain_completions() cannot see the id first.
   std::lock_guard lock(mu_);
   const std::uint64_t id = ForwardingConnector::submit_batch_set(keys, bufs, lens, chunk);
@@ -35,12 +39,12 @@ std::uint64_t FaultyConnector::submit_batch_set(const std::vector<std::string>& 
 }
 
 std::uint64_t FaultyConnector::submit_batch_exists(const std::vector<std::string>& keys) {
-  maybe_throw();
+  on_submit();
   return ForwardingConnector::submit_batch_exists(keys);
 }
 
 std::uint64_t FaultyConnector::submit_batch_delete(const std::vector<std::string>& keys) {
-  maybe_throw();
+  on_submit();
   return ForwardingConnector::submit_batch_delete(keys);
 }
 

@@ -6,7 +6,10 @@
 //   hold_completions       completions drained from the inner connector are kept back (a
 //                          connector that never completes); release_held() hands them out at
 //                          the next drain, i.e. the next time the inner fd is readable;
-//   throw_on_submit        every submit throws std::runtime_error before reaching the store.
+//   throw_on_submit        every submit throws std::runtime_error before reaching the store;
+//   refuse_connections     every submit throws std::runtime_error("...connection refused"), a
+//                          connection-class error (circuit_breaker.h), before reaching the store.
+// `submits` counts every submit call, refused or not.
 // Used by the bridge checks (bridge_checks.h) over every connector, and by fault campaigns.
 //
 // Thread safety: as the inner connector; the switches are atomic.
@@ -26,6 +29,8 @@ struct ConnectorFaults {
   std::atomic<bool> fail_sets_after_write{false};
   std::atomic<bool> hold_completions{false};
   std::atomic<bool> throw_on_submit{false};
+  std::atomic<bool> refuse_connections{false};
+  std::atomic<std::uint64_t> submits{0};
 };
 
 class FaultyConnector final : public bridge::ForwardingConnector {
@@ -49,7 +54,7 @@ class FaultyConnector final : public bridge::ForwardingConnector {
   std::size_t held() const;
 
  private:
-  void maybe_throw() const;
+  void on_submit() const;
 
   std::shared_ptr<ConnectorFaults> faults_;
   mutable std::mutex mu_;
