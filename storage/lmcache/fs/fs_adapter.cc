@@ -10,7 +10,8 @@ FsAdapterConfig FsAdapterConfig::parse(const Json& config) {
   ConfigReader reader(config, "fs adapter config");
   // Unknown keys first, so that a misspelt "base_path" is reported as the typo it is.
   for (const char* key :
-       {"type", "base_path", "use_odirect", "checksum", "num_workers", "layout"}) {
+       {"type", "base_path", "use_odirect", "checksum", "num_workers", "layout", "high_watermark",
+        "min_free_bytes"}) {
     reader.allow(key);
   }
   bridge::NativeConnectorAdapterOptions::allow_config_keys(reader);
@@ -44,6 +45,18 @@ FsAdapterConfig FsAdapterConfig::parse(const Json& config) {
     }
   } else {
     reader.error("'layout' must be \"project\" or \"lmcache\", got \"" + layout + "\"");
+  }
+  if (reader.raw("high_watermark") != nullptr) {
+    const double hw = reader.get_number("high_watermark", 1.0);
+    if (!(hw > 0.0 && hw <= 1.0)) {
+      reader.error("'high_watermark' must be a number in (0, 1] (the used share of the file "
+                   "system, as df reports it), got " + Json(hw).dump());
+    }
+    c.connector.disk_guard.high_watermark = hw;
+  }
+  if (reader.raw("min_free_bytes") != nullptr) {
+    c.connector.disk_guard.min_free_bytes =
+        static_cast<std::uint64_t>(reader.get_int("min_free_bytes", 0, 0, INT64_MAX));
   }
   c.bridge = bridge::NativeConnectorAdapterOptions::from_config(reader, "fs");
   return c;

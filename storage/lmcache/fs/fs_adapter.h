@@ -20,6 +20,10 @@
 //                     wrote, the other reads; requires checksum "none", LMCache's raw files)
 //   task_deadline_ms  integer >= 1, default 10000: per-task deadline (bridge)
 //   key_namespace     string of [A-Za-z0-9_-], default "": key prefix (bridge)
+//   high_watermark    number in (0, 1], default none: the most of the file system that may be
+//                     used (df's Use%) before a store is refused (LMCache's DiskGuard key)
+//   min_free_bytes    integer >= 0, default none: the space that must stay available (df's
+//                     Avail) (LMCache's DiskGuard key); lmcache/fs/disk_guard.h
 //   breaker_threshold, breaker_cooldown_ms, breaker_max_cooldown_ms: the circuit breaker
 //                     (bridge; default threshold 0 = none: a local disk has no connection)
 #pragma once

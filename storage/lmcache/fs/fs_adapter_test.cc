@@ -73,6 +73,65 @@ TEST(FsAdapterConfig, ErrorsNameTheKey) {
   EXPECT_NE(error_of({{"base_path", "/x"}, {"layout", "lmcache"}, {"checksum", "crc32"}})
                 .find("'checksum' must be \"none\""),
             std::string::npos);
+  for (const Json& hw : {Json(0), Json(1.5), Json(-0.2), Json("0.9")}) {
+    EXPECT_NE(error_of({{"base_path", "/x"}, {"high_watermark", hw}}).find("'high_watermark'"),
+              std::string::npos)
+        << hw.dump();
+  }
+  EXPECT_NE(error_of({{"base_path", "/x"}, {"min_free_bytes", -1}}).find("'min_free_bytes'"),
+            std::string::npos);
+}
+
+TEST(FsAdapterConfig, ReadsLmcachesDiskGuardKeys) {
+  FsAdapterConfig c = FsAdapterConfig::parse({{"base_path", "/x"}});
+  EXPECT_FALSE(c.connector.disk_guard.enabled());
+  c = FsAdapterConfig::parse({{"base_path", "/x"}, {"high_watermark", 0.9}});
+  EXPECT_EQ(c.connector.disk_guard.high_watermark, 0.9);
+  EXPECT_FALSE(c.connector.disk_guard.min_free_bytes.has_value());
+  c = FsAdapterConfig::parse({{"base_path", "/x"}, {"min_free_bytes", 1024}});
+  EXPECT_EQ(c.connector.disk_guard.min_free_bytes, 1024u);
+}
+
+// DiskGuard over the real file system: a limit the disk is past refuses every store, whole and
+// before a file is written; limits it is within let stores through.
+TEST(FsAdapter, DiskGuardRefusesAStorePastEitherLimit) {
+  TempDir dir;
+  const DiskSpace space = DiskGuard::statvfs_of(dir.path())();
+  const ObjectKey k1(int_hash_to_bytes(1), "m", 0), k2(int_hash_to_bytes(2), "m", 0);
+  auto obj = [](std::uint8_t fill) {
+    MemoryObjPtr o = MemoryObj::allocate(MemoryLayoutDesc::single({4096}, DType::kUInt8));
+    std::memset(o->data(), fill, 4096);
+    return o;
+  };
+  const Json past_min_free = {{"min_free_bytes", space.available + (std::uint64_t{1} << 40)}};
+  // A watermark below what is already in use (every file system holds some metadata).
+  const Json past_watermark = {{"high_watermark", 1e-12}};
+  for (const Json& limit : {past_min_free, past_watermark}) {
+    SCOPED_TRACE(limit.dump());
+    Json config = {{"base_path", dir.path().string()}, {"num_workers", 1}};
+    config.update(limit);
+    auto a = create_fs_adapter(config);
+    const auto r = wait_store(*a, a->submit_store_task({k1, k2}, {obj(1), obj(2)}));
+    ASSERT_TRUE(r.has_value());
+    EXPECT_FALSE(r->is_successful());
+    EXPECT_EQ(wait_load(*a, a->submit_load_task({k1, k2}, {obj(0), obj(0)}))->to_string(), "00");
+    const Json status = a->report_status();
+    EXPECT_GE(status["connector"]["disk_guard"]["refused_writes"].get<int>(), 1) << status.dump();
+    ASSERT_TRUE(a->last_connector_error().has_value());
+    EXPECT_NE(a->last_connector_error()->error.find("disk guard"), std::string::npos)
+        << a->last_connector_error()->describe();
+    std::size_t data_files = 0;
+    for (auto& e : std::filesystem::recursive_directory_iterator(dir.path())) {
+      data_files += e.is_regular_file() ? 1 : 0;
+    }
+    EXPECT_EQ(data_files, 0u) << "a refused store wrote files";
+    a->close();
+  }
+  auto a = create_fs_adapter({{"base_path", dir.path().string()},
+                              {"high_watermark", 1.0},
+                              {"min_free_bytes", 0}});
+  ASSERT_TRUE(wait_store(*a, a->submit_store_task({k1}, {obj(1)}))->is_successful());
+  EXPECT_EQ(a->report_status()["connector"]["disk_guard"]["refused_writes"], 0);
 }
 
 TEST(FsAdapter, IsRegisteredUnderLmcachesName) {

@@ -169,6 +169,10 @@ FsConnector::FsConnector(FsConnectorOptions options)
         ec ? ec : std::make_error_code(std::errc::not_a_directory),
         "FsConnector: base_path '" + options_.base_path.string() + "' is not a directory");
   }
+  if (options_.disk_guard.enabled()) {
+    disk_guard_ = std::make_unique<DiskGuard>(options_.disk_guard,
+                                              DiskGuard::statvfs_of(options_.base_path));
+  }
   stale_temps_removed_ = sweep_stale_temps();
   for (std::size_t w = 0; w < num_workers(); ++w)
     worker_state_.push_back(std::make_unique<Worker>());
@@ -420,6 +424,13 @@ bool FsConnector::delete_one(const std::string& key) {
 
 void FsConnector::run_tile(std::size_t worker, Tile& tile) {
   Worker& w = *worker_state_[worker];
+  if (tile.op == Op::kSet && disk_guard_) {
+    const std::uint64_t trailer = options_.checksum == FsChecksum::kCrc32 ? kTrailerBytes : 0;
+    std::uint64_t bytes = 0;
+    for (std::size_t len : tile.lens) bytes += len + trailer;
+    std::string why;
+    if (!disk_guard_->try_reserve(bytes, &why)) throw std::runtime_error(why);  // the batch fails
+  }
   for (std::size_t i = 0; i < tile.keys.size(); ++i) {
     if (stopping()) throw std::runtime_error("connector closing");
     switch (tile.op) {
@@ -441,11 +452,13 @@ void FsConnector::run_tile(std::size_t worker, Tile& tile) {
 }
 
 Json FsConnector::status_extra() const {
-  return Json{{"base_path", options_.base_path.string()},
-              {"checksum", options_.checksum == FsChecksum::kCrc32 ? "crc32" : "none"},
-              {"use_odirect", options_.use_odirect},
-              {"odirect_fell_back", odirect_fell_back()},
-              {"checksum_failures", checksum_failures_.load(std::memory_order_relaxed)}};
+  Json s{{"base_path", options_.base_path.string()},
+         {"checksum", options_.checksum == FsChecksum::kCrc32 ? "crc32" : "none"},
+         {"use_odirect", options_.use_odirect},
+         {"odirect_fell_back", odirect_fell_back()},
+         {"checksum_failures", checksum_failures_.load(std::memory_order_relaxed)}};
+  if (disk_guard_) s["disk_guard"] = disk_guard_->status();
+  return s;
 }
 
 }  // namespace lmcache::fs

@@ -40,6 +40,10 @@
 // bounce buffer (writes then truncate the file to its exact length). On a file system without
 // O_DIRECT (tmpfs) the connector falls back to buffered I/O and reports it in its status.
 //
+// Disk guard (`disk_guard`, LMCache's DiskGuard): a set tile whose bytes would take the file
+// system past high_watermark or below min_free_bytes fails the batch before a file is written,
+// with the limit named (lmcache/fs/disk_guard.h).
+//
 // Outcome per op (BatchConnectorBase): get: hit, or miss (absent, not a regular file, wrong
 // length, bad checksum, I/O error); set: the first error fails the batch (its temporary file
 // removed); exists: a regular file at the path; delete: unlink, ENOENT is "not found". Errors
@@ -57,6 +61,7 @@
 #include <vector>
 
 #include "lmcache/bridge/batch_connector_base.h"
+#include "lmcache/fs/disk_guard.h"
 
 namespace lmcache::fs {
 
@@ -74,6 +79,9 @@ struct FsConnectorOptions {
   FsChecksum checksum = FsChecksum::kNone;
   std::size_t num_workers = 4;
   FsLayout layout = FsLayout::kProject;  // kLmcache requires checksum kNone (LMCache's raw files)
+  // A DiskGuard over base_path's file system when either limit is set (disk_guard.h): a set
+  // batch whose bytes (trailers included) do not fit fails whole, before a file is written.
+  DiskGuardOptions disk_guard;
 };
 
 class FsConnector final : public bridge::BatchConnectorBase {
@@ -113,7 +121,8 @@ class FsConnector final : public bridge::BatchConnectorBase {
 
  protected:
   void run_tile(std::size_t worker, Tile& tile) override;
-  // {"base_path", "checksum", "use_odirect", "odirect_fell_back", "checksum_failures"}
+  // {"base_path", "checksum", "use_odirect", "odirect_fell_back", "checksum_failures"}, and
+  // "disk_guard" (DiskGuard::status()) when there is one.
   Json status_extra() const override;
 
  private:
@@ -129,6 +138,7 @@ class FsConnector final : public bridge::BatchConnectorBase {
 
   const FsConnectorOptions options_;
   std::vector<std::unique_ptr<Worker>> worker_state_;  // one per worker thread
+  std::unique_ptr<DiskGuard> disk_guard_;              // when options_.disk_guard is enabled
   std::atomic<bool> odirect_fell_back_{false};
   std::atomic<std::uint64_t> temp_counter_{0};
   std::atomic<std::uint64_t> checksum_failures_{0};
