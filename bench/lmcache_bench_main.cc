@@ -131,7 +131,7 @@ int run(int argc, char** argv) {
 
   // The reference serdes and processors, then the plugins', through the conformance ABI.
   lmcache::conformance::Registry registry;
-  lb::add_reference_descriptors(registry);  // fp8, checksum, aesgcm, fp8 -> checksum
+  lb::add_reference_descriptors(registry);  // fp8, checksum, aesgcm, fp8 -> checksum, encrypt, lmcr
   lb::add_fp8_simd_descriptors(registry);   // the fp8 serde pinned to the SIMD kernels
   for (const std::string& path : flags.plugins) {
     try {

@@ -91,6 +91,15 @@ std::string load_reference_storage_source(const std::string& source, Registry& r
   for (const auto& [type, config] : stores) {
     Json with_serde = config;
     with_serde["serde"] = Json{{"type", "fp8"}};
+    // Under fp8 both also load through LMCache's read pool (read_io_depth readers, a 4 MiB
+    // budget that a batch of chunk-sized objects meets), and fs keeps a DiskGuard whose limits
+    // do not bind on a disk with room (its accounting runs on every store).
+    with_serde["read_io_depth"] = 4;
+    with_serde["read_max_bytes_in_flight"] = 4 << 20;
+    if (type == "fs") {
+      with_serde["high_watermark"] = 1.0;
+      with_serde["min_free_bytes"] = 0;
+    }
     // fs bare on LMCache's own file names, under fp8 on this project's: both layouts run.
     Json bare = config;
     if (type == "fs") bare["layout"] = "lmcache";

@@ -13,6 +13,8 @@ in W / C + r W / B. fp8 is faster when W / C + r W / B < W / B, that is when
 B here is the raw path's own rate (its row's GB/s of KV), which includes the adapter's work
 besides the transfer; the measured fp8 row says what actually happened.
 """
+import re
+
 from reportdata import num
 
 ADAPTERS = ('resp', 'fs')
@@ -20,6 +22,8 @@ CEILING = 'redis-benchmark'  # the server's own SET/GET rate (lmcache-bench's l2
 ADAPTER_TEXT = {'resp': 'resp (Redis, private redis-server, 8 workers)',
                 'fs': 'fs (one file per object, temporary directory, no checksum)'}
 CHUNK = 1 << 20
+# lmcache-bench's read-pool load rows: LMCache's read_io_depth readers over an adapter.
+READ_POOL = re.compile(r'^(resp|fs)_read_io_depth_(\d+)$')
 
 
 def _rate(rows):
@@ -66,10 +70,51 @@ def redis_points(sweep):
                                          batch=batch))
             raw = {r['impl']: r.values.get('throughput') for r in sweep.select(
                 suite='l2', op=op, serde='none', size_bytes=CHUNK, batch=batch)
-                if r['impl'] not in ('fs', CEILING) and r.values.get('throughput')}
+                if r['impl'] not in ('fs', CEILING) and not READ_POOL.match(r['impl'])
+                and r.values.get('throughput')}
             if ceiling and raw:
                 out.append({'op': op, 'batch': batch, 'ceiling': ceiling, 'raw': raw})
     return out
+
+
+def read_pool_points(sweep):
+    """[{adapter, batch, depth, rate, shared}] (bytes/s) for every read-pool load row of 1 MiB
+    chunks (impl <adapter>_read_io_depth_<N>); `shared` is the adapter's own load row of the
+    same batch, whose gets share its workers (read_io_depth 0), or None."""
+    out = []
+    for r in sweep.select(suite='l2', op='load', serde='none', size_bytes=CHUNK):
+        m = READ_POOL.match(r['impl'])
+        if not m or not r.values.get('throughput'):
+            continue
+        batch = num(r['batch'])
+        shared = _rate(sweep.select(suite='l2', impl=m.group(1), op='load', serde='none',
+                                    size_bytes=CHUNK, batch=batch))
+        out.append({'adapter': m.group(1), 'depth': int(m.group(2)), 'batch': batch,
+                    'rate': r.values['throughput'], 'shared': shared})
+    return sorted(out, key=lambda p: (ADAPTERS.index(p['adapter']), p['batch'], p['depth']))
+
+
+def read_pool_table(rpp):
+    """(header, rows) of tables/l2_read_pool.csv."""
+    header = ['adapter', 'batch', 'read_io_depth', 'load_gb_per_s', 'shared_workers_gb_per_s',
+              'over_shared']
+    rows = [[p['adapter'], p['batch'], p['depth'], _gb(p['rate'], ''), _gb(p['shared'], ''),
+             f"{p['rate'] / p['shared']:.2f}" if p['shared'] else ''] for p in rpp]
+    return header, rows
+
+
+def read_pool_section(rpp, md_table):
+    """The read-pool part of the L2 section: loads at LMCache's read_io_depth values."""
+    if not rpp:
+        return []
+    return ['**Read pool** (LMCache\'s `read_io_depth`: that many reader threads for loads, a '
+            'connection each for resp, and the default 1536 MiB `read_max_bytes_in_flight`): '
+            'raw loads of 1 MiB chunks, beside the same adapter reading on its shared workers '
+            '(depth 0). Sweep measurements (one each).', '', md_table(
+                ['adapter', 'chunks per task', 'read_io_depth', 'load GB/s',
+                 'shared workers GB/s', '× shared'],
+                [[p['adapter'], p['batch'], p['depth'], _gb(p['rate']), _gb(p['shared']),
+                  f"{p['rate'] / p['shared']:.2f}×" if p['shared'] else '–'] for p in rpp]), '']
 
 
 def redis_impls(rpts):
@@ -124,9 +169,9 @@ def redis_section(rpts, md_table):
                  + [_gb(p['ceiling'])] for p in rpts]), '']
 
 
-def section(pts, md_table, plot, rpts=()):
+def section(pts, md_table, plot, rpts=(), rpp=()):
     """The README's "L2 end to end" section as lines ([] without l2 rows); `rpts` from
-    redis_points() adds the side-by-side table."""
+    redis_points() adds the side-by-side table, `rpp` from read_pool_points() the read pool's."""
     if not pts:
         return []
     out = ['## L2 end to end', '',
@@ -155,6 +200,7 @@ def section(pts, md_table, plot, rpts=()):
               'yes' if p['raw'] < p['break_even'] else 'no']
              for p in rows]), '']
     out += redis_section(rpts, md_table)
+    out += read_pool_section(rpp, md_table)
     if plot:
         title, svg, png = plot
         out += [f'[![{title}]({png})]({svg})', '']

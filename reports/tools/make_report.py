@@ -111,6 +111,9 @@ def write_tables(report, rows, out_dir):
         redis_points = l2.redis_points(sweep)
         if redis_points:
             tables['l2_redis'] = l2.redis_table(redis_points)
+        read_pool_points = l2.read_pool_points(sweep)
+        if read_pool_points:
+            tables['l2_read_pool'] = l2.read_pool_table(read_pool_points)
     tables['summary'] = (
         ['key', 'what', 'value', 'unit', 'q1', 'q3', 'repetitions', 'ratio', 'flagged',
          'relative', 'how'],
@@ -200,7 +203,8 @@ def render(report_dir):
         out += [f'[![{title}]({png})]({svg})', '']
     if not made:
         out += ['_No plottable results._', '']
-    out += l2.section(l2_points, md_table, l2_plot, l2.redis_points(report.sweep))
+    out += l2.section(l2_points, md_table, l2_plot, l2.redis_points(report.sweep),
+                      l2.read_pool_points(report.sweep))
     csv_text = {
         'codec': f"every fp8 codec row (GB/s, roofline, its spread, ratio); {noisy} of "
                  f"{counts['codec']} rows have a roofline spread above {bound} "
@@ -213,10 +217,13 @@ def render(report_dir):
               'byte, bare codec, break-even storage bandwidth)',
         'l2_redis': 'the Redis clients (resp, a connector plugin\'s) side by side with '
                     'redis-benchmark on the same redis-server (raw GB/s, share of its ceiling)',
+        'l2_read_pool': 'loads through LMCache\'s read pool at each read_io_depth (GB/s, × the '
+                        'adapter reading on its shared workers)',
     }
     out += ['## Full tables', '']
     out += [f'- [tables/{n}.csv](tables/{n}.csv): {counts[n]} rows, {csv_text[n]}.'
-            for n in TABLES + tuple(n for n in ('l2', 'l2_redis') if n in counts)]
+            for n in TABLES + tuple(n for n in ('l2', 'l2_redis', 'l2_read_pool')
+                                    if n in counts)]
     sweep_reps = 1
     runs = [run_line('sweep', 'every table and plot', report.sweep_context, sweep_reps)]
     if report.repeated is not None:

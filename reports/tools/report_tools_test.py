@@ -223,6 +223,25 @@ class MakeReportTest(ReportTest):
         os.remove(os.path.join(self.report, 'tables', 'l2_redis.csv'))
         self.assert_caught('no tables/l2_redis.csv')
 
+    def test_l2_read_pool_rows(self):
+        bench = os.path.join(self.tmp, 'bench_l2_read_pool')
+        testdata.write_bench_dir(bench, self.sha, testdata.sweep_rows() + testdata.l2_rows()
+                                 + testdata.l2_redis_rows() + testdata.l2_read_pool_rows())
+        self.bench = bench
+        self.report = self.make(summary_dir=False)
+        readme = self.read('README.md')
+        self.assertEqual(validate_report.validate(self.report), [])
+        self.assertIn('**Read pool**', readme)
+        self.assertIn('| resp | 8 | 4 | 2.00 | 1.00 | 2.00× |', readme)
+        self.assertIn('| resp | 8 | 1 | 0.50 | 1.00 | 0.50× |', readme)
+        # The read-pool rows are not Redis clients of their own in the side-by-side table.
+        self.assertNotIn('resp_read_io_depth_4 GB/s', readme)
+        with open(os.path.join(self.report, 'tables', 'l2_read_pool.csv'), encoding='utf-8') as f:
+            rows = list(csv.DictReader(f))
+        self.assertEqual([r['read_io_depth'] for r in rows], ['1', '4'])
+        os.remove(os.path.join(self.report, 'tables', 'l2_read_pool.csv'))
+        self.assert_caught('no tables/l2_read_pool.csv')
+
     def test_summary_figures(self):
         readme = self.read('README.md')
         # Best of threads 1 and 2 (6 GB/s at 2 threads), x the scalar reference (1e8).

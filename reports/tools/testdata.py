@@ -103,6 +103,16 @@ def l2_redis_rows():
     return rows
 
 
+def l2_read_pool_rows():
+    """[(labels, {prom family: value})] of the read-pool load rows, to go with l2_rows(): resp at
+    read_io_depth 1 and 4 (0.5 and 2 GB/s, against resp's shared 1 GB/s), batch 8."""
+    return [(labels(suite='l2', op='load', impl=f'resp_read_io_depth_{depth}', serde='none',
+                    dtype='bfloat16', format='none', device='cpu', size_bytes=1 << 20, batch=8),
+             {'lmcache_bench_throughput_bytes_per_second': rate,
+              'lmcache_bench_stored_ratio': 1.0})
+            for depth, rate in ((1, 5e8), (4, 2e9))]
+
+
 def metrics_text(sha, rows):
     lines = ['# TYPE lmcache_bench_build_info gauge',
              f'lmcache_bench_build_info{{build_type="Release",compiler="g++",git_sha="{sha}",'

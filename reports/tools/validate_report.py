@@ -221,6 +221,8 @@ def validate(path):
             bad('README.md: the "L2 end to end" section shows no plots/l2_end_to_end.png')
         if '**Side by side on one redis-server**' in readme:
             section_table('l2_redis', 'the side-by-side Redis table')
+        if '**Read pool**' in readme:
+            section_table('l2_read_pool', 'the read-pool table')
     plots_dir = os.path.join(path, 'plots')
     if os.path.isdir(plots_dir):
         files = set(os.listdir(plots_dir))

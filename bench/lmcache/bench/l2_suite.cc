@@ -19,6 +19,12 @@
 // reports/tools computes the break-even storage bandwidth. Stores delete their keys after each
 // task (untimed), so every store writes anew; loads read what one untimed store put there.
 //
+//   impl=resp_read_io_depth_N, impl=fs_read_io_depth_N  loads (no serde) through the adapter with
+//               LMCache's read pool: N reader threads (N = 1, 4, 16, 40; resp: a connection
+//               each) and the default 1536 MiB byte budget (read_io_depth, docs:
+//               storage/README.md), at the largest batch of the run; beside the impl=resp / impl=fs
+//               load rows, which read on the shared workers (read_io_depth 0)
+//
 //   impl=redis-benchmark  the server's own ceiling: Debian's redis-benchmark against the same
 //               redis-server, SET (op=store) and GET (op=load) of values of the chunk size,
 //               min(batch, 8) clients (the resp adapter's 8 workers), 16 × batch requests (at
@@ -92,7 +98,8 @@ storage_testing::RedisServer& redis_locked(Storage& s) {
 // The adapter config of row `adapter` ("resp", "fs", or the L2 type a connector plugin was
 // registered as), with `serde` ("none" or "fp8"). Throws std::runtime_error when the storage
 // cannot be made (no redis-server).
-Json adapter_config(const std::string& adapter, const std::string& serde) {
+Json adapter_config(const std::string& adapter, const std::string& serde,
+                    std::size_t read_io_depth) {
   Storage& s = storage();
   std::lock_guard lock(s.mu);
   Json c;
@@ -106,12 +113,14 @@ Json adapter_config(const std::string& adapter, const std::string& serde) {
     c = {{"type", "fs"}, {"base_path", s.dir->path().string()}};
   }
   if (serde == "fp8") c["serde"] = {{"type", "fp8"}, {"fp8_dtype", "float8_e4m3fn"}};
+  if (read_io_depth > 0) c["read_io_depth"] = read_io_depth;
   return c;
 }
 
 // One row: `adapter` is the L2 type, `impl` the row's label.
 void register_case(const std::string& adapter, const std::string& impl, const std::string& serde,
-                   bool store, std::uint64_t size, std::size_t batch) {
+                   bool store, std::uint64_t size, std::size_t batch,
+                   std::size_t read_io_depth = 0) {
   BenchLabels l;
   l.suite = "l2";
   l.op = store ? "store" : "load";
@@ -126,7 +135,7 @@ void register_case(const std::string& adapter, const std::string& impl, const st
       [=](benchmark::State& st) {
         const double task_bytes = static_cast<double>(size) * static_cast<double>(batch);
         try {
-          const Json config = adapter_config(adapter, serde);
+          const Json config = adapter_config(adapter, serde, read_io_depth);
           AdapterContext ctx;
           // Room for one task's temps (1.5 bytes per element for fp8) with slack.
           ctx.l1_manager = std::make_shared<L1Manager>(static_cast<std::size_t>(task_bytes * 2) +
@@ -258,6 +267,14 @@ void register_l2_suite(const SuiteConfig& c) {
         }
       }
       for (bool store : {true, false}) register_ceiling_case(store, size, batch);
+    }
+    // The read pool at LMCache's depths, loads of the run's largest batch.
+    const std::size_t batch = *std::max_element(batches.begin(), batches.end());
+    for (const char* adapter : {"resp", "fs"}) {
+      for (std::size_t depth : {1, 4, 16, 40}) {
+        register_case(adapter, std::string(adapter) + "_read_io_depth_" + std::to_string(depth),
+                      "none", /*store=*/false, size, batch, depth);
+      }
     }
   }
 }

@@ -13,6 +13,7 @@
 #include "lmcache/conformance/reference_impls.h"
 #include "lmcache/core/event_notifier.h"
 #include "lmcache/core/spin_wait.h"
+#include "lmcache/serde/lmcr_serde.h"
 #include "lmcache/serde/serde_registry.h"
 #include "lmcache/wrapper/serde_l2_adapter_wrapper.h"
 
@@ -358,6 +359,15 @@ void add_reference_descriptors(conformance::Registry& registry) {
   registry.add_serde(conformance::reference_aes_gcm_serde(128, false));
   registry.add_serde(conformance::reference_aes_gcm_serde(256, false));
   registry.add_serde(conformance::reference_fp8_checksum_chain());
+  // LMCache's newer formats: encrypt (aesgcm's frame, its own key label) and the LMCR v1
+  // compressed record (zlib Deflate: far below memcpy, which the report shows beside it).
+  registry.add_serde(conformance::reference_encrypt_serde(256));
+  // The kit's lmcr descriptor with the serde's own defaults (raw Deflate, 1 MiB chunks, level
+  // 6: what a config of {"type": "lmcr"} gets), not the kit's fast gzip level 1.
+  conformance::SerdeUnderTest lmcr = conformance::reference_lmcr_serde();
+  lmcr.name = "lmcr";
+  lmcr.make_serializer = [] { return std::make_shared<LmcrSerializer>(LmcrEncodeOptions{}); };
+  registry.add_serde(std::move(lmcr));
 }
 
 }  // namespace lmcache::bench

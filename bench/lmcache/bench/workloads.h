@@ -185,7 +185,8 @@ void add_fp8_simd_descriptors(conformance::Registry& registry);
 //
 // Adds the reference rows the serde/ suite times to `registry`: the fp8 serdes of both formats,
 // the integrity serdes (docs/integrity.md) "checksum", "aesgcm_128", "aesgcm_256" and
-// "chain_fp8_checksum", and the async fp8 processors. A fixed set rather than the conformance
+// "chain_fp8_checksum", LMCache's "encrypt_256" and the "lmcr" compressed record
+// (docs/lmcr.md), and the async fp8 processors. A fixed set rather than the conformance
 // kit's whole reference list, so row names stay comparable across runs as that list grows.
 void add_reference_descriptors(conformance::Registry& registry);
 

@@ -19,9 +19,30 @@ struct BatchConnectorBase::Batch {
   std::string error;                  // idem: the first message
 };
 
-BatchConnectorBase::BatchConnectorBase(std::size_t num_workers, std::string name)
-    : num_workers_(num_workers), name_(std::move(name)) {
+ReadPoolOptions ReadPoolOptions::from_config(ConfigReader& reader) {
+  allow_config_keys(reader);
+  ReadPoolOptions o;
+  o.io_depth = static_cast<std::size_t>(
+      reader.get_int("read_io_depth", 0, 0, static_cast<std::int64_t>(kMaxIoDepth)));
+  o.max_bytes_in_flight =
+      static_cast<std::uint64_t>(reader.get_int("read_max_bytes_in_flight", 0, 0, INT64_MAX));
+  return o;
+}
+
+void ReadPoolOptions::allow_config_keys(ConfigReader& reader) {
+  reader.allow("read_io_depth");
+  reader.allow("read_max_bytes_in_flight");
+}
+
+BatchConnectorBase::BatchConnectorBase(std::size_t num_workers, std::string name,
+                                       ReadPoolOptions reads)
+    : num_workers_(num_workers), name_(std::move(name)), reads_(reads) {
   if (num_workers_ == 0) throw std::invalid_argument(name_ + ": num_workers must be >= 1");
+  if (reads_.io_depth > ReadPoolOptions::kMaxIoDepth) {
+    throw std::invalid_argument(
+        name_ + ": read_io_depth must be <= " + std::to_string(ReadPoolOptions::kMaxIoDepth) +
+        ", got " + std::to_string(reads_.io_depth));
+  }
 }
 
 BatchConnectorBase::~BatchConnectorBase() {
@@ -31,9 +52,9 @@ BatchConnectorBase::~BatchConnectorBase() {
 }
 
 void BatchConnectorBase::start_workers() {
-  workers_.reserve(num_workers_);
+  workers_.reserve(total_workers());
   try {
-    for (std::size_t w = 0; w < num_workers_; ++w) {
+    for (std::size_t w = 0; w < total_workers(); ++w) {
       workers_.emplace_back([this, w] { worker_loop(w); });
     }
   } catch (...) {
@@ -74,7 +95,8 @@ std::uint64_t BatchConnectorBase::submit(Op op, const std::vector<std::string>& 
   batch->chunk_bytes = chunk_bytes;
   batch->results.assign(keys.size(), 0);
   const std::size_t n = keys.size();
-  const std::size_t tiles = std::min(num_workers_, n);
+  const bool to_readers = op == Op::kGet && reads_.io_depth > 0;
+  const std::size_t tiles = std::min(to_readers ? reads_.io_depth : num_workers_, n);
   const std::size_t per_tile = (n + tiles - 1) / tiles;
   std::uint64_t id = 0;
   {
@@ -89,7 +111,8 @@ std::uint64_t BatchConnectorBase::submit(Op op, const std::vector<std::string>& 
     for (std::size_t begin = 0; begin < n; begin += per_tile) ++count;
     batch->remaining_tiles = count;
     for (std::size_t begin = 0; begin < n; begin += per_tile) {
-      queue_.push_back(QueuedTile{batch, begin, std::min(n, begin + per_tile)});
+      (to_readers ? read_queue_ : queue_)
+          .push_back(QueuedTile{batch, begin, std::min(n, begin + per_tile)});
     }
   }
   cv_.notify_all();
@@ -118,15 +141,47 @@ std::uint64_t BatchConnectorBase::submit_batch_delete(const std::vector<std::str
   return submit(Op::kDelete, keys, nullptr, nullptr, 0);
 }
 
+std::uint64_t BatchConnectorBase::tile_bytes(const QueuedTile& t) {
+  return static_cast<std::uint64_t>(t.end - t.begin) * t.batch->chunk_bytes;
+}
+
+bool BatchConnectorBase::read_fits_locked() const {
+  if (read_queue_.empty()) return false;
+  // A tile above the whole budget runs alone rather than never.
+  return read_in_flight_ == 0 ||
+         read_in_flight_ + tile_bytes(read_queue_.front()) <= reads_.budget();
+}
+
 void BatchConnectorBase::worker_loop(std::size_t worker) {
+  const bool reader = worker >= num_workers_;
   for (;;) {
     QueuedTile queued;
+    std::uint64_t read_bytes = 0;
     {
       std::unique_lock lock(mu_);
-      cv_.wait(lock, [&] { return stop_.load(std::memory_order_relaxed) || !queue_.empty(); });
-      if (stop_.load(std::memory_order_relaxed)) return;
-      queued = std::move(queue_.front());
-      queue_.pop_front();
+      if (reader) {
+        bool held = false;
+        cv_.wait(lock, [&] {
+          if (stop_.load(std::memory_order_relaxed)) return true;
+          const bool fits = read_fits_locked();
+          if (!fits && !read_queue_.empty() && !held) {
+            held = true;
+            ++read_tiles_held_;
+          }
+          return fits;
+        });
+        if (stop_.load(std::memory_order_relaxed)) return;
+        queued = std::move(read_queue_.front());
+        read_queue_.pop_front();
+        read_bytes = tile_bytes(queued);
+        read_in_flight_ += read_bytes;
+        read_in_flight_peak_ = std::max(read_in_flight_peak_, read_in_flight_);
+      } else {
+        cv_.wait(lock, [&] { return stop_.load(std::memory_order_relaxed) || !queue_.empty(); });
+        if (stop_.load(std::memory_order_relaxed)) return;
+        queued = std::move(queue_.front());
+        queue_.pop_front();
+      }
     }
     Batch& b = *queued.batch;
     const std::size_t n = queued.end - queued.begin;
@@ -149,6 +204,13 @@ void BatchConnectorBase::worker_loop(std::size_t worker) {
     } catch (...) {
       failed = true;
       tile.error = "unknown error";
+    }
+    if (reader) {
+      {
+        std::lock_guard lock(mu_);
+        read_in_flight_ -= read_bytes;
+      }
+      cv_.notify_all();  // the next get tile may fit now
     }
     finish_tile(queued.batch, failed, std::move(tile.error));
   }
@@ -199,6 +261,7 @@ void BatchConnectorBase::close() {
   {
     std::lock_guard lock(mu_);
     queue_.clear();
+    read_queue_.clear();
     completions_.clear();
   }
   notifier_.close();
@@ -210,11 +273,18 @@ Json BatchConnectorBase::report_status() const {
   {
     std::lock_guard lock(mu_);
     status = Json{{"workers", num_workers_},
-                  {"queued_tiles", queue_.size()},
+                  {"queued_tiles", queue_.size() + read_queue_.size()},
+                  {"read_io_depth", reads_.io_depth},
                   {"batches_submitted", batches_submitted_},
                   {"batches_completed", batches_completed_},
                   {"batches_failed", batches_failed_},
                   {"closed", stop_.load(std::memory_order_relaxed)}};
+    if (reads_.io_depth > 0) {
+      status["read_max_bytes_in_flight"] = reads_.budget();
+      status["read_bytes_in_flight"] = read_in_flight_;
+      status["read_bytes_in_flight_peak"] = read_in_flight_peak_;
+      status["read_tiles_held"] = read_tiles_held_;
+    }
   }
   Json extra = status_extra();
   if (extra.is_object()) status.update(extra);

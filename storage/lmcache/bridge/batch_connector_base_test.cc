@@ -21,7 +21,8 @@ using namespace std::chrono_literals;
 // A connector over a map, with a gate that blocks every tile until opened, and keys that fail.
 class MapConnector final : public BatchConnectorBase {
  public:
-  explicit MapConnector(std::size_t workers) : BatchConnectorBase(workers, "map") {
+  explicit MapConnector(std::size_t workers, ReadPoolOptions reads = {})
+      : BatchConnectorBase(workers, "map", reads) {
     start_workers();
   }
   ~MapConnector() override { close(); }
@@ -183,6 +184,89 @@ TEST(BatchConnectorBase, TilesSpreadOverTheWorkers) {
   c.submit_batch_exists({"a", "b"});
   wait_for(c, 1);
   EXPECT_EQ(c.tiles_run(), 6u) << "a batch of 2 keys is 2 tiles";
+}
+
+TEST(BatchConnectorBase, AReadPoolRunsGetsOnItsOwnWorkers) {
+  std::vector<std::string> keys, values(6, std::string(16, 'v'));
+  std::vector<void*> bufs;
+  for (int i = 0; i < 6; ++i) {
+    keys.push_back("k" + std::to_string(i));
+    bufs.push_back(values[i].data());
+  }
+  const std::vector<std::size_t> lens(6, 16);
+  {
+    MapConnector c(2, ReadPoolOptions{3, 0});
+    EXPECT_EQ(c.total_workers(), 5u);
+    c.submit_batch_get(keys, bufs, lens, 16);
+    ASSERT_EQ(wait_for(c, 1).size(), 1u);
+    EXPECT_EQ(c.tiles_run(), 3u) << "a get is cut into at most read_io_depth tiles";
+    for (std::size_t w : c.workers_seen()) EXPECT_GE(w, 2u) << "a get ran on a write worker";
+    const Json status = c.report_status();
+    EXPECT_EQ(status["read_io_depth"], 3);
+    EXPECT_EQ(status["read_max_bytes_in_flight"], ReadPoolOptions::kDefaultMaxBytesInFlight);
+  }
+  {
+    MapConnector c(2, ReadPoolOptions{3, 0});
+    c.submit_batch_exists(keys);
+    ASSERT_EQ(wait_for(c, 1).size(), 1u);
+    for (std::size_t w : c.workers_seen()) EXPECT_LT(w, 2u) << "an exists ran on a reader";
+  }
+  {
+    MapConnector c(2);  // no read pool: gets share the workers
+    c.submit_batch_get(keys, bufs, lens, 16);
+    ASSERT_EQ(wait_for(c, 1).size(), 1u);
+    for (std::size_t w : c.workers_seen()) EXPECT_LT(w, 2u);
+    EXPECT_EQ(c.report_status()["read_io_depth"], 0);
+  }
+  EXPECT_THROW(MapConnector(1, ReadPoolOptions{ReadPoolOptions::kMaxIoDepth + 1, 0}),
+               std::invalid_argument);
+}
+
+// Polls the status until `pred` holds (bounded); returns whether it did.
+template <class Pred>
+bool status_reaches(BatchConnectorBase& c, Pred pred) {
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (pred(c.report_status())) return true;
+    std::this_thread::sleep_for(1ms);
+  }
+  return false;
+}
+
+TEST(BatchConnectorBaseConcurrency, TheReadBudgetBoundsGetBytesInFlight) {
+  // Eight 16-byte get tiles, eight readers, a 32-byte budget: two tiles at a time.
+  MapConnector c(1, ReadPoolOptions{8, 32});
+  std::vector<std::string> keys, values(8, std::string(16, 'v'));
+  std::vector<void*> bufs;
+  for (int i = 0; i < 8; ++i) {
+    keys.push_back("k" + std::to_string(i));
+    bufs.push_back(values[i].data());
+  }
+  c.close_gate();
+  c.submit_batch_get(keys, bufs, std::vector<std::size_t>(8, 16), 16);
+  EXPECT_TRUE(status_reaches(c,
+                             [](const Json& s) {
+                               return s["read_bytes_in_flight"] == 32 &&
+                                      s["read_tiles_held"].get<std::uint64_t>() >= 1;
+                             }))
+      << "two tiles did not start with six held: " << c.report_status().dump();
+  c.open_gate();
+  const auto done = wait_for(c, 1);
+  ASSERT_EQ(done.size(), 1u);
+  EXPECT_TRUE(done[0].ok);
+  const Json status = c.report_status();
+  EXPECT_EQ(status["read_bytes_in_flight_peak"], 32) << status.dump();
+  EXPECT_EQ(status["read_bytes_in_flight"], 0);
+  EXPECT_EQ(c.tiles_run(), 8u);
+}
+
+TEST(BatchConnectorBaseConcurrency, AGetTileAboveTheBudgetRunsAlone) {
+  MapConnector c(1, ReadPoolOptions{2, 8});
+  std::string a(16, 'a'), b(16, 'b');
+  c.submit_batch_get({"a", "b"}, {a.data(), b.data()}, {16, 16}, 16);
+  const auto done = wait_for(c, 1);
+  ASSERT_EQ(done.size(), 1u) << "a tile larger than the whole budget never ran";
+  EXPECT_EQ(c.report_status()["read_bytes_in_flight_peak"], 16) << "two ran at once";
 }
 
 TEST(BatchConnectorBaseConcurrency, CloseDropsQueuedWorkPromptly) {

@@ -9,12 +9,12 @@ namespace lmcache::fs {
 FsAdapterConfig FsAdapterConfig::parse(const Json& config) {
   ConfigReader reader(config, "fs adapter config");
   // Unknown keys first, so that a misspelt "base_path" is reported as the typo it is.
-  for (const char* key :
-       {"type", "base_path", "use_odirect", "checksum", "num_workers", "layout", "high_watermark",
-        "min_free_bytes"}) {
+  for (const char* key : {"type", "base_path", "use_odirect", "checksum", "num_workers", "layout",
+                          "high_watermark", "min_free_bytes"}) {
     reader.allow(key);
   }
   bridge::NativeConnectorAdapterOptions::allow_config_keys(reader);
+  bridge::ReadPoolOptions::allow_config_keys(reader);
   reader.finish();
   if (const Json* type = reader.raw("type"); type != nullptr) {
     if (!type->is_string() || type->get<std::string>() != kFsAdapterType) {
@@ -49,8 +49,10 @@ FsAdapterConfig FsAdapterConfig::parse(const Json& config) {
   if (reader.raw("high_watermark") != nullptr) {
     const double hw = reader.get_number("high_watermark", 1.0);
     if (!(hw > 0.0 && hw <= 1.0)) {
-      reader.error("'high_watermark' must be a number in (0, 1] (the used share of the file "
-                   "system, as df reports it), got " + Json(hw).dump());
+      reader.error(
+          "'high_watermark' must be a number in (0, 1] (the used share of the file "
+          "system, as df reports it), got " +
+          Json(hw).dump());
     }
     c.connector.disk_guard.high_watermark = hw;
   }
@@ -58,6 +60,7 @@ FsAdapterConfig FsAdapterConfig::parse(const Json& config) {
     c.connector.disk_guard.min_free_bytes =
         static_cast<std::uint64_t>(reader.get_int("min_free_bytes", 0, 0, INT64_MAX));
   }
+  c.connector.reads = bridge::ReadPoolOptions::from_config(reader);
   c.bridge = bridge::NativeConnectorAdapterOptions::from_config(reader, "fs");
   return c;
 }

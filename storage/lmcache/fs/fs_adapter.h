@@ -20,6 +20,8 @@
 //                     wrote, the other reads; requires checksum "none", LMCache's raw files)
 //   task_deadline_ms  integer >= 1, default 10000: per-task deadline (bridge)
 //   key_namespace     string of [A-Za-z0-9_-], default "": key prefix (bridge)
+//   read_io_depth, read_max_bytes_in_flight: LMCache's read pool, as for "resp" (reader
+//                     threads for loads; lmcache/bridge/batch_connector_base.h)
 //   high_watermark    number in (0, 1], default none: the most of the file system that may be
 //                     used (df's Use%) before a store is refused (LMCache's DiskGuard key)
 //   min_free_bytes    integer >= 0, default none: the space that must stay available (df's

@@ -152,7 +152,7 @@ struct FsConnector::Worker {
 };
 
 FsConnector::FsConnector(FsConnectorOptions options)
-    : BatchConnectorBase(options.num_workers, "fs"), options_(std::move(options)) {
+    : BatchConnectorBase(options.num_workers, "fs", options.reads), options_(std::move(options)) {
   if (options_.base_path.empty()) throw std::invalid_argument("FsConnector: base_path is empty");
   if (options_.layout == FsLayout::kLmcache && options_.checksum != FsChecksum::kNone) {
     throw std::invalid_argument(
@@ -170,11 +170,11 @@ FsConnector::FsConnector(FsConnectorOptions options)
         "FsConnector: base_path '" + options_.base_path.string() + "' is not a directory");
   }
   if (options_.disk_guard.enabled()) {
-    disk_guard_ = std::make_unique<DiskGuard>(options_.disk_guard,
-                                              DiskGuard::statvfs_of(options_.base_path));
+    disk_guard_ =
+        std::make_unique<DiskGuard>(options_.disk_guard, DiskGuard::statvfs_of(options_.base_path));
   }
   stale_temps_removed_ = sweep_stale_temps();
-  for (std::size_t w = 0; w < num_workers(); ++w)
+  for (std::size_t w = 0; w < total_workers(); ++w)
     worker_state_.push_back(std::make_unique<Worker>());
   start_workers();
 }

@@ -82,6 +82,9 @@ struct FsConnectorOptions {
   // A DiskGuard over base_path's file system when either limit is set (disk_guard.h): a set
   // batch whose bytes (trailers included) do not fit fails whole, before a file is written.
   DiskGuardOptions disk_guard;
+  // LMCache's read pool (batch_connector_base.h): read_io_depth reader threads for loads, and
+  // the bytes of gets they may have in flight.
+  bridge::ReadPoolOptions reads;
 };
 
 class FsConnector final : public bridge::BatchConnectorBase {

@@ -16,6 +16,7 @@ RespAdapterConfig RespAdapterConfig::parse(const Json& config) {
     reader.allow(key);
   }
   bridge::NativeConnectorAdapterOptions::allow_config_keys(reader);
+  bridge::ReadPoolOptions::allow_config_keys(reader);
   reader.finish();
   if (const Json* type = reader.raw("type"); type != nullptr) {
     if (!type->is_string() || type->get<std::string>() != kRespAdapterType) {
@@ -33,6 +34,7 @@ RespAdapterConfig RespAdapterConfig::parse(const Json& config) {
       std::chrono::milliseconds(reader.get_int("connect_timeout_ms", 2000, 1, INT32_MAX));
   c.connector.endpoint.io_timeout =
       std::chrono::milliseconds(reader.get_int("io_timeout_ms", 5000, 1, INT32_MAX));
+  c.connector.reads = bridge::ReadPoolOptions::from_config(reader);
   c.bridge = bridge::NativeConnectorAdapterOptions::from_config(
       reader, "resp", bridge::CircuitBreakerOptions::kDefaultRemoteThreshold);
   return c;

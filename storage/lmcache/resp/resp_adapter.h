@@ -17,6 +17,10 @@
 //   max_capacity_gb   number >= 0, default 0 = unbounded: client-side capacity (bridge)
 //   task_deadline_ms  integer >= 1, default 10000: per-task deadline (bridge)
 //   key_namespace     string of [A-Za-z0-9_-], default "": key prefix (bridge)
+//   read_io_depth     integer in [0, 1024], default 0: reader threads for loads, one connection
+//                     each (0: loads share the num_workers connections) (LMCache's key)
+//   read_max_bytes_in_flight integer >= 0, default 0 = 1536 MiB: get bytes the readers may
+//                     have in flight (LMCache's key; lmcache/bridge/batch_connector_base.h)
 //   breaker_threshold integer >= 0, default 3: connection failures in a row that open the
 //                     circuit breaker, 0 = none (bridge; LMCache's S3 and Bigtable design)
 //   breaker_cooldown_ms     integer >= 1, default 5000: the first wait once open (bridge)

@@ -53,6 +53,8 @@ TEST(RespAdapterConfig, ReadsLmcacheKeysAndDefaults) {
   EXPECT_EQ(c.bridge.breaker.threshold, 3u);
   EXPECT_EQ(c.bridge.breaker.cooldown, 5000ms);
   EXPECT_EQ(c.bridge.breaker.max_cooldown, 300000ms);
+  EXPECT_EQ(c.connector.reads.io_depth, 0u);
+  EXPECT_EQ(c.connector.reads.budget(), std::uint64_t{1536} << 20);
   c = RespAdapterConfig::parse({{"host", "h"},
                                 {"port", 1},
                                 {"num_workers", 2},
@@ -64,7 +66,11 @@ TEST(RespAdapterConfig, ReadsLmcacheKeysAndDefaults) {
                                 {"io_timeout_ms", 20},
                                 {"breaker_threshold", 5},
                                 {"breaker_cooldown_ms", 30},
-                                {"breaker_max_cooldown_ms", 40}});
+                                {"breaker_max_cooldown_ms", 40},
+                                {"read_io_depth", 40},
+                                {"read_max_bytes_in_flight", 1 << 30}});
+  EXPECT_EQ(c.connector.reads.io_depth, 40u);
+  EXPECT_EQ(c.connector.reads.budget(), std::uint64_t{1} << 30);
   EXPECT_EQ(c.bridge.breaker.threshold, 5u);
   EXPECT_EQ(c.bridge.breaker.cooldown, 30ms);
   EXPECT_EQ(c.bridge.breaker.max_cooldown, 40ms);
@@ -99,6 +105,9 @@ TEST(RespAdapterConfig, ErrorsNameTheKey) {
     return error_of(c);
   };
   EXPECT_NE(with("breaker_threshold", -1).find("'breaker_threshold'"), std::string::npos);
+  EXPECT_NE(with("read_io_depth", 1025).find("'read_io_depth'"), std::string::npos);
+  EXPECT_NE(with("read_max_bytes_in_flight", -1).find("'read_max_bytes_in_flight'"),
+            std::string::npos);
   EXPECT_NE(with("breaker_cooldown_ms", 0).find("'breaker_cooldown_ms'"), std::string::npos);
   EXPECT_NE(with("breaker_max_cooldown_ms", 10).find("'breaker_max_cooldown_ms'"),
             std::string::npos)
@@ -260,6 +269,10 @@ TEST_P(RespBridgeChecks, Hold) {
     RespConnectorOptions o;
     o.endpoint = server.endpoint();
     o.num_workers = 2;
+    // Loads through a read pool of their own (LMCache's read_io_depth), with a budget of two
+    // 4 KiB objects, so that the checks' loads also run there.
+    o.reads.io_depth = 3;
+    o.reads.max_bytes_in_flight = 8192;
     return bridge::erase_connector(std::make_unique<RespConnector>(o));
   };
   rig.options.key_namespace = "bridge_checks";

@@ -18,9 +18,10 @@ RespConnectorOptions checked(RespConnectorOptions o) {
 }  // namespace
 
 RespConnector::RespConnector(RespConnectorOptions options)
-    : BatchConnectorBase(options.num_workers, "resp"), options_(checked(std::move(options))) {
-  clients_.reserve(num_workers());
-  for (std::size_t w = 0; w < num_workers(); ++w) {
+    : BatchConnectorBase(options.num_workers, "resp", options.reads),
+      options_(checked(std::move(options))) {
+  clients_.reserve(total_workers());
+  for (std::size_t w = 0; w < total_workers(); ++w) {
     clients_.push_back(std::make_unique<RespClient>(options_.endpoint));
   }
   start_workers();

@@ -33,6 +33,9 @@ namespace lmcache::resp {
 struct RespConnectorOptions {
   RespEndpoint endpoint;
   std::size_t num_workers = 8;
+  // LMCache's read pool (batch_connector_base.h): read_io_depth readers with a connection each,
+  // and the bytes of gets they may have in flight.
+  bridge::ReadPoolOptions reads;
 };
 
 class RespConnector final : public bridge::BatchConnectorBase {
