@@ -35,7 +35,8 @@ def pattern(n, seed):
 # --- serde_frame ---------------------------------------------------------------------------
 # serde_frame_fuzzer.cc serdes(), in order.
 SERDES = ["fp8_e4m3", "fp8_e5m2", "checksum", "aesgcm128", "aesgcm256", "aesgcm256_bound",
-          "chain_fp8_checksum", "chain_fp8e5m2_aesgcm128", "chain_checksum_aesgcm256"]
+          "chain_fp8_checksum", "chain_fp8e5m2_aesgcm128", "chain_checksum_aesgcm256",
+          "encrypt128", "encrypt256"]
 # lmcache::all_dtypes(), in order, with their element sizes.
 DTYPES = ["uint8", "float16", "bfloat16", "float32", "float8_e4m3fn", "float8_e5m2"]
 DTYPE_BYTES = {"uint8": 1, "float16": 2, "bfloat16": 2, "float32": 4, "float8_e4m3fn": 1,
@@ -63,9 +64,9 @@ def key_aad(chunk_hash, salt):
             struct.pack(">q", GROUP) + lv(salt.encode()))
 
 
-def aesgcm_frame(payload, bits, salt, chunk_hash, bind, iv_seed):
+def aesgcm_frame(payload, bits, salt, chunk_hash, bind, iv_seed, label=b"lmcache-l2-aesgcm-v1"):
     key = HKDF(algorithm=hashes.SHA256(), length=bits // 8, salt=None,
-               info=b"lmcache-l2-aesgcm-v1" + salt.encode()).derive(MASTER_KEY)
+               info=label + salt.encode()).derive(MASTER_KEY)
     iv = pattern(12, iv_seed)
     aad = key_aad(chunk_hash, salt) if bind else None
     return bytes([1]) + iv + AESGCM(key).encrypt(iv, payload, aad)
@@ -81,6 +82,10 @@ def frame_for(serde, groups, chunk_hash, salt, seed):
         return codes
     if serde == "checksum":
         return checksum_frame(payload, chunk_hash)
+    if serde.startswith("encrypt"):
+        bits = 128 if serde == "encrypt128" else 256
+        return aesgcm_frame(payload, bits, salt, chunk_hash, False, seed,
+                            b"lmcache-l2-encrypt-v1")
     if serde.startswith("aesgcm"):
         bits = 128 if serde == "aesgcm128" else 256
         return aesgcm_frame(payload, bits, salt, chunk_hash, serde.endswith("bound"), seed)
@@ -134,6 +139,32 @@ def serde_frame_seeds():
                                                     frame[:-1])
     seeds["empty-layout"] = serde_input("checksum", [], b"", "", 0, 0,
                                         checksum_frame(b"", b""))
+    return seeds
+
+
+# --- lmcr_record -----------------------------------------------------------------------------
+# LMCache's frozen LMCR v1 records (reference/lmcache/serde/testdata/lmcr_vectors.json), whole,
+# damaged and cut, for the decode op; plain inputs for the round-trip op.
+LMCR_VECTORS = os.path.join(os.path.dirname(FUZZ_DIR), "reference", "lmcache", "serde",
+                            "testdata", "lmcr_vectors.json")
+
+
+def lmcr_record_seeds():
+    seeds = {}
+    with open(LMCR_VECTORS) as f:
+        vectors = json.load(f)["vectors"]
+    for v in vectors:
+        record = bytes.fromhex(v["record"])
+        seeds["decode-%s" % v["name"]] = bytes([0]) + record
+        seeds["decode-%s-tail" % v["name"]] = bytes([0]) + record + b"\xff" * 5
+        seeds["decode-%s-cut" % v["name"]] = bytes([0]) + record[:-3]
+        flipped = bytearray(record)
+        flipped[-2] ^= 0x10
+        seeds["decode-%s-flipped" % v["name"]] = bytes([0]) + bytes(flipped)
+    for framing in (0, 1):
+        for chunk, level, n in ((0, 6, 0), (3, 1, 100), (63, 9, 3000)):
+            seeds["round-trip-%s-%d-%d" % ("gzip" if framing else "raw", chunk, n)] = (
+                bytes([1, framing, chunk, level]) + pattern(n, chunk))
     return seeds
 
 
@@ -290,6 +321,7 @@ def key_codec_seeds():
 
 TARGETS = {
     "serde_frame": serde_frame_seeds,
+    "lmcr_record": lmcr_record_seeds,
     "fs_object": fs_object_seeds,
     "resp_reply": resp_reply_seeds,
     "config_json": config_json_seeds,

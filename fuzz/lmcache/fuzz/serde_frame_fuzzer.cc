@@ -2,8 +2,8 @@
 //
 // What L2 gives back is untrusted: a disk or a server may return any bytes, of any length, for a
 // key. Each input is one load: a built-in serde (built by make_serde_pair() from its config, as
-// the registry builds it), the destination's layout, the object's key, how the source buffer is
-// laid out, and the frame. Beyond ASan and UBSan, it checks what docs/serde.md and
+// the registry builds it; encrypt among them), the destination's layout, the object's key, how the
+// source buffer is laid out, and the frame. Beyond ASan and UBSan, it checks what docs/serde.md and
 // docs/integrity.md promise:
 //   - a failure is std::invalid_argument (a short or mismatching source; the destination is
 //     untouched) or, from an integrity serde only, std::runtime_error; a frame shorter than the
@@ -77,6 +77,11 @@ const std::vector<Serde>& serdes() {
         {{"type", "chain"}, {"stages", {fp8_e5m2, aes128}}});
     add("chain_checksum_aesgcm256", Kind::kChain, true,
         {{"type", "chain"}, {"stages", {checksum, aes256}}});
+    // LMCache's "encrypt": aesgcm's frame under its own HKDF label.
+    add("encrypt128", Kind::kAesGcm, true,
+        {{"type", "encrypt"}, {"aes_bits", 128}, {"master_key_path", key}});
+    add("encrypt256", Kind::kAesGcm, true,
+        {{"type", "encrypt"}, {"aes_bits", 256}, {"master_key_path", key}});
     return out;
   }();
   return all;
