@@ -41,8 +41,9 @@
 // O_DIRECT (tmpfs) the connector falls back to buffered I/O and reports it in its status.
 //
 // Disk guard (`disk_guard`, LMCache's DiskGuard): a set tile whose bytes would take the file
-// system past high_watermark or below min_free_bytes fails the batch before a file is written,
-// with the limit named (lmcache/fs/disk_guard.h).
+// system past high_watermark or below min_free_bytes fails the batch before that tile writes a
+// file, with the limit named (lmcache/fs/disk_guard.h). Other tiles of the batch may have
+// written theirs; the bridge deletes what a failed store wrote, as for any failed set.
 //
 // Outcome per op (BatchConnectorBase): get: hit, or miss (absent, not a regular file, wrong
 // length, bad checksum, I/O error); set: the first error fails the batch (its temporary file
@@ -80,7 +81,7 @@ struct FsConnectorOptions {
   std::size_t num_workers = 4;
   FsLayout layout = FsLayout::kProject;  // kLmcache requires checksum kNone (LMCache's raw files)
   // A DiskGuard over base_path's file system when either limit is set (disk_guard.h): a set
-  // batch whose bytes (trailers included) do not fit fails whole, before a file is written.
+  // tile whose bytes (trailers included) do not fit fails its batch before writing a file.
   DiskGuardOptions disk_guard;
   // LMCache's read pool (batch_connector_base.h): read_io_depth reader threads for loads, and
   // the bytes of gets they may have in flight.
