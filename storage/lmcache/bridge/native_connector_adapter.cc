@@ -3,11 +3,12 @@
 // released, in the order the actions were queued (listeners before the completion they explain).
 //
 // About 1,100 lines on purpose (the circuit breaker's state machine is its own component,
-// circuit_breaker.h; the bridge only admits tasks and reports their outcomes to it): it is one state machine (tasks, their connector batches,
-// deadlines, cleanup deletes) under one mutex, whose invariants (every task completes exactly
-// once; a failed store's keys stay hidden until their delete is confirmed; no buffer is released
-// while a batch may still touch it) span the submit, completion, deadline and close paths.
-// Per-key bookkeeping (internal/bridge_keys.h) lives on its own; the loop is core's PollLoop.
+// circuit_breaker.h; the bridge only admits tasks and reports their outcomes to it): it is one
+// state machine (tasks, their connector batches, deadlines, cleanup deletes) under one mutex, whose
+// invariants (every task completes exactly once; a failed store's keys stay hidden until their
+// delete is confirmed; no buffer is released while a batch may still touch it) span the submit,
+// completion, deadline and close paths. Per-key bookkeeping (internal/bridge_keys.h) lives on its
+// own; the loop is core's PollLoop.
 #include "lmcache/bridge/native_connector_adapter.h"
 
 #include <poll.h>
