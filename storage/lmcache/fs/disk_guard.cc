@@ -65,7 +65,8 @@ std::uint64_t DiskGuard::headroom_locked() const {
     // df's Use% = used / (used + available); writing X moves X from one to the other.
     const long double size =
         static_cast<long double>(reading_.used) + static_cast<long double>(reading_.available);
-    const long double allowed = std::floor(static_cast<long double>(*options_.high_watermark) * size);
+    const long double allowed =
+        std::floor(static_cast<long double>(*options_.high_watermark) * size);
     const long double used = static_cast<long double>(reading_.used);
     room = std::min(room, allowed > used ? static_cast<std::uint64_t>(allowed - used) : 0);
   }
@@ -98,8 +99,9 @@ bool DiskGuard::try_reserve(std::uint64_t bytes, std::string* why) {
       *why += " above high_watermark " + std::to_string(*options_.high_watermark);
     }
     if (options_.min_free_bytes) {
-      *why += std::string(options_.high_watermark ? " or" : "") + " with less than min_free_bytes " +
-              std::to_string(*options_.min_free_bytes) + " available";
+      *why += std::string(options_.high_watermark ? " or" : "") +
+              " with less than min_free_bytes " + std::to_string(*options_.min_free_bytes) +
+              " available";
     }
     *why += " (used " + gib(reading_.used) + ", available " + gib(reading_.available) +
             ", headroom " + std::to_string(room) + " bytes)";
@@ -119,8 +121,8 @@ std::uint64_t DiskGuard::headroom() {
 
 std::uint64_t DiskGuard::effective_capacity(std::uint64_t used, std::uint64_t headroom,
                                             std::uint64_t max_capacity) {
-  const std::uint64_t cap = max_capacity == 0 ? std::numeric_limits<std::uint64_t>::max()
-                                              : max_capacity;
+  const std::uint64_t cap =
+      max_capacity == 0 ? std::numeric_limits<std::uint64_t>::max() : max_capacity;
   const std::uint64_t sum =
       headroom > std::numeric_limits<std::uint64_t>::max() - used ? cap : used + headroom;
   return std::clamp<std::uint64_t>(sum, 1, std::max<std::uint64_t>(cap, 1));

@@ -127,9 +127,8 @@ TEST(FsAdapter, DiskGuardRefusesAStorePastEitherLimit) {
     EXPECT_EQ(data_files, 0u) << "a refused store wrote files";
     a->close();
   }
-  auto a = create_fs_adapter({{"base_path", dir.path().string()},
-                              {"high_watermark", 1.0},
-                              {"min_free_bytes", 0}});
+  auto a = create_fs_adapter(
+      {{"base_path", dir.path().string()}, {"high_watermark", 1.0}, {"min_free_bytes", 0}});
   ASSERT_TRUE(wait_store(*a, a->submit_store_task({k1}, {obj(1)}))->is_successful());
   EXPECT_EQ(a->report_status()["connector"]["disk_guard"]["refused_writes"], 0);
 }

@@ -6,8 +6,9 @@
 // num_workers workers each own one RespClient connection, opened on first use; a batch is cut
 // into at most num_workers tiles (BatchConnectorBase) and each tile is pipelined on its worker's
 // connection. With a read pool (options.reads, LMCache's read_io_depth), gets run on that many
-// readers instead, each with a connection of its own. Behaviour on failures, chosen to be cleaner than LMCache's own connector (whose
-// workers exit when the server is unreachable, so submitted work never completes):
+// readers instead, each with a connection of its own. Behaviour on failures, chosen to be cleaner
+// than LMCache's own connector (whose workers exit when the server is unreachable, so submitted
+// work never completes):
 //   - the constructor never connects, so an unreachable server does not throw; every batch
 //     then completes promptly: gets as misses (error text set), other ops as failed batches;
 //   - a connection that fails, sends a bad reply (garbage, a length over its bound, a negative
