@@ -25,6 +25,13 @@ so the kit is measured by the line and branch coverage it reaches in the referen
                why in the commit.
   --enforce-goal  fail when the goal (95 % lines / 85 % branches) is not met
 
+  coverage_gate.py --source DIR --check-listing
+
+  --check-listing  needs no build: fails (exit 1) when an entry of uncovered.txt, or an untriaged
+               line of baseline.json, names a file that is gone or a source text no line of that
+               file holds any more (an edit or a clang-format reflow left it stale, and the line
+               it meant would fail the gate as new). ctest: conformance_coverage_listing
+
 It fails (exit 1) when line or branch coverage is below the checked-in baseline by more than the
 tolerance, when a line is uncovered that neither conformance/coverage/uncovered.txt lists with
 its reason nor the baseline holds as untriaged (with --run: in two runs in a row, since threads
@@ -119,6 +126,35 @@ def load_listed(path):
             fail(f"{path}:{n}: expected 'path | source text | reason', got {raw!r}")
         listed[(parts[0], parts[1])] = parts[2]
     return listed
+
+
+def stale_entries(source, entries):
+    """The (file, source text) pairs of `entries` that no stripped line of `file` (under
+    `source`) holds: entries an edit left behind."""
+    lines_of = {}
+    stale = []
+    for f, text in entries:
+        if f not in lines_of:
+            path = source / f
+            lines_of[f] = ({ln.strip() for ln in path.read_text(errors="replace").splitlines()}
+                           if path.is_file() else None)
+        if lines_of[f] is None or text not in lines_of[f]:
+            stale.append((f, text))
+    return stale
+
+
+def check_listing(source, coverage_dir):
+    """--check-listing: exit 1 naming every stale entry, else 0."""
+    listed = load_listed(coverage_dir / "uncovered.txt")
+    baseline = json.loads((coverage_dir / "baseline.json").read_text())
+    untriaged = [(f, t) for f, texts in baseline.get("untriaged", {}).items() for t in texts]
+    stale = stale_entries(source, list(listed) + untriaged)
+    for f, text in stale:
+        print(f"coverage_gate: stale: {f} | {text}: no line of {f} holds this text; list the "
+              "line's current text (or drop the entry when the line is gone)", file=sys.stderr)
+    print(f"coverage_gate: {len(listed)} listed and {len(untriaged)} untriaged line(s) checked, "
+          f"{len(stale)} stale")
+    return 1 if stale else 0
 
 
 def measure(args, build, source, components, keep_counters):
@@ -230,9 +266,10 @@ def new_uncovered(uncovered, reasons, untriaged):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--build", required=True, type=pathlib.Path)
+    ap.add_argument("--build", type=pathlib.Path)
     ap.add_argument("--source", required=True, type=pathlib.Path)
-    ap.add_argument("--component", action="append", required=True)
+    ap.add_argument("--component", action="append")
+    ap.add_argument("--check-listing", action="store_true")
     ap.add_argument("--run", action="store_true")
     ap.add_argument("--depth", default="quick", choices=["quick", "standard", "exhaustive"])
     ap.add_argument("--seed", default="1")
@@ -242,8 +279,13 @@ def main():
     ap.add_argument("--keep-untriaged", action="store_true")
     ap.add_argument("--enforce-goal", action="store_true")
     args = ap.parse_args()
-    build, source = args.build.resolve(), args.source.resolve()
+    source = args.source.resolve()
     coverage_dir = source / "conformance" / "coverage"
+    if args.check_listing:
+        sys.exit(check_listing(source, coverage_dir))
+    if args.build is None or not args.component:
+        ap.error("--build and --component are required (unless --check-listing)")
+    build = args.build.resolve()
     listed = load_listed(coverage_dir / "uncovered.txt")
     baseline_path = coverage_dir / "baseline.json"
     baseline = json.loads(baseline_path.read_text())

@@ -4,6 +4,7 @@ text, or connective next to a listed line in the same uncovered block) and which
 import collections
 import importlib.util
 import pathlib
+import tempfile
 import unittest
 
 _spec = importlib.util.spec_from_file_location(
@@ -64,6 +65,27 @@ class NewUncoveredTest(unittest.TestCase):
         unc = [(F, 10, "x = 1;")]
         unlisted, new = gate.new_uncovered(unc, {(F, 10): "why"}, collections.Counter())
         self.assertEqual((unlisted, new), ([], []))
+
+
+class StaleEntriesTest(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.TemporaryDirectory()
+        self.root = pathlib.Path(self.dir.name)
+        (self.root / "a.cc").write_text("int f() {\n  return g(1,\n         2);\n}\n")
+
+    def tearDown(self):
+        self.dir.cleanup()
+
+    def test_current_text_is_not_stale(self):
+        self.assertEqual(gate.stale_entries(self.root, [("a.cc", "return g(1,"), ("a.cc", "2);")]),
+                         [])
+
+    def test_reflowed_text_is_stale(self):
+        self.assertEqual(gate.stale_entries(self.root, [("a.cc", "return g(1, 2);")]),
+                         [("a.cc", "return g(1, 2);")])
+
+    def test_a_missing_file_is_stale(self):
+        self.assertEqual(gate.stale_entries(self.root, [("gone.cc", "x;")]), [("gone.cc", "x;")])
 
 
 if __name__ == "__main__":
