@@ -2,8 +2,9 @@
 // without it (launch()), and listeners and completion queues only from an Outbox run after it is
 // released, in the order the actions were queued (listeners before the completion they explain).
 //
-// About 1,100 lines on purpose (the circuit breaker's state machine is its own component,
-// circuit_breaker.h; the bridge only admits tasks and reports their outcomes to it): it is one
+// About 1,050 lines on purpose (the circuit breaker's state machine is its own component,
+// circuit_breaker.h, as are the options, native_connector_options.h, and the error record,
+// connector_error.h; the bridge only admits tasks and reports their outcomes to it): it is one
 // state machine (tasks, their connector batches, deadlines, cleanup deletes) under one mutex, whose
 // invariants (every task completes exactly once; a failed store's keys stay hidden until their
 // delete is confirmed; no buffer is released while a batch may still touch it) span the submit,
@@ -75,7 +76,6 @@ std::string shape_error(const Completion& c, std::size_t keys) {
   return "an ok completion with " + std::to_string(c.result_bytes.size()) + " result bytes for " +
          std::to_string(keys) + " keys (one 0/1 flag per key expected)";
 }
-constexpr long double kBytesPerGb = 1024.0L * 1024.0L * 1024.0L;
 
 void check_batch(const char* what, const std::vector<ObjectKey>& keys,
                  const std::vector<MemoryObjPtr>& objects) {
@@ -99,52 +99,6 @@ const std::vector<std::uint8_t>* per_key(const Completion& c, std::size_t n) {
 }
 
 }  // namespace
-
-// ---------------------------------------------------------------------------------------------
-// Options.
-
-NativeConnectorAdapterOptions NativeConnectorAdapterOptions::from_config(
-    ConfigReader& reader, std::string type_name, std::uint32_t default_breaker_threshold) {
-  NativeConnectorAdapterOptions o;
-  o.type_name = std::move(type_name);
-  o.task_deadline = std::chrono::milliseconds(
-      reader.get_int("task_deadline_ms", kDefaultTaskDeadlineMs, 1, INT32_MAX));
-  o.key_namespace = reader.get_string("key_namespace", std::string());
-  if (!KeyCodec::is_valid_namespace(o.key_namespace)) {
-    reader.error("'key_namespace' must be at most " + std::to_string(KeyCodec::kMaxNamespaceBytes) +
-                 " bytes of [A-Za-z0-9_-], got \"" + o.key_namespace + "\"");
-  }
-  const double gb = reader.get_number("max_capacity_gb", 0.0);
-  if (!std::isfinite(gb) || gb < 0) {
-    reader.error("'max_capacity_gb' must be a number >= 0, got " + Json(gb).dump());
-  }
-  const long double bytes = static_cast<long double>(gb) * kBytesPerGb;
-  if (bytes >= 18446744073709551616.0L) {
-    reader.error("'max_capacity_gb' is too large: " + Json(gb).dump() + " GB");
-  }
-  o.max_capacity_bytes = static_cast<std::uint64_t>(bytes);  // truncates, as Python int()
-  o.breaker.threshold = static_cast<std::uint32_t>(
-      reader.get_int("breaker_threshold", default_breaker_threshold, 0, 1000000));
-  o.breaker.cooldown = std::chrono::milliseconds(reader.get_int(
-      "breaker_cooldown_ms", o.breaker.cooldown.count(), 1, std::int64_t{24} * 3600 * 1000));
-  o.breaker.max_cooldown = std::chrono::milliseconds(
-      reader.get_int("breaker_max_cooldown_ms",
-                     std::max(o.breaker.max_cooldown.count(), o.breaker.cooldown.count()), 1,
-                     std::int64_t{24} * 3600 * 1000));
-  if (o.breaker.max_cooldown < o.breaker.cooldown) {
-    reader.error("'breaker_max_cooldown_ms' (" + std::to_string(o.breaker.max_cooldown.count()) +
-                 ") must be >= 'breaker_cooldown_ms' (" +
-                 std::to_string(o.breaker.cooldown.count()) + ")");
-  }
-  return o;
-}
-
-void NativeConnectorAdapterOptions::allow_config_keys(ConfigReader& reader) {
-  for (const char* key : {"task_deadline_ms", "key_namespace", "max_capacity_gb",
-                          "breaker_threshold", "breaker_cooldown_ms", "breaker_max_cooldown_ms"}) {
-    reader.allow(key);
-  }
-}
 
 // ---------------------------------------------------------------------------------------------
 // Construction.
@@ -577,21 +531,6 @@ void NativeConnectorL2Adapter::delete_keys(const std::vector<ObjectKey>& keys) {
 
 // ---------------------------------------------------------------------------------------------
 // Connector errors, for diagnosis.
-
-std::string ConnectorError::describe() const { return where() + ": " + error; }
-
-std::string ConnectorError::where() const {
-  std::string out = op;
-  if (future_id != 0) out += " (future " + std::to_string(future_id) + ")";
-  out += " of " + std::to_string(key_count) + (key_count == 1 ? " key [" : " keys [");
-  for (std::size_t i = 0; i < keys.size(); ++i) {
-    if (i > 0) out += ", ";
-    out += '"' + keys[i] + '"';
-    if (i < sizes.size()) out += " " + std::to_string(sizes[i]) + " B";
-  }
-  if (key_count > keys.size()) out += keys.empty() ? "..." : ", ...";
-  return out + "]";
-}
 
 const char* NativeConnectorL2Adapter::op_name(Op op) {
   switch (op) {

@@ -429,21 +429,6 @@ TEST(NativeConnectorL2Adapter, RecordsConnectorErrorsWithTheirOperationKeysAndSi
   EXPECT_EQ(seen.front().describe(), first->describe());
 }
 
-TEST(NativeConnectorL2Adapter, DescribesAnErrorOfManyKeysByItsFirstOnes) {
-  ConnectorError e;
-  e.op = "get";
-  e.future_id = 7;
-  e.key_count = 9;
-  e.keys = {"a", "b"};
-  e.sizes = {4096, 4096};
-  e.error = "GET: size header mismatch";
-  EXPECT_EQ(
-      e.describe(),
-      "get (future 7) of 9 keys [\"a\" 4096 B, \"b\" 4096 B, ...]: GET: size header mismatch");
-  e = ConnectorError{"load", 0, 1, {"k"}, {}, "no completion within the task deadline (5 ms)"};
-  EXPECT_EQ(e.describe(), "load of 1 key [\"k\"]: no completion within the task deadline (5 ms)");
-}
-
 // --- Legacy connectors -----------------------------------------------------------------------
 
 TEST(NativeConnectorL2AdapterLegacy, ProbesBeforeGetSoMissesStayPerKey) {
@@ -480,29 +465,6 @@ TEST(NativeConnectorL2AdapterLegacy, WithoutDeleteKeysStayHiddenFromThisBridge) 
   EXPECT_EQ(store->size(), 1u) << "a legacy connector cannot delete";
   EXPECT_EQ(wait_lookup(*a, a->submit_lookup_and_lock_task({key(1)})).to_string(), "0");
   EXPECT_EQ(a->get_usage().total_bytes_used, 0u);
-}
-
-// --- Config ----------------------------------------------------------------------------------
-
-TEST(NativeConnectorAdapterOptions, ReadsAndChecksItsKeys) {
-  Json config = {{"task_deadline_ms", 250}, {"key_namespace", "run-1"}, {"max_capacity_gb", 0.5}};
-  ConfigReader reader(config, "test config");
-  NativeConnectorAdapterOptions o = NativeConnectorAdapterOptions::from_config(reader, "x");
-  EXPECT_EQ(o.task_deadline, 250ms);
-  EXPECT_EQ(o.key_namespace, "run-1");
-  EXPECT_EQ(o.max_capacity_bytes, std::uint64_t{1} << 29);
-  EXPECT_EQ(o.type_name, "x");
-  for (const Json& bad : {Json{{"task_deadline_ms", 0}}, Json{{"task_deadline_ms", "1"}},
-                          Json{{"key_namespace", "a.b"}}, Json{{"max_capacity_gb", -1}},
-                          Json{{"max_capacity_gb", true}}, Json{{"max_capacity_gb", 1e30}}}) {
-    ConfigReader r(bad, "test config");
-    try {
-      NativeConnectorAdapterOptions::from_config(r, "x");
-      ADD_FAILURE() << "accepted " << bad.dump();
-    } catch (const std::invalid_argument& e) {
-      EXPECT_NE(std::string(e.what()).find(bad.begin().key()), std::string::npos) << e.what();
-    }
-  }
 }
 
 // --- The bridge checks, and mutants of the bridge they must catch ----------------------------
