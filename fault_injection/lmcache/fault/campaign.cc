@@ -1,15 +1,15 @@
 // File: lmcache/fault/campaign.cc
 //
-// The campaign's driver: it builds a stack per epoch, submits waves of operations chosen by the
-// Workload, collects their results, attributes the FaultLog's events to them, has the Judge
-// check each completed task against the invariants, and checks close()'s obligations at the end
-// of each epoch. The pieces it drives live in internal/: campaign_workload (keys, model, the
-// seeded choice of operations), campaign_invariants (Attribution, Judge), campaign_ledger
-// (every check's outcome, the summary) and campaign_watchdog (stuck tasks and calls, fd and
-// thread accounting). About 860 lines: the driver's steps share its in-flight task tables, and
-// splitting it further would only pass them around (the storage strikes, with the wait for an
-// inner circuit breaker to close, are the next piece to move out, with the class into internal/).
+// run_campaign() and most of its driver, class Campaign (internal/campaign_driver.h): the stack
+// of each epoch, the waves of operations chosen by the Workload, their results, the FaultLog's
+// events attributed to them, the Judge's check of each completed task, close()'s obligations at
+// the end of each epoch, and the watchdog's callbacks. The real storage faults are in
+// internal/campaign_strikes.cc; the pieces the driver uses live in internal/ too:
+// campaign_workload (keys, model, the seeded choice of operations), campaign_invariants
+// (Attribution, Judge), campaign_ledger (every check's outcome, the summary) and
+// campaign_watchdog (stuck tasks and calls, fd and thread accounting).
 #include "lmcache/fault/campaign.h"
+#include "lmcache/fault/internal/campaign_driver.h"
 
 #include <poll.h>
 
@@ -40,28 +40,17 @@
 #include "lmcache/wrapper/adapter_factory.h"
 #include "lmcache/wrapper/serde_l2_adapter_wrapper.h"
 
-namespace lmcache::fault {
+namespace lmcache::fault_internal {
 
 // ---------------------------------------------------------------------------------------------
-// The driver.
+// The driver (internal/campaign_driver.h).
 
 namespace {
 
 // The breaker cooldown given to resp over the campaign's own server (epoch_inner_config()).
 constexpr int kCampaignBreakerCooldownMs = 100;
 
-using Clock = std::chrono::steady_clock;
 using namespace std::chrono_literals;
-using fault_internal::Attribution;
-using fault_internal::CampaignTask;
-using fault_internal::check_process_resources;
-using fault_internal::KeyState;
-using fault_internal::layout_for_class;
-using fault_internal::Ledger;
-using fault_internal::op_name;
-using fault_internal::OpKind;
-using fault_internal::Watchdog;
-using fault_internal::Workload;
 
 // Whether `serde` (a serde config) has an integrity stage: checksum, aesgcm or encrypt, alone or
 // in a chain. Such a serde must refuse damaged frames (docs/integrity.md).
@@ -84,125 +73,36 @@ bool serde_detects_corruption(const Json& serde) {
   return false;
 }
 
-class Campaign {
- public:
-  Campaign(const CampaignOptions& options, std::ostream& out)
-      : o_(options),
-        ledger_(out),
-        workload_(options.seed, options.key_count, options.max_batch),
-        judge_(
-            ledger_, workload_, model_, [this] { return top_->get_usage(); },
-            SerdeConfig::from_json(options.serde).type == "fp8",
-            serde_detects_corruption(options.serde)),
-        watchdog_(
-            options.task_timeout,
-            [this](std::optional<std::size_t> key0) { return describe_stack(key0); },
-            [this](const std::string& message) { fire_watchdog(message); }) {
-    if (o_.operations == 0 && !(o_.seconds > 0)) {
-      throw std::invalid_argument("campaign: give a number of operations or a duration");
-    }
-    if (o_.key_count < 8) throw std::invalid_argument("campaign: key_count must be >= 8");
-    if (o_.max_batch == 0 || o_.max_in_flight == 0 || o_.epoch_ops == 0) {
-      throw std::invalid_argument("campaign: max_batch, max_in_flight and epoch_ops must be > 0");
-    }
-    if (o_.expect_strikes && !o_.storage_faults) {
-      throw std::invalid_argument(
-          "campaign: expecting real storage strikes needs real storage faults (--storage-faults)");
-    }
-    log_ = std::make_shared<FaultLog>();
-    storage_strikes_ = o_.storage_faults && !o_.storage_faults->kinds().empty();
+}  // namespace
+
+using namespace ::lmcache::fault;  // the public types the driver works with
+
+Campaign::Campaign(const fault::CampaignOptions& options, std::ostream& out)
+    : o_(options),
+      ledger_(out),
+      workload_(options.seed, options.key_count, options.max_batch),
+      judge_(
+          ledger_, workload_, model_, [this] { return top_->get_usage(); },
+          SerdeConfig::from_json(options.serde).type == "fp8",
+          serde_detects_corruption(options.serde)),
+      watchdog_(
+          options.task_timeout,
+          [this](std::optional<std::size_t> key0) { return describe_stack(key0); },
+          [this](const std::string& message) { fire_watchdog(message); }) {
+  if (o_.operations == 0 && !(o_.seconds > 0)) {
+    throw std::invalid_argument("campaign: give a number of operations or a duration");
   }
-
-  CampaignSummary run();
-
- private:
-  // --- stack ---
-  Json epoch_inner_config();
-  void build_stack();
-  void close_stack();
-  bool finished() const;
-  void check_idle();
-  std::string describe_stack(std::optional<std::size_t> key0);  // watchdog thread
-
-  // --- operations ---
-  void run_epoch();
-  void run_wave();
-  void submit_random_op();
-  void submit(OpKind kind, std::vector<std::size_t> key_idx);
-  void wait_wave();
-  bool any_waiting() const;
-  void collect_results(bool after_close);
-  void attribute_events();
-  void evaluate_completed();
-  void evaluate(CampaignTask& t);
-  void release(std::uint64_t serial);
-
-  // --- real storage faults ---
-  void maybe_strike();
-  void after_wave_storage();
-  void heal_storage();
-  // The retry time of the inner adapter's circuit breaker (report_status()) while it is open.
-  std::optional<double> inner_breaker_retry_in();
-  void end_strike();
-  void mark_present_lost();
-
-  // --- reporting ---
-  void say(const std::string& line) { ledger_.say(line); }
-  void pass(const char* inv) { ledger_.pass(inv); }
-  void violate(const char* inv, const std::string& message) { ledger_.violate(inv, message); }
-  template <class F>
-  void check(bool ok, const char* inv, F&& message) {
-    ledger_.check(ok, inv, std::forward<F>(message));
+  if (o_.key_count < 8) throw std::invalid_argument("campaign: key_count must be >= 8");
+  if (o_.max_batch == 0 || o_.max_in_flight == 0 || o_.epoch_ops == 0) {
+    throw std::invalid_argument("campaign: max_batch, max_in_flight and epoch_ops must be > 0");
   }
-  CampaignSummary snapshot();
-  void fire_watchdog(const std::string& message);  // watchdog thread
-
-  const CampaignOptions& o_;
-  Ledger ledger_;
-  Workload workload_;
-  std::vector<KeyState> model_;
-  fault_internal::Judge judge_;
-  std::shared_ptr<FaultLog> log_;
-  Clock::time_point start_;
-
-  // The stack of the current epoch. stack_mu_ guards the pointers against the watchdog.
-  std::timed_mutex stack_mu_;
-  std::shared_ptr<L1Manager> l1_;
-  std::size_t l1_baseline_ = 0;
-  L2AdapterPtr top_;
-  SerdeL2AdapterWrapper* wrapper_ = nullptr;
-  FaultInjectL2Adapter* fault_ = nullptr;
-  MockL2Adapter* mock_ = nullptr;
-  int store_fd_ = -1, load_fd_ = -1, lookup_fd_ = -1;
-
-  // Tasks in flight (driver thread only).
-  std::map<std::uint64_t, CampaignTask> tasks_;
-  std::map<TaskId, std::uint64_t> store_ids_, load_ids_, lookup_ids_;
-  // Owner task serial, and the first event seq that may concern it.
-  std::unordered_map<std::size_t, std::pair<std::uint64_t, std::uint64_t>> key_owner_;
-  std::unordered_map<const MemoryObj*, std::pair<std::uint64_t, std::uint64_t>> object_owner_;
-  std::uint64_t serial_ = 0;
-  std::uint64_t ops_ = 0;
-  std::uint64_t epoch_ops_ = 0;
-  std::uint64_t epoch_ = 0;
-  bool hang_seen_ = false;
-  ProcessResources base_resources_;
-  std::string key_namespace_;  // the epoch's, for a real inner adapter
-
-  // Whether a storage fault source with kinds to strike was given (asked once, not per wave).
-  bool storage_strikes_ = false;
-  // The storage fault striking now (driver thread only).
-  bool strike_active_ = false;
-  bool strike_disturbs_ = false;
-  bool strike_loses_ = false;
-  int disturbed_left_ = 0;
-  bool strike_healed_ = false;   // heal() done; the strike lasts while a breaker stays open
-  bool breaker_opened_ = false;  // this strike opened the inner adapter's breaker
-  std::string strike_text_;
-
-  // Last: its thread may call describe_stack() and fire_watchdog() until it is stopped.
-  Watchdog watchdog_;
-};
+  if (o_.expect_strikes && !o_.storage_faults) {
+    throw std::invalid_argument(
+        "campaign: expecting real storage strikes needs real storage faults (--storage-faults)");
+  }
+  log_ = std::make_shared<FaultLog>();
+  storage_strikes_ = o_.storage_faults && !o_.storage_faults->kinds().empty();
+}
 
 bool Campaign::finished() const {
   if (o_.operations > 0 && ops_ >= o_.operations) return true;
@@ -645,104 +545,6 @@ void Campaign::release(std::uint64_t serial) {
   watchdog_.forget(serial);
 }
 
-// ---------------------------------------------------------------------------------------------
-// Real storage faults.
-
-void Campaign::maybe_strike() {
-  if (!storage_strikes_) return;
-  if (!(workload_.uniform01() < o_.storage_rate)) return;
-  const std::uint64_t draw = workload_.below(std::numeric_limits<std::uint64_t>::max());
-  std::vector<ObjectKey> stored;
-  for (std::size_t i = 0; i < model_.size(); ++i) {
-    if (model_[i].present && !key_owner_.count(i)) stored.push_back(workload_.key(i).key);
-  }
-  std::optional<StorageStrike> strike;
-  try {
-    strike = o_.storage_faults->strike(draw, stored, key_namespace_);
-  } catch (const std::exception& e) {
-    throw std::runtime_error(std::string("campaign: the storage fault could not strike: ") +
-                             e.what());
-  }
-  if (!strike) return;
-  strike_active_ = true;
-  strike_disturbs_ = strike->disturbs_tasks;
-  strike_loses_ = strike->loses_stored;
-  disturbed_left_ = strike->disturbed_waves;
-  strike_text_ = strike->kind + ": " + strike->detail;
-  ledger_.update([&](CampaignSummary& s) { ++s.storage_faults_struck[strike->kind]; });
-  if (o_.verbose) say("[storage] " + strike_text_);
-  if (strike_disturbs_) {
-    for (auto& [serial, t] : tasks_) t.storage_faults.push_back(strike_text_);
-  }
-  if (strike_loses_) mark_present_lost();
-  for (const ObjectKey& k : strike->gone) {
-    if (auto i = workload_.index_of(k)) model_[*i].may_be_gone = true;
-  }
-  for (const ObjectKey& k : strike->lost) {
-    if (auto i = workload_.index_of(k)) model_[*i].may_be_lost = true;
-  }
-  for (const ObjectKey& k : strike->damaged) {
-    if (auto i = workload_.index_of(k)) model_[*i].poisoned = true;
-  }
-}
-
-void Campaign::after_wave_storage() {
-  if (!strike_active_) return;
-  if (disturbed_left_ > 0) {
-    --disturbed_left_;
-    return;
-  }
-  if (!strike_healed_) heal_storage();
-  // A circuit breaker the strike opened (a resp inner adapter's, lmcache/bridge/circuit_breaker.h)
-  // fails tasks at once until its first probe after the cooldown succeeds: the strike's
-  // disturbance lasts until the breaker has closed again.
-  if (const std::optional<double> retry_in = inner_breaker_retry_in()) {
-    // Wait for its retry time (bounded): the next wave's first task is then its probe.
-    std::this_thread::sleep_for(std::chrono::duration<double>(std::min(*retry_in, 1.0)));
-    if (!breaker_opened_) {
-      breaker_opened_ = true;
-      ledger_.update([](CampaignSummary& s) { ++s.breaker_trips_seen; });
-      if (o_.verbose) say("[storage] circuit breaker open after " + strike_text_);
-    }
-    return;
-  }
-  if (breaker_opened_) {
-    ledger_.update([](CampaignSummary& s) { ++s.breaker_recoveries; });
-    if (o_.verbose) say("[storage] circuit breaker closed again: its probe succeeded");
-  }
-  end_strike();
-}
-
-std::optional<double> Campaign::inner_breaker_retry_in() {
-  const Json status = fault_->report_status();
-  if (!status.is_object() || !status.value("connection_disabled", false)) return std::nullopt;
-  return std::max(0.0, status.value("breaker_retry_in_seconds", 0.0));
-}
-
-void Campaign::end_strike() {
-  strike_active_ = false;
-  strike_healed_ = false;
-  breaker_opened_ = false;
-}
-
-void Campaign::heal_storage() {
-  try {
-    o_.storage_faults->heal();
-  } catch (const std::exception& e) {
-    throw std::runtime_error("campaign: the storage did not heal after " + strike_text_ + ": " +
-                             e.what());
-  }
-  // Stores that completed between the strike and the heal are gone too.
-  if (strike_loses_) mark_present_lost();
-  strike_healed_ = true;
-}
-
-void Campaign::mark_present_lost() {
-  for (KeyState& st : model_) {
-    if (st.present) st.may_be_gone = true;
-  }
-}
-
 void Campaign::check_idle() {
   const std::size_t used = l1_->get_memory_usage().used_bytes;
   check(used == l1_baseline_, invariant::kNoTempLeakIdle, [&] {
@@ -850,11 +652,13 @@ void Campaign::fire_watchdog(const std::string& message) {
   std::_Exit(3);
 }
 
-}  // namespace
+}  // namespace lmcache::fault_internal
+
+namespace lmcache::fault {
 
 CampaignSummary run_campaign(const CampaignOptions& options, std::ostream& out) {
   register_fault_injection_adapters();
-  Campaign campaign(options, out);
+  fault_internal::Campaign campaign(options, out);
   return campaign.run();
 }
 
