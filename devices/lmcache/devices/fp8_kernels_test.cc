@@ -206,8 +206,9 @@ TEST_P(Fp8KernelsTarget, LargeDecodeWithStreamingStoresMatchesReference) {
   }
 }
 
-// Encode outputs of kStreamMinBytes or more take the non-temporal path on AVX2 (after a scalar
-// head that aligns the destination to 32 bytes); check it at several destination offsets.
+// Encode outputs of kStreamMinBytes or more take the non-temporal path on AVX2 and AVX-512
+// (after a scalar head that aligns the destination to 32 or 64 bytes); check it at several
+// destination offsets.
 TEST_P(Fp8KernelsTarget, LargeEncodeWithStreamingStoresMatchesReference) {
   const std::size_t n = devices_internal::kStreamMinBytes + 45;
   const auto pool = random_bytes(n * 2, 23);
@@ -219,10 +220,10 @@ TEST_P(Fp8KernelsTarget, LargeEncodeWithStreamingStoresMatchesReference) {
     ASSERT_GE(d == DType::kFloat32 ? f32.size() : pool.size(), n * element_size(d));
     const Fp8Format f = d == DType::kFloat16 ? Fp8Format::kE5M2 : Fp8Format::kE4M3FN;
     const auto want = devices_internal::reference_encode(src, d, f, Fp8Overflow::kSaturating);
-    std::vector<std::uint8_t> buf(n + 64);
-    const std::size_t misalign = reinterpret_cast<std::uintptr_t>(buf.data()) % 32;
-    std::uint8_t* aligned = buf.data() + (32 - misalign) % 32;
-    for (std::size_t offset : {0, 1, 31}) {
+    std::vector<std::uint8_t> buf(n + 128);
+    const std::size_t misalign = reinterpret_cast<std::uintptr_t>(buf.data()) % 64;
+    std::uint8_t* aligned = buf.data() + (64 - misalign) % 64;
+    for (std::size_t offset : {0, 1, 31, 32, 63}) {
       const std::span<std::uint8_t> out(aligned + offset, n);
       fp8_encode_fast(src, d, n, out, f, Fp8Overflow::kSaturating, kSimd);
       EXPECT_EQ(first_mismatch(std::span<const std::uint8_t>(out), want), -1)

@@ -7,8 +7,8 @@
 //   - encode: float32 in 32-bit lanes, float16 / bfloat16 in 16-bit lanes in their own formats
 //     (twice the lanes per vector). The normal case is computed for every vector; the
 //     subnormal and zero cases only for vectors that have a lane below the fp8 normal range
-//     (see EncodeImpl). On AVX2 several code vectors are packed into one 32-byte store,
-//     non-temporal for large outputs.
+//     (see EncodeImpl). On AVX2 and AVX-512 several code vectors are packed into one full
+//     vector store (32 or 64 bytes), non-temporal for large outputs.
 //   - decode: float32 with integer arithmetic in 32-bit lanes (subnormal codes via an exact
 //     int -> float conversion and power-of-two scale); float16 / bfloat16 in 16-bit lanes, with
 //     the 8 subnormal results in a 16-byte in-register table (TableLookupBytes). Large outputs
@@ -158,14 +158,54 @@ HWY_INLINE std::uint8_t EncodeOne(const std::byte* p) {
   }
 }
 
+// The x86 targets whose encode packs several code vectors into one full-vector store and can
+// stream it (kStreamAlign: the destination alignment a non-temporal store needs). Redefined
+// for each target this file is compiled for.
+#undef LMCACHE_FP8_PACKED_STORES
+#if HWY_TARGET == HWY_AVX2
+#define LMCACHE_FP8_PACKED_STORES 1
+inline constexpr std::size_t kStreamAlign = 32;
+#elif HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
+#define LMCACHE_FP8_PACKED_STORES 1
+inline constexpr std::size_t kStreamAlign = 64;
+#else
+#define LMCACHE_FP8_PACKED_STORES 0
+#endif
+
 // StoreCodes<kStream>()
 //
 // Stores the low bytes of kUnroll consecutive code vectors (each lane <= 255) to dst, in order.
-// On AVX2 the vectors are packed together first into one 32-byte store (non-temporal when
-// kStream); elsewhere each vector is demoted and stored on its own.
+// On AVX2 and AVX-512 the vectors are packed together first into one full-vector store
+// (non-temporal when kStream; dst then kStreamAlign-aligned): one pack per pair of vectors and
+// one lane permutation per store, where demoting each vector alone costs a pack, a permutation
+// and a half-width store per vector. Elsewhere each vector is demoted and stored on its own.
 template <bool kStream, std::size_t kUnroll, class D, class V>
 HWY_INLINE void StoreCodes(D d, const V (&codes)[kUnroll], std::uint8_t* dst) {
-#if HWY_TARGET == HWY_AVX2
+#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
+  using T = hn::TFromD<D>;
+  const auto put = [dst](__m512i bytes) {
+    if constexpr (kStream) {
+      _mm512_stream_si512(reinterpret_cast<__m512i*>(dst), bytes);  // dst is 64-byte aligned
+    } else {
+      _mm512_storeu_si512(dst, bytes);
+    }
+  };
+  if constexpr (sizeof(T) == 4 && kUnroll == 4) {
+    // Per 128-bit block k, packus leaves the dwords [c0 k, c1 k, c2 k, c3 k] (4 codes each):
+    // dword 4k + j holds vector j's codes 4k..4k+3; the permutation puts them in order.
+    const __m512i c01 = _mm512_packus_epi32(codes[0].raw, codes[1].raw);
+    const __m512i c23 = _mm512_packus_epi32(codes[2].raw, codes[3].raw);
+    const __m512i bytes = _mm512_packus_epi16(c01, c23);
+    const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+    put(_mm512_permutexvar_epi32(order, bytes));
+    return;
+  } else if constexpr (sizeof(T) == 2 && kUnroll == 2) {
+    // Per 128-bit block k, packus leaves the qwords [c0 k, c1 k] (8 codes each).
+    const __m512i bytes = _mm512_packus_epi16(codes[0].raw, codes[1].raw);
+    put(_mm512_permutexvar_epi64(_mm512_setr_epi64(0, 2, 4, 6, 1, 3, 5, 7), bytes));
+    return;
+  }
+#elif HWY_TARGET == HWY_AVX2
   using T = hn::TFromD<D>;
   const auto put = [dst](__m256i bytes) {
     if constexpr (kStream) {
@@ -198,20 +238,21 @@ HWY_INLINE void StoreCodes(D d, const V (&codes)[kUnroll], std::uint8_t* dst) {
   }
 }
 
-// Copies `bytes` (a multiple of 32) from the block buffer to dst: non-temporal stores into a
-// 32-byte aligned dst on AVX2 when kStream, an ordinary copy otherwise.
-template <bool kStream>
-HWY_INLINE void CopyOut(const std::uint8_t* buf, std::size_t bytes, std::uint8_t* dst) {
-#if HWY_TARGET == HWY_AVX2
-  if constexpr (kStream) {
-    for (std::size_t k = 0; k < bytes; k += 32) {
-      _mm256_stream_si256(reinterpret_cast<__m256i*>(dst + k),
-                          _mm256_load_si256(reinterpret_cast<const __m256i*>(buf + k)));
-    }
-    return;
+// Copies `bytes` (a multiple of 64) from the block buffer to a kStreamAlign-aligned dst with
+// non-temporal stores (the streaming encode of AVX2 and AVX-512).
+HWY_INLINE void StreamOut(const std::uint8_t* buf, std::size_t bytes, std::uint8_t* dst) {
+#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
+  for (std::size_t k = 0; k < bytes; k += 64) {
+    _mm512_stream_si512(reinterpret_cast<__m512i*>(dst + k), _mm512_load_si512(buf + k));
   }
-#endif
+#elif HWY_TARGET == HWY_AVX2
+  for (std::size_t k = 0; k < bytes; k += 32) {
+    _mm256_stream_si256(reinterpret_cast<__m256i*>(dst + k),
+                        _mm256_load_si256(reinterpret_cast<const __m256i*>(buf + k)));
+  }
+#else
   std::memcpy(dst, buf, bytes);
+#endif
 }
 
 // Encodes whole vectors (float32 in u32 lanes; float16 / bfloat16 in u16 lanes, each in its
@@ -222,6 +263,9 @@ HWY_INLINE void CopyOut(const std::uint8_t* buf, std::size_t bytes, std::uint8_t
 //     The first computes every vector's normal case and, without branching, lists the
 //     vectors to redo; the second recomputes just those. A per-vector branch would be taken
 //     unpredictably, and each misprediction also stalls the stream of loads from memory.
+//     The block is written straight into dst (the redone vectors overwrite their codes while
+//     the lines are still in L1) unless kStream: non-temporal stores must not be rewritten, so
+//     a streamed block goes through a 1 KiB buffer first.
 //   - e5m2 (band (2^-17, 2^-14), practically empty) and float16 -> e5m2 (no such lanes): one
 //     pass, with a branch that is almost never taken.
 template <SrcKind kKind, Fp8Format kFormat, bool kSaturate, bool kStream>
@@ -232,7 +276,7 @@ void EncodeImpl(const std::byte* src, std::size_t n, std::uint8_t* dst) {
   using C = fp8_bits::EncodeConsts<Src, kFormat, kSaturate>;
   using T = std::conditional_t<kKind == SrcKind::kF32, std::uint32_t, std::uint16_t>;
   constexpr bool kTwoPass = kFormat == Fp8Format::kE4M3FN;
-  constexpr std::size_t kUnroll = sizeof(T) == 4 ? 4 : 2;  // 32 codes per AVX2 store
+  constexpr std::size_t kUnroll = sizeof(T) == 4 ? 4 : 2;  // one full vector of codes
   constexpr std::size_t kBlock = 1024;                     // a multiple of every unroll * lanes
   const hn::ScalableTag<T> d;
   const hn::RebindToSigned<decltype(d)> di;
@@ -244,6 +288,7 @@ void EncodeImpl(const std::byte* src, std::size_t n, std::uint8_t* dst) {
     alignas(64) std::uint8_t buf[kBlock];
     std::uint32_t redo[kBlock];  // vector indexes (at most kBlock / lanes of them)
     for (; i + kBlock <= n; i += kBlock) {
+      std::uint8_t* const out = kStream ? buf : dst + i;
       std::size_t num_redo = 0;
       for (std::size_t v = 0; v < kBlock / lanes; v += kUnroll) {
         V codes[kUnroll];
@@ -254,15 +299,15 @@ void EncodeImpl(const std::byte* src, std::size_t n, std::uint8_t* dst) {
           redo[num_redo] = static_cast<std::uint32_t>(v + k);
           num_redo += hn::AllFalse(di, below) ? 0 : 1;  // a select, not a branch
         }
-        StoreCodes<false>(d, codes, buf + v * lanes);
+        StoreCodes<false>(d, codes, out + v * lanes);
       }
       for (std::size_t k = 0; k < num_redo; ++k) {
         const std::size_t v = redo[k];
         const V one[1] = {
             EncodeLanes<Src, kFormat, kSaturate>(d, hn::LoadU(d, in + i + v * lanes))};
-        StoreCodes<false>(d, one, buf + v * lanes);
+        StoreCodes<false>(d, one, out + v * lanes);
       }
-      CopyOut<kStream>(buf, kBlock, dst + i);
+      if constexpr (kStream) StreamOut(buf, kBlock, dst + i);
     }
   } else {
     for (; i + kUnroll * lanes <= n; i += kUnroll * lanes) {
@@ -285,14 +330,16 @@ void EncodeImpl(const std::byte* src, std::size_t n, std::uint8_t* dst) {
   for (; i < n; ++i) dst[i] = EncodeOne<kKind, kFormat, kSaturate>(src + i * sizeof(T));
 }
 
-// Encodes `n` elements. On AVX2, outputs of kStreamMinBytes or more are written with
-// non-temporal stores after a scalar head that aligns `dst` to 32 bytes (see Decode()).
+// Encodes `n` elements. On AVX2 and AVX-512, outputs of kStreamMinBytes or more are written
+// with non-temporal stores after a scalar head that aligns `dst` to kStreamAlign (see
+// Decode()).
 template <SrcKind kKind, Fp8Format kFormat, bool kSaturate>
 void Encode(const std::byte* src, std::size_t n, std::uint8_t* dst) {
-#if HWY_TARGET == HWY_AVX2
+#if LMCACHE_FP8_PACKED_STORES
   if (n >= kStreamMinBytes) {
     constexpr std::size_t kInBytes = kKind == SrcKind::kF32 ? 4 : 2;
-    const std::size_t head = (32 - reinterpret_cast<std::uintptr_t>(dst) % 32) % 32;
+    const std::size_t head =
+        (kStreamAlign - reinterpret_cast<std::uintptr_t>(dst) % kStreamAlign) % kStreamAlign;
     for (std::size_t i = 0; i < head; ++i) {
       dst[i] = EncodeOne<kKind, kFormat, kSaturate>(src + i * kInBytes);
     }
