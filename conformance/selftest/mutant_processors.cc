@@ -4,6 +4,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstdint>
 #include <cstring>
 #include <deque>
 #include <functional>
@@ -11,6 +12,7 @@
 #include <map>
 #include <mutex>
 #include <set>
+#include <span>
 #include <stdexcept>
 #include <thread>
 
@@ -62,7 +64,32 @@ struct ProcessorKnobs {
   bool temps_rounded_up = false;     // temps narrowed to the count rounded up to 8 bytes
   bool ids_16_bit = false;           // task ids kept in 16 bits
   bool key_count_unchecked = false;  // only srcs and dsts are compared; keys may be any length
+  bool rounds_toward_zero = false;   // fp8 codes rounded toward zero, not to nearest even
 };
+
+// Clears the mantissa bits e4m3fn drops (20 of a float32's, 4 of a bfloat16's), so that the
+// serde's round-to-nearest-even sees exact values: codes rounded toward zero.
+void clear_dropped_mantissa_bits(MemoryObj& obj) {
+  const MemoryLayoutDesc& layout = obj.layout();
+  for (std::size_t g = 0; g < layout.num_groups(); ++g) {
+    std::span<std::byte> bytes = obj.group_bytes(g);
+    if (layout.dtypes()[g] == DType::kFloat32) {
+      for (std::size_t i = 0; i + 4 <= bytes.size(); i += 4) {
+        std::uint32_t v;
+        std::memcpy(&v, bytes.data() + i, 4);
+        v &= ~std::uint32_t{0xFFFFF};
+        std::memcpy(bytes.data() + i, &v, 4);
+      }
+    } else if (layout.dtypes()[g] == DType::kBFloat16) {
+      for (std::size_t i = 0; i + 2 <= bytes.size(); i += 2) {
+        std::uint16_t v;
+        std::memcpy(&v, bytes.data() + i, 2);
+        v &= static_cast<std::uint16_t>(~0xFu);
+        std::memcpy(bytes.data() + i, &v, 2);
+      }
+    }
+  }
+}
 
 std::atomic<std::uint64_t> g_tasks{0};
 
@@ -161,7 +188,13 @@ class KnobQueueProcessor final : public SerdeProcessor {
       MemoryObj& to = k_.decode_all_into_first && !serialize ? *dsts[0] : *dsts[i];
       const ObjectKey& key = k_.ignores_keys ? kDefaultKey : keys[k_.key_of_first_pair ? 0 : i];
       if (serialize) {
-        std::size_t written = ser_->serialize(*srcs[i], to, key);
+        MemoryObjPtr src = srcs[i];
+        if (k_.rounds_toward_zero) {
+          src = MemoryObj::allocate(srcs[i]->layout());
+          std::memcpy(src->data(), srcs[i]->data(), srcs[i]->size());
+          clear_dropped_mantissa_bits(*src);
+        }
+        std::size_t written = ser_->serialize(*src, to, key);
         if (k_.temps_rounded_up) written = std::min(to.physical_size(), (written + 7) / 8 * 8);
         if (!k_.no_narrowing) to.set_used_size(written);
       } else {
@@ -645,6 +678,23 @@ void add_processor_mutants(std::vector<Mutant>& out) {
         return t->size() == want->size() && std::memcmp(t->data(), want->data(), t->size()) == 0
                    ? ""
                    : "the frame is not the checksum frame of its own key";
+      }));
+  // A lossy serde's rounding: values every serde keeps round-trip whatever the rounding, so
+  // only inputs from the whole value domain, held to the reference's frames, show it.
+  add(out, "processor_fp8_rounds_toward_zero", BugClass::kData, "MatchesReference",
+      "the processor's fp8 codes are rounded toward zero instead of to nearest even",
+      {.rounds_toward_zero = true}, with_processor([](SerdeProcessor& p) -> std::string {
+        MemoryObjPtr src = MemoryObj::allocate(MemoryLayoutDesc::single({1}, DType::kFloat32));
+        const float v = 1.1875f;  // between e4m3fn's 1.125 and 1.25: nearest even is 1.25
+        std::memcpy(src->data(), &v, 4);
+        MemoryObjPtr t = temp(64);
+        TaskId s = p.submit_serialize({src}, {t}, probe_keys(1));
+        wait_result(p, true, s);
+        MemoryObjPtr want = temp(64);
+        want->set_used_size(Fp8Serializer().serialize(*src, *want, probe_key(0)));
+        return t->size() == want->size() && std::memcmp(t->data(), want->data(), t->size()) == 0
+                   ? ""
+                   : "1.1875 is not encoded as the reference's code for 1.25";
       }));
   add(out, "temps_rounded_up", BugClass::kSizes, "SerializeThenDeserialize",
       "serialized temps are narrowed to the count rounded up to 8 bytes (unwritten bytes inside "
