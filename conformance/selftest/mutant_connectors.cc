@@ -183,7 +183,10 @@ class LazySharedConnection {
       if (slot_) return slot_;  // the check
     }
     ++arriving_;
-    for (int i = 0; i < 100 && arriving_.load() < 2; ++i) {
+    // Waits up to 1 s for a second first use: on a loaded machine the threads of one case may
+    // start tens of ms apart, and a shorter window let the race pass unseen (one seed in a
+    // loaded selftest run).
+    for (int i = 0; i < 1000 && arriving_.load() < 2; ++i) {
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
     auto mine = std::make_shared<Connection>();

@@ -321,6 +321,20 @@ WrapperUnderTest reference_serde_wrapper() {
   return w;
 }
 
+WrapperUnderTest reference_serde_wrapper_every_step_submitted() {
+  WrapperUnderTest w;
+  w.name = "serde_l2_adapter_wrapper_every_step_submitted";
+  w.make = [](L2AdapterPtr inner, SerdeProcessorPtr serde,
+              std::shared_ptr<L1Manager> l1) -> L2AdapterPtr {
+    return std::make_unique<SerdeL2AdapterWrapper>(
+        std::move(inner), std::move(serde), std::move(l1),
+        wrapper_options_from_json(Json::parse(R"({"inline_serialize_max_bytes": 0,
+                                                  "inline_deserialize_max_bytes": 0,
+                                                  "finish_on_submit": false})")));
+  };
+  return w;
+}
+
 void register_reference_implementations(Registry& registry) {
   const std::vector<SerdeUnderTest> serdes = reference_serdes();
   for (const SerdeUnderTest& s : serdes) registry.add_serde(s);
@@ -358,9 +372,10 @@ void register_reference_implementations(Registry& registry) {
       R"({"type": "chain", "stages": [{"type": "fp8"}, {"type": "checksum"}], "max_workers": 3})"));
   registry.add_adapter(reference_mock_adapter());
   registry.add_adapter(reference_mock_run_when_idle_adapter());
-  // Also registers the wrapper as an adapter (adapter_of_wrapper), the same stack as
+  // Also registers each wrapper as an adapter (adapter_of_wrapper), the first the same stack as
   // reference_wrapped_mock_adapter().
   registry.add_wrapper(reference_serde_wrapper());
+  registry.add_wrapper(reference_serde_wrapper_every_step_submitted());
 }
 
 }  // namespace lmcache::conformance

@@ -10,6 +10,11 @@ namespace lmcache {
 L2AdapterPtr create_l2_adapter(const Json& config, const AdapterContext& ctx,
                                SerdeWrapperOptions wrapper_options) {
   if (!config.is_object() || !config.contains("serde")) {
+    if (config.is_object() && config.contains("serde_wrapper")) {
+      throw std::invalid_argument(
+          "L2 adapter config has a 'serde_wrapper' object but no 'serde': without a serde there "
+          "is no wrapper to configure");
+    }
     return create_registered_l2_adapter(config, ctx);
   }
   SerdeConfig serde_config = SerdeConfig::from_json(config.at("serde"));
@@ -20,6 +25,10 @@ L2AdapterPtr create_l2_adapter(const Json& config, const AdapterContext& ctx,
   }
   Json inner_config = config;
   inner_config.erase("serde");
+  if (const auto it = config.find("serde_wrapper"); it != config.end()) {
+    wrapper_options = wrapper_options_from_json(*it, std::move(wrapper_options));
+    inner_config.erase("serde_wrapper");
+  }
   // Build the serde first: a bad serde config must not leave an inner adapter running.
   SerdeProcessorPtr serde = create_serde_processor(serde_config);
   L2AdapterPtr inner;

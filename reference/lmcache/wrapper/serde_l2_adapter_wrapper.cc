@@ -9,6 +9,7 @@
 #include <string>
 #include <utility>
 
+#include "lmcache/core/handoff_probe.h"
 #include "lmcache/core/poll_loop.h"
 #include "lmcache/serde/serde_utils.h"
 
@@ -20,6 +21,16 @@ bool all_succeeded(const std::vector<L1Result>& results) {
     if (r.error != L1Error::kSuccess) return false;
   }
   return true;
+}
+
+// The hand-off cost the adaptive inline thresholds weigh a step against: the caller's, else the
+// machine's, measured once per process -- and only by a wrapper with an adaptive threshold.
+std::chrono::nanoseconds resolve_handoff_cost(const SerdeWrapperOptions& options) {
+  if (options.handoff_cost) return *options.handoff_cost;
+  if (options.inline_serialize_max_bytes && options.inline_deserialize_max_bytes) {
+    return std::chrono::nanoseconds(0);  // both fixed: nothing to weigh
+  }
+  return machine_handoff_cost();
 }
 
 WrapperStep step_of(int phase) { return static_cast<WrapperStep>(phase); }
@@ -52,7 +63,9 @@ SerdeL2AdapterWrapper::SerdeL2AdapterWrapper(L2AdapterPtr inner, SerdeProcessorP
       serde_(std::move(serde)),
       l1_(std::move(l1)),
       options_(std::move(options)),
-      metrics_(options_.metrics_registry, options_.metrics_labels) {
+      metrics_(options_.metrics_registry, options_.metrics_labels),
+      inline_(options_.inline_serialize_max_bytes, options_.inline_deserialize_max_bytes,
+              resolve_handoff_cost(options_)) {
   if (!inner_ || !serde_ || !l1_) {
     throw std::invalid_argument(
         "SerdeL2AdapterWrapper needs an inner adapter, a serde processor and an L1Manager "
@@ -240,8 +253,10 @@ void SerdeL2AdapterWrapper::enter_phase(Task& task, Phase phase) {
   metrics_.enter(step_of(static_cast<int>(phase)));
 }
 
-void SerdeL2AdapterWrapper::leave_phase(Task& task) {
-  metrics_.leave(step_of(static_cast<int>(task.phase)), Clock::now() - task.phase_started);
+SerdeL2AdapterWrapper::Clock::duration SerdeL2AdapterWrapper::leave_phase(Task& task) {
+  const Clock::duration took = Clock::now() - task.phase_started;
+  metrics_.leave(step_of(static_cast<int>(task.phase)), took);
+  return took;
 }
 
 void SerdeL2AdapterWrapper::finish_store(TaskId id, L2StoreResult result) {
@@ -324,7 +339,8 @@ TaskId SerdeL2AdapterWrapper::submit_store_task(const std::vector<ObjectKey>& ke
     return id;
   }
   const std::size_t wide_bytes = objects[0]->layout().total_bytes() * objects.size();
-  if (wide_bytes <= options_.inline_serialize_max_bytes) {
+  task.serde_bytes = wide_bytes;
+  if (inline_.runs_inline(InlinePolicy::Step::kSerialize, wide_bytes)) {
     const Clock::time_point started = Clock::now();
     std::optional<bool> serialized;
     try {
@@ -333,8 +349,10 @@ TaskId SerdeL2AdapterWrapper::submit_store_task(const std::vector<ObjectKey>& ke
       serialized = false;  // all or nothing, as a failed submitted serialize
     }
     if (serialized) {
+      const Clock::duration took = Clock::now() - started;
+      if (*serialized) inline_.observe(InlinePolicy::Step::kSerialize, wide_bytes, took);
       metrics_.enter(WrapperStep::kSerialize);
-      metrics_.leave(WrapperStep::kSerialize, Clock::now() - started);
+      metrics_.leave(WrapperStep::kSerialize, took);
       metrics_.inline_step(WrapperStep::kSerialize);
       return continue_inline_store(id, std::move(task), *serialized);
     }
@@ -419,7 +437,8 @@ void SerdeL2AdapterWrapper::drain_serialize() {
       serialize_to_task_.erase(serde_id);
       task = &tasks_.at(id);  // nodes stay put; only this thread erases from here on
     }
-    leave_phase(*task);
+    const Clock::duration took = leave_phase(*task);
+    if (*ok) inline_.observe_submitted(InlinePolicy::Step::kSerialize, task->serde_bytes, took);
     // Whatever throws from here on (an L1 call after L1's close(), an allocation) still
     // completes the store as failed, exactly once, with its temps released and its phase left.
     bool read_locked = false;
@@ -588,17 +607,22 @@ void SerdeL2AdapterWrapper::deserialize_loaded(TaskId id, Task& task, Bitmap loa
         loaded_bytes += task.temp_objects[i]->size();
       }
       task.inner_bitmap = std::move(loaded);
+      task.serde_bytes = loaded_bytes;
       enter_phase(task, Phase::kDeserialize);
       in_deserialize = true;
       // Small enough: on this thread, no hand-off to a serde worker and back (nullopt: the
       // processor does not run tasks inline). All or nothing, as a submitted deserialize: a
       // throw fails it.
       std::optional<bool> inline_ok;
-      if (loaded_bytes <= options_.inline_deserialize_max_bytes) {
+      if (inline_.runs_inline(InlinePolicy::Step::kDeserialize, loaded_bytes)) {
+        const Clock::time_point started = Clock::now();
         try {
           inline_ok = serde_->deserialize_inline(srcs, dsts, keys);
         } catch (...) {
           inline_ok = false;
+        }
+        if (inline_ok.value_or(false)) {
+          inline_.observe(InlinePolicy::Step::kDeserialize, loaded_bytes, Clock::now() - started);
         }
       }
       if (!inline_ok) {
@@ -638,7 +662,8 @@ void SerdeL2AdapterWrapper::drain_deserialize() {
       deserialize_to_task_.erase(serde_id);
       task = &tasks_.at(id);
     }
-    leave_phase(*task);
+    const Clock::duration took = leave_phase(*task);
+    if (*ok) inline_.observe_submitted(InlinePolicy::Step::kDeserialize, task->serde_bytes, took);
     release_write_locked_temps(*task);
     if (*ok) {
       finish_load(id, std::move(task->inner_bitmap), /*failed=*/false);
@@ -760,6 +785,8 @@ Json SerdeL2AdapterWrapper::report_status() const {
   Json status = inner_->report_status();
   status["serde_wrapped"] = true;
   status["serde_wrapper"] = metrics_.summary();
+  status["serde_wrapper"]["inline"] = inline_.summary();
+  status["serde_wrapper"]["finish_on_submit"] = options_.finish_on_submit;
   // Exceptions the loop caught from a drain: non-zero only when a component broke its contract.
   status["serde_wrapper"]["loop_exceptions"] = loop_->exceptions_swallowed();
   status["serde_wrapper"]["submit_drain_exceptions"] =

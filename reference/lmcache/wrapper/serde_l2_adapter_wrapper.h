@@ -47,37 +47,13 @@
 #include "lmcache/l1/l1_manager.h"
 #include "lmcache/l2/l2_adapter.h"
 #include "lmcache/serde/serde_processor.h"
+#include "lmcache/wrapper/inline_policy.h"
 #include "lmcache/wrapper/wrapper_metrics.h"
+#include "lmcache/wrapper/wrapper_options.h"
 
 namespace lmcache {
 
 class PollLoop;  // lmcache/core/poll_loop.h
-
-struct SerdeWrapperOptions {
-  // Upper bound of one poll; only a safety net, since every event wakes the loop.
-  std::chrono::milliseconds poll_timeout{500};
-  // Inline serde steps (fewer thread hand-offs; the processor must implement
-  // SerdeProcessor::serialize_inline / deserialize_inline, else the step is submitted as usual):
-  // a store of at most this many bytes of objects is serialized on the submitting thread, so
-  // submit_store_task() takes the serialize's time (0: never, the default; the caller opts in).
-  std::size_t inline_serialize_max_bytes = 0;
-  // A load whose loaded serialized bytes are at most this many is deserialized on the thread
-  // that takes the inner's result (the wrapper's loop thread, or the submitter's with
-  // finish_on_submit) instead of a serde worker (0: never, the default; opt in).
-  std::size_t inline_deserialize_max_bytes = 0;
-  // Finish on the submitting thread what is already done: right after a submit has reached the
-  // inner adapter, submit_*_task() drains the inner's completed stores (store) or loads (load)
-  // itself (after a drain the loop is running, if any) and carries them on as the loop would
-  // (a load's deserialize inline within inline_deserialize_max_bytes). With an inner that
-  // completes idle tasks before its submit returns (the mock's run_when_idle) a task then
-  // finishes before its submit returns: no wake-up of the loop thread on its path. Off by
-  // default: submit then also takes the inner's and the serde's time, and may wait for the
-  // loop's current drain (the caller opts in).
-  bool finish_on_submit = false;
-  // Where the metrics go (a fresh registry when null) and labels added to every series.
-  std::shared_ptr<prometheus::Registry> metrics_registry;
-  std::map<std::string, std::string> metrics_labels;
-};
 
 class SerdeL2AdapterWrapper final : public L2AdapterInterface {
  public:
@@ -135,6 +111,9 @@ class SerdeL2AdapterWrapper final : public L2AdapterInterface {
   L2AdapterInterface& inner_adapter() { return *inner_; }
   const WrapperMetrics& metrics() const { return metrics_; }
 
+  // The thresholds of the inline serde steps (SerdeWrapperOptions), fixed or adaptive.
+  const InlinePolicy& inline_policy() const { return inline_; }
+
  private:
   enum class Phase : std::uint8_t { kSerialize, kInnerStore, kInnerLoad, kDeserialize };
   using Clock = std::chrono::steady_clock;
@@ -159,6 +138,9 @@ class SerdeL2AdapterWrapper final : public L2AdapterInterface {
     // the inner load completed.
     bool viewed = false;
     Bitmap inner_bitmap;  // loads: what the inner adapter loaded
+    // The serde step's bytes, as InlinePolicy measures them (a store's object bytes, a load's
+    // loaded serialized bytes).
+    std::size_t serde_bytes = 0;
   };
 
   void check_open(const char* op) const;
@@ -184,7 +166,8 @@ class SerdeL2AdapterWrapper final : public L2AdapterInterface {
   void release_temps_by_phase(Task& task);
 
   void enter_phase(Task& task, Phase phase);
-  void leave_phase(Task& task);
+  // Records the phase's time in the metrics and returns it.
+  Clock::duration leave_phase(Task& task);
 
   // Counts the task in the metrics, publishes its result, then removes the task (a result that
   // cannot be published, out of memory, leaves the task for close() to fail). A load that did
@@ -231,6 +214,7 @@ class SerdeL2AdapterWrapper final : public L2AdapterInterface {
   std::shared_ptr<L1Manager> l1_;
   SerdeWrapperOptions options_;
   WrapperMetrics metrics_;
+  InlinePolicy inline_;  // which serde steps run on the thread at hand
 
   TaskIdCounter ids_;
   CompletionQueue<L2StoreResult> store_done_;

@@ -1,9 +1,11 @@
 // SerdeL2AdapterWrapper's contracts, checked by the conformance kit exactly as a vendor checks
 // its own wrapper: WrapperConformance over the reference wrapper (fp8 over the mock adapter with
 // an L1Manager for temps), and AdapterConformance over the same stack seen as an L2 adapter (a
-// wrapper is one: what the store and prefetch controllers call). Both run again with every
-// shortcut a caller can opt into (inline serde steps and finish_on_submit), the adapter suite
-// over a mock that runs idle tasks on the submitter (run_when_idle): tasks then complete inside
+// wrapper is one: what the store and prefetch controllers call), with the default options
+// (adaptive inline thresholds, finish_on_submit). Both run again with every serde step handed
+// to a worker and every drain left to the loop (thresholds 0, finish_on_submit off), and with
+// every shortcut forced (inline steps of any size, finish_on_submit), the adapter suite then
+// over a mock that runs idle tasks on the submitter (run_when_idle): tasks complete inside
 // their submits while the loop drains too. What only this wrapper promises (its metrics, temps,
 // inline steps) stays in serde_l2_adapter_wrapper_test.cc.
 #include <gtest/gtest.h>
@@ -61,13 +63,16 @@ AdapterUnderTest wrapped_idle_runner_with_every_shortcut() {
 
 INSTANTIATE_TEST_SUITE_P(Wrapper, WrapperConformance,
                          ::testing::Values(reference_serde_wrapper(),
+                                           reference_serde_wrapper_every_step_submitted(),
                                            wrapper_with_every_shortcut()),
                          ParamName());
 
-INSTANTIATE_TEST_SUITE_P(Wrapper, AdapterConformance,
-                         ::testing::Values(reference_wrapped_mock_adapter(),
-                                           wrapped_idle_runner_with_every_shortcut()),
-                         ParamName());
+INSTANTIATE_TEST_SUITE_P(
+    Wrapper, AdapterConformance,
+    ::testing::Values(reference_wrapped_mock_adapter(),
+                      adapter_of_wrapper(reference_serde_wrapper_every_step_submitted()),
+                      wrapped_idle_runner_with_every_shortcut()),
+    ParamName());
 
 }  // namespace
 }  // namespace lmcache::conformance

@@ -10,6 +10,7 @@
 #include <random>
 #include <thread>
 
+#include "lmcache/core/handoff_probe.h"
 #include "lmcache/core/testing/thread_state.h"
 #include "lmcache/fp8/fp8_codec.h"
 #include "lmcache/l2/mock_adapter.h"
@@ -656,19 +657,78 @@ TEST(WrapperInlineConcurrency, AFailedInlineSerializeFailsTheStoreOnceAndRelease
   }
 }
 
-TEST(WrapperInlineConcurrency, LargeTasksAndTheDefaultOptionsStillUseTheWorkers) {
-  InlineStack s(SerdeWrapperOptions{});
-  const auto layout = MemoryLayoutDesc::single({1024, 1025}, DType::kBFloat16);
-  auto ks = keys(800, 1);
-  auto src = make_objects(layout, 1, 5);
-  auto r = wait_store(*s.wrapper, s.wrapper->submit_store_task(ks, src));
-  ASSERT_TRUE(r && r->is_successful());
-  auto dst = make_objects(layout, 1, 0, false);
-  auto bits = wait_load(*s.wrapper, s.wrapper->submit_load_task(ks, dst));
-  ASSERT_TRUE(bits && bits->all());
-  EXPECT_TRUE(same_bytes(*src[0], *dst[0]));
-  EXPECT_EQ(s.wrapper->metrics().inline_steps(WrapperStep::kSerialize), 0u) << "opt-in only";
+// One store and one load of `n` objects of `layout` through `w`; true when both round-tripped
+// exactly.
+bool round_trips(SerdeL2AdapterWrapper& w, const MemoryLayoutDesc& layout, std::uint32_t first_key,
+                 std::size_t n) {
+  auto ks = keys(first_key, n);
+  auto src = make_objects(layout, n, first_key);
+  auto r = wait_store(w, w.submit_store_task(ks, src));
+  if (!r || !r->is_successful()) return false;
+  auto dst = make_objects(layout, n, 0, false);
+  auto bits = wait_load(w, w.submit_load_task(ks, dst));
+  if (!bits || !bits->all()) return false;
+  for (std::size_t i = 0; i < n; ++i) {
+    if (!same_bytes(*src[i], *dst[i])) return false;
+  }
+  return true;
+}
+
+// A hand-off cost of 0 puts both adaptive thresholds at their floor (kMinAdaptiveBytes): a task
+// above it goes to the workers, one below runs inline.
+TEST(WrapperInlineConcurrency, AdaptiveThresholdsSendLargeTasksToTheWorkers) {
+  SerdeWrapperOptions options;
+  options.handoff_cost = std::chrono::nanoseconds(0);
+  InlineStack s(options);
+  ASSERT_EQ(s.wrapper->inline_policy().max_bytes(InlinePolicy::Step::kSerialize),
+            InlinePolicy::kMinAdaptiveBytes);
+  ASSERT_TRUE(
+      round_trips(*s.wrapper, MemoryLayoutDesc::single({1024, 1025}, DType::kBFloat16), 800, 1));
+  EXPECT_EQ(s.wrapper->metrics().inline_steps(WrapperStep::kSerialize), 0u);
   EXPECT_EQ(s.wrapper->metrics().inline_steps(WrapperStep::kDeserialize), 0u);
+  ASSERT_TRUE(round_trips(*s.wrapper, MemoryLayoutDesc::single({4, 64}, DType::kBFloat16), 810, 2));
+  EXPECT_EQ(s.wrapper->metrics().inline_steps(WrapperStep::kSerialize), 1u);
+  EXPECT_EQ(s.wrapper->metrics().inline_steps(WrapperStep::kDeserialize), 1u);
+}
+
+TEST(WrapperInlineConcurrency, ThresholdsOfZeroHandEveryStepToTheWorkers) {
+  SerdeWrapperOptions options;
+  options.inline_serialize_max_bytes = 0;
+  options.inline_deserialize_max_bytes = 0;
+  options.finish_on_submit = false;
+  InlineStack s(options);
+  ASSERT_TRUE(round_trips(*s.wrapper, MemoryLayoutDesc::single({4, 64}, DType::kBFloat16), 820, 3));
+  EXPECT_EQ(s.wrapper->metrics().inline_steps(WrapperStep::kSerialize), 0u);
+  EXPECT_EQ(s.wrapper->metrics().inline_steps(WrapperStep::kDeserialize), 0u);
+  EXPECT_FALSE(s.wrapper->inline_policy().adaptive(InlinePolicy::Step::kSerialize));
+}
+
+// The default options: both thresholds adaptive, weighed against the machine's measured
+// hand-off cost; a task below the floor runs its steps inline, and each inline step of at least
+// kMinObservedBytes teaches its direction the serde's rate. report_status() shows the policy.
+TEST(WrapperInlineConcurrency, TheDefaultsWeighTheMachinesHandoffCostAndLearnTheSerdesRate) {
+  InlineStack s(SerdeWrapperOptions{});
+  const InlinePolicy& policy = s.wrapper->inline_policy();
+  ASSERT_TRUE(policy.adaptive(InlinePolicy::Step::kSerialize));
+  ASSERT_TRUE(policy.adaptive(InlinePolicy::Step::kDeserialize));
+  EXPECT_EQ(policy.handoff_cost(), machine_handoff_cost());
+  // 32 KiB of bfloat16 (16 KiB stored): above kMinObservedBytes both ways, below every
+  // adaptive threshold.
+  const auto layout = MemoryLayoutDesc::single({32, 512}, DType::kBFloat16);
+  static_assert(32 * 512 * 2 <= InlinePolicy::kMinAdaptiveBytes);
+  static_assert(32 * 512 >= InlinePolicy::kMinObservedBytes);
+  ASSERT_TRUE(round_trips(*s.wrapper, layout, 830, 1));
+  EXPECT_EQ(s.wrapper->metrics().inline_steps(WrapperStep::kSerialize), 1u);
+  EXPECT_EQ(s.wrapper->metrics().inline_steps(WrapperStep::kDeserialize), 1u);
+  EXPECT_NE(policy.bytes_per_second(InlinePolicy::Step::kSerialize),
+            InlinePolicy::kPriorBytesPerSecond);
+  EXPECT_NE(policy.bytes_per_second(InlinePolicy::Step::kDeserialize),
+            InlinePolicy::kPriorBytesPerSecond);
+  const Json inline_status = s.wrapper->report_status().at("serde_wrapper").at("inline");
+  EXPECT_EQ(inline_status.at("serialize").at("max_bytes").get<std::size_t>(),
+            policy.max_bytes(InlinePolicy::Step::kSerialize));
+  EXPECT_TRUE(inline_status.at("deserialize").at("adaptive").get<bool>());
+  EXPECT_TRUE(s.wrapper->report_status().at("serde_wrapper").at("finish_on_submit").get<bool>());
 }
 
 // finish_on_submit over an inner that runs idle tasks on the submitter (the mock's
@@ -846,6 +906,33 @@ TEST(WrapperFactory, BadConfigsAreRejectedByName) {
   auto plain = create_l2_adapter(base, ctx);
   EXPECT_FALSE(plain->report_status().contains("serde_wrapped"));
   plain->close();
+  // "serde_wrapper" configures the wrapper, and needs a "serde".
+  Json orphan = base;
+  orphan["serde_wrapper"] = Json::object();
+  try {
+    create_l2_adapter(orphan, ctx);
+    ADD_FAILURE() << "a serde_wrapper without a serde was accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_THAT(e.what(), HasSubstr("'serde_wrapper'"));
+  }
+  Json wrapped = base;
+  wrapped["serde"] = {{"type", "fp8"}};
+  wrapped["serde_wrapper"] = {{"inline_serialize_max_bytes", "big"}};
+  try {
+    create_l2_adapter(wrapped, ctx);
+    ADD_FAILURE() << "a bad serde_wrapper was accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_THAT(e.what(), HasSubstr("inline_serialize_max_bytes"));
+  }
+  wrapped["serde_wrapper"] = {{"inline_serialize_max_bytes", 0},
+                              {"inline_deserialize_max_bytes", 4096},
+                              {"finish_on_submit", false}};
+  auto configured = create_l2_adapter(wrapped, ctx);
+  const Json status = configured->report_status().at("serde_wrapper");
+  EXPECT_EQ(status.at("inline").at("serialize").at("max_bytes").get<std::size_t>(), 0u);
+  EXPECT_EQ(status.at("inline").at("deserialize").at("max_bytes").get<std::size_t>(), 4096u);
+  EXPECT_FALSE(status.at("finish_on_submit").get<bool>());
+  configured->close();
 }
 
 // ---------------------------------------------------------------------------------------------
