@@ -321,16 +321,16 @@ WrapperUnderTest reference_serde_wrapper() {
   return w;
 }
 
-WrapperUnderTest reference_serde_wrapper_every_step_submitted() {
+WrapperUnderTest reference_serde_wrapper_adaptive() {
   WrapperUnderTest w;
-  w.name = "serde_l2_adapter_wrapper_every_step_submitted";
+  w.name = "serde_l2_adapter_wrapper_adaptive";
   w.make = [](L2AdapterPtr inner, SerdeProcessorPtr serde,
               std::shared_ptr<L1Manager> l1) -> L2AdapterPtr {
     return std::make_unique<SerdeL2AdapterWrapper>(
         std::move(inner), std::move(serde), std::move(l1),
-        wrapper_options_from_json(Json::parse(R"({"inline_serialize_max_bytes": 0,
-                                                  "inline_deserialize_max_bytes": 0,
-                                                  "finish_on_submit": false})")));
+        wrapper_options_from_json(Json::parse(R"({"inline_serialize_max_bytes": "auto",
+                                                  "inline_deserialize_max_bytes": "auto",
+                                                  "finish_on_submit": true})")));
   };
   return w;
 }
@@ -375,7 +375,7 @@ void register_reference_implementations(Registry& registry) {
   // Also registers each wrapper as an adapter (adapter_of_wrapper), the first the same stack as
   // reference_wrapped_mock_adapter().
   registry.add_wrapper(reference_serde_wrapper());
-  registry.add_wrapper(reference_serde_wrapper_every_step_submitted());
+  registry.add_wrapper(reference_serde_wrapper_adaptive());
 }
 
 }  // namespace lmcache::conformance

@@ -133,16 +133,16 @@ AdapterUnderTest reference_wrapped_mock_adapter();
 // reference_serde_wrapper()
 //
 // "serde_l2_adapter_wrapper": the reference SerdeL2AdapterWrapper for the wrapper suite, with
-// its default options (adaptive inline serde steps, finish_on_submit; docs/wrapper.md).
+// its default options (every serde step on a worker, every drain on its loop).
 WrapperUnderTest reference_serde_wrapper();
 
-// reference_serde_wrapper_every_step_submitted()
+// reference_serde_wrapper_adaptive()
 //
-// "serde_l2_adapter_wrapper_every_step_submitted": the same wrapper configured through its
-// "serde_wrapper" config (wrapper_options_from_json()) to hand every serde step to a worker
-// and leave every drain to its loop: the path the defaults take for large tasks, which the
-// kit's small objects would otherwise never reach.
-WrapperUnderTest reference_serde_wrapper_every_step_submitted();
+// "serde_l2_adapter_wrapper_adaptive": the same wrapper configured through its "serde_wrapper"
+// config (wrapper_options_from_json()) with the adaptive options: inline serde steps below
+// thresholds weighed against the machine's hand-off cost, and finish_on_submit
+// (docs/wrapper.md).
+WrapperUnderTest reference_serde_wrapper_adaptive();
 
 // register_reference_implementations()
 //

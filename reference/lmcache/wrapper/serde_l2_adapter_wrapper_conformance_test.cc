@@ -2,9 +2,9 @@
 // its own wrapper: WrapperConformance over the reference wrapper (fp8 over the mock adapter with
 // an L1Manager for temps), and AdapterConformance over the same stack seen as an L2 adapter (a
 // wrapper is one: what the store and prefetch controllers call), with the default options
-// (adaptive inline thresholds, finish_on_submit). Both run again with every serde step handed
-// to a worker and every drain left to the loop (thresholds 0, finish_on_submit off), and with
-// every shortcut forced (inline steps of any size, finish_on_submit), the adapter suite then
+// (every serde step on a worker, every drain on the loop). Both run again with the adaptive
+// options (inline thresholds weighed against the machine's hand-off cost, finish_on_submit), and
+// with every shortcut forced (inline steps of any size, finish_on_submit), the adapter suite then
 // over a mock that runs idle tasks on the submitter (run_when_idle): tasks complete inside
 // their submits while the loop drains too. What only this wrapper promises (its metrics, temps,
 // inline steps) stays in serde_l2_adapter_wrapper_test.cc.
@@ -63,16 +63,15 @@ AdapterUnderTest wrapped_idle_runner_with_every_shortcut() {
 
 INSTANTIATE_TEST_SUITE_P(Wrapper, WrapperConformance,
                          ::testing::Values(reference_serde_wrapper(),
-                                           reference_serde_wrapper_every_step_submitted(),
+                                           reference_serde_wrapper_adaptive(),
                                            wrapper_with_every_shortcut()),
                          ParamName());
 
-INSTANTIATE_TEST_SUITE_P(
-    Wrapper, AdapterConformance,
-    ::testing::Values(reference_wrapped_mock_adapter(),
-                      adapter_of_wrapper(reference_serde_wrapper_every_step_submitted()),
-                      wrapped_idle_runner_with_every_shortcut()),
-    ParamName());
+INSTANTIATE_TEST_SUITE_P(Wrapper, AdapterConformance,
+                         ::testing::Values(reference_wrapped_mock_adapter(),
+                                           adapter_of_wrapper(reference_serde_wrapper_adaptive()),
+                                           wrapped_idle_runner_with_every_shortcut()),
+                         ParamName());
 
 }  // namespace
 }  // namespace lmcache::conformance
