@@ -110,8 +110,8 @@ TEST(Runner, ReferencePassesEveryProperty) {
   for (const char* impl :
        {"fp8_e4m3fn", "fp8_e4m3fn_scalar", "checksum", "aesgcm_256_bind_key",
         "chain_fp8_aesgcm_256", "async_checksum_w2", "registry_chain_fp8_checksum", "mock",
-        "serde_l2_adapter_wrapper", "serde_l2_adapter_wrapper_adaptive", "bridge_memory", "fs",
-        "fs_crc32_odirect", "registry_aesgcm_128_bind_key_file",
+        "serde_l2_adapter_wrapper", "serde_l2_adapter_wrapper_every_step_submitted",
+        "bridge_memory", "fs", "fs_crc32_odirect", "registry_aesgcm_128_bind_key_file",
         "registry_chain_fp8_checksum_aesgcm_file", "registry_chain_aesgcm_checksum_file",
         "registry_fp8_e4m3fn_saturating"}) {
     EXPECT_EQ(names.count(impl), 1u) << "no results for " << impl << "\n" << r.output;

@@ -32,8 +32,8 @@ def size_colour(size, sizes):
         return SIZE_COLOURS[size]
     others = [s for s in sizes if s not in SIZE_COLOURS]
     return OTHER_SIZE_COLOURS[others.index(size) % len(OTHER_SIZE_COLOURS)]
-WRAPPER_STYLES = {'wrapper': ('wrapper, one task at a time', '-', 'o'),
-                  'wrapper_adaptive': ('wrapper, adaptive options', (0, (1, 1)), 'v'),
+WRAPPER_STYLES = {'wrapper': ('wrapper, default options, one task at a time', '-', 'o'),
+                  'wrapper_submitted': ('wrapper, every step handed off', (0, (1, 1)), 'v'),
                   'wrapper_inline': ('wrapper, serde steps inline', '-.', 'D'),
                   'wrapper_pipelined': ('wrapper, 4 tasks in flight', '--', 's'),
                   'processor': ('AsyncSerdeProcessor alone', ':', '^')}

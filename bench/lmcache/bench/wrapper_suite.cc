@@ -6,13 +6,14 @@
 //
 //   impl=wrapper       SerdeL2AdapterWrapper(fast mock, fp8 processor, L1) with its default
 //                      options, as a user gets it: temps from L1, serialize, inner store /
-//                      inner load, deserialize, release temps, every serde step on a worker
-//                      and every drain on the loop; one task at a time, so every step of a task
-//                      waits for the one before
-//   impl=wrapper_adaptive  the same wrapper with the adaptive options: each serde step inline
-//                      or on a worker as the adaptive thresholds choose (InlinePolicy: the
-//                      machine's hand-off cost against the serde's measured rate), and
-//                      finish_on_submit (serde=fp8 only)
+//                      inner load, deserialize, release temps, each serde step inline or
+//                      handed to a worker as the adaptive thresholds choose (InlinePolicy:
+//                      the machine's hand-off cost against the serde's measured rate), and
+//                      finish_on_submit; one task at a time, so every step of a task waits for
+//                      the one before
+//   impl=wrapper_submitted  the same wrapper with every serde step handed to a worker and
+//                      every drain left to its loop (inline thresholds 0, finish_on_submit off):
+//                      what the defaults were before they adapted (serde=fp8 only)
 //   impl=wrapper_pipelined  the default wrapper with kPipelineDepth tasks (distinct keys) in
 //                      flight, as a controller drives it: one task's inner store overlaps the
 //                      next one's serialize
@@ -63,7 +64,7 @@ constexpr std::uint64_t kMaxDefaultPipelinedBytes = 64ull << 20;
 
 enum class Impl {
   kWrapper,
-  kWrapperAdaptive,
+  kWrapperSubmitted,
   kWrapperInline,
   kWrapperPipelined,
   kInner,
@@ -75,8 +76,8 @@ const char* impl_name(Impl i) {
   switch (i) {
     case Impl::kWrapper:
       return "wrapper";
-    case Impl::kWrapperAdaptive:
-      return "wrapper_adaptive";
+    case Impl::kWrapperSubmitted:
+      return "wrapper_submitted";
     case Impl::kWrapperInline:
       return "wrapper_inline";
     case Impl::kWrapperPipelined:
@@ -161,7 +162,7 @@ void register_case(const std::string& serde, bool store, Impl impl, std::uint64_
         const std::size_t depth = pipelined ? kPipelineDepth : 1;  // tasks per iteration
         const double batch_bytes =
             static_cast<double>(size) * static_cast<double>(batch) * static_cast<double>(depth);
-        const bool wrapped = impl == Impl::kWrapper || impl == Impl::kWrapperAdaptive ||
+        const bool wrapped = impl == Impl::kWrapper || impl == Impl::kWrapperSubmitted ||
                              impl == Impl::kWrapperInline || pipelined;
         const bool want_ratio = wrapped || impl == Impl::kProcessor;
         Batch b = make_batch(size, batch, impl != Impl::kInner || want_ratio, !store);
@@ -216,10 +217,10 @@ void register_case(const std::string& serde, bool store, Impl impl, std::uint64_
                 options.inline_serialize_max_bytes = size * batch;
                 options.inline_deserialize_max_bytes = size * batch;  // >= the serialized bytes
                 options.finish_on_submit = true;
-              } else if (impl == Impl::kWrapperAdaptive) {
-                options.inline_serialize_max_bytes.reset();
-                options.inline_deserialize_max_bytes.reset();
-                options.finish_on_submit = true;
+              } else if (impl == Impl::kWrapperSubmitted) {
+                options.inline_serialize_max_bytes = 0;
+                options.inline_deserialize_max_bytes = 0;
+                options.finish_on_submit = false;
               }
               rig = make_wrapper_rig(fp8_row_config(serde), capacity, capacity, options);
               a = rig.adapter.get();
@@ -326,9 +327,9 @@ void register_wrapper_suite(const SuiteConfig& c) {
       for (bool store : {true, false}) {
         register_case("fp8", store, Impl::kInner, size, batch);
         for (const char* serde : {"fp8", kFp8SimdRow}) {
-          for (Impl impl : {Impl::kWrapper, Impl::kWrapperAdaptive, Impl::kWrapperInline,
+          for (Impl impl : {Impl::kWrapper, Impl::kWrapperSubmitted, Impl::kWrapperInline,
                             Impl::kWrapperPipelined, Impl::kProcessor, Impl::kSerdeDirect}) {
-            if (impl == Impl::kWrapperAdaptive && std::string(serde) != "fp8") continue;
+            if (impl == Impl::kWrapperSubmitted && std::string(serde) != "fp8") continue;
             // Pipelined rows keep at most 64 MiB of wide data in flight by default: past the
             // process HostBufferPool's bound (256 MiB of temps and stored copies) every task
             // pays fresh page faults again, which measures the VM, not the wrapper.

@@ -676,16 +676,8 @@ bool round_trips(SerdeL2AdapterWrapper& w, const MemoryLayoutDesc& layout, std::
 
 // A hand-off cost of 0 puts both adaptive thresholds at their floor (kMinAdaptiveBytes): a task
 // above it goes to the workers, one below runs inline.
-SerdeWrapperOptions adaptive_options() {
-  SerdeWrapperOptions options;
-  options.inline_serialize_max_bytes.reset();
-  options.inline_deserialize_max_bytes.reset();
-  options.finish_on_submit = true;
-  return options;
-}
-
 TEST(WrapperInlineConcurrency, AdaptiveThresholdsSendLargeTasksToTheWorkers) {
-  SerdeWrapperOptions options = adaptive_options();
+  SerdeWrapperOptions options;
   options.handoff_cost = std::chrono::nanoseconds(0);
   InlineStack s(options);
   ASSERT_EQ(s.wrapper->inline_policy().max_bytes(InlinePolicy::Step::kSerialize),
@@ -699,19 +691,23 @@ TEST(WrapperInlineConcurrency, AdaptiveThresholdsSendLargeTasksToTheWorkers) {
   EXPECT_EQ(s.wrapper->metrics().inline_steps(WrapperStep::kDeserialize), 1u);
 }
 
-TEST(WrapperInlineConcurrency, TheDefaultsHandEveryStepToTheWorkers) {
-  InlineStack s(SerdeWrapperOptions{});
+TEST(WrapperInlineConcurrency, ThresholdsOfZeroHandEveryStepToTheWorkers) {
+  SerdeWrapperOptions options;
+  options.inline_serialize_max_bytes = 0;
+  options.inline_deserialize_max_bytes = 0;
+  options.finish_on_submit = false;
+  InlineStack s(options);
   ASSERT_TRUE(round_trips(*s.wrapper, MemoryLayoutDesc::single({4, 64}, DType::kBFloat16), 820, 3));
   EXPECT_EQ(s.wrapper->metrics().inline_steps(WrapperStep::kSerialize), 0u);
   EXPECT_EQ(s.wrapper->metrics().inline_steps(WrapperStep::kDeserialize), 0u);
   EXPECT_FALSE(s.wrapper->inline_policy().adaptive(InlinePolicy::Step::kSerialize));
 }
 
-// The adaptive options: both thresholds weighed against the machine's measured hand-off cost; a
-// task below the floor runs its steps inline, and each inline step of at least
+// The default options: both thresholds adaptive, weighed against the machine's measured
+// hand-off cost; a task below the floor runs its steps inline, and each inline step of at least
 // kMinObservedBytes teaches its direction the serde's rate. report_status() shows the policy.
-TEST(WrapperInlineConcurrency, AdaptiveOptionsWeighTheMachinesHandoffCostAndLearnTheSerdesRate) {
-  InlineStack s(adaptive_options());
+TEST(WrapperInlineConcurrency, TheDefaultsWeighTheMachinesHandoffCostAndLearnTheSerdesRate) {
+  InlineStack s(SerdeWrapperOptions{});
   const InlinePolicy& policy = s.wrapper->inline_policy();
   ASSERT_TRUE(policy.adaptive(InlinePolicy::Step::kSerialize));
   ASSERT_TRUE(policy.adaptive(InlinePolicy::Step::kDeserialize));

@@ -28,17 +28,15 @@ struct SerdeWrapperOptions {
   // submitting thread, so submit_store_task() takes the serialize's time; a load whose loaded
   // serialized bytes are at most inline_deserialize_max_bytes is deserialized on the thread
   // that takes the inner's result (the wrapper's loop thread, or the submitter's with
-  // finish_on_submit) instead of a serde worker. 0 (the default): never; std::nullopt:
+  // finish_on_submit) instead of a serde worker. 0: never; std::nullopt (the default):
   // adaptive, weighed against the machine's hand-off cost (lmcache/wrapper/inline_policy.h).
-  // The adaptive options (both std::nullopt, finish_on_submit on) are not yet the defaults:
-  // docs/wrapper.md says why.
-  std::optional<std::size_t> inline_serialize_max_bytes = 0;
-  std::optional<std::size_t> inline_deserialize_max_bytes = 0;
+  std::optional<std::size_t> inline_serialize_max_bytes;
+  std::optional<std::size_t> inline_deserialize_max_bytes;
   // The hand-off cost the adaptive thresholds weigh a step against; std::nullopt (the
   // default): machine_handoff_cost() (lmcache/core/handoff_probe.h), measured once per process
   // by the first wrapper with an adaptive threshold.
   std::optional<std::chrono::nanoseconds> handoff_cost;
-  // Finish on the submitting thread what is already done (off by default): right after a submit
+  // Finish on the submitting thread what is already done (on by default): right after a submit
   // has reached the inner adapter, submit_*_task() drains the inner's completed stores (store)
   // or loads (load) itself (after a drain the loop is running, if any) and carries them on as
   // the loop would (a load's deserialize inline within its threshold). With an inner that
@@ -46,7 +44,7 @@ struct SerdeWrapperOptions {
   // finishes before its submit returns: no wake-up of the loop thread on its path. Submit then
   // also takes the inner's and the serde's time, and may wait for the loop's current drain;
   // false leaves every drain to the loop.
-  bool finish_on_submit = false;
+  bool finish_on_submit = true;
   // Where the metrics go (a fresh registry when null) and labels added to every series.
   std::shared_ptr<prometheus::Registry> metrics_registry;
   std::map<std::string, std::string> metrics_labels;

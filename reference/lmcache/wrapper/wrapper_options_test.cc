@@ -20,12 +20,12 @@ std::string error_of(const char* json) {
   return "(no error)";
 }
 
-TEST(WrapperOptions, DefaultsHandEveryStepToTheWorkers) {
+TEST(WrapperOptions, DefaultsAdaptAndFinishOnSubmit) {
   const SerdeWrapperOptions o;
-  EXPECT_EQ(o.inline_serialize_max_bytes, std::optional<std::size_t>(0));
-  EXPECT_EQ(o.inline_deserialize_max_bytes, std::optional<std::size_t>(0));
+  EXPECT_FALSE(o.inline_serialize_max_bytes.has_value());
+  EXPECT_FALSE(o.inline_deserialize_max_bytes.has_value());
   EXPECT_FALSE(o.handoff_cost.has_value());
-  EXPECT_FALSE(o.finish_on_submit);
+  EXPECT_TRUE(o.finish_on_submit);
 }
 
 TEST(WrapperOptionsFromJson, EmptyObjectKeepsTheBase) {
@@ -35,7 +35,7 @@ TEST(WrapperOptionsFromJson, EmptyObjectKeepsTheBase) {
   base.poll_timeout = std::chrono::milliseconds(40);
   const SerdeWrapperOptions o = wrapper_options_from_json(Json::object(), base);
   EXPECT_EQ(o.inline_serialize_max_bytes, std::optional<std::size_t>(7));
-  EXPECT_EQ(o.inline_deserialize_max_bytes, std::optional<std::size_t>(0));
+  EXPECT_FALSE(o.inline_deserialize_max_bytes.has_value());
   EXPECT_FALSE(o.finish_on_submit);
   EXPECT_EQ(o.poll_timeout, std::chrono::milliseconds(40));
 }

@@ -39,12 +39,19 @@ TaskId ShadowedAdapter::submit_store_task(const std::vector<ObjectKey>& keys,
     return ForwardingL2Adapter::submit_store_task(keys, objects);
   }
   const TaskId sid = shadow_->submit_store_task(keys, objects);
+  // Several threads may store at once (a wrapper stores from its submitters and from its loop):
+  // whichever pops the shadow's results keeps the others' for them.
   const L2StoreResult shadow_result = wait_for(
       [&]() -> std::optional<L2StoreResult> {
-        auto done = shadow_->pop_completed_store_tasks();
-        auto it = done.find(sid);
-        if (it == done.end()) return std::nullopt;
-        return it->second;
+        std::lock_guard lock(shadow_mu_);
+        for (auto& [id, result] : shadow_->pop_completed_store_tasks()) {
+          shadow_popped_.insert_or_assign(id, result);
+        }
+        auto it = shadow_popped_.find(sid);
+        if (it == shadow_popped_.end()) return std::nullopt;
+        const L2StoreResult result = it->second;
+        shadow_popped_.erase(it);
+        return result;
       },
       shadow_->get_store_event_fd(), "store");
   // Registered before the primary can complete it (under the lock pops take too).

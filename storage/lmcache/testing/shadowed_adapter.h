@@ -15,7 +15,8 @@
 // counts the bytes the inner newly stored, which the mock reports; a bridge reports the bytes it
 // sent, re-stores included). Everything else is the primary's.
 //
-// Thread safety: as the primary's; the shadow must be thread-safe too.
+// Thread safety: as the primary's; the shadow must be thread-safe too. Stores from several
+// threads at once each get their own shadow result (shadowed_adapter_test.cc).
 #pragma once
 
 #include <map>
@@ -47,6 +48,8 @@ class ShadowedAdapter final : public ForwardingL2Adapter {
   L2AdapterPtr shadow_;
   std::mutex mu_;
   std::map<TaskId, L2StoreResult> shadow_results_;  // by the primary's id
+  std::mutex shadow_mu_;
+  std::map<TaskId, L2StoreResult> shadow_popped_;  // the shadow's results no waiter took yet
 };
 
 }  // namespace lmcache::storage_testing
