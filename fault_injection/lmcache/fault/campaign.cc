@@ -461,8 +461,11 @@ void Campaign::collect_results(bool after_close) {
 
 void Campaign::attribute_events() {
   for (FaultEvent& e : log_->drain()) {
+    // The event's keys and caller objects name its owners. The scope (the task whose submit ran
+    // on the recording thread) only stands in when they name none: a submit may carry other
+    // tasks on (the wrapper's finish_on_submit drains their completed steps), and a fault in
+    // one of those belongs to that task, not to the submitter's.
     std::set<std::uint64_t> owners;
-    if (e.scope_tag && tasks_.count(e.scope_tag)) owners.insert(e.scope_tag);
     for (const auto& k : e.keys) {
       std::optional<std::size_t> ki = workload_.index_of(k);
       if (!ki) continue;
@@ -473,6 +476,7 @@ void Campaign::attribute_events() {
       auto ow = object_owner_.find(obj);
       if (ow != object_owner_.end() && e.seq >= ow->second.second) owners.insert(ow->second.first);
     }
+    if (owners.empty() && e.scope_tag && tasks_.count(e.scope_tag)) owners.insert(e.scope_tag);
     if (owners.empty()) {
       // Timing-only events need no owner (slow_close has none by nature).
       if (e.effect != FaultEffect::kNone) {
