@@ -14,18 +14,17 @@
 //                                             thread and signalled back; the no-op latency rows
 //                                             are this plus the processor's own cost
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "lmcache/bench/bench_catalog.h"
 #include "lmcache/bench/metrics_export.h"
 #include "lmcache/bench/suites.h"
 #include "lmcache/bench/workloads.h"
-#include "lmcache/core/event_notifier.h"
+#include "lmcache/core/handoff_probe.h"
 #include "lmcache/serde/async_serde_processor.h"
 #include "lmcache/serde/fp8_serde.h"
 
@@ -140,38 +139,26 @@ void register_handoff() {
   BenchLabels l = labels("latency", "handoff", false, 0, 1, 1);
   l.serde = kNotApplicable;
   l.dtype = kNotApplicable;
-  register_labeled(
-      l,
-      [](benchmark::State& st) {
-        EventNotifier to_worker;
-        EventNotifier to_caller;
-        std::atomic<bool> stop{false};
-        std::thread worker([&] {
-          while (!stop.load()) {
-            if (!wait_readable(to_worker.fd(), std::chrono::milliseconds(100))) continue;
-            to_worker.consume();
-            if (!stop.load()) to_caller.notify();
-          }
-        });
-        std::vector<double> latencies;
-        latencies.reserve(1 << 16);
-        for (auto _ : st) {
-          const auto t0 = Clock::now();
-          to_worker.notify();
-          if (!wait_readable(to_caller.fd(), std::chrono::seconds(10))) {
-            st.SkipWithError("the worker thread did not answer within 10 s");
-            break;
-          }
-          to_caller.consume();
-          latencies.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
-        }
-        stop.store(true);
-        to_worker.notify();
-        worker.join();
-        st.SetItemsProcessed(static_cast<std::int64_t>(st.iterations()));
-        st.counters[kLatencyP50Counter] = percentile(latencies, 0.5);
-        st.counters[kLatencyP99Counter] = percentile(latencies, 0.99);
-      })
+  register_labeled(l,
+                   [](benchmark::State& st) {
+                     // The round trip the wrapper's adaptive options weigh
+                     // (lmcache/core/handoff_probe.h).
+                     HandoffPinger pinger;
+                     std::vector<double> latencies;
+                     latencies.reserve(1 << 16);
+                     for (auto _ : st) {
+                       const std::optional<std::chrono::nanoseconds> took =
+                           pinger.round_trip(std::chrono::seconds(10));
+                       if (!took) {
+                         st.SkipWithError("the partner thread did not answer within 10 s");
+                         break;
+                       }
+                       latencies.push_back(std::chrono::duration<double>(*took).count());
+                     }
+                     st.SetItemsProcessed(static_cast<std::int64_t>(st.iterations()));
+                     st.counters[kLatencyP50Counter] = percentile(latencies, 0.5);
+                     st.counters[kLatencyP99Counter] = percentile(latencies, 0.99);
+                   })
       ->Unit(benchmark::kMicrosecond)
       ->UseRealTime();
 }

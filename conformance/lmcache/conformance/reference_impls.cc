@@ -310,29 +310,33 @@ AdapterUnderTest reference_wrapped_mock_adapter() {
   return a;
 }
 
-WrapperUnderTest reference_serde_wrapper() {
+WrapperUnderTest reference_serde_wrapper_configured(std::string name,
+                                                    const std::string& serde_wrapper_json) {
+  const SerdeWrapperOptions options = wrapper_options_from_json(Json::parse(serde_wrapper_json));
   WrapperUnderTest w;
-  w.name = "serde_l2_adapter_wrapper";
-  w.make = [](L2AdapterPtr inner, SerdeProcessorPtr serde,
-              std::shared_ptr<L1Manager> l1) -> L2AdapterPtr {
+  w.name = std::move(name);
+  w.make = [options](L2AdapterPtr inner, SerdeProcessorPtr serde,
+                     std::shared_ptr<L1Manager> l1) -> L2AdapterPtr {
     return std::make_unique<SerdeL2AdapterWrapper>(std::move(inner), std::move(serde),
-                                                   std::move(l1));
+                                                   std::move(l1), options);
   };
   return w;
 }
 
-WrapperUnderTest reference_serde_wrapper_adaptive() {
-  WrapperUnderTest w;
-  w.name = "serde_l2_adapter_wrapper_adaptive";
-  w.make = [](L2AdapterPtr inner, SerdeProcessorPtr serde,
-              std::shared_ptr<L1Manager> l1) -> L2AdapterPtr {
-    return std::make_unique<SerdeL2AdapterWrapper>(
-        std::move(inner), std::move(serde), std::move(l1),
-        wrapper_options_from_json(Json::parse(R"({"inline_serialize_max_bytes": "auto",
-                                                  "inline_deserialize_max_bytes": "auto",
-                                                  "finish_on_submit": true})")));
-  };
-  return w;
+// The default options spelt out through the config reader, so that the kit also holds the
+// reader to the defaults.
+WrapperUnderTest reference_serde_wrapper() {
+  return reference_serde_wrapper_configured("serde_l2_adapter_wrapper",
+                                            R"({"inline_serialize_max_bytes": "auto",
+                                                "inline_deserialize_max_bytes": "auto",
+                                                "finish_on_submit": true})");
+}
+
+WrapperUnderTest reference_serde_wrapper_every_step_submitted() {
+  return reference_serde_wrapper_configured("serde_l2_adapter_wrapper_every_step_submitted",
+                                            R"({"inline_serialize_max_bytes": 0,
+                                                "inline_deserialize_max_bytes": 0,
+                                                "finish_on_submit": false})");
 }
 
 void register_reference_implementations(Registry& registry) {
@@ -375,7 +379,7 @@ void register_reference_implementations(Registry& registry) {
   // Also registers each wrapper as an adapter (adapter_of_wrapper), the first the same stack as
   // reference_wrapped_mock_adapter().
   registry.add_wrapper(reference_serde_wrapper());
-  registry.add_wrapper(reference_serde_wrapper_adaptive());
+  registry.add_wrapper(reference_serde_wrapper_every_step_submitted());
 }
 
 }  // namespace lmcache::conformance

@@ -133,16 +133,25 @@ AdapterUnderTest reference_wrapped_mock_adapter();
 // reference_serde_wrapper()
 //
 // "serde_l2_adapter_wrapper": the reference SerdeL2AdapterWrapper for the wrapper suite, with
-// its default options (every serde step on a worker, every drain on its loop).
+// its default options (adaptive inline serde steps, finish_on_submit; docs/wrapper.md).
 WrapperUnderTest reference_serde_wrapper();
 
-// reference_serde_wrapper_adaptive()
+// reference_serde_wrapper_every_step_submitted()
 //
-// "serde_l2_adapter_wrapper_adaptive": the same wrapper configured through its "serde_wrapper"
-// config (wrapper_options_from_json()) with the adaptive options: inline serde steps below
-// thresholds weighed against the machine's hand-off cost, and finish_on_submit
-// (docs/wrapper.md).
-WrapperUnderTest reference_serde_wrapper_adaptive();
+// "serde_l2_adapter_wrapper_every_step_submitted": the same wrapper configured to hand every
+// serde step to a worker and leave every drain to its loop: the path the defaults take for
+// large tasks, which the kit's small objects would otherwise never reach.
+WrapperUnderTest reference_serde_wrapper_every_step_submitted();
+
+// reference_serde_wrapper_configured()
+//
+// The reference SerdeL2AdapterWrapper named `name`, its options read from `serde_wrapper_json`
+// exactly as the adapter config's "serde_wrapper" object (wrapper_options_from_json(),
+// docs/wrapper.md). The two above are this with the default options and with every step submitted.
+// Throws at once, not when the kit makes a wrapper: nlohmann::json::parse_error for text that is
+// not JSON, std::invalid_argument for a bad option.
+WrapperUnderTest reference_serde_wrapper_configured(std::string name,
+                                                    const std::string& serde_wrapper_json);
 
 // register_reference_implementations()
 //

@@ -2,9 +2,9 @@
 // its own wrapper: WrapperConformance over the reference wrapper (fp8 over the mock adapter with
 // an L1Manager for temps), and AdapterConformance over the same stack seen as an L2 adapter (a
 // wrapper is one: what the store and prefetch controllers call), with the default options
-// (every serde step on a worker, every drain on the loop). Both run again with the adaptive
-// options (inline thresholds weighed against the machine's hand-off cost, finish_on_submit), and
-// with every shortcut forced (inline steps of any size, finish_on_submit), the adapter suite then
+// (adaptive inline thresholds, finish_on_submit). Both run again with every serde step handed
+// to a worker and every drain left to the loop (thresholds 0, finish_on_submit off), and with
+// every shortcut forced (inline steps of any size, finish_on_submit), the adapter suite then
 // over a mock that runs idle tasks on the submitter (run_when_idle): tasks complete inside
 // their submits while the loop drains too. What only this wrapper promises (its metrics, temps,
 // inline steps) stays in serde_l2_adapter_wrapper_test.cc.
@@ -21,27 +21,19 @@
 #include "lmcache/serde/async_serde_processor.h"
 #include "lmcache/serde/fp8_serde.h"
 #include "lmcache/wrapper/serde_l2_adapter_wrapper.h"
+#include "lmcache/wrapper/wrapper_options.h"
 
 namespace lmcache::conformance {
 namespace {
 
-SerdeWrapperOptions every_shortcut() {
-  SerdeWrapperOptions options;
-  options.inline_serialize_max_bytes = std::size_t{64} << 20;
-  options.inline_deserialize_max_bytes = std::size_t{64} << 20;
-  options.finish_on_submit = true;
-  return options;
-}
+// Inline steps of any size the kit draws, and finish_on_submit.
+constexpr const char* kEveryShortcut = R"({"inline_serialize_max_bytes": 67108864,
+                                          "inline_deserialize_max_bytes": 67108864,
+                                          "finish_on_submit": true})";
 
 WrapperUnderTest wrapper_with_every_shortcut() {
-  WrapperUnderTest w = reference_serde_wrapper();
-  w.name = "serde_l2_adapter_wrapper_finish_on_submit";
-  w.make = [](L2AdapterPtr inner, SerdeProcessorPtr serde,
-              std::shared_ptr<L1Manager> l1) -> L2AdapterPtr {
-    return std::make_unique<SerdeL2AdapterWrapper>(std::move(inner), std::move(serde),
-                                                   std::move(l1), every_shortcut());
-  };
-  return w;
+  return reference_serde_wrapper_configured("serde_l2_adapter_wrapper_finish_on_submit",
+                                            kEveryShortcut);
 }
 
 AdapterUnderTest wrapped_idle_runner_with_every_shortcut() {
@@ -56,22 +48,24 @@ AdapterUnderTest wrapped_idle_runner_with_every_shortcut() {
                                  .run_when_idle = true}),
         std::make_unique<AsyncSerdeProcessor>(std::make_shared<Fp8Serializer>(),
                                               std::make_shared<Fp8Deserializer>()),
-        std::make_shared<L1Manager>(std::size_t{256} << 20), every_shortcut());
+        std::make_shared<L1Manager>(std::size_t{256} << 20),
+        wrapper_options_from_json(Json::parse(kEveryShortcut)));
   };
   return a;
 }
 
 INSTANTIATE_TEST_SUITE_P(Wrapper, WrapperConformance,
                          ::testing::Values(reference_serde_wrapper(),
-                                           reference_serde_wrapper_adaptive(),
+                                           reference_serde_wrapper_every_step_submitted(),
                                            wrapper_with_every_shortcut()),
                          ParamName());
 
-INSTANTIATE_TEST_SUITE_P(Wrapper, AdapterConformance,
-                         ::testing::Values(reference_wrapped_mock_adapter(),
-                                           adapter_of_wrapper(reference_serde_wrapper_adaptive()),
-                                           wrapped_idle_runner_with_every_shortcut()),
-                         ParamName());
+INSTANTIATE_TEST_SUITE_P(
+    Wrapper, AdapterConformance,
+    ::testing::Values(reference_wrapped_mock_adapter(),
+                      adapter_of_wrapper(reference_serde_wrapper_every_step_submitted()),
+                      wrapped_idle_runner_with_every_shortcut()),
+    ParamName());
 
 }  // namespace
 }  // namespace lmcache::conformance
