@@ -3,7 +3,6 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
-#include <cstring>
 #include <map>
 #include <mutex>
 #include <string>
@@ -11,17 +10,11 @@
 #include <vector>
 
 #include "lmcache/core/event_notifier.h"
+#include "lmcache/core/testing/test_objects.h"
 #include "lmcache/l2/mock_adapter.h"
 
 namespace lmcache::storage_testing {
 namespace {
-
-MemoryObjPtr object_of(std::size_t n, std::uint8_t fill) {
-  MemoryObjPtr o =
-      MemoryObj::allocate(MemoryLayoutDesc::single({static_cast<std::int64_t>(n)}, DType::kUInt8));
-  std::memset(o->data(), fill, n);
-  return o;
-}
 
 ObjectKey key_of(int i) {
   return ObjectKey(int_hash_to_bytes(static_cast<std::uint32_t>(i)), "test-model", 0, 0);
@@ -50,7 +43,7 @@ TEST(ShadowedAdapter, ConcurrentStoresEachGetTheirShadowResult) {
         const int k = t * kStoresPerThread + i;
         const std::size_t size = 16 + static_cast<std::size_t>(k);
         try {
-          const TaskId id = a.submit_store_task({key_of(k)}, {object_of(size, 7)});
+          const TaskId id = a.submit_store_task({key_of(k)}, {core_internal::bytes_of(size)});
           std::lock_guard lock(mu);
           expected_bytes.emplace(id, size);
         } catch (const std::exception& e) {
