@@ -33,6 +33,7 @@ struct Pools {
   std::vector<std::unique_ptr<Pool>> all;
   std::atomic<Pool*> current{nullptr};  // atomic for the sanitizers only: the bug is the race
   std::atomic<int> arriving{0};
+  std::atomic<int> acted{0};
 };
 
 Pools& pools() {
@@ -44,9 +45,10 @@ Pool* shared_pool() {
   Pools& p = pools();
   if (Pool* existing = p.current.load()) return existing;  // the check
   // "Connecting": the window between the check and the act, widened so that first uses at once
-  // always overlap (a first use alone waits 100 ms once).
+  // always overlap (a first use alone waits 1 s once; on a loaded machine the threads of one
+  // case may start tens of ms apart).
   ++p.arriving;
-  for (int i = 0; i < 100 && p.arriving.load() < 2; ++i) {
+  for (int i = 0; i < 1000 && p.arriving.load() < 2; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
   Pool* mine = nullptr;
@@ -55,6 +57,12 @@ Pool* shared_pool() {
     mine = p.all.emplace_back(std::make_unique<Pool>()).get();
   }
   if (Pool* replaced = p.current.exchange(mine)) replaced->open = false;  // the act
+  // The handshake ends once every first use that arrived has acted: otherwise the loser could
+  // run all its batches before the winner woke to replace its pool, and the race went unseen.
+  ++p.acted;
+  for (int i = 0; i < 1000 && p.acted.load() < p.arriving.load(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
   return mine;
 }
 

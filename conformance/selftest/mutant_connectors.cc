@@ -165,7 +165,9 @@ class LateWriteConnector final : public bridge::ForwardingConnector {
 // submits at once each open one; the later replaces the earlier and closes it, under the
 // connector that already took it, whose every later submit then fails. The window between the
 // check and the act is widened so that first uses at once always overlap: a first use waits up
-// to 100 ms for another to arrive.
+// to 1 s for another to arrive, and (like a handshake that takes a while) returns only once
+// every first use that arrived has acted, so the replaced connection is closed before its
+// connector submits through it.
 class LazySharedConnection {
  public:
   struct Connection {
@@ -196,6 +198,13 @@ class LazySharedConnection {
       replaced = std::exchange(slot_, mine);  // the act, without checking again
     }
     if (replaced) replaced->open = false;
+    ++acted_;
+    // Without this wait the loser of the race could finish all its submits on a fast in-memory
+    // store before the winner woke to replace its connection, and the race passed unseen (the
+    // selftest missed it under a CPU hog, 1 run in 4).
+    for (int i = 0; i < 1000 && acted_.load() < arriving_.load(); ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
     return mine;
   }
   void attach() { ++live_; }
@@ -204,6 +213,7 @@ class LazySharedConnection {
       std::lock_guard lock(mu_);
       slot_.reset();
       arriving_ = 0;
+      acted_ = 0;
     }
   }
 
@@ -212,6 +222,7 @@ class LazySharedConnection {
   std::shared_ptr<Connection> slot_;
   std::atomic<int> live_{0};
   std::atomic<int> arriving_{0};
+  std::atomic<int> acted_{0};
 };
 
 class RacyFirstUseConnector final : public bridge::ForwardingConnector {
