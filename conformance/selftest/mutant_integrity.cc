@@ -725,6 +725,30 @@ void add_integrity_mutants(std::vector<Mutant>& out) {
           return last == 1.0f ? "" : "the last element came back as " + std::to_string(last);
         }));
   }
+  {
+    // Built on a newer PyTorch whose e4m3fn cast saturates, declared as the default
+    // (non-saturating) fp8 serde. The generated inputs stay within +-448, where both casts
+    // agree: only a frame of larger values (a golden vector's) shows it.
+    const Impl fp8 = serde_impl(reference_fp8_serde(Fp8Format::kE4M3FN));
+    Impl i = fp8;
+    const Fp8SerdeOptions saturating{.format = Fp8Format::kE4M3FN,
+                                     .overflow = Fp8Overflow::kSaturating};
+    i.serde.make_serializer = [saturating] { return std::make_shared<Fp8Serializer>(saturating); };
+    out.push_back(mutant(
+        "fp8_saturates_declared_nonsaturating", ImplementationKind::kSerde, BugClass::kData,
+        "MatchesGoldenVectors",
+        "its e4m3fn cast saturates (PyTorch 2.12's) where the declared default gives NaN: 500.0 "
+        "is written as 448",
+        i, fp8, [](const Impl& impl) -> std::string {
+          const MemoryLayoutDesc layout = MemoryLayoutDesc::single({1}, DType::kFloat32);
+          MemoryObjPtr src = make_object(layout);
+          const float big = 500.0f;
+          std::memcpy(src->data(), &big, 4);
+          MemoryObjPtr frame = make_object(byte_layout(8));
+          impl.serde.make_serializer()->serialize(*src, *frame, probe_key(1));
+          return frame->data()[0] == std::byte{0x7F} ? "" : "500.0 was not written as NaN (0x7F)";
+        }));
+  }
 }
 
 }  // namespace lmcache::conformance::selftest

@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
-"""Byte-exact test vectors for the checksum, aesgcm and encrypt frames (docs/integrity.md).
+"""Byte-exact test vectors for the checksum, aesgcm, encrypt, fp8 and chain frames
+(docs/integrity.md, docs/fp8.md).
 
 Every vector is computed here, in Python, from the frame definitions alone, with
-python3-xxhash and python3-cryptography (independently of the C++ code). aesgcm and encrypt
+python3-xxhash and python3-cryptography (independently of the C++ code); fp8 codes follow the
+one-rule model of docs/fp8.md section 3.5, decoded values section 4. aesgcm and encrypt
 vectors (one frame, two HKDF labels) use a fixed IV so that a frame is one exact byte string; the C++ test (aesgcm_serde_test.cc,
 checksum_serde_test.cc) sets the same IV through AesGcmSerializer::set_fixed_iv_for_testing()
 and requires byte equality.
@@ -11,6 +13,7 @@ usage: lmcache_frame_vectors.py --write FILE   regenerate the committed vectors
        lmcache_frame_vectors.py --check FILE   recompute and compare (run by ctest)
 """
 import json
+import math
 import struct
 import sys
 
@@ -51,6 +54,90 @@ def pattern(n: int, seed: int) -> bytes:
 
 KEY = {"model_name": "m", "kv_rank": 3, "object_group_id": 0}
 
+# The master key of the conformance kit's own aesgcm / encrypt descriptors (reference_impls.cc):
+# vectors under it apply to those descriptors, and to any serde configured with a key file
+# holding these 22 bytes (conformance/README.md, MatchesGoldenVectors).
+KIT_MASTER_KEY = b"conformance master key"
+
+
+# fp8 (docs/fp8.md): the grid of finite magnitudes by code, plus the virtual code N.
+FP8 = {"float8_e4m3fn": {"mant": 3, "bias": 7, "n": 0x7F, "virtual": 480.0},
+       "float8_e5m2": {"mant": 2, "bias": 15, "n": 0x7C, "virtual": 65536.0}}
+
+
+def fp8_value(fmt: str, code: int) -> float:
+    f = FP8[fmt]
+    e, m = code >> f["mant"], code & ((1 << f["mant"]) - 1)
+    if e == 0:
+        return m * 2.0 ** (1 - f["bias"] - f["mant"])
+    return (1 + m / (1 << f["mant"])) * 2.0 ** (e - f["bias"])
+
+
+def fp8_encode(x: float, fmt: str, saturating: bool) -> int:
+    """Section 3.5's one-rule model (3.4 for saturating e4m3fn); x is a float32 value."""
+    f = FP8[fmt]
+    sign = 0x80 if math.copysign(1.0, x) < 0 else 0
+    e4 = fmt == "float8_e4m3fn"
+    if math.isnan(x):
+        return 0x7F | sign
+    if math.isinf(x):
+        return ((0x7E if saturating else 0x7F) if e4 else 0x7C) | sign
+    a = abs(x)
+    grid = [fp8_value(fmt, c) for c in range(f["n"])] + [f["virtual"]]
+    code = f["n"]
+    if a < grid[-1]:
+        i = max(c for c in range(f["n"]) if grid[c] <= a)
+        lo, hi = a - grid[i], grid[i + 1] - a
+        code = i if lo < hi else i + 1 if hi < lo else (i if i % 2 == 0 else i + 1)
+    if code == f["n"] and e4 and saturating:
+        code = 0x7E
+    return code | sign
+
+
+def fp8_decode_f32(fmt: str, code: int) -> bytes:
+    """Section 4: exact for finite values and inf; the reference's NaN bits."""
+    sign = code & 0x80
+    mag = code & 0x7F
+    if fmt == "float8_e4m3fn" and mag == 0x7F:
+        bits = 0x7FF00000
+    elif fmt == "float8_e5m2" and mag == 0x7C:
+        bits = 0x7F800000
+    elif fmt == "float8_e5m2" and mag > 0x7C:
+        bits = 0x7FC00000 if mag == 0x7E else 0x7FE00000
+    else:
+        return struct.pack("<f", -fp8_value(fmt, mag) if sign else fp8_value(fmt, mag))
+    return struct.pack("<I", bits | (0x80000000 if sign else 0))
+
+
+def f32(x: float) -> float:
+    return struct.unpack("<f", struct.pack("<f", x))[0]
+
+
+def fp8_inputs() -> list:
+    """docs/fp8.md 3.6's worked examples, the edges of both formats, and a spread of values over
+    every exponent either format has (a fixed LCG, sign alternating)."""
+    up = struct.unpack("<f", struct.pack("<I", struct.unpack("<I", struct.pack("<f", 464.0))[0] + 1))[0]
+    ulp = struct.unpack("<f", struct.pack("<I", struct.unpack("<I", struct.pack("<f", 1.125))[0] + 1))[0]
+    xs = [0.0, -0.0, 448.0, 464.0, up, 480.0, 500.0, -1e6, 57344.0, 61440.0, 60000.0,
+          float("inf"), float("-inf"), float("nan"), -float("nan"), 2.0 ** -9, 2.0 ** -10,
+          3 * 2.0 ** -10, 15 * 2.0 ** -10, 2.0 ** -16, 2.0 ** -17, -(2.0 ** -14), 1.0625, 1.125,
+          ulp, -1.5, 1e-30, -3.0e38]
+    state = 12345
+    for i in range(36):
+        state = (state * 1103515245 + 12345) % (1 << 31)
+        mant = 1 + (state % 4096) / 4096.0
+        exp = (state >> 12) % 40 - 20
+        xs.append(f32((-1) ** i * mant * 2.0 ** exp))
+    return xs
+
+
+def fp8_vector(fmt: str, overflow: str) -> dict:
+    xs = fp8_inputs()
+    codes = bytes(fp8_encode(x, fmt, overflow == "saturating") for x in xs)
+    return {"fp8_dtype": fmt, "overflow": overflow, "dtype": "float32", "elements": len(xs),
+            "input": b"".join(struct.pack("<f", x) for x in xs).hex(), "frame": codes.hex(),
+            "decoded": b"".join(fp8_decode_f32(fmt, c) for c in codes).hex()}
+
 
 def vectors():
     out = {"checksum": [], "aesgcm": [], "encrypt": []}
@@ -87,6 +174,44 @@ def vectors():
             "aes_bits": bits, "bind_key": False, "master_key": master.hex(), "iv": iv.hex(),
             "chunk_hash": chunk_hash.hex(), **KEY, "cache_salt": salt,
             "payload": payload.hex(), "frame": frame.hex()})
+    # The kit's own master key (KIT_MASTER_KEY), once per serde, size and bind_key.
+    for serde, bits, bind, n in [("aesgcm", 128, False, 64), ("aesgcm", 256, False, 64),
+                                 ("aesgcm", 128, True, 64), ("aesgcm", 256, True, 64),
+                                 ("encrypt", 128, False, 64), ("encrypt", 256, False, 64)]:
+        iv = pattern(12, 1000 + bits + n + bind)
+        payload = pattern(n, 1100 + bits)
+        chunk_hash = pattern(8, 1200 + bits)
+        salt = "tenant-k"
+        aad = key_aad(chunk_hash, KEY["model_name"], KEY["kv_rank"], KEY["object_group_id"],
+                      salt) if bind else None
+        frame = bytes([1]) + iv + AESGCM(derive(KIT_MASTER_KEY, salt, bits, serde)).encrypt(
+            iv, payload, aad)
+        out[serde].append({
+            "aes_bits": bits, "bind_key": bind, "master_key": KIT_MASTER_KEY.hex(),
+            "iv": iv.hex(), "chunk_hash": chunk_hash.hex(), **KEY, "cache_salt": salt,
+            "payload": payload.hex(), "frame": frame.hex()})
+    out["fp8"] = [fp8_vector("float8_e4m3fn", "nonsaturating"),
+                  fp8_vector("float8_e4m3fn", "saturating"),
+                  fp8_vector("float8_e5m2", "nonsaturating")]
+    # chain fp8 (e4m3fn) -> checksum: the checksum frame of the fp8 bytes.
+    fp8 = out["fp8"][0]
+    chunk_hash = "0011223344556677"
+    out["chain"] = [{
+        "stages": [{"type": "fp8"}, {"type": "checksum"}], "chunk_hash": chunk_hash,
+        "dtype": "float32", "elements": fp8["elements"], "input": fp8["input"],
+        "frame": checksum_frame(bytes.fromhex(fp8["frame"]), bytes.fromhex(chunk_hash)).hex(),
+        "decoded": fp8["decoded"]}]
+    # chain fp8 (e4m3fn) -> aesgcm (256 bits, the kit's master key, no bind_key, empty salt):
+    # the aesgcm frame of the fp8 bytes under a fixed IV.
+    iv = pattern(12, 1300)
+    sealed = AESGCM(derive(KIT_MASTER_KEY, "", 256)).encrypt(iv, bytes.fromhex(fp8["frame"]),
+                                                             None)
+    out["chain"].append({
+        "stages": [{"type": "fp8"}, {"type": "aesgcm", "aes_bits": 256,
+                                     "master_key": KIT_MASTER_KEY.hex()}],
+        "chunk_hash": chunk_hash, "dtype": "float32", "elements": fp8["elements"],
+        "input": fp8["input"], "frame": (bytes([1]) + iv + sealed).hex(),
+        "decoded": fp8["decoded"]})
     return out
 
 
@@ -106,8 +231,8 @@ def main(argv):
         print("FAIL: %s differs from the frames Python computes from their definitions"
               % argv[2])
         return 1
-    print("%d checksum, %d aesgcm and %d encrypt vectors match their definitions"
-          % (len(want["checksum"]), len(want["aesgcm"]), len(want["encrypt"])))
+    print("%s vectors match their definitions"
+          % ", ".join("%d %s" % (len(v), k) for k, v in want.items()))
     return 0
 
 

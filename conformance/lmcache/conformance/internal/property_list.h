@@ -70,7 +70,10 @@
   X(MatchesReference,                                                                             \
     "a serde of a type the project knows gives the reference's frames (byte for byte unless "     \
     "randomized), reads them and is read by it to the same values, and gives its verdict on "     \
-    "every corrupted, extended or moved frame")
+    "every corrupted, extended or moved frame")                                                   \
+  X(MatchesGoldenVectors,                                                                         \
+    "a serde of a type the project knows reads the kit's golden frames of its configuration to "  \
+    "the format's values and writes them (byte for byte unless frames vary) for their inputs")
 
 #define LMCACHE_CONFORMANCE_PROCESSOR_PROPERTIES(X)                                              \
   X(DistinctEventFds,                                                                            \
