@@ -1,0 +1,428 @@
+// The knob adapter (knob_adapter.h): a decorator of the reference mock adapter whose knobs each
+// add one bug. One class on purpose: a knob is a line or two at the step it perturbs, and the
+// witness scenarios of mutant_adapters.cc read every knob against the same forwarding code.
+#include "knob_adapter.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <stdexcept>
+#include <thread>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "lmcache/core/event_notifier.h"
+#include "lmcache/l2/forwarding_adapter.h"
+#include "lmcache/l2/mock_adapter.h"
+#include "mutants_internal.h"
+
+namespace lmcache::conformance::selftest {
+
+namespace {
+
+using namespace std::chrono_literals;
+
+std::atomic<std::uint64_t> g_loads{0};
+
+ObjectKey without_rank(const ObjectKey& k) {
+  return ObjectKey(k.chunk_hash(), k.model_name(), 0, k.object_group_id(), k.cache_salt());
+}
+
+class KnobAdapter final : public ViewRewritingAdapter {
+ public:
+  KnobAdapter(L2AdapterPtr inner, AdapterKnobs k) : ViewRewritingAdapter(std::move(inner)), k_(k) {
+    if (k_.silent_load_fd || k_.close_leaks_fd) extra_ = std::make_unique<EventNotifier>();
+  }
+  ~KnobAdapter() override { join_helpers(); }
+
+  int get_load_event_fd() const override {
+    if (k_.same_fd) return ForwardingL2Adapter::get_store_event_fd();
+    if (k_.silent_load_fd) return extra_->fd();
+    return ForwardingL2Adapter::get_load_event_fd();
+  }
+
+  TaskId submit_store_task(const std::vector<ObjectKey>& keys,
+                           const std::vector<MemoryObjPtr>& objects) override {
+    std::vector<MemoryObjPtr> objs = objects;
+    if (k_.stores_whole_buffer) {
+      for (auto& o : objs) {
+        auto whole = std::make_shared<MemoryObj>(o, o->data(), o->physical_size(), o->layout());
+        whole->set_used_size(o->physical_size());
+        o = whole;
+      }
+    }
+    if (k_.truncates_past_64k) {
+      for (auto& o : objs) {
+        if (o->size() <= kSlotBytes) continue;
+        auto slot = std::make_shared<MemoryObj>(o, o->data(), o->physical_size(), o->layout());
+        slot->set_used_size(kSlotBytes);
+        o = slot;
+      }
+    }
+    if (k_.empty_values_missing) {
+      std::lock_guard lock(mu_);
+      for (std::size_t i = 0; i < keys.size(); ++i) {
+        if (objects[i]->size() == 0) empty_keys_.insert(keys[i]);
+      }
+    }
+    keep(objects);
+    if (k_.racy_usage_counter) {
+      std::lock_guard lock(mu_);
+      for (std::size_t i = 0; i < keys.size(); ++i) sizes_[keys[i]] = objects[i]->size();
+    }
+    std::vector<std::uint64_t> fresh_sizes;
+    if (k_.usage_counted_at_submit) {
+      std::lock_guard lock(mu_);
+      std::unordered_set<ObjectKey> seen;
+      for (std::size_t i = 0; i < keys.size(); ++i) {
+        if (!present_.count(keys[i]) && seen.insert(keys[i]).second) {
+          fresh_sizes.push_back(objects[i]->size());
+        }
+      }
+    }
+    TaskId id = 0;
+    if (k_.racy_store_ids) {
+      id = next_id_.load();  // read, then write later: concurrent submitters collide
+      std::this_thread::sleep_for(1ms);
+      next_id_.store(id + 1);
+    }
+    TaskId inner = ForwardingL2Adapter::submit_store_task(map_keys(keys), objs);
+    std::lock_guard lock(mu_);
+    store_keys_[inner] = {keys, fresh_sizes};
+    if (!k_.racy_store_ids) return inner;
+    outer_of_[inner] = id;
+    return id;
+  }
+
+  std::map<TaskId, L2StoreResult> pop_completed_store_tasks() override {
+    std::map<TaskId, L2StoreResult> done;
+    std::uint64_t added = 0;
+    for (auto& [inner, r] : ForwardingL2Adapter::pop_completed_store_tasks()) {
+      std::lock_guard lock(mu_);
+      TaskId id = k_.racy_store_ids ? outer_of_[inner] : inner;
+      L2StoreResult result = r;
+      if (k_.zero_bytes && result.is_successful()) result = L2StoreResult::success(0);
+      auto& [keys, fresh] = store_keys_[inner];
+      if (result.is_successful()) {
+        for (auto& key : keys) {
+          if (present_.insert(key).second) added += sizes_[key];
+        }
+        if (k_.usage_counted_at_submit) {
+          for (auto s : fresh) own_usage_ += s;
+        }
+      }
+      store_keys_.erase(inner);
+      done.emplace(id, result);
+    }
+    if (k_.racy_usage_counter && added > 0) {
+      std::uint64_t u = racy_usage_.load();  // read, then write later
+      std::this_thread::yield();
+      racy_usage_.store(u + added);
+    }
+    if (!k_.pop_hands_out_twice) return done;
+    {
+      std::lock_guard lock(mu_);
+      completed_.insert(done.begin(), done.end());
+    }
+    std::map<TaskId, L2StoreResult> copy;
+    {
+      std::lock_guard lock(mu_);
+      copy = completed_;  // step 1: take a copy
+    }
+    // A realistic gap between the steps (a yield alone was missed under TSan's scheduling).
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+    std::lock_guard lock(mu_);  // step 2: erase what was copied
+    for (auto& [id, r] : copy) completed_.erase(id);
+    return copy;
+  }
+
+  TaskId submit_lookup_and_lock_task(const std::vector<ObjectKey>& keys) override {
+    TaskId id = ForwardingL2Adapter::submit_lookup_and_lock_task(map_keys(keys));
+    std::lock_guard lock(mu_);
+    lookup_keys_[id] = keys;
+    return id;
+  }
+
+  std::optional<Bitmap> query_lookup_and_lock_result(TaskId id) override {
+    std::optional<Bitmap> bits = ForwardingL2Adapter::query_lookup_and_lock_result(id);
+    std::lock_guard lock(mu_);
+    if (!bits) {
+      if (k_.answer_twice && answered_.count(id)) return answered_[id];
+      return bits;
+    }
+    if (k_.answer_twice) answered_[id] = *bits;
+    if (k_.lookup_does_not_lock) {
+      std::vector<ObjectKey> hits;
+      for (std::size_t i : bits->set_indices()) hits.push_back(map_key(lookup_keys_[id][i]));
+      ForwardingL2Adapter::submit_unlock(hits);
+    }
+    if (k_.lookup_all_present) bits = Bitmap(bits->size(), bits->size());
+    if (k_.lent_keys_visible) {
+      const std::vector<ObjectKey>& asked = lookup_keys_[id];
+      for (std::size_t i = 0; i < asked.size() && i < bits->size(); ++i) {
+        if (lent_keys_.count(asked[i])) bits->set(i);
+      }
+    }
+    if (k_.bitmap_in_one_byte) bits = low_byte(*bits);
+    if (k_.empty_values_missing) {
+      const std::vector<ObjectKey>& asked = lookup_keys_[id];
+      for (std::size_t i = 0; i < asked.size() && i < bits->size(); ++i) {
+        if (empty_keys_.count(asked[i])) bits->clear(i);
+      }
+    }
+    return bits;
+  }
+
+  void submit_unlock(const std::vector<ObjectKey>& keys) override {
+    std::vector<ObjectKey> ks = map_keys(keys);
+    if (k_.unlock_dedups_keys) {
+      std::vector<ObjectKey> unique;
+      for (auto& key : ks) {
+        if (std::find(unique.begin(), unique.end(), key) == unique.end()) unique.push_back(key);
+      }
+      ks = unique;
+    }
+    ForwardingL2Adapter::submit_unlock(ks);
+  }
+
+  TaskId submit_load_task(const std::vector<ObjectKey>& keys,
+                          const std::vector<MemoryObjPtr>& objects) override {
+    keep(objects);
+    TaskId id = ForwardingL2Adapter::submit_load_task(map_keys(keys), objects);
+    std::lock_guard lock(mu_);
+    issued_loads_.insert(id);
+    if (k_.load_ids_16_bit) {
+      const TaskId short_id = id & 0xFFFF;
+      inner_load_of_[short_id] = id;  // a later task with the same low bits takes the slot
+      return short_id;
+    }
+    if (k_.load_leaves_size_unset) load_dsts_[id] = objects;
+    if (k_.thread_per_load) {
+      helpers_.emplace_back([this] {
+        std::unique_lock l(helper_mu_);
+        helper_cv_.wait(l, [&] { return helpers_stop_; });
+      });
+    }
+    return id;
+  }
+
+  std::optional<Bitmap> query_load_result(TaskId id) override {
+    if (k_.unknown_id_throws) {
+      std::lock_guard lock(mu_);
+      if (!issued_loads_.count(id)) throw std::out_of_range("no load task " + std::to_string(id));
+    }
+    if (k_.load_ids_16_bit) {
+      std::lock_guard lock(mu_);
+      auto it = inner_load_of_.find(id);
+      if (it != inner_load_of_.end()) id = it->second;
+    }
+    std::optional<Bitmap> bits = ForwardingL2Adapter::query_load_result(id);
+    if (!bits) return bits;
+    if (k_.load_ignores_bitmap) bits = Bitmap(bits->size(), bits->size());
+    if (k_.bitmap_in_one_byte) bits = low_byte(*bits);
+    if (k_.flaky_every_40th_load && ++g_loads % 40 == 0) {
+      auto hits = bits->set_indices();
+      if (!hits.empty()) bits->clear(hits.front());
+    }
+    if (k_.load_leaves_size_unset) {
+      std::lock_guard lock(mu_);
+      for (auto& o : load_dsts_[id]) o->set_used_size(o->physical_size());
+      load_dsts_.erase(id);
+    }
+    return bits;
+  }
+
+  void delete_keys(const std::vector<ObjectKey>& keys) override {
+    if (k_.racy_usage_counter) {
+      // What the deleted keys held, read before the delete, subtracted read-then-write.
+      std::uint64_t freed = 0;
+      {
+        std::lock_guard lock(mu_);
+        for (auto& key : keys) {
+          if (present_.erase(key)) freed += sizes_[key];
+        }
+      }
+      std::uint64_t u = racy_usage_.load();
+      std::this_thread::yield();
+      racy_usage_.store(u - freed);
+    }
+    if (k_.usage_counted_at_submit) {
+      std::lock_guard lock(mu_);
+      for (auto& key : keys) present_.erase(key);
+    }
+    if (k_.views_recycled_on_delete) {
+      std::lock_guard lock(mu_);
+      for (auto& key : keys) {
+        for (const MemoryObjPtr& v : views_of_[key]) std::memset(v->data(), 0, v->size());
+        views_of_.erase(key);
+      }
+    }
+    if (k_.empty_values_missing) {
+      std::lock_guard lock(mu_);
+      for (auto& key : keys) empty_keys_.erase(key);
+    }
+    if (!k_.delete_is_noop) ForwardingL2Adapter::delete_keys(map_keys(keys));
+  }
+
+  AdapterUsage get_usage() const override {
+    AdapterUsage u = ForwardingL2Adapter::get_usage();
+    if (k_.usage_doubled) u.total_bytes_used *= 2;
+    if (k_.usage_counted_at_submit) {
+      std::lock_guard lock(mu_);
+      u.total_bytes_used = own_usage_;
+    }
+    if (k_.racy_usage_counter) u.total_bytes_used = racy_usage_.load();
+    return u;
+  }
+
+  std::vector<MemoryObjPtr> lend_store_buffers(const std::vector<ObjectKey>& keys,
+                                               const MemoryLayoutDesc& layout) override {
+    std::vector<MemoryObjPtr> lent = ForwardingL2Adapter::lend_store_buffers(keys, layout);
+    std::lock_guard lock(mu_);
+    for (const auto& b : lent) lent_total_ += b->physical_size();
+    if (k_.lent_keys_visible && !lent.empty()) lent_keys_.insert(keys.begin(), keys.end());
+    if (k_.lends_first_buffer_again && !lent.empty()) {
+      // One ring per buffer size whose index never advances: the first buffer lent of a size
+      // is lent again for that size.
+      auto [it, first] = first_lent_.try_emplace(lent.front()->physical_size(), lent.front());
+      if (!first) lent.front() = it->second;
+    }
+    return lent;
+  }
+
+  // Load views pass through (the mock lends them); the knob recycles their memory on delete.
+  std::vector<ObjectKey> inner_keys(const std::vector<ObjectKey>& keys) const override {
+    return map_keys(keys);
+  }
+  void rewrite_views(const std::vector<ObjectKey>& asked, L2LoadViews& r) override {
+    if (!k_.views_recycled_on_delete) return;
+    std::lock_guard lock(mu_);
+    for (std::size_t i = 0; i < asked.size() && i < r.views.size(); ++i) {
+      if (r.views[i]) views_of_[asked[i]].push_back(r.views[i]);
+    }
+  }
+
+  std::uint64_t lent_bytes_outstanding() const override {
+    if (!k_.lent_bytes_only_grow) return ForwardingL2Adapter::lent_bytes_outstanding();
+    std::lock_guard lock(mu_);
+    return lent_total_;
+  }
+
+  void register_listener(std::shared_ptr<L2AdapterListener> listener) override {
+    if (!k_.drops_listeners) ForwardingL2Adapter::register_listener(std::move(listener));
+  }
+
+  void close() override {
+    {
+      std::lock_guard lock(close_mu_);
+      if (closed_ && k_.close_throws_twice) throw std::logic_error("adapter already closed");
+      closed_ = true;
+    }
+    ForwardingL2Adapter::close();
+    if (k_.drops_results_at_close) {
+      (void)ForwardingL2Adapter::pop_completed_store_tasks();
+      std::set<TaskId> loads;
+      {
+        std::lock_guard lock(mu_);
+        loads = issued_loads_;
+      }
+      for (TaskId id : loads) (void)ForwardingL2Adapter::query_load_result(id);
+    }
+    if (extra_ && !k_.close_leaks_fd) extra_->close();
+    join_helpers();
+    std::lock_guard lock(mu_);
+    history_.clear();
+    first_lent_.clear();
+  }
+
+ private:
+  static Bitmap low_byte(const Bitmap& bits) {
+    Bitmap out(bits.size());
+    for (std::size_t i = 0; i < std::min<std::size_t>(8, bits.size()); ++i) {
+      if (bits.test(i)) out.set(i);
+    }
+    return out;
+  }
+  ObjectKey map_key(const ObjectKey& k) const {
+    return k_.key_ignores_kv_rank ? without_rank(k) : k;
+  }
+  std::vector<ObjectKey> map_keys(const std::vector<ObjectKey>& keys) const {
+    if (!k_.key_ignores_kv_rank) return keys;
+    std::vector<ObjectKey> out;
+    for (auto& k : keys) out.push_back(without_rank(k));
+    return out;
+  }
+  void keep(const std::vector<MemoryObjPtr>& objects) {
+    if (!k_.keeps_caller_objects) return;
+    std::lock_guard lock(mu_);
+    history_.insert(history_.end(), objects.begin(), objects.end());
+  }
+  void join_helpers() {
+    {
+      std::lock_guard l(helper_mu_);
+      helpers_stop_ = true;
+    }
+    helper_cv_.notify_all();
+    std::vector<std::thread> helpers;
+    {
+      std::lock_guard lock(mu_);
+      helpers.swap(helpers_);
+    }
+    for (auto& t : helpers) t.join();
+  }
+
+  static constexpr std::size_t kSlotBytes = 64u << 10;
+  const AdapterKnobs k_;
+  std::unique_ptr<EventNotifier> extra_;
+  std::unordered_set<ObjectKey> empty_keys_;
+  std::map<TaskId, TaskId> inner_load_of_;
+  mutable std::mutex mu_;
+  std::map<TaskId, std::vector<ObjectKey>> lookup_keys_;
+  std::map<TaskId, Bitmap> answered_;
+  std::set<TaskId> issued_loads_;
+  std::map<TaskId, std::vector<MemoryObjPtr>> load_dsts_;
+  std::map<TaskId, std::pair<std::vector<ObjectKey>, std::vector<std::uint64_t>>> store_keys_;
+  std::map<TaskId, TaskId> outer_of_;
+  std::map<TaskId, L2StoreResult> completed_;
+  std::unordered_set<ObjectKey> present_;
+  std::unordered_map<ObjectKey, std::uint64_t> sizes_;
+  std::uint64_t own_usage_ = 0;
+  std::atomic<std::uint64_t> racy_usage_{0};
+  std::atomic<TaskId> next_id_{0};
+  std::vector<MemoryObjPtr> history_;
+  std::uint64_t lent_total_ = 0;
+  std::unordered_map<ObjectKey, std::vector<MemoryObjPtr>> views_of_;
+  std::map<std::size_t, MemoryObjPtr> first_lent_;
+  std::unordered_set<ObjectKey> lent_keys_;
+  std::vector<std::thread> helpers_;
+  std::mutex helper_mu_;
+  std::condition_variable helper_cv_;
+  bool helpers_stop_ = false;
+  std::mutex close_mu_;
+  bool closed_ = false;
+};
+
+}  // namespace
+
+AdapterUnderTest make_knob_adapter(AdapterKnobs k) {
+  AdapterUnderTest a;
+  a.name = "decorated_mock";
+  a.make = [k]() -> L2AdapterPtr {
+    return std::make_unique<KnobAdapter>(
+        std::make_unique<MockL2Adapter>(MockL2AdapterOptions{.max_capacity_bytes = 1ull << 30,
+                                                             .bandwidth_bytes_per_sec = 1ull << 40,
+                                                             .lend_load_views = true}),
+        k);
+  };
+  a.capabilities.reports_lock_count = true;
+  return a;
+}
+
+}  // namespace lmcache::conformance::selftest
