@@ -162,6 +162,29 @@ std::string rule_and_case(const std::string& m) {
   return out;
 }
 
+// The golden vectors apply to every reference serde: a vector the kit can no longer match to
+// its configuration would turn the property into a silent NotSupported.
+TEST(GoldenVectors, EveryReferenceSerdeMeetsItsVectors) {
+  for (const SerdeUnderTest& s : reference_serdes()) {
+    const Verdict v = run_serde_property("MatchesGoldenVectors", s);
+    EXPECT_EQ(v.status, Status::kPass) << s.name << ": " << v.message;
+  }
+}
+
+TEST(GoldenVectors, RawBytesReachSerdesWithoutUint8) {
+  // A checksum serde that takes float16 only meets the vectors whose length is even.
+  SerdeUnderTest checksum = reference_checksum_serde();
+  checksum.input_dtypes = {DType::kFloat16};
+  const Verdict v = run_serde_property("MatchesGoldenVectors", checksum);
+  EXPECT_EQ(v.status, Status::kPass) << v.message;
+  // LMCache's two LMCR fixtures hold 5 bytes: no wider dtype holds them.
+  SerdeUnderTest lmcr = reference_lmcr_serde();
+  lmcr.input_dtypes = {DType::kFloat32};
+  const Verdict none = run_serde_property("MatchesGoldenVectors", lmcr);
+  EXPECT_EQ(none.status, Status::kNotSupported) << none.message;
+  EXPECT_NE(none.message.find("no input dtype"), std::string::npos) << none.message;
+}
+
 TEST(RapidCheck, AFailureCarriesAReplayableSeed) {
   SerdeUnderTest under;
   for (const Mutant& m : all_mutants()) {

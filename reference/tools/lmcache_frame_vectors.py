@@ -114,21 +114,21 @@ def f32(x: float) -> float:
 
 
 def fp8_inputs() -> list:
-    """docs/fp8.md 3.6's worked examples, the edges of both formats, and a spread of values over
-    every exponent either format has (a fixed LCG, sign alternating)."""
-    up = struct.unpack("<f", struct.pack("<I", struct.unpack("<I", struct.pack("<f", 464.0))[0] + 1))[0]
-    ulp = struct.unpack("<f", struct.pack("<I", struct.unpack("<I", struct.pack("<f", 1.125))[0] + 1))[0]
-    xs = [0.0, -0.0, 448.0, 464.0, up, 480.0, 500.0, -1e6, 57344.0, 61440.0, 60000.0,
-          float("inf"), float("-inf"), float("nan"), -float("nan"), 2.0 ** -9, 2.0 ** -10,
-          3 * 2.0 ** -10, 15 * 2.0 ** -10, 2.0 ** -16, 2.0 ** -17, -(2.0 ** -14), 1.0625, 1.125,
-          ulp, -1.5, 1e-30, -3.0e38]
+    """docs/fp8.md 3.6's worked examples, the edges of both formats, and one value per binary
+    exponent from 2^-20 to 2^19 (past both formats' ranges at each end; mantissas from a fixed
+    LCG, signs alternating). Every value is a float32."""
+    def bits_after(x: float) -> float:
+        return struct.unpack("<f", struct.pack("<I", struct.unpack("<I", struct.pack("<f", x))[0]
+                                                + 1))[0]
+    xs = [0.0, -0.0, 448.0, 464.0, bits_after(464.0), 480.0, 500.0, -1e6, 57344.0, 61440.0,
+          60000.0, float("inf"), float("-inf"), float("nan"), -float("nan"), 2.0 ** -9,
+          2.0 ** -10, 3 * 2.0 ** -10, 15 * 2.0 ** -10, 2.0 ** -16, 2.0 ** -17, -(2.0 ** -14),
+          1.0625, 1.125, bits_after(1.125), -1.5, 1e-30, -3.0e38]
     state = 12345
-    for i in range(36):
+    for i, exp in enumerate(range(-20, 20)):
         state = (state * 1103515245 + 12345) % (1 << 31)
-        mant = 1 + (state % 4096) / 4096.0
-        exp = (state >> 12) % 40 - 20
-        xs.append(f32((-1) ** i * mant * 2.0 ** exp))
-    return xs
+        xs.append((-1) ** i * (1 + (state % 4096) / 4096.0) * 2.0 ** exp)
+    return [f32(x) for x in xs]
 
 
 def fp8_vector(fmt: str, overflow: str) -> dict:
@@ -139,10 +139,20 @@ def fp8_vector(fmt: str, overflow: str) -> dict:
             "decoded": b"".join(fp8_decode_f32(fmt, c) for c in codes).hex()}
 
 
+def fp8_every_code(fmt: str) -> dict:
+    """A decode-only vector: the 256 codes in order, and the float32 values they decode to (the
+    NaN codes have no input that encodes to them, so there is no write to check)."""
+    codes = bytes(range(256))
+    decoded = b"".join(fp8_decode_f32(fmt, c) for c in codes)
+    return {"fp8_dtype": fmt, "overflow": "nonsaturating", "dtype": "float32", "elements": 256,
+            "decode_only": True, "input": decoded.hex(), "frame": codes.hex(),
+            "decoded": decoded.hex()}
+
+
 def vectors():
     out = {"checksum": [], "aesgcm": [], "encrypt": []}
     for n, chunk_hash in [(2, "00"), (1, "0123456789abcdef0011"), (17, "abcd"),
-                          (4099, "ffeeddccbbaa99887766")]:
+                          (4099, "ffeeddccbbaa99887766"), (256, "5a5a5a5a5a5a5a5a")]:
         payload = pattern(n, n)
         out["checksum"].append({
             "chunk_hash": chunk_hash, "payload": payload.hex(),
@@ -192,7 +202,8 @@ def vectors():
             "payload": payload.hex(), "frame": frame.hex()})
     out["fp8"] = [fp8_vector("float8_e4m3fn", "nonsaturating"),
                   fp8_vector("float8_e4m3fn", "saturating"),
-                  fp8_vector("float8_e5m2", "nonsaturating")]
+                  fp8_vector("float8_e5m2", "nonsaturating"),
+                  fp8_every_code("float8_e4m3fn"), fp8_every_code("float8_e5m2")]
     # chain fp8 (e4m3fn) -> checksum: the checksum frame of the fp8 bytes.
     fp8 = out["fp8"][0]
     chunk_hash = "0011223344556677"
@@ -202,13 +213,14 @@ def vectors():
         "frame": checksum_frame(bytes.fromhex(fp8["frame"]), bytes.fromhex(chunk_hash)).hex(),
         "decoded": fp8["decoded"]}]
     # chain fp8 (e4m3fn) -> aesgcm (256 bits, the kit's master key, no bind_key, empty salt):
-    # the aesgcm frame of the fp8 bytes under a fixed IV.
+    # the aesgcm frame of the fp8 bytes under a fixed IV. The stage names its key in hex
+    # ("master_key_hex": the vectors' own field; a deployment's config names a key file).
     iv = pattern(12, 1300)
     sealed = AESGCM(derive(KIT_MASTER_KEY, "", 256)).encrypt(iv, bytes.fromhex(fp8["frame"]),
                                                              None)
     out["chain"].append({
         "stages": [{"type": "fp8"}, {"type": "aesgcm", "aes_bits": 256,
-                                     "master_key": KIT_MASTER_KEY.hex()}],
+                                     "master_key_hex": KIT_MASTER_KEY.hex()}],
         "chunk_hash": chunk_hash, "dtype": "float32", "elements": fp8["elements"],
         "input": fp8["input"], "frame": (bytes([1]) + iv + sealed).hex(),
         "decoded": fp8["decoded"]})

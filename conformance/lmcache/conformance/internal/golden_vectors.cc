@@ -2,9 +2,12 @@
 
 #include <cstdint>
 #include <cstring>
+#include <exception>
+#include <functional>
 #include <stdexcept>
 #include <utility>
 
+#include "lmcache/conformance/plain_objects.h"
 #include "lmcache/core/config.h"
 #include "lmcache/core/hex.h"
 
@@ -15,28 +18,34 @@ extern const char* const kLmcrVectorsJson;
 
 namespace {
 
-std::vector<std::byte> unhex(const Json& field, const std::string& name) {
-  const std::optional<std::string> bytes = bytes_from_hex(field.get<std::string>());
-  if (!bytes) throw std::runtime_error("golden vector " + name + ": a field is not hex");
-  std::vector<std::byte> out(bytes->size());
-  std::memcpy(out.data(), bytes->data(), bytes->size());
+std::string unhex_text(const Json& field) {
+  std::optional<std::string> bytes = bytes_from_hex(field.get<std::string>());
+  if (!bytes) throw std::runtime_error("a field is not hex");
+  return std::move(*bytes);
+}
+
+std::vector<std::byte> unhex(const Json& field) {
+  const std::string bytes = unhex_text(field);
+  std::vector<std::byte> out(bytes.size());
+  std::memcpy(out.data(), bytes.data(), bytes.size());
   return out;
 }
 
-std::string text(const std::vector<std::byte>& bytes) {
-  return std::string(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+// Parses one vector with `parse`, naming it in any error (nlohmann's included).
+void add(std::vector<GoldenVector>& out, const std::string& name,
+         const std::function<GoldenVector()>& parse) {
+  try {
+    out.push_back(parse());
+  } catch (const std::exception& e) {
+    throw std::runtime_error("golden vector " + name + ": " + e.what());
+  }
 }
 
-MemoryLayoutDesc bytes_layout(std::size_t n) {
-  return MemoryLayoutDesc::single({static_cast<std::int64_t>(n)}, DType::kUInt8);
-}
-
-// A keyed frame (checksum, aesgcm, encrypt): payload bytes in, the same bytes out.
-GoldenVector byte_vector(const std::string& type, std::size_t index, const Json& v,
+// A keyed frame of raw bytes (checksum, aesgcm, encrypt): the payload in, the same bytes out.
+GoldenVector byte_vector(const std::string& type, const std::string& name, const Json& v,
                          bool exact_frame) {
-  const std::string name = type + " vector " + std::to_string(index);
-  std::vector<std::byte> payload = unhex(v.at("payload"), name);
-  const std::string chunk_hash = text(unhex(v.at("chunk_hash"), name));
+  std::vector<std::byte> payload = unhex(v.at("payload"));
+  const std::string chunk_hash = unhex_text(v.at("chunk_hash"));
   ObjectKey key = v.contains("model_name")
                       ? ObjectKey(chunk_hash, v.at("model_name").get<std::string>(),
                                   v.at("kv_rank").get<std::int64_t>(),
@@ -49,27 +58,29 @@ GoldenVector byte_vector(const std::string& type, std::size_t index, const Json&
             (v.at("bind_key").get<bool>() ? ", bind_key" : "") + ", master key " +
             v.at("master_key").get<std::string>() + ")";
   }
-  const MemoryLayoutDesc layout = bytes_layout(payload.size());
-  return GoldenVector{type,    std::move(what), std::move(key),
-                      layout,  payload,         unhex(v.at("frame"), name),
-                      payload, exact_frame};
+  GoldenVector g{
+      type,    std::move(what),      std::move(key), conformance::byte_layout(payload.size()),
+      payload, unhex(v.at("frame")), payload,        exact_frame};
+  g.raw_bytes = true;
+  return g;
 }
 
 // A value frame (fp8, chain): float32 values in, the values the frame holds out.
 GoldenVector value_vector(const std::string& type, std::string name, const Json& v, ObjectKey key) {
-  if (v.at("dtype") != "float32") throw std::runtime_error(name + ": dtype is not float32");
+  if (v.at("dtype") != "float32") throw std::runtime_error("dtype is not float32");
   const auto elements = v.at("elements").get<std::int64_t>();
   const MemoryLayoutDesc layout = MemoryLayoutDesc::single({elements}, DType::kFloat32);
   GoldenVector g{type,
                  std::move(name),
                  std::move(key),
                  layout,
-                 unhex(v.at("input"), type),
-                 unhex(v.at("frame"), type),
-                 unhex(v.at("decoded"), type),
+                 unhex(v.at("input")),
+                 unhex(v.at("frame")),
+                 unhex(v.at("decoded")),
                  true};
+  g.decode_only = v.value("decode_only", false);
   if (g.input.size() != layout.total_bytes() || g.decoded.size() != layout.total_bytes()) {
-    throw std::runtime_error("golden vector " + g.name + ": sizes disagree with its elements");
+    throw std::runtime_error("sizes disagree with its element count");
   }
   return g;
 }
@@ -77,42 +88,63 @@ GoldenVector value_vector(const std::string& type, std::string name, const Json&
 std::vector<GoldenVector> parse() {
   const Json frames = Json::parse(kFrameVectorsJson);
   std::vector<GoldenVector> out;
-  std::size_t i = 0;
-  for (const Json& v : frames.at("checksum")) out.push_back(byte_vector("checksum", ++i, v, true));
-  for (const char* type : {"aesgcm", "encrypt"}) {
-    i = 0;
-    for (const Json& v : frames.at(type)) out.push_back(byte_vector(type, ++i, v, false));
+  for (const char* type : {"checksum", "aesgcm", "encrypt"}) {
+    std::size_t i = 0;
+    for (const Json& v : frames.at(type)) {
+      const std::string name = std::string(type) + " vector " + std::to_string(++i);
+      // aesgcm and encrypt frames carry a random IV: any serializer's frame differs.
+      const bool exact = std::string(type) == "checksum";
+      add(out, name, [&] { return byte_vector(type, name, v, exact); });
+    }
   }
-  i = 0;
+  std::size_t i = 0;
   for (const Json& v : frames.at("fp8")) {
-    const std::string name = "fp8 vector " + std::to_string(++i) + " (" +
-                             v.at("fp8_dtype").get<std::string>() + ", " +
-                             v.at("overflow").get<std::string>() + ")";
-    out.push_back(value_vector("fp8", name, v, ObjectKey("golden", "m", 0)));
+    std::string name = "fp8 vector " + std::to_string(++i);
+    add(out, name, [&] {
+      return value_vector(
+          "fp8",
+          name + " (" + v.at("fp8_dtype").get<std::string>() + ", " +
+              (v.value("decode_only", false) ? std::string("every code")
+                                             : v.at("overflow").get<std::string>()) +
+              ")",
+          v, ObjectKey("golden", "m", 0));
+    });
   }
   i = 0;
   for (const Json& v : frames.at("chain")) {
-    std::string stages;
-    bool exact = true;  // no stage draws an IV
-    for (const Json& s : v.at("stages")) {
-      const std::string type = s.at("type").get<std::string>();
-      stages += (stages.empty() ? "" : " -> ") + type;
-      exact = exact && type != "aesgcm" && type != "encrypt" && type != "lmcr";
-    }
-    const std::string name = "chain vector " + std::to_string(++i) + " (" + stages + ")";
-    const std::string chunk_hash = text(unhex(v.at("chunk_hash"), name));
-    out.push_back(value_vector("chain", name, v, ObjectKey(chunk_hash, "m", 0)));
-    out.back().exact_frame = exact;
+    const std::string name = "chain vector " + std::to_string(++i);
+    add(out, name, [&] {
+      std::string stages;
+      bool exact = true;  // no stage draws an IV
+      for (const Json& s : v.at("stages")) {
+        const std::string type = s.at("type").get<std::string>();
+        stages += (stages.empty() ? "" : " -> ") + type;
+        exact = exact && type != "aesgcm" && type != "encrypt" && type != "lmcr";
+      }
+      GoldenVector g = value_vector("chain", name + " (" + stages + ")", v,
+                                    ObjectKey(unhex_text(v.at("chunk_hash")), "m", 0));
+      g.exact_frame = exact;
+      return g;
+    });
   }
   // LMCache's frozen LMCR records: Deflate output is not canonical across zlib versions, so a
   // serializer's frame need only read back.
   const Json lmcr = Json::parse(kLmcrVectorsJson);
   for (const Json& v : lmcr.at("vectors")) {
     const std::string name = "lmcr vector " + v.at("name").get<std::string>();
-    std::vector<std::byte> payload = unhex(v.at("payload"), name);
-    const MemoryLayoutDesc layout = bytes_layout(payload.size());
-    out.push_back(GoldenVector{"lmcr", name, ObjectKey("golden", "m", 0), layout, payload,
-                               unhex(v.at("record"), name), payload, false});
+    add(out, name, [&] {
+      std::vector<std::byte> payload = unhex(v.at("payload"));
+      GoldenVector g{"lmcr",
+                     name,
+                     ObjectKey("golden", "m", 0),
+                     conformance::byte_layout(payload.size()),
+                     payload,
+                     unhex(v.at("record")),
+                     payload,
+                     false};
+      g.raw_bytes = true;
+      return g;
+    });
   }
   return out;
 }

@@ -26,6 +26,12 @@ struct GoldenVector {
   // The frame is the one byte string every correct serializer writes for `input`: false where
   // the format draws randomness (an IV) or its encoder is not canonical (Deflate).
   bool exact_frame = true;
+  // Only the read is checked: the frame holds codes no input encodes to (fp8's every code).
+  bool decode_only = false;
+  // `input` is raw bytes that the serde keeps as they are (checksum, aesgcm, encrypt, lmcr): the
+  // kit may present them as any input dtype whose size divides their length, and compares the
+  // decoded bytes exactly.
+  bool raw_bytes = false;
 };
 
 // golden_vectors()
