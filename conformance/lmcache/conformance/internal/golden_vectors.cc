@@ -1,7 +1,6 @@
 #include "lmcache/conformance/internal/golden_vectors.h"
 
 #include <cstdint>
-#include <cstring>
 #include <exception>
 #include <functional>
 #include <stdexcept>
@@ -26,9 +25,8 @@ std::string unhex_text(const Json& field) {
 
 std::vector<std::byte> unhex(const Json& field) {
   const std::string bytes = unhex_text(field);
-  std::vector<std::byte> out(bytes.size());
-  std::memcpy(out.data(), bytes.data(), bytes.size());
-  return out;
+  const auto* first = reinterpret_cast<const std::byte*>(bytes.data());
+  return std::vector<std::byte>(first, first + bytes.size());
 }
 
 // Parses one vector with `parse`, naming it in any error (nlohmann's included).
