@@ -113,6 +113,44 @@ def f32(x: float) -> float:
     return struct.unpack("<f", struct.pack("<f", x))[0]
 
 
+def fp8_decode(fmt: str, code: int, dtype: str) -> bytes:
+    """Section 4 in the destination's dtype: float32 as above; float16 that float32 narrowed
+    (exact for every fp8 value; NaN keeps its sign and top mantissa bits); bfloat16 the float32's
+    top half, except that every NaN is 0x7FC0, sign dropped."""
+    word = struct.unpack("<I", fp8_decode_f32(fmt, code))[0]
+    value = struct.unpack("<f", struct.pack("<I", word))[0]
+    if dtype == "float32":
+        return struct.pack("<I", word)
+    if dtype == "bfloat16":
+        return struct.pack("<H", 0x7FC0 if math.isnan(value) else word >> 16)
+    if math.isnan(value):  # float16: sign, all-ones exponent, the top 10 mantissa bits
+        return struct.pack("<H", ((word >> 16) & 0x8000) | 0x7C00 | ((word >> 13) & 0x3FF))
+    return struct.pack("<e", value)
+
+
+def narrow(x: float, dtype: str) -> float:
+    """x as the nearest value of `dtype` (float32, float16 or bfloat16, round to nearest even;
+    past float16's range, the infinity of its sign)."""
+    if dtype == "float32" or math.isnan(x) or math.isinf(x):
+        return f32(x)
+    if dtype == "bfloat16":
+        word = struct.unpack("<I", struct.pack("<f", x))[0]
+        word = (word + 0x7FFF + ((word >> 16) & 1)) & 0xFFFF0000
+        return struct.unpack("<f", struct.pack("<I", word))[0]
+    try:
+        return struct.unpack("<e", struct.pack("<e", x))[0]
+    except OverflowError:
+        return math.copysign(float("inf"), x)
+
+
+def pack(x: float, dtype: str) -> bytes:
+    if dtype == "float32":
+        return struct.pack("<f", x)
+    if dtype == "bfloat16":
+        return struct.pack("<H", struct.unpack("<I", struct.pack("<f", x))[0] >> 16)
+    return struct.pack("<e", x)
+
+
 def fp8_inputs() -> list:
     """docs/fp8.md 3.6's worked examples, the edges of both formats, and one value per binary
     exponent from 2^-20 to 2^19 (past both formats' ranges at each end; mantissas from a fixed
@@ -131,12 +169,14 @@ def fp8_inputs() -> list:
     return [f32(x) for x in xs]
 
 
-def fp8_vector(fmt: str, overflow: str) -> dict:
-    xs = fp8_inputs()
+def fp8_vector(fmt: str, overflow: str, dtype: str = "float32") -> dict:
+    """fp8_inputs() as `dtype` values (float16 and bfloat16 widen exactly to float32, section 3,
+    so the float32 rule encodes them)."""
+    xs = [narrow(x, dtype) for x in fp8_inputs()]
     codes = bytes(fp8_encode(x, fmt, overflow == "saturating") for x in xs)
-    return {"fp8_dtype": fmt, "overflow": overflow, "dtype": "float32", "elements": len(xs),
-            "input": b"".join(struct.pack("<f", x) for x in xs).hex(), "frame": codes.hex(),
-            "decoded": b"".join(fp8_decode_f32(fmt, c) for c in codes).hex()}
+    return {"fp8_dtype": fmt, "overflow": overflow, "dtype": dtype, "elements": len(xs),
+            "input": b"".join(pack(x, dtype) for x in xs).hex(), "frame": codes.hex(),
+            "decoded": b"".join(fp8_decode(fmt, c, dtype) for c in codes).hex()}
 
 
 def fp8_every_code(fmt: str) -> dict:
@@ -203,7 +243,11 @@ def vectors():
     out["fp8"] = [fp8_vector("float8_e4m3fn", "nonsaturating"),
                   fp8_vector("float8_e4m3fn", "saturating"),
                   fp8_vector("float8_e5m2", "nonsaturating"),
-                  fp8_every_code("float8_e4m3fn"), fp8_every_code("float8_e5m2")]
+                  fp8_every_code("float8_e4m3fn"), fp8_every_code("float8_e5m2"),
+                  fp8_vector("float8_e4m3fn", "nonsaturating", "float16"),
+                  fp8_vector("float8_e5m2", "nonsaturating", "float16"),
+                  fp8_vector("float8_e4m3fn", "nonsaturating", "bfloat16"),
+                  fp8_vector("float8_e5m2", "nonsaturating", "bfloat16")]
     # chain fp8 (e4m3fn) -> checksum: the checksum frame of the fp8 bytes.
     fp8 = out["fp8"][0]
     chunk_hash = "0011223344556677"

@@ -15,6 +15,7 @@
 #include <string>
 
 #include "lmcache/core/config.h"
+#include "lmcache/core/dtype.h"
 #include "lmcache/core/hex.h"
 #include "lmcache/core/memory_obj.h"
 #include "lmcache/core/object_key.h"
@@ -108,18 +109,18 @@ INSTANTIATE_TEST_SUITE_P(BothSerdes, AesGcmFrameVectors,
                            return std::string(aesgcm_flavor_type(info.param));
                          });
 
-// fp8 and chain vectors: float32 inputs, one frame, the float32 values it decodes to (the
-// reference's NaN bits, docs/fp8.md section 4, so the comparison is byte for byte). A
-// decode-only vector (fp8's 256 codes) is only read.
+// fp8 and chain vectors: float32, float16 or bfloat16 inputs, one frame, the values it decodes to
+// in the same dtype (the reference's NaN bits, docs/fp8.md section 4, so the comparison is byte
+// for byte). A decode-only vector (fp8's 256 codes) is only read.
 void expect_value_vector(const ChainStage& pair, const Json& v, const ObjectKey& key,
                          const std::string& what) {
   const std::string input = unhex(v.at("input"));
   const std::string want = unhex(v.at("frame"));
   const std::string decoded = unhex(v.at("decoded"));
   const auto elements = v.at("elements").get<std::int64_t>();
-  ASSERT_EQ(v.at("dtype"), "float32");
-  ASSERT_EQ(input.size(), 4 * static_cast<std::size_t>(elements));
-  const MemoryLayoutDesc layout = MemoryLayoutDesc::single({elements}, DType::kFloat32);
+  const DType dtype = dtype_from_name(v.at("dtype").get<std::string>());
+  ASSERT_EQ(input.size(), element_size(dtype) * static_cast<std::size_t>(elements));
+  const MemoryLayoutDesc layout = MemoryLayoutDesc::single({elements}, dtype);
   if (!v.value("decode_only", false)) {
     auto src = MemoryObj::allocate(layout);
     std::memcpy(src->data(), input.data(), input.size());
@@ -134,11 +135,12 @@ void expect_value_vector(const ChainStage& pair, const Json& v, const ObjectKey&
 
 TEST(FrameVectors, Fp8FramesAreByteExactInEveryMode) {
   const Json vectors = load_vectors().at("fp8");
-  ASSERT_EQ(vectors.size(), 5u);
+  ASSERT_EQ(vectors.size(), 9u);
   for (const Json& v : vectors) {
     const Json config{
         {"type", "fp8"}, {"fp8_dtype", v.at("fp8_dtype")}, {"overflow", v.at("overflow")}};
-    expect_value_vector(make_serde_pair(config), v, ObjectKey("k", "m", 0), config.dump());
+    expect_value_vector(make_serde_pair(config), v, ObjectKey("k", "m", 0),
+                        config.dump() + " over " + v.at("dtype").get<std::string>());
   }
 }
 

@@ -8,6 +8,7 @@
 
 #include "lmcache/conformance/plain_objects.h"
 #include "lmcache/core/config.h"
+#include "lmcache/core/dtype.h"
 #include "lmcache/core/hex.h"
 
 namespace lmcache::conformance_internal {
@@ -63,11 +64,12 @@ GoldenVector byte_vector(const std::string& type, const std::string& name, const
   return g;
 }
 
-// A value frame (fp8, chain): float32 values in, the values the frame holds out.
+// A value frame (fp8, chain): float32, float16 or bfloat16 values in, the values the frame
+// holds out in the same dtype.
 GoldenVector value_vector(const std::string& type, std::string name, const Json& v, ObjectKey key) {
-  if (v.at("dtype") != "float32") throw std::runtime_error("dtype is not float32");
   const auto elements = v.at("elements").get<std::int64_t>();
-  const MemoryLayoutDesc layout = MemoryLayoutDesc::single({elements}, DType::kFloat32);
+  const MemoryLayoutDesc layout =
+      MemoryLayoutDesc::single({elements}, dtype_from_name(v.at("dtype").get<std::string>()));
   GoldenVector g{type,
                  std::move(name),
                  std::move(key),
@@ -101,7 +103,8 @@ std::vector<GoldenVector> parse() {
     add(out, name, [&] {
       return value_vector(
           "fp8",
-          name + " (" + v.at("fp8_dtype").get<std::string>() + ", " +
+          name + " (" + v.at("fp8_dtype").get<std::string>() + " over " +
+              v.at("dtype").get<std::string>() + ", " +
               (v.value("decode_only", false) ? std::string("every code")
                                              : v.at("overflow").get<std::string>()) +
               ")",
