@@ -13,8 +13,10 @@
 #include <cstddef>
 #include <mutex>
 #include <stdexcept>
+#include <string>
 #include <system_error>
 #include <thread>
+#include <vector>
 
 #include "connector_base.h"
 #include "lmcache/conformance/connector_plugin.h"
@@ -36,6 +38,21 @@ class QuitOnCloseConnector final : public ConnectorBase {
     ::close(fds_[0]);
   }
 
+  // A set counts as in flight from its submit (not from when a worker picks it up): under load
+  // close() can come while the set is still queued, and the goodbye must be written then too.
+  std::uint64_t submit_batch_set(const std::vector<std::string>& keys,
+                                 const std::vector<void*>& bufs,
+                                 const std::vector<std::size_t>& lens,
+                                 std::size_t batch_chunk_num_bytes) override {
+    ++sets_in_flight_;
+    try {
+      return ConnectorBase::submit_batch_set(keys, bufs, lens, batch_chunk_num_bytes);
+    } catch (...) {
+      --sets_in_flight_;
+      throw;
+    }
+  }
+
   void close() override {
     if (sets_in_flight_.load() > 0 && fds_[1] >= 0) {
       // The "server" side goes first, then the goodbye: write() into a closed peer.
@@ -53,7 +70,6 @@ class QuitOnCloseConnector final : public ConnectorBase {
  private:
   Completion run_batch(const Batch& b) override {
     if (b.op == Op::kSet) {
-      ++sets_in_flight_;
       std::this_thread::sleep_for(std::chrono::milliseconds(20));  // "sending"
     }
     Completion c;
