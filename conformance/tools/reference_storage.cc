@@ -13,12 +13,12 @@
 #include "adapter_config_source.h"
 #include "lmcache/bridge/native_connector_adapter.h"
 #include "lmcache/conformance/reference_impls.h"
+#include "lmcache/conformance/testing/storage_descriptors.h"
 #include "lmcache/l1/l1_manager.h"
 #include "lmcache/serde/async_serde_processor.h"
 #include "lmcache/serde/fp8_serde.h"
 #include "lmcache/testing/memory_connector.h"
 #include "lmcache/testing/redis_server.h"
-#include "lmcache/testing/storage_descriptors.h"
 #include "lmcache/testing/temp_dir.h"
 #include "lmcache/wrapper/serde_l2_adapter_wrapper.h"
 
@@ -51,8 +51,7 @@ std::string load_reference_storage_source(const std::string& source, Registry& r
     return std::string("reference storage: unreadable source: ") + e.what();
   }
   try {
-    AdapterUnderTest bridge =
-        storage_testing::bridge_descriptor("bridge_memory", &bridge_over_memory);
+    AdapterUnderTest bridge = conformance::bridge_descriptor("bridge_memory", &bridge_over_memory);
     // Two bridges over one in-memory store: the reference native-connector format.
     bridge.reference.type = "bridge";
     bridge.reference.make_pair = [] {
@@ -67,13 +66,13 @@ std::string load_reference_storage_source(const std::string& source, Registry& r
     // The older connector shape (no per-key GET flags, no delete): the bridge probes before
     // it gets. No reference pair: without a connector delete, a delete hides a key from the
     // adapter that made it only.
-    AdapterUnderTest legacy = storage_testing::bridge_descriptor("bridge_legacy_memory", [] {
+    AdapterUnderTest legacy = conformance::bridge_descriptor("bridge_legacy_memory", [] {
       return bridge::make_native_connector_adapter(
           std::make_unique<storage_testing::LegacyMemoryConnector>());
     });
     registry.add_adapter(std::move(legacy));
     registry.add_adapter(
-        storage_testing::fp8_wrapped_descriptor("bridge_memory_fp8", &fp8_wrapper_over_bridge));
+        conformance::fp8_wrapped_descriptor("bridge_memory_fp8", &fp8_wrapper_over_bridge));
   } catch (const std::exception& e) {
     return std::string("reference storage: ") + e.what();
   }

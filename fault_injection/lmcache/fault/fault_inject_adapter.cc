@@ -27,7 +27,9 @@ using namespace fault_internal;
 
 FaultInjectL2Adapter::FaultInjectL2Adapter(L2AdapterPtr inner, FaultInjectOptions options,
                                            std::shared_ptr<FaultLog> log)
-    : ForwardingL2Adapter(std::move(inner)),
+    : L2AdapterBase("FaultInjectL2Adapter"),
+      inner_(inner ? std::move(inner)
+                   : throw std::invalid_argument("FaultInjectL2Adapter: inner adapter is null")),
       options_(std::move(options)),
       log_(log ? std::move(log) : std::make_shared<FaultLog>()),
       rng_(static_cast<std::uint64_t>(options_.seed())),
@@ -67,12 +69,6 @@ const char* FaultInjectL2Adapter::op_name(Op op) {
       return "load";
   }
   return "?";
-}
-
-void FaultInjectL2Adapter::check_open(const char* what) const {
-  if (closed_.load(std::memory_order_acquire)) {
-    throw std::logic_error(std::string("FaultInjectL2Adapter::") + what + " called after close()");
-  }
 }
 
 void FaultInjectL2Adapter::record(FaultKind kind, FaultEffect effect, const Task& task,
@@ -121,18 +117,8 @@ void FaultInjectL2Adapter::maybe_throw_at_submit(Op op, const std::vector<Object
 // ---------------------------------------------------------------------------------------------
 // Submits.
 
-int FaultInjectL2Adapter::get_store_event_fd() const { return store_done_.event_fd(); }
-int FaultInjectL2Adapter::get_lookup_and_lock_event_fd() const { return lookup_done_.event_fd(); }
-int FaultInjectL2Adapter::get_load_event_fd() const { return load_done_.event_fd(); }
-
-TaskId FaultInjectL2Adapter::submit_store_task(const std::vector<ObjectKey>& keys,
-                                               const std::vector<MemoryObjPtr>& objects) {
-  check_open("submit_store_task");
-  if (keys.size() != objects.size()) {
-    throw std::invalid_argument(
-        "FaultInjectL2Adapter::submit_store_task: " + std::to_string(keys.size()) + " keys but " +
-        std::to_string(objects.size()) + " objects");
-  }
+void FaultInjectL2Adapter::do_store(TaskId id, const std::vector<ObjectKey>& keys,
+                                    const std::vector<MemoryObjPtr>& objects) {
   const std::uint64_t index = decision_index(Op::kStore, keys);
   maybe_throw_at_submit(Op::kStore, keys, index);
   Task task;
@@ -151,9 +137,7 @@ TaskId FaultInjectL2Adapter::submit_store_task(const std::vector<ObjectKey>& key
   }
 
   std::lock_guard lock(mu_);
-  if (closing_)
-    throw std::logic_error("FaultInjectL2Adapter::submit_store_task called after close()");
-  const TaskId id = ids_.next();
+  if (closing_) throw_closed("submit_store_task");
   // Record before anything can complete: the pump needs mu_ to publish.
   if (task.fail_store) {
     record(FaultKind::kStoreFail, FaultEffect::kFailsTask, task, keys,
@@ -165,21 +149,15 @@ TaskId FaultInjectL2Adapter::submit_store_task(const std::vector<ObjectKey>& key
     Task& t = tasks_.emplace(id, std::move(task)).first->second;
     schedule_locked(id, t);
     pump_->wake();
-    return id;
+    return;
   }
   const TaskId inner_id = inner().submit_store_task(keys, objects);
   task.inner_id = inner_id;
   inner_to_outer_[static_cast<int>(Op::kStore)][inner_id] = id;
   tasks_.emplace(id, std::move(task));
-  return id;
 }
 
-std::map<TaskId, L2StoreResult> FaultInjectL2Adapter::pop_completed_store_tasks() {
-  return store_done_.take_all();
-}
-
-TaskId FaultInjectL2Adapter::submit_lookup_and_lock_task(const std::vector<ObjectKey>& keys) {
-  check_open("submit_lookup_and_lock_task");
+void FaultInjectL2Adapter::do_lookup_and_lock(TaskId id, const std::vector<ObjectKey>& keys) {
   const std::uint64_t index = decision_index(Op::kLookup, keys);
   maybe_throw_at_submit(Op::kLookup, keys, index);
   Task task;
@@ -188,35 +166,19 @@ TaskId FaultInjectL2Adapter::submit_lookup_and_lock_task(const std::vector<Objec
   task.index = index;
   task.submitted = Clock::now();
   std::lock_guard lock(mu_);
-  if (closing_) {
-    throw std::logic_error(
-        "FaultInjectL2Adapter::submit_lookup_and_lock_task called after close()");
-  }
-  const TaskId id = ids_.next();
+  if (closing_) throw_closed("submit_lookup_and_lock_task");
   const TaskId inner_id = inner().submit_lookup_and_lock_task(keys);
   task.inner_id = inner_id;
   inner_to_outer_[static_cast<int>(Op::kLookup)][inner_id] = id;
   tasks_.emplace(id, std::move(task));
-  return id;
 }
 
-std::optional<Bitmap> FaultInjectL2Adapter::query_lookup_and_lock_result(TaskId id) {
-  return lookup_done_.take(id);
-}
-
-void FaultInjectL2Adapter::submit_unlock(const std::vector<ObjectKey>& keys) {
-  check_open("submit_unlock");
+void FaultInjectL2Adapter::do_unlock(const std::vector<ObjectKey>& keys) {
   inner().submit_unlock(keys);
 }
 
-TaskId FaultInjectL2Adapter::submit_load_task(const std::vector<ObjectKey>& keys,
-                                              const std::vector<MemoryObjPtr>& objects) {
-  check_open("submit_load_task");
-  if (keys.size() != objects.size()) {
-    throw std::invalid_argument(
-        "FaultInjectL2Adapter::submit_load_task: " + std::to_string(keys.size()) + " keys but " +
-        std::to_string(objects.size()) + " objects");
-  }
+void FaultInjectL2Adapter::do_load(TaskId id, const std::vector<ObjectKey>& keys,
+                                   const std::vector<MemoryObjPtr>& objects) {
   const std::uint64_t index = decision_index(Op::kLoad, keys);
   maybe_throw_at_submit(Op::kLoad, keys, index);
   Task task;
@@ -227,23 +189,15 @@ TaskId FaultInjectL2Adapter::submit_load_task(const std::vector<ObjectKey>& keys
   task.submitted = Clock::now();
   task.hang = rng_.chance(options_.hang_rate, "hang", index);
   std::lock_guard lock(mu_);
-  if (closing_)
-    throw std::logic_error("FaultInjectL2Adapter::submit_load_task called after close()");
-  const TaskId id = ids_.next();
+  if (closing_) throw_closed("submit_load_task");
   if (task.hang) record(FaultKind::kHang, FaultEffect::kHang, task, keys, "");
   const TaskId inner_id = inner().submit_load_task(keys, objects);
   task.inner_id = inner_id;
   inner_to_outer_[static_cast<int>(Op::kLoad)][inner_id] = id;
   tasks_.emplace(id, std::move(task));
-  return id;
 }
 
-std::optional<Bitmap> FaultInjectL2Adapter::query_load_result(TaskId id) {
-  return load_done_.take(id);
-}
-
-void FaultInjectL2Adapter::delete_keys(const std::vector<ObjectKey>& keys) {
-  check_open("delete_keys");
+void FaultInjectL2Adapter::do_delete(const std::vector<ObjectKey>& keys) {
   inner().delete_keys(keys);
 }
 
@@ -445,23 +399,17 @@ void FaultInjectL2Adapter::complete_locked(TaskId id) {
   if (rng_.chance(options_.spurious_wakeup_rate, "spurious", t.index)) {
     static constexpr const char* kNames[] = {"store", "lookup", "load"};
     const auto which = rng_.below(3, "spurious_fd", t.index);
-    spurious_fd = which == 0   ? store_done_.event_fd()
-                  : which == 1 ? lookup_done_.event_fd()
-                               : load_done_.event_fd();
+    spurious_fd = which == 0   ? get_store_event_fd()
+                  : which == 1 ? get_lookup_and_lock_event_fd()
+                               : get_load_event_fd();
     // Recorded before the completion becomes visible, like every event.
     record(FaultKind::kSpuriousWakeup, FaultEffect::kNone, t, t.keys,
            std::string("extra notify on the ") + kNames[which] + " fd");
   }
-  switch (t.op) {
-    case Op::kStore:
-      store_done_.complete(id, *t.store_result);
-      break;
-    case Op::kLookup:
-      lookup_done_.complete(id, std::move(*t.bitmap));
-      break;
-    case Op::kLoad:
-      load_done_.complete(id, std::move(*t.bitmap));
-      break;
+  if (t.op == Op::kStore) {
+    complete(id, *t.store_result);
+  } else {
+    complete(id, std::move(*t.bitmap));
   }
   // A notify with no result behind it: a consumer must cope with an empty scan.
   if (spurious_fd >= 0) ::eventfd_write(spurious_fd, 1);
@@ -511,14 +459,12 @@ Json FaultInjectL2Adapter::report_status() const {
   fi["pump_errors"] = pump_->exceptions_swallowed();
   fi["stray_inner_results"] = stray_results_.load(std::memory_order_relaxed);
   fi["events_dropped"] = log_->dropped();
-  fi["closed"] = closed_.load(std::memory_order_acquire);
+  fi["closed"] = closing();
   status["fault_inject"] = std::move(fi);
   return status;
 }
 
-void FaultInjectL2Adapter::close() {
-  std::lock_guard close_lock(close_mu_);
-  if (closed_.load(std::memory_order_acquire)) return;
+void FaultInjectL2Adapter::do_close() {
   {
     std::lock_guard lock(mu_);
     closing_ = true;
@@ -542,10 +488,6 @@ void FaultInjectL2Adapter::close() {
     for (auto& m : inner_to_outer_) m.clear();
     schedule_->clear();
   }
-  store_done_.close();
-  lookup_done_.close();
-  load_done_.close();
-  closed_.store(true, std::memory_order_release);
 }
 
 // ---------------------------------------------------------------------------------------------

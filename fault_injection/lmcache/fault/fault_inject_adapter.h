@@ -46,16 +46,16 @@
 // rate rule uses BLAKE2b of each key as in Python. Every injected fault is recorded in a
 // FaultLog before its effect becomes visible.
 //
-// Threading model: the adapter owns its three event fds (one CompletionQueue per kind) and one
-// pump thread. submit_*() runs on the caller's thread: it draws the submit-time decisions
-// (throw, store failure, hang), forwards to the inner adapter and records the inner id under
-// the adapter's mutex, which it holds across the inner submit so that the pump can never see
-// an inner completion it cannot match. The pump polls the inner adapter's three fds, its own
-// wake fd and its schedule's next deadline; after every wake-up it pops / queries every
-// pending inner task, applies the completion-time faults (drops, corruption, truncation,
-// lookup misses, deletions of failed stores -- inner calls are made without the mutex held),
-// and schedules each result for publication (delay / hold). Publication is
-// CompletionQueue::complete(): the result is stored, then the fd notified once. The pump is the
+// Threading model: the adapter is an L2AdapterBase (lmcache/l2/l2_adapter_base.h: its own ids,
+// three event fds and validation) over the inner adapter, with one pump thread. submit_*() runs on
+// the caller's thread: it draws the submit-time decisions (throw, store failure, hang), forwards to
+// the inner adapter and records the inner id under the adapter's mutex, which it holds across the
+// inner submit so that the pump can never see an inner completion it cannot match. The pump polls
+// the inner adapter's three fds, its own wake fd and its schedule's next deadline; after every
+// wake-up it pops / queries every pending inner task, applies the completion-time faults (drops,
+// corruption, truncation, lookup misses, deletions of failed stores -- inner calls are made without
+// the mutex held), and schedules each result for publication (delay / hold). Publication is
+// L2AdapterBase::complete(): the result is stored, then the fd notified once. The pump is the
 // only thread that touches caller buffers after submit returns, and only between the inner
 // completion and publication, when neither the inner adapter nor the caller uses them.
 //
@@ -80,14 +80,13 @@
 #include <thread>
 #include <vector>
 
-#include "lmcache/core/completion_queue.h"
 #include "lmcache/core/event_notifier.h"
 #include "lmcache/fault/drop_rule.h"
 #include "lmcache/fault/fault_inject_options.h"
 #include "lmcache/fault/fault_log.h"
 #include "lmcache/fault/fault_rng.h"
 #include "lmcache/l2/adapter_registry.h"
-#include "lmcache/l2/forwarding_adapter.h"
+#include "lmcache/l2/l2_adapter_base.h"
 
 namespace lmcache {
 class PollLoop;  // lmcache/core/poll_loop.h
@@ -99,7 +98,7 @@ class PublicationSchedule;  // internal/publication_schedule.h
 
 namespace lmcache::fault {
 
-class FaultInjectL2Adapter final : public ForwardingL2Adapter {
+class FaultInjectL2Adapter final : public L2AdapterBase {
  public:
   static constexpr std::string_view kTypeName = "fault_inject";
 
@@ -116,26 +115,21 @@ class FaultInjectL2Adapter final : public ForwardingL2Adapter {
   FaultInjectL2Adapter(const FaultInjectL2Adapter&) = delete;
   FaultInjectL2Adapter& operator=(const FaultInjectL2Adapter&) = delete;
 
-  // The adapter's own fds (-1 after close()), pairwise distinct and distinct from the inner's.
-  int get_store_event_fd() const override;
-  int get_lookup_and_lock_event_fd() const override;
-  int get_load_event_fd() const override;
-
-  // submit_*()
-  //
-  // As L2AdapterInterface, plus: may throw InjectedFault (submit_throw_rate); exceptions of
-  // the inner submit propagate unchanged. Throws std::invalid_argument when the lists differ
-  // in length, std::logic_error after close().
-  TaskId submit_store_task(const std::vector<ObjectKey>& keys,
-                           const std::vector<MemoryObjPtr>& objects) override;
-  std::map<TaskId, L2StoreResult> pop_completed_store_tasks() override;
-  TaskId submit_lookup_and_lock_task(const std::vector<ObjectKey>& keys) override;
-  std::optional<Bitmap> query_lookup_and_lock_result(TaskId id) override;
-  void submit_unlock(const std::vector<ObjectKey>& keys) override;
-  TaskId submit_load_task(const std::vector<ObjectKey>& keys,
-                          const std::vector<MemoryObjPtr>& objects) override;
-  std::optional<Bitmap> query_load_result(TaskId id) override;
-  void delete_keys(const std::vector<ObjectKey>& keys) override;
+  // L2AdapterInterface. The fds are the adapter's own (-1 after close()), pairwise distinct and
+  // distinct from the inner's. The submits are as L2AdapterInterface, plus: they may throw
+  // InjectedFault (submit_throw_rate); exceptions of the inner submit propagate unchanged. They
+  // throw std::invalid_argument when the lists differ in length, std::logic_error after
+  // close(). Lending, usage, eviction and listeners are the inner adapter's.
+  std::vector<MemoryObjPtr> lend_store_buffers(const std::vector<ObjectKey>& keys,
+                                               const MemoryLayoutDesc& layout) override {
+    return inner_->lend_store_buffers(keys, layout);
+  }
+  std::uint64_t lent_bytes_outstanding() const override { return inner_->lent_bytes_outstanding(); }
+  AdapterUsage get_usage() const override { return inner_->get_usage(); }
+  bool supports_global_eviction() const override { return inner_->supports_global_eviction(); }
+  void register_listener(std::shared_ptr<L2AdapterListener> listener) override {
+    inner_->register_listener(std::move(listener));
+  }
 
   // report_status()
   //
@@ -144,8 +138,8 @@ class FaultInjectL2Adapter final : public ForwardingL2Adapter {
   // "pump_errors", "stray_inner_results", "events_dropped" (FaultLog::dropped()), "closed"}.
   Json report_status() const override;
 
-  void close() override;
-
+  L2AdapterInterface& inner() { return *inner_; }
+  const L2AdapterInterface& inner() const { return *inner_; }
   const FaultInjectOptions& options() const { return options_; }
   FaultLog& fault_log() { return *log_; }
   const std::shared_ptr<FaultLog>& fault_log_ptr() const { return log_; }
@@ -161,6 +155,16 @@ class FaultInjectL2Adapter final : public ForwardingL2Adapter {
   // Where the newest unpublished task whose keys include `key` is ("load task 7 (inner 12):
   // at the inner adapter for 3.2 s"), or "no unpublished task" -- for watchdog messages.
   std::string describe_task(const ObjectKey& key) const;
+
+ protected:
+  void do_store(TaskId id, const std::vector<ObjectKey>& keys,
+                const std::vector<MemoryObjPtr>& objects) override;
+  void do_lookup_and_lock(TaskId id, const std::vector<ObjectKey>& keys) override;
+  void do_unlock(const std::vector<ObjectKey>& keys) override;
+  void do_load(TaskId id, const std::vector<ObjectKey>& keys,
+               const std::vector<MemoryObjPtr>& objects) override;
+  void do_delete(const std::vector<ObjectKey>& keys) override;
+  void do_close() override;
 
  private:
   enum class Op : std::uint8_t { kStore, kLookup, kLoad };
@@ -185,7 +189,6 @@ class FaultInjectL2Adapter final : public ForwardingL2Adapter {
   };
 
   static const char* op_name(Op op);
-  void check_open(const char* what) const;
   // Records an event about `task` (the detail is prefixed with its op).
   void record(FaultKind kind, FaultEffect effect, const Task& task, std::vector<ObjectKey> keys,
               std::string detail, bool effective = true,
@@ -214,15 +217,11 @@ class FaultInjectL2Adapter final : public ForwardingL2Adapter {
   void complete_locked(TaskId id);
   Clock::time_point next_deadline_locked() const;
 
+  const L2AdapterPtr inner_;
   FaultInjectOptions options_;
   std::shared_ptr<FaultLog> log_;
   FaultRng rng_;
   OccurrenceCounter occurrences_;
-
-  TaskIdCounter ids_;
-  CompletionQueue<L2StoreResult> store_done_;
-  CompletionQueue<Bitmap> lookup_done_;
-  CompletionQueue<Bitmap> load_done_;
 
   mutable std::mutex mu_;
   std::map<TaskId, Task> tasks_;                // unpublished tasks; guarded by mu_
@@ -232,8 +231,6 @@ class FaultInjectL2Adapter final : public ForwardingL2Adapter {
   bool closing_ = false;                         // guarded by mu_
   std::atomic<std::uint64_t> stray_results_{0};  // inner store results we never submitted
 
-  std::mutex close_mu_;
-  std::atomic<bool> closed_{false};
   // The pump: polls the inner's three fds, wakes for the schedule's next deadline, collects
   // and publishes. Last: it starts once everything above exists.
   std::unique_ptr<PollLoop> pump_;

@@ -35,21 +35,6 @@ std::uint64_t gb_to_bytes(const std::string& prefix, const std::string& key, dou
   return out;
 }
 
-void check_batch(const char* what, const std::vector<ObjectKey>& keys,
-                 const std::vector<MemoryObjPtr>& objects) {
-  if (keys.size() != objects.size()) {
-    throw std::invalid_argument(std::string("MockL2Adapter::") + what + ": " +
-                                std::to_string(keys.size()) + " keys but " +
-                                std::to_string(objects.size()) + " objects");
-  }
-  for (std::size_t i = 0; i < objects.size(); ++i) {
-    if (!objects[i]) {
-      throw std::invalid_argument(std::string("MockL2Adapter::") + what + ": objects[" +
-                                  std::to_string(i) + "] is null");
-    }
-  }
-}
-
 }  // namespace
 
 // --- lent store buffers -----------------------------------------------------------------------
@@ -141,7 +126,8 @@ std::unique_ptr<MockL2Adapter> MockL2Adapter::from_json(const Json& config) {
 }
 
 MockL2Adapter::MockL2Adapter(MockL2AdapterOptions options)
-    : options_(options),
+    : L2AdapterBase("MockL2Adapter"),
+      options_(options),
       usage_(options.max_capacity_bytes),
       ledger_(std::make_shared<LendLedger>()) {
   if (options_.max_capacity_bytes == 0) {
@@ -155,10 +141,6 @@ MockL2Adapter::MockL2Adapter(MockL2AdapterOptions options)
 
 MockL2Adapter::~MockL2Adapter() { close(); }
 
-int MockL2Adapter::get_store_event_fd() const { return store_done_.event_fd(); }
-int MockL2Adapter::get_lookup_and_lock_event_fd() const { return lookup_done_.event_fd(); }
-int MockL2Adapter::get_load_event_fd() const { return load_done_.event_fd(); }
-
 // --- scheduling ---------------------------------------------------------------------------
 
 bool MockL2Adapter::schedule(Clock::time_point due, Step step) {
@@ -171,21 +153,17 @@ bool MockL2Adapter::schedule(Clock::time_point due, Step step) {
   return true;
 }
 
-TaskId MockL2Adapter::submit(const char* what, bool with_id, Body body) {
-  TaskId id = 0;
+void MockL2Adapter::submit(const char* what, Body body) {
   Clock::time_point now;
   {
     // Under the schedule lock, so no task slips in after close() flips closed_.
     std::lock_guard lock(sched_mu_);
-    if (closed_.load(std::memory_order_relaxed)) {
-      throw std::logic_error(std::string("MockL2Adapter::") + what + " after close()");
-    }
-    if (with_id) id = ids_.next();
+    if (closed_.load(std::memory_order_relaxed)) throw_closed(what);
     // Reading the clock under the lock keeps due times in submission order.
     now = Clock::now();
     if (!options_.run_when_idle || busy_ || !schedule_.empty()) {
       schedule_.emplace(std::make_pair(now, next_seq_++),
-                        [body = std::move(body), id, now] { body(id, now); });
+                        [body = std::move(body), now] { body(now); });
       body = nullptr;
     } else {
       busy_ = true;  // later submits queue behind this task; the worker waits for it
@@ -194,10 +172,10 @@ TaskId MockL2Adapter::submit(const char* what, bool with_id, Body body) {
   }
   if (!body) {
     sched_cv_.notify_one();
-    return id;
+    return;
   }
   try {
-    body(id, now);
+    body(now);
   } catch (...) {
     // As on the worker: the bodies turn their own failures into failed results.
   }
@@ -209,7 +187,6 @@ TaskId MockL2Adapter::submit(const char* what, bool with_id, Body body) {
     // Under the lock: a close() that sees !busy_ may return and destroy the adapter at once.
     sched_cv_.notify_all();  // the worker (tasks queued meanwhile) and a waiting close()
   }
-  return id;
 }
 
 MockL2Adapter::Clock::time_point MockL2Adapter::due_after(Clock::time_point submitted,
@@ -263,9 +240,8 @@ void MockL2Adapter::worker_loop() {
 
 // --- submits --------------------------------------------------------------------------------
 
-TaskId MockL2Adapter::submit_store_task(const std::vector<ObjectKey>& keys,
-                                        const std::vector<MemoryObjPtr>& objects) {
-  check_batch("submit_store_task", keys, objects);
+void MockL2Adapter::do_store(TaskId id, const std::vector<ObjectKey>& keys,
+                             const std::vector<MemoryObjPtr>& objects) {
   // Sizes are fixed at submit: what the caller handed us is what we store. Lent buffers are
   // adopted here, so the caller's last write happened before (it does not write after submit).
   std::vector<std::uint64_t> sizes(objects.size());
@@ -274,88 +250,57 @@ TaskId MockL2Adapter::submit_store_task(const std::vector<ObjectKey>& keys,
     sizes[i] = objects[i]->size();
     adopted[i] = ledger_->adopt(keys[i], objects[i]->data());
   }
-  return submit("submit_store_task", true,
-                [this, keys, objects, sizes, adopted](TaskId id, Clock::time_point submitted) {
-                  L2StoreResult result = L2StoreResult::failure();
-                  try {
-                    result = run_store(keys, objects, sizes, adopted);
-                  } catch (...) {
-                    result = L2StoreResult::failure();  // e.g. std::bad_alloc while copying
-                  }
-                  complete_at(due_after(submitted, result.bytes_transferred()),
-                              [this, id, result] { store_done_.complete(id, result); });
-                });
+  submit("submit_store_task",
+         [this, id, keys, objects, sizes, adopted](Clock::time_point submitted) {
+           L2StoreResult result = L2StoreResult::failure();
+           try {
+             result = run_store(keys, objects, sizes, adopted);
+           } catch (...) {
+             result = L2StoreResult::failure();  // e.g. std::bad_alloc while copying
+           }
+           complete_at(due_after(submitted, result.bytes_transferred()),
+                       [this, id, result] { complete(id, result); });
+         });
 }
 
-TaskId MockL2Adapter::submit_lookup_and_lock_task(const std::vector<ObjectKey>& keys) {
+void MockL2Adapter::do_lookup_and_lock(TaskId id, const std::vector<ObjectKey>& keys) {
   // Lookups move no bytes: completed as soon as they ran.
-  return submit("submit_lookup_and_lock_task", true, [this, keys](TaskId id, Clock::time_point) {
-    lookup_done_.complete(id, run_lookup(keys));
+  submit("submit_lookup_and_lock_task",
+         [this, id, keys](Clock::time_point) { complete(id, run_lookup(keys)); });
+}
+
+void MockL2Adapter::do_unlock(const std::vector<ObjectKey>& keys) {
+  submit("submit_unlock", [this, keys](Clock::time_point) { run_unlock(keys); });
+}
+
+void MockL2Adapter::do_load(TaskId id, const std::vector<ObjectKey>& keys,
+                            const std::vector<MemoryObjPtr>& objects) {
+  submit("submit_load_task", [this, id, keys, objects](Clock::time_point submitted) {
+    std::uint64_t moved = 0;
+    Bitmap bits(keys.size());
+    try {
+      bits = run_load(keys, objects, &moved);
+    } catch (...) {
+      bits = Bitmap(keys.size());  // nothing counts as loaded
+      moved = 0;
+    }
+    complete_at(due_after(submitted, moved), [this, id, bits] { complete(id, bits); });
   });
 }
 
-void MockL2Adapter::submit_unlock(const std::vector<ObjectKey>& keys) {
-  submit("submit_unlock", false, [this, keys](TaskId, Clock::time_point) { run_unlock(keys); });
-}
-
-TaskId MockL2Adapter::submit_load_task(const std::vector<ObjectKey>& keys,
-                                       const std::vector<MemoryObjPtr>& objects) {
-  check_batch("submit_load_task", keys, objects);
-  return submit("submit_load_task", true,
-                [this, keys, objects](TaskId id, Clock::time_point submitted) {
-                  std::uint64_t moved = 0;
-                  Bitmap bits(keys.size());
-                  try {
-                    bits = run_load(keys, objects, &moved);
-                  } catch (...) {
-                    bits = Bitmap(keys.size());  // nothing counts as loaded
-                    moved = 0;
-                  }
-                  complete_at(due_after(submitted, moved), [this, id, bits] {
-                    load_done_.complete(id, LoadOutcome{bits, std::nullopt});
-                  });
-                });
-}
-
-TaskId MockL2Adapter::submit_load_view_task(const std::vector<ObjectKey>& keys) {
-  if (!options_.lend_load_views) return L2AdapterInterface::submit_load_view_task(keys);
-  return submit(
-      "submit_load_view_task", true, [this, keys](TaskId id, Clock::time_point submitted) {
-        std::uint64_t moved = 0;
-        L2LoadViews result;
-        try {
-          result = run_load_views(keys, &moved);
-        } catch (...) {
-          // Nothing counts as loaded.
-          result = L2LoadViews{Bitmap(keys.size()), std::vector<MemoryObjPtr>(keys.size())};
-          moved = 0;
-        }
-        complete_at(due_after(submitted, moved), [this, id, result] {
-          load_done_.complete(id, LoadOutcome{result.loaded, result.views});
-        });
-      });
-}
-
-// --- results --------------------------------------------------------------------------------
-
-std::map<TaskId, L2StoreResult> MockL2Adapter::pop_completed_store_tasks() {
-  return store_done_.take_all();
-}
-
-std::optional<Bitmap> MockL2Adapter::query_lookup_and_lock_result(TaskId id) {
-  return lookup_done_.take(id);
-}
-
-std::optional<Bitmap> MockL2Adapter::query_load_result(TaskId id) {
-  auto outcome = load_done_.take_if(id, [](const LoadOutcome& o) { return !o.views; });
-  if (!outcome) return std::nullopt;
-  return std::move(outcome->bits);
-}
-
-std::optional<L2LoadViews> MockL2Adapter::query_load_view_result(TaskId id) {
-  auto outcome = load_done_.take_if(id, [](const LoadOutcome& o) { return o.views.has_value(); });
-  if (!outcome) return std::nullopt;
-  return L2LoadViews{std::move(outcome->bits), std::move(*outcome->views)};
+void MockL2Adapter::do_load_view(TaskId id, const std::vector<ObjectKey>& keys) {
+  submit("submit_load_view_task", [this, id, keys](Clock::time_point submitted) {
+    std::uint64_t moved = 0;
+    L2LoadViews result;
+    try {
+      result = run_load_views(keys, &moved);
+    } catch (...) {
+      // Nothing counts as loaded.
+      result = L2LoadViews{Bitmap(keys.size()), std::vector<MemoryObjPtr>(keys.size())};
+      moved = 0;
+    }
+    complete_at(due_after(submitted, moved), [this, id, result] { complete(id, result); });
+  });
 }
 
 // --- task bodies (worker thread) -------------------------------------------------------------
@@ -554,10 +499,8 @@ std::uint64_t MockL2Adapter::lent_bytes_outstanding() const {
   return ledger_->outstanding;
 }
 
-void MockL2Adapter::delete_keys(const std::vector<ObjectKey>& keys) {
-  if (closed_.load(std::memory_order_acquire)) {
-    throw std::logic_error("MockL2Adapter::delete_keys after close()");
-  }
+void MockL2Adapter::do_delete(const std::vector<ObjectKey>& keys) {
+  if (closed_.load(std::memory_order_acquire)) throw_closed("delete_keys");
   std::vector<ObjectKey> removed;
   std::vector<std::uint64_t> sizes;
   {
@@ -593,8 +536,7 @@ Json MockL2Adapter::report_status() const {
               {"max_capacity_bytes", options_.max_capacity_bytes}};
 }
 
-void MockL2Adapter::close() {
-  std::lock_guard close_lock(close_mu_);
+void MockL2Adapter::do_close() {
   if (worker_.joinable() && worker_.get_id() == std::this_thread::get_id()) {
     throw std::logic_error("MockL2Adapter::close() called from its own worker (a listener?)");
   }
@@ -617,9 +559,6 @@ void MockL2Adapter::close() {
     dropped.swap(schedule_);
   }
   dropped.clear();
-  store_done_.close();
-  lookup_done_.close();
-  load_done_.close();
 }
 
 // --- debug ---------------------------------------------------------------------------------

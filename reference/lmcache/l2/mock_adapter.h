@@ -47,8 +47,8 @@
 // hand-off to the worker and back, which on a VM whose idle vCPU wakes slowly costs more than
 // a fast store itself (bench/RESULTS.md).
 //
-// Ids: one TaskIdCounter shared by store, lookup and load (0, 1, 2, ...); three
-// CompletionQueues give three distinct eventfds, each signalled once per completed task.
+// Ids, fds, validation and close()'s order come from L2AdapterBase (l2_adapter_base.h): the mock
+// writes only its do_*() steps.
 //
 // close(): idempotent. It rejects new submits, stops and joins the worker, and closes the
 // three fds. Tasks still scheduled are dropped and never signalled (as the Python mock, which
@@ -77,8 +77,8 @@
 #include <utility>
 #include <vector>
 
-#include "lmcache/core/completion_queue.h"
 #include "lmcache/l2/l2_adapter.h"
+#include "lmcache/l2/l2_adapter_base.h"
 #include "lmcache/l2/usage_tracker.h"
 
 namespace lmcache {
@@ -105,7 +105,7 @@ struct MockL2AdapterOptions {
   static MockL2AdapterOptions from_gb(double max_size_gb, double mock_bandwidth_gb);
 };
 
-class MockL2Adapter final : public L2AdapterInterface {
+class MockL2Adapter final : public L2AdapterBase {
  public:
   static constexpr std::string_view kTypeName = "mock";
 
@@ -135,38 +135,18 @@ class MockL2Adapter final : public L2AdapterInterface {
   MockL2Adapter(const MockL2Adapter&) = delete;
   MockL2Adapter& operator=(const MockL2Adapter&) = delete;
 
-  // L2AdapterInterface. Every submit_*() throws std::invalid_argument when the lists differ in
-  // length or an object is null (naming the index), std::logic_error after close().
-  int get_store_event_fd() const override;
-  int get_lookup_and_lock_event_fd() const override;
-  int get_load_event_fd() const override;
-
-  TaskId submit_store_task(const std::vector<ObjectKey>& keys,
-                           const std::vector<MemoryObjPtr>& objects) override;
-  std::map<TaskId, L2StoreResult> pop_completed_store_tasks() override;
-
-  TaskId submit_lookup_and_lock_task(const std::vector<ObjectKey>& keys) override;
-  std::optional<Bitmap> query_lookup_and_lock_result(TaskId id) override;
-
-  // Runs on the worker in submission order, so it applies after every lookup submitted before.
-  void submit_unlock(const std::vector<ObjectKey>& keys) override;
-
-  TaskId submit_load_task(const std::vector<ObjectKey>& keys,
-                          const std::vector<MemoryObjPtr>& objects) override;
-  std::optional<Bitmap> query_load_result(TaskId id) override;
+  // L2AdapterInterface (the submits, queries and close() are L2AdapterBase's). Every submit
+  // throws std::invalid_argument when the lists differ in length or an object is null (naming
+  // the index), std::logic_error after close(); submit_unlock() runs on the worker in
+  // submission order, so it applies after every lookup submitted before; delete_keys() is
+  // synchronous: it removes the present keys (locked or not; lock counts are left alone),
+  // shrinks the usage and notifies listeners with the removed sizes.
   bool supports_load_views() const override { return options_.lend_load_views; }
-  TaskId submit_load_view_task(const std::vector<ObjectKey>& keys) override;
-  std::optional<L2LoadViews> query_load_view_result(TaskId id) override;
 
   // See the header comment ("Lent store buffers"). Throws std::logic_error after close().
   std::vector<MemoryObjPtr> lend_store_buffers(const std::vector<ObjectKey>& keys,
                                                const MemoryLayoutDesc& layout) override;
   std::uint64_t lent_bytes_outstanding() const override;
-
-  // Synchronous: removes the present keys (locked or not; lock counts are left alone), shrinks
-  // the usage and notifies listeners with the removed sizes. Throws std::logic_error after
-  // close().
-  void delete_keys(const std::vector<ObjectKey>& keys) override;
 
   AdapterUsage get_usage() const override;
   // Always true (the capacity is > 0).
@@ -177,8 +157,6 @@ class MockL2Adapter final : public L2AdapterInterface {
   // {"is_healthy", "type": "MockL2Adapter", "stored_object_count", "locked_key_count",
   //  "current_size_bytes", "max_capacity_bytes"}; is_healthy turns false once closed.
   Json report_status() const override;
-
-  void close() override;
 
   // Debug helpers (Python `debug_*`); consistent snapshots, usable after close().
   std::size_t stored_object_count() const;
@@ -192,6 +170,17 @@ class MockL2Adapter final : public L2AdapterInterface {
   std::uint64_t current_size_bytes() const;
 
   const MockL2AdapterOptions& options() const { return options_; }
+
+ protected:
+  void do_store(TaskId id, const std::vector<ObjectKey>& keys,
+                const std::vector<MemoryObjPtr>& objects) override;
+  void do_lookup_and_lock(TaskId id, const std::vector<ObjectKey>& keys) override;
+  void do_unlock(const std::vector<ObjectKey>& keys) override;
+  void do_load(TaskId id, const std::vector<ObjectKey>& keys,
+               const std::vector<MemoryObjPtr>& objects) override;
+  void do_load_view(TaskId id, const std::vector<ObjectKey>& keys) override;
+  void do_delete(const std::vector<ObjectKey>& keys) override;
+  void do_close() override;
 
  private:
   using Clock = std::chrono::steady_clock;
@@ -215,11 +204,11 @@ class MockL2Adapter final : public L2AdapterInterface {
   // Returns false, dropping the step, once the worker is stopping.
   bool schedule(Clock::time_point due, Step step);
 
-  // Checks `closed_`, draws an id when `with_id`, and schedules body(id, submit_time) to run
-  // now (after every earlier submit), or runs it here (run_when_idle, nothing scheduled, no
-  // step running). Throws std::logic_error naming `what` after close().
-  using Body = std::function<void(TaskId, Clock::time_point)>;
-  TaskId submit(const char* what, bool with_id, Body body);
+  // Checks `closed_` and schedules body(submit_time) to run now (after every earlier submit),
+  // or runs it here (run_when_idle, nothing scheduled, no step running). Throws
+  // std::logic_error naming `what` after close().
+  using Body = std::function<void(Clock::time_point)>;
+  void submit(const char* what, Body body);
 
   // Task bodies, run on the worker.
   // adopted[i]: objects[i] is a lent buffer adopted at submit (kept, not copied).
@@ -247,15 +236,6 @@ class MockL2Adapter final : public L2AdapterInterface {
 
   const MockL2AdapterOptions options_;
 
-  TaskIdCounter ids_;  // shared by store, lookup and load
-  CompletionQueue<L2StoreResult> store_done_;
-  CompletionQueue<Bitmap> lookup_done_;
-  // Plain loads and view loads share the load fd: one queue, each query taking its own kind.
-  struct LoadOutcome {
-    Bitmap bits;
-    std::optional<std::vector<MemoryObjPtr>> views;  // set for a view load
-  };
-  CompletionQueue<LoadOutcome> load_done_;
   UsageTracker usage_;
   const std::shared_ptr<LendLedger> ledger_;
 
@@ -271,14 +251,15 @@ class MockL2Adapter final : public L2AdapterInterface {
   std::condition_variable sched_cv_;
   std::map<std::pair<Clock::time_point, std::uint64_t>, Step> schedule_;
   std::uint64_t next_seq_ = 0;
-  std::atomic<bool> closed_{false};  // written under sched_mu_; read anywhere
+  // The worker's own stop flag (the base refuses submits first; this also catches a submit that
+  // raced with close()). Written under sched_mu_; read anywhere.
+  std::atomic<bool> closed_{false};
   // A step is running (on the worker or, with run_when_idle, on a submitter), and on which
   // thread: steps never overlap, so tasks keep submission order; close() waits for the step.
   bool busy_ = false;         // guarded by sched_mu_
   std::thread::id runner_{};  // guarded by sched_mu_
 
-  std::mutex close_mu_;  // serialises close() callers
-  std::thread worker_;   // last: starts after everything above exists
+  std::thread worker_;  // last: starts after everything above exists
 };
 
 }  // namespace lmcache

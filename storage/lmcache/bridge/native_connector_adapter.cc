@@ -22,31 +22,13 @@
 
 namespace lmcache::bridge {
 
-namespace {
-
-void check_batch(const char* what, const std::vector<ObjectKey>& keys,
-                 const std::vector<MemoryObjPtr>& objects) {
-  if (keys.size() != objects.size()) {
-    throw std::invalid_argument(std::string("NativeConnectorL2Adapter::") + what + ": " +
-                                std::to_string(keys.size()) + " keys but " +
-                                std::to_string(objects.size()) + " objects");
-  }
-  for (std::size_t i = 0; i < objects.size(); ++i) {
-    if (!objects[i]) {
-      throw std::invalid_argument(std::string("NativeConnectorL2Adapter::") + what + ": objects[" +
-                                  std::to_string(i) + "] is null");
-    }
-  }
-}
-
-}  // namespace
-
 // ---------------------------------------------------------------------------------------------
 // Construction.
 
 NativeConnectorL2Adapter::NativeConnectorL2Adapter(ErasedConnectorPtr connector,
                                                    NativeConnectorAdapterOptions options)
-    : options_(std::move(options)),
+    : L2AdapterBase("NativeConnectorL2Adapter"),
+      options_(std::move(options)),
       codec_(options_.key_namespace),
       connector_(connector ? std::move(connector)
                            : throw std::invalid_argument(
@@ -90,12 +72,6 @@ NativeConnectorL2Adapter::~NativeConnectorL2Adapter() {
   } catch (...) {
   }
 }
-
-int NativeConnectorL2Adapter::get_store_event_fd() const { return store_done_.event_fd(); }
-int NativeConnectorL2Adapter::get_lookup_and_lock_event_fd() const {
-  return lookup_done_.event_fd();
-}
-int NativeConnectorL2Adapter::get_load_event_fd() const { return load_done_.event_fd(); }
 
 void NativeConnectorL2Adapter::check_open_locked(const char* what) const {
   if (closed_) {
@@ -298,142 +274,134 @@ void NativeConnectorL2Adapter::start_batches_locked(Task& task, std::uint64_t se
 // Submits.
 
 template <class Plan>
-TaskId NativeConnectorL2Adapter::submit_task(const char* what, Plan&& plan) {
+void NativeConnectorL2Adapter::submit_task(const char* what, Plan&& plan) {
   Outbox out;
   std::vector<Submission> subs;
-  TaskId id = 0;
   std::optional<CallerGuard> guard;
   {
     std::lock_guard lock(mu_);
     enter_locked(what);
     guard.emplace(*this);
-    id = ids_.next();
-    plan(id, out, subs);
+    plan(out, subs);
   }
   run(out);
   if (!subs.empty()) launch(std::move(subs));
-  return id;
 }
 
-TaskId NativeConnectorL2Adapter::submit_store_task(const std::vector<ObjectKey>& keys,
-                                                   const std::vector<MemoryObjPtr>& objects) {
-  check_batch("submit_store_task", keys, objects);
+void NativeConnectorL2Adapter::do_store(TaskId id, const std::vector<ObjectKey>& keys,
+                                        const std::vector<MemoryObjPtr>& objects) {
   std::vector<std::uint64_t> sizes(objects.size());
   for (std::size_t i = 0; i < objects.size(); ++i) sizes[i] = objects[i]->size();
-  return submit_task(
-      "submit_store_task", [&](TaskId id, Outbox& out, std::vector<Submission>& subs) {
-        if (keys.empty()) {
-          out.add([this, id] { store_done_.complete(id, L2StoreResult::success(0)); });
-        } else {
-          Task t;
-          t.kind = TaskKind::kStore;
-          t.l2_id = id;
-          std::unordered_set<ObjectKey> seen;
-          std::uint64_t needed = 0;
-          for (std::size_t i = 0; i < keys.size(); ++i) {
-            if (!seen.insert(keys[i]).second) continue;  // the first copy in a batch wins
-            t.sent.push_back(i);
-            t.bytes_sent += sizes[i];
-            if (!keys_->is_known(keys[i])) needed += sizes[i];
-          }
-          const std::uint64_t cap = options_.max_capacity_bytes;
-          if ((cap > 0 &&
-               (needed > cap || usage_.total_bytes_used() + reserved_bytes_ > cap - needed)) ||
-              !admit_locked(t)) {
-            ++stats_.failed_stores;  // all or nothing: nothing is sent
-            out.add([this, id] { store_done_.complete(id, L2StoreResult::failure()); });
-          } else {
-            if (cap > 0) {
-              t.reserved = needed;
-              reserved_bytes_ += needed;
-            }
-            t.keys = keys;
-            t.objects = objects;
-            t.lens = std::move(sizes);
-            const std::uint64_t serial = add_task_locked(std::move(t));
-            Task& task = tasks_.at(serial);
-            start_batches_locked(task, serial, Op::kSet, task.sent, subs);
-          }
+  submit_task("submit_store_task", [&](Outbox& out, std::vector<Submission>& subs) {
+    if (keys.empty()) {
+      out.add([this, id] { complete(id, L2StoreResult::success(0)); });
+    } else {
+      Task t;
+      t.kind = TaskKind::kStore;
+      t.l2_id = id;
+      std::unordered_set<ObjectKey> seen;
+      std::uint64_t needed = 0;
+      for (std::size_t i = 0; i < keys.size(); ++i) {
+        if (!seen.insert(keys[i]).second) continue;  // the first copy in a batch wins
+        t.sent.push_back(i);
+        t.bytes_sent += sizes[i];
+        if (!keys_->is_known(keys[i])) needed += sizes[i];
+      }
+      const std::uint64_t cap = options_.max_capacity_bytes;
+      if ((cap > 0 &&
+           (needed > cap || usage_.total_bytes_used() + reserved_bytes_ > cap - needed)) ||
+          !admit_locked(t)) {
+        ++stats_.failed_stores;  // all or nothing: nothing is sent
+        out.add([this, id] { complete(id, L2StoreResult::failure()); });
+      } else {
+        if (cap > 0) {
+          t.reserved = needed;
+          reserved_bytes_ += needed;
         }
-      });
+        t.keys = keys;
+        t.objects = objects;
+        t.lens = std::move(sizes);
+        const std::uint64_t serial = add_task_locked(std::move(t));
+        Task& task = tasks_.at(serial);
+        start_batches_locked(task, serial, Op::kSet, task.sent, subs);
+      }
+    }
+  });
 }
 
-TaskId NativeConnectorL2Adapter::submit_lookup_and_lock_task(const std::vector<ObjectKey>& keys) {
-  return submit_task(
-      "submit_lookup_and_lock_task", [&](TaskId id, Outbox& out, std::vector<Submission>& subs) {
-        Task t;
-        if (keys.empty() || !admit_locked(t)) {
-          out.add([this, id, n = keys.size()] { lookup_done_.complete(id, Bitmap(n)); });
-        } else {
-          t.kind = TaskKind::kLookup;
-          t.l2_id = id;
-          t.keys = keys;
-          t.hit.assign(keys.size(), 0);
-          t.epoch = keys_->epoch();
-          t.pending = 1;
-          const std::uint64_t serial = add_task_locked(std::move(t));
-          Submission s;
-          s.batch.op = Op::kExists;
-          s.batch.task = serial;
-          for (std::size_t i = 0; i < keys.size(); ++i) {
-            s.keys.push_back(codec_.encode(keys[i]));
-            s.batch.idx.push_back(i);
-          }
-          subs.push_back(std::move(s));
-        }
-      });
+void NativeConnectorL2Adapter::do_lookup_and_lock(TaskId id, const std::vector<ObjectKey>& keys) {
+  submit_task("submit_lookup_and_lock_task", [&](Outbox& out, std::vector<Submission>& subs) {
+    Task t;
+    if (keys.empty() || !admit_locked(t)) {
+      out.add([this, id, n = keys.size()] { complete(id, Bitmap(n)); });
+    } else {
+      t.kind = TaskKind::kLookup;
+      t.l2_id = id;
+      t.keys = keys;
+      t.hit.assign(keys.size(), 0);
+      t.epoch = keys_->epoch();
+      t.pending = 1;
+      const std::uint64_t serial = add_task_locked(std::move(t));
+      Submission s;
+      s.batch.op = Op::kExists;
+      s.batch.task = serial;
+      for (std::size_t i = 0; i < keys.size(); ++i) {
+        s.keys.push_back(codec_.encode(keys[i]));
+        s.batch.idx.push_back(i);
+      }
+      subs.push_back(std::move(s));
+    }
+  });
 }
 
-void NativeConnectorL2Adapter::submit_unlock(const std::vector<ObjectKey>& keys) {
+void NativeConnectorL2Adapter::do_unlock(const std::vector<ObjectKey>& keys) {
   std::lock_guard lock(mu_);
   for (const ObjectKey& key : keys) keys_->unlock(key);  // per occurrence
 }
 
-TaskId NativeConnectorL2Adapter::submit_load_task(const std::vector<ObjectKey>& keys,
-                                                  const std::vector<MemoryObjPtr>& objects) {
-  check_batch("submit_load_task", keys, objects);
-  return submit_task(
-      "submit_load_task", [&](TaskId id, Outbox& out, std::vector<Submission>& subs) {
-        Task t;
-        t.kind = TaskKind::kLoad;
-        t.l2_id = id;
-        t.keys = keys;
-        t.objects = objects;
-        t.lens.assign(keys.size(), 0);
-        t.hit.assign(keys.size(), 0);
-        t.epoch = keys_->epoch();
-        std::vector<std::size_t> eligible;
-        for (std::size_t i = 0; i < keys.size(); ++i) {
-          if (keys_->tombstoned(keys[i])) continue;  // hidden: never fetched into the destination
-          if (std::optional<std::uint64_t> known = keys_->known_size(keys[i])) {
-            if (*known > objects[i]->physical_size()) continue;  // would overrun
-            t.lens[i] = *known;
-          } else {
-            t.lens[i] = objects[i]->size();
-          }
-          eligible.push_back(i);
-        }
-        if (eligible.empty() || !admit_locked(t)) {
-          out.add([this, id, n = keys.size()] { load_done_.complete(id, Bitmap(n)); });
-        } else {
-          const std::uint64_t serial = add_task_locked(std::move(t));
-          Task& task = tasks_.at(serial);
-          if (probe_before_get_) {
-            task.pending = 1;
-            Submission s;
-            s.batch.op = Op::kExists;
-            s.batch.task = serial;
-            for (std::size_t i : eligible) s.keys.push_back(codec_.encode(keys[i]));
-            s.batch.idx = std::move(eligible);
-            subs.push_back(std::move(s));
-          } else {
-            start_batches_locked(task, serial, Op::kGet, eligible, subs);
-          }
-        }
-      });
+void NativeConnectorL2Adapter::do_load(TaskId id, const std::vector<ObjectKey>& keys,
+                                       const std::vector<MemoryObjPtr>& objects) {
+  submit_task("submit_load_task", [&](Outbox& out, std::vector<Submission>& subs) {
+    Task t;
+    t.kind = TaskKind::kLoad;
+    t.l2_id = id;
+    t.keys = keys;
+    t.objects = objects;
+    t.lens.assign(keys.size(), 0);
+    t.hit.assign(keys.size(), 0);
+    t.epoch = keys_->epoch();
+    std::vector<std::size_t> eligible;
+    for (std::size_t i = 0; i < keys.size(); ++i) {
+      if (keys_->tombstoned(keys[i])) continue;  // hidden: never fetched into the destination
+      if (std::optional<std::uint64_t> known = keys_->known_size(keys[i])) {
+        if (*known > objects[i]->physical_size()) continue;  // would overrun
+        t.lens[i] = *known;
+      } else {
+        t.lens[i] = objects[i]->size();
+      }
+      eligible.push_back(i);
+    }
+    if (eligible.empty() || !admit_locked(t)) {
+      out.add([this, id, n = keys.size()] { complete(id, Bitmap(n)); });
+    } else {
+      const std::uint64_t serial = add_task_locked(std::move(t));
+      Task& task = tasks_.at(serial);
+      if (probe_before_get_) {
+        task.pending = 1;
+        Submission s;
+        s.batch.op = Op::kExists;
+        s.batch.task = serial;
+        for (std::size_t i : eligible) s.keys.push_back(codec_.encode(keys[i]));
+        s.batch.idx = std::move(eligible);
+        subs.push_back(std::move(s));
+      } else {
+        start_batches_locked(task, serial, Op::kGet, eligible, subs);
+      }
+    }
+  });
 }
 
-void NativeConnectorL2Adapter::delete_keys(const std::vector<ObjectKey>& keys) {
+void NativeConnectorL2Adapter::do_delete(const std::vector<ObjectKey>& keys) {
   Outbox out;
   std::vector<Submission> subs;
   std::uint64_t serial = 0;
@@ -473,9 +441,7 @@ void NativeConnectorL2Adapter::delete_keys(const std::vector<ObjectKey>& keys) {
 // ---------------------------------------------------------------------------------------------
 // Close.
 
-void NativeConnectorL2Adapter::close() {
-  std::lock_guard close_lock(close_mu_);
-  if (close_done_) return;
+void NativeConnectorL2Adapter::do_close() {
   if (loop_ && loop_->on_loop_thread()) {
     throw std::logic_error("NativeConnectorL2Adapter::close() called from its loop (a listener?)");
   }
@@ -497,24 +463,8 @@ void NativeConnectorL2Adapter::close() {
   {
     std::lock_guard lock(mu_);
     for (auto& [serial, task] : tasks_) {
-      switch (task.kind) {
-        case TaskKind::kStore:
-          if (!task.in_cleanup) ++stats_.failed_stores;
-          out.add([this, id = task.l2_id] { store_done_.complete(id, L2StoreResult::failure()); });
-          break;
-        case TaskKind::kLookup:
-          out.add([this, id = task.l2_id, n = task.keys.size()] {
-            lookup_done_.complete(id, Bitmap(n));
-          });
-          break;
-        case TaskKind::kLoad:
-          out.add([this, id = task.l2_id, n = task.keys.size()] {
-            load_done_.complete(id, Bitmap(n));
-          });
-          break;
-        case TaskKind::kDelete:
-          break;
-      }
+      if (task.kind == TaskKind::kStore && !task.in_cleanup) ++stats_.failed_stores;
+      publish_failure_locked(task, out);
     }
     tasks_.clear();
     deadlines_.clear();
@@ -525,26 +475,10 @@ void NativeConnectorL2Adapter::close() {
   cv_.notify_all();
   run(out);
   dropped.clear();
-  store_done_.close();
-  lookup_done_.close();
-  load_done_.close();
-  close_done_ = true;
 }
 
 // ---------------------------------------------------------------------------------------------
 // Results and getters.
-
-std::map<TaskId, L2StoreResult> NativeConnectorL2Adapter::pop_completed_store_tasks() {
-  return store_done_.take_all();
-}
-
-std::optional<Bitmap> NativeConnectorL2Adapter::query_lookup_and_lock_result(TaskId id) {
-  return lookup_done_.take(id);
-}
-
-std::optional<Bitmap> NativeConnectorL2Adapter::query_load_result(TaskId id) {
-  return load_done_.take(id);
-}
 
 AdapterUsage NativeConnectorL2Adapter::get_usage() const { return usage_.get_usage(); }
 

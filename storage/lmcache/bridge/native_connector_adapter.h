@@ -5,8 +5,8 @@
 // decisions below (storage/README.md has the long form). make_native_connector_adapter() takes
 // any NativeConnector type; the bridge itself is compiled once, over an ErasedConnector.
 //
-// Fds and ids: three CompletionQueues give the store, lookup and load fds, each signalled once
-// per completed task after its result is stored. One background thread polls the connector's fd
+// Fds, ids, validation and close()'s order: L2AdapterBase (lmcache/l2/l2_adapter_base.h); the
+// bridge writes only its do_*() steps. One background thread polls the connector's fd
 // (and a wake fd), drains its completions and routes each future id to the task that submitted
 // it (one L2 task may be several connector batches: one per distinct object size, since a
 // connector batch has one chunk size).
@@ -99,8 +99,8 @@
 #include "lmcache/bridge/key_codec.h"
 #include "lmcache/bridge/native_connector.h"
 #include "lmcache/bridge/native_connector_options.h"
-#include "lmcache/core/completion_queue.h"
 #include "lmcache/l2/l2_adapter.h"
+#include "lmcache/l2/l2_adapter_base.h"
 #include "lmcache/l2/usage_tracker.h"
 
 namespace lmcache {
@@ -132,7 +132,7 @@ struct NativeConnectorAdapterStats {
   std::size_t known_keys = 0;           // keys counted in the usage (now)
 };
 
-class NativeConnectorL2Adapter final : public L2AdapterInterface {
+class NativeConnectorL2Adapter final : public L2AdapterBase {
  public:
   // NativeConnectorL2Adapter()
   //
@@ -148,23 +148,10 @@ class NativeConnectorL2Adapter final : public L2AdapterInterface {
   NativeConnectorL2Adapter(const NativeConnectorL2Adapter&) = delete;
   NativeConnectorL2Adapter& operator=(const NativeConnectorL2Adapter&) = delete;
 
-  // L2AdapterInterface. submit_*() throw std::invalid_argument when the lists differ in length
-  // or an object is null (naming the index), std::logic_error after close(). A connector
-  // submit that throws fails the task; it is not rethrown.
-  int get_store_event_fd() const override;
-  int get_lookup_and_lock_event_fd() const override;
-  int get_load_event_fd() const override;
-  TaskId submit_store_task(const std::vector<ObjectKey>& keys,
-                           const std::vector<MemoryObjPtr>& objects) override;
-  std::map<TaskId, L2StoreResult> pop_completed_store_tasks() override;
-  TaskId submit_lookup_and_lock_task(const std::vector<ObjectKey>& keys) override;
-  std::optional<Bitmap> query_lookup_and_lock_result(TaskId id) override;
-  // Synchronous: the counts change before it returns.
-  void submit_unlock(const std::vector<ObjectKey>& keys) override;
-  TaskId submit_load_task(const std::vector<ObjectKey>& keys,
-                          const std::vector<MemoryObjPtr>& objects) override;
-  std::optional<Bitmap> query_load_result(TaskId id) override;
-  void delete_keys(const std::vector<ObjectKey>& keys) override;
+  // L2AdapterInterface (the submits, queries and close() are L2AdapterBase's). submit_*()
+  // throw std::invalid_argument when the lists differ in length or an object is null (naming
+  // the index), std::logic_error after close(). A connector submit that throws fails the task;
+  // it is not rethrown. submit_unlock() is synchronous: the counts change before it returns.
   AdapterUsage get_usage() const override;
   // True when max_capacity_bytes > 0.
   bool supports_global_eviction() const override;
@@ -178,7 +165,6 @@ class NativeConnectorL2Adapter final : public L2AdapterInterface {
   //  "connection_disabled", "breaker_retry_in_seconds", "breaker_trips", "breaker_refused"}.
   // is_healthy turns false once closed or when the connector's fd became invalid.
   Json report_status() const override;
-  void close() override;
 
   // Consistent snapshots, usable after close().
   NativeConnectorAdapterStats stats() const;
@@ -196,6 +182,16 @@ class NativeConnectorL2Adapter final : public L2AdapterInterface {
   const NativeConnectorAdapterOptions& options() const { return options_; }
   // The connector (for fault injection and tests); valid until destruction.
   ErasedConnector& connector() { return *connector_; }
+
+ protected:
+  void do_store(TaskId id, const std::vector<ObjectKey>& keys,
+                const std::vector<MemoryObjPtr>& objects) override;
+  void do_lookup_and_lock(TaskId id, const std::vector<ObjectKey>& keys) override;
+  void do_unlock(const std::vector<ObjectKey>& keys) override;
+  void do_load(TaskId id, const std::vector<ObjectKey>& keys,
+               const std::vector<MemoryObjPtr>& objects) override;
+  void do_delete(const std::vector<ObjectKey>& keys) override;
+  void do_close() override;
 
  private:
   using Clock = std::chrono::steady_clock;
@@ -228,6 +224,10 @@ class NativeConnectorL2Adapter final : public L2AdapterInterface {
   void finish_lookup_locked(std::uint64_t serial, Outbox& out);
   void finish_load_locked(std::uint64_t serial, Outbox& out);
   void expire_locked(Clock::time_point now, Outbox& out, std::vector<Submission>& follow);
+  // Queues the failed outcome of `task` on `out` (a store fails; a lookup and a load find
+  // nothing; an internal delete publishes nothing): the deadline's and close()'s verdict. mu_
+  // held.
+  void publish_failure_locked(const Task& task, Outbox& out);
   // One `op` (get or set) batch per length for the indices `idx` of a task, appended to
   // `follow`; each counts in task.pending.
   void start_batches_locked(Task& task, std::uint64_t serial, Op op,
@@ -249,10 +249,10 @@ class NativeConnectorL2Adapter final : public L2AdapterInterface {
   // check_open_locked(), then counts the caller until its CallerGuard goes.
   void enter_locked(const char* what);
   void run(Outbox& out);
-  // One submit: under mu_, enter_locked(what) and a fresh id, then plan(id, out, subs) builds
-  // the task; outside the lock the outbox runs and the submissions are launched. Returns the id.
+  // One submit: under mu_, enter_locked(what), then plan(out, subs) builds the task; outside
+  // the lock the outbox runs and the submissions are launched.
   template <class Plan>
-  TaskId submit_task(const char* what, Plan&& plan);
+  void submit_task(const char* what, Plan&& plan);
 
   const NativeConnectorAdapterOptions options_;
   const KeyCodec codec_;
@@ -261,10 +261,6 @@ class NativeConnectorL2Adapter final : public L2AdapterInterface {
   const bool probe_before_get_;
   const bool supports_delete_;
 
-  TaskIdCounter ids_;
-  CompletionQueue<L2StoreResult> store_done_;
-  CompletionQueue<Bitmap> lookup_done_;
-  CompletionQueue<Bitmap> load_done_;
   UsageTracker usage_;
 
   mutable std::mutex mu_;       // guards everything below
@@ -284,8 +280,6 @@ class NativeConnectorL2Adapter final : public L2AdapterInterface {
   bool closed_ = false;
   bool connector_fd_valid_ = true;
 
-  std::mutex close_mu_;  // serialises close() callers
-  bool close_done_ = false;
   std::unique_ptr<PollLoop> loop_;  // last: started once the rest exists
 };
 

@@ -141,7 +141,7 @@ void NativeConnectorL2Adapter::on_batch_done(Batch batch, const Completion& c, O
       // A failed store's cleanup: its failure is published now. A delete_keys() task: its
       // caller wakes when the task goes.
       if (task.kind == TaskKind::kStore) {
-        out.add([this, id = task.l2_id] { store_done_.complete(id, L2StoreResult::failure()); });
+        out.add([this, id = task.l2_id] { complete(id, L2StoreResult::failure()); });
       }
       erase_task_locked(serial);
       return;
@@ -222,9 +222,7 @@ void NativeConnectorL2Adapter::finish_store_locked(std::uint64_t serial, Outbox&
       usage_.fire_deleted(replaced.keys, replaced.sizes);
       usage_.fire_stored(stored.keys, stored.sizes);
     });
-    out.add([this, id, bytes = task.bytes_sent] {
-      store_done_.complete(id, L2StoreResult::success(bytes));
-    });
+    out.add([this, id, bytes = task.bytes_sent] { complete(id, L2StoreResult::success(bytes)); });
     erase_task_locked(serial);
     return;
   }
@@ -242,7 +240,7 @@ void NativeConnectorL2Adapter::finish_store_locked(std::uint64_t serial, Outbox&
     follow.push_back(cleanup_submission_locked(serial, std::move(sent)));
     return;
   }
-  out.add([this, id] { store_done_.complete(id, L2StoreResult::failure()); });
+  out.add([this, id] { complete(id, L2StoreResult::failure()); });
   erase_task_locked(serial);
 }
 
@@ -258,7 +256,7 @@ void NativeConnectorL2Adapter::finish_lookup_locked(std::uint64_t serial, Outbox
       reconcile_miss_locked(key, task.epoch, out);
     }
   }
-  out.add([this, id = task.l2_id, bits = std::move(bits)] { lookup_done_.complete(id, bits); });
+  out.add([this, id = task.l2_id, bits = std::move(bits)] { complete(id, bits); });
   erase_task_locked(serial);
 }
 
@@ -280,8 +278,22 @@ void NativeConnectorL2Adapter::finish_load_locked(std::uint64_t serial, Outbox& 
   if (!accessed.empty()) {
     out.add([this, accessed = std::move(accessed)] { usage_.notify_accessed(accessed); });
   }
-  out.add([this, id = task.l2_id, bits = std::move(bits)] { load_done_.complete(id, bits); });
+  out.add([this, id = task.l2_id, bits = std::move(bits)] { complete(id, bits); });
   erase_task_locked(serial);
+}
+
+void NativeConnectorL2Adapter::publish_failure_locked(const Task& task, Outbox& out) {
+  switch (task.kind) {
+    case TaskKind::kStore:
+      out.add([this, id = task.l2_id] { complete(id, L2StoreResult::failure()); });
+      break;
+    case TaskKind::kLookup:
+    case TaskKind::kLoad:
+      out.add([this, id = task.l2_id, n = task.keys.size()] { complete(id, Bitmap(n)); });
+      break;
+    case TaskKind::kDelete:
+      break;  // internal: no caller waits for a result
+  }
 }
 
 void NativeConnectorL2Adapter::expire_locked(Clock::time_point now, Outbox& out,
@@ -298,39 +310,24 @@ void NativeConnectorL2Adapter::expire_locked(Clock::time_point now, Outbox& out,
                                   "no completion within the task deadline (" +
                                       std::to_string(options_.task_deadline.count()) + " ms)",
                                   out);
-    switch (task.kind) {
-      case TaskKind::kStore: {
-        if (!task.in_cleanup) {
-          ++stats_.failed_stores;
-          reserved_bytes_ -= task.reserved;
-          std::vector<ObjectKey> sent, settled;
-          for (std::size_t i : task.sent) sent.push_back(task.keys[i]);
-          for (std::size_t i : task.settled) settled.push_back(task.keys[i]);
-          for (const ObjectKey& key : sent) keys_->tombstone(key);
-          forget_known_locked(sent, out);
-          // Batches already completed may have written: delete their keys now. The batches
-          // still out are deleted when they complete (on_batch_done, abandoned set).
-          if (supports_delete_ && !settled.empty() && !closed_) {
-            ++stats_.cleanup_deletes;
-            follow.push_back(cleanup_submission_locked(0, std::move(settled)));
-          }
-        }
-        out.add([this, id = task.l2_id] { store_done_.complete(id, L2StoreResult::failure()); });
-        break;
+    if (task.kind == TaskKind::kStore && !task.in_cleanup) {
+      ++stats_.failed_stores;
+      reserved_bytes_ -= task.reserved;
+      std::vector<ObjectKey> sent, settled;
+      for (std::size_t i : task.sent) sent.push_back(task.keys[i]);
+      for (std::size_t i : task.settled) settled.push_back(task.keys[i]);
+      for (const ObjectKey& key : sent) keys_->tombstone(key);
+      forget_known_locked(sent, out);
+      // Batches already completed may have written: delete their keys now. The batches
+      // still out are deleted when they complete (on_batch_done, abandoned set).
+      if (supports_delete_ && !settled.empty() && !closed_) {
+        ++stats_.cleanup_deletes;
+        follow.push_back(cleanup_submission_locked(0, std::move(settled)));
       }
-      case TaskKind::kLookup:
-        out.add([this, id = task.l2_id, n = task.keys.size()] {
-          lookup_done_.complete(id, Bitmap(n));
-        });
-        break;
-      case TaskKind::kLoad:
-        out.add(
-            [this, id = task.l2_id, n = task.keys.size()] { load_done_.complete(id, Bitmap(n)); });
-        break;
-      case TaskKind::kDelete:
-        ++stats_.cleanup_failures;  // its keys stay hidden until the late delete confirms
-        break;
     }
+    // A delete's keys stay hidden until the late delete confirms.
+    if (task.kind == TaskKind::kDelete) ++stats_.cleanup_failures;
+    publish_failure_locked(task, out);
     erase_task_locked(serial);
   }
 }

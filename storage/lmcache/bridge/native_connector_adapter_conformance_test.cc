@@ -6,11 +6,11 @@
 
 #include "lmcache/bridge/native_connector_adapter.h"
 #include "lmcache/conformance/adapter_conformance.h"
+#include "lmcache/conformance/testing/storage_descriptors.h"
 #include "lmcache/l1/l1_manager.h"
 #include "lmcache/serde/async_serde_processor.h"
 #include "lmcache/serde/fp8_serde.h"
 #include "lmcache/testing/memory_connector.h"
-#include "lmcache/testing/storage_descriptors.h"
 #include "lmcache/wrapper/serde_l2_adapter_wrapper.h"
 
 namespace lmcache::bridge {
@@ -36,11 +36,10 @@ L2AdapterPtr fp8_wrapper_over_bridge() {
 
 INSTANTIATE_TEST_SUITE_P(
     Bridge, AdapterConformance,
-    ::testing::Values(storage_testing::bridge_descriptor("bridge_memory", &bridge_over_memory),
-                      storage_testing::bridge_descriptor("bridge_legacy_memory",
-                                                         &bridge_over_legacy_memory),
-                      storage_testing::fp8_wrapped_descriptor("wrapper_bridge_memory_fp8",
-                                                              &fp8_wrapper_over_bridge)),
+    ::testing::Values(
+        conformance::bridge_descriptor("bridge_memory", &bridge_over_memory),
+        conformance::bridge_descriptor("bridge_legacy_memory", &bridge_over_legacy_memory),
+        conformance::fp8_wrapped_descriptor("wrapper_bridge_memory_fp8", &fp8_wrapper_over_bridge)),
     conformance::ParamName());
 
 }  // namespace
@@ -55,12 +54,12 @@ class BridgeWrapperProperties : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(BridgeWrapperProperties, HoldOverTheBridge) {
   const conformance::Verdict v =
-      storage_testing::run_wrapper_property_over(GetParam(), "bridge_memory", &bridge_over_memory);
+      conformance::run_wrapper_property_over(GetParam(), "bridge_memory", &bridge_over_memory);
   EXPECT_EQ(v.status, conformance::Status::kPass) << v.message;
 }
 
 INSTANTIATE_TEST_SUITE_P(Fp8, BridgeWrapperProperties,
-                         ::testing::ValuesIn(storage_testing::wrapper_property_names()),
+                         ::testing::ValuesIn(conformance::wrapper_property_names()),
                          [](const auto& info) { return info.param; });
 
 // Flips the first byte of every get destination after the (synchronous) memory connector has
@@ -81,7 +80,7 @@ class CorruptingGets final : public ForwardingConnector {
 
 TEST(BridgeWrapperPropertiesRig, CatchesACorruptingConnector) {
   const conformance::Verdict v =
-      storage_testing::run_wrapper_property_over("StoreLoadRoundTrip", "corrupting_memory", [] {
+      conformance::run_wrapper_property_over("StoreLoadRoundTrip", "corrupting_memory", [] {
         return std::make_unique<NativeConnectorL2Adapter>(
             std::make_unique<CorruptingGets>(erase_connector(std::make_unique<MemoryConnector>())),
             NativeConnectorAdapterOptions{});

@@ -1,26 +1,13 @@
 #include "lmcache/fs/fs_adapter.h"
 
-#include <mutex>
-
-#include "lmcache/l2/adapter_registry.h"
-
 namespace lmcache::fs {
 
 FsAdapterConfig FsAdapterConfig::parse(const Json& config) {
-  ConfigReader reader(config, "fs adapter config");
-  // Unknown keys first, so that a misspelt "base_path" is reported as the typo it is.
-  for (const char* key : {"type", "base_path", "use_odirect", "checksum", "num_workers", "layout",
-                          "high_watermark", "min_free_bytes"}) {
-    reader.allow(key);
-  }
-  bridge::NativeConnectorAdapterOptions::allow_config_keys(reader);
-  bridge::ReadPoolOptions::allow_config_keys(reader);
-  reader.finish();
-  if (const Json* type = reader.raw("type"); type != nullptr) {
-    if (!type->is_string() || type->get<std::string>() != kFsAdapterType) {
-      reader.error("'type' must be \"fs\", got " + type->dump());
-    }
-  }
+  // Unknown keys first, so that a misspelt key is reported as the typo it is.
+  ConfigReader reader =
+      bridge::open_bridged_adapter_config(config, kFsAdapterType,
+                                          {"base_path", "use_odirect", "checksum", "num_workers",
+                                           "layout", "high_watermark", "min_free_bytes"});
   FsAdapterConfig c;
   const std::string base_path = reader.get_string("base_path");
   if (base_path.empty()) reader.error("'base_path' must be a non-empty string");
@@ -66,19 +53,11 @@ FsAdapterConfig FsAdapterConfig::parse(const Json& config) {
 }
 
 std::unique_ptr<bridge::NativeConnectorL2Adapter> create_fs_adapter(const Json& config) {
-  FsAdapterConfig c = FsAdapterConfig::parse(config);
-  return bridge::make_native_connector_adapter(
-      std::make_unique<FsConnector>(std::move(c.connector)), std::move(c.bridge));
+  return bridge::make_bridged_adapter<FsConnector>(FsAdapterConfig::parse(config));
 }
 
 void register_fs_adapter_type() {
-  static std::once_flag once;
-  std::call_once(once, [] {
-    register_l2_adapter_type(std::string(kFsAdapterType),
-                             [](const Json& config, const AdapterContext&) -> L2AdapterPtr {
-                               return create_fs_adapter(config);
-                             });
-  });
+  bridge::register_bridged_adapter_type(kFsAdapterType, &create_fs_adapter);
 }
 
 }  // namespace lmcache::fs

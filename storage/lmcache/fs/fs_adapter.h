@@ -33,6 +33,7 @@
 #include <memory>
 #include <string_view>
 
+#include "lmcache/bridge/bridged_adapter_type.h"
 #include "lmcache/bridge/native_connector_adapter.h"
 #include "lmcache/core/config.h"
 #include "lmcache/fs/fs_connector.h"
@@ -41,10 +42,7 @@ namespace lmcache::fs {
 
 inline constexpr std::string_view kFsAdapterType = "fs";
 
-struct FsAdapterConfig {
-  FsConnectorOptions connector;
-  bridge::NativeConnectorAdapterOptions bridge;
-
+struct FsAdapterConfig : bridge::BridgedAdapterConfig<FsConnectorOptions> {
   // parse()
   //
   // Reads the keys above; a "type" key is accepted only when it is "fs". Throws

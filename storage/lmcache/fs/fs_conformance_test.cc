@@ -7,9 +7,9 @@
 #include <string>
 
 #include "lmcache/conformance/adapter_conformance.h"
+#include "lmcache/conformance/testing/storage_descriptors.h"
 #include "lmcache/fs/fs_adapter.h"
 #include "lmcache/l1/l1_manager.h"
-#include "lmcache/testing/storage_descriptors.h"
 #include "lmcache/testing/temp_dir.h"
 #include "lmcache/wrapper/adapter_factory.h"
 
@@ -47,10 +47,9 @@ L2AdapterPtr fs_fp8_wrapper() {
 
 INSTANTIATE_TEST_SUITE_P(
     Fs, AdapterConformance,
-    ::testing::Values(storage_testing::bridge_descriptor("fs", &fs_bridge),
-                      storage_testing::bridge_descriptor("fs_crc32_odirect",
-                                                         &fs_bridge_crc32_odirect),
-                      storage_testing::fp8_wrapped_descriptor("wrapper_fs_fp8", &fs_fp8_wrapper)),
+    ::testing::Values(conformance::bridge_descriptor("fs", &fs_bridge),
+                      conformance::bridge_descriptor("fs_crc32_odirect", &fs_bridge_crc32_odirect),
+                      conformance::fp8_wrapped_descriptor("wrapper_fs_fp8", &fs_fp8_wrapper)),
     conformance::ParamName());
 
 // WrapperConformance: the reference fp8 wrapper's properties with this adapter answering every
@@ -59,14 +58,14 @@ class FsWrapperProperties : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(FsWrapperProperties, HoldOverFs) {
   const conformance::Verdict v =
-      storage_testing::run_wrapper_property_over(GetParam(), "fs", &fs_bridge_crc32_odirect);
+      conformance::run_wrapper_property_over(GetParam(), "fs", &fs_bridge_crc32_odirect);
   EXPECT_EQ(v.status, conformance::Status::kPass)
       << conformance::status_name(v.status) << ": " << v.message << " (RC_PARAMS=" << v.rc_params
       << ")";
 }
 
 INSTANTIATE_TEST_SUITE_P(Fp8, FsWrapperProperties,
-                         ::testing::ValuesIn(storage_testing::wrapper_property_names()),
+                         ::testing::ValuesIn(conformance::wrapper_property_names()),
                          [](const auto& info) { return info.param; });
 
 }  // namespace

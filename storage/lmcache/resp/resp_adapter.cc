@@ -1,28 +1,16 @@
 #include "lmcache/resp/resp_adapter.h"
 
 #include <climits>
-#include <mutex>
 #include <stdexcept>
-
-#include "lmcache/l2/adapter_registry.h"
 
 namespace lmcache::resp {
 
 RespAdapterConfig RespAdapterConfig::parse(const Json& config) {
-  ConfigReader reader(config, "resp adapter config");
-  // Unknown keys first, so that a misspelt "host" is reported as the typo it is.
-  for (const char* key : {"type", "host", "port", "num_workers", "username", "password",
-                          "connect_timeout_ms", "io_timeout_ms"}) {
-    reader.allow(key);
-  }
-  bridge::NativeConnectorAdapterOptions::allow_config_keys(reader);
-  bridge::ReadPoolOptions::allow_config_keys(reader);
-  reader.finish();
-  if (const Json* type = reader.raw("type"); type != nullptr) {
-    if (!type->is_string() || type->get<std::string>() != kRespAdapterType) {
-      reader.error("'type' must be \"resp\", got " + type->dump());
-    }
-  }
+  // Unknown keys first, so that a misspelt key is reported as the typo it is.
+  ConfigReader reader =
+      bridge::open_bridged_adapter_config(config, kRespAdapterType,
+                                          {"host", "port", "num_workers", "username", "password",
+                                           "connect_timeout_ms", "io_timeout_ms"});
   RespAdapterConfig c;
   c.connector.endpoint.host = reader.get_string("host");
   if (c.connector.endpoint.host.empty()) reader.error("'host' must be a non-empty string");
@@ -41,19 +29,11 @@ RespAdapterConfig RespAdapterConfig::parse(const Json& config) {
 }
 
 std::unique_ptr<bridge::NativeConnectorL2Adapter> create_resp_adapter(const Json& config) {
-  RespAdapterConfig c = RespAdapterConfig::parse(config);
-  return bridge::make_native_connector_adapter(
-      std::make_unique<RespConnector>(std::move(c.connector)), std::move(c.bridge));
+  return bridge::make_bridged_adapter<RespConnector>(RespAdapterConfig::parse(config));
 }
 
 void register_resp_adapter_type() {
-  static std::once_flag once;
-  std::call_once(once, [] {
-    register_l2_adapter_type(std::string(kRespAdapterType),
-                             [](const Json& config, const AdapterContext&) -> L2AdapterPtr {
-                               return create_resp_adapter(config);
-                             });
-  });
+  bridge::register_bridged_adapter_type(kRespAdapterType, &create_resp_adapter);
 }
 
 }  // namespace lmcache::resp

@@ -35,6 +35,7 @@
 #include <memory>
 #include <string_view>
 
+#include "lmcache/bridge/bridged_adapter_type.h"
 #include "lmcache/bridge/native_connector_adapter.h"
 #include "lmcache/core/config.h"
 #include "lmcache/resp/resp_connector.h"
@@ -43,10 +44,7 @@ namespace lmcache::resp {
 
 inline constexpr std::string_view kRespAdapterType = "resp";
 
-struct RespAdapterConfig {
-  RespConnectorOptions connector;
-  bridge::NativeConnectorAdapterOptions bridge;
-
+struct RespAdapterConfig : bridge::BridgedAdapterConfig<RespConnectorOptions> {
   // parse()
   //
   // Reads the keys above; a "type" key is accepted only when it is "resp". Throws

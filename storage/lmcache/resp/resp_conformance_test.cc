@@ -6,10 +6,10 @@
 #include <string>
 
 #include "lmcache/conformance/adapter_conformance.h"
+#include "lmcache/conformance/testing/storage_descriptors.h"
 #include "lmcache/l1/l1_manager.h"
 #include "lmcache/resp/resp_adapter.h"
 #include "lmcache/testing/redis_server.h"
-#include "lmcache/testing/storage_descriptors.h"
 #include "lmcache/wrapper/adapter_factory.h"
 
 namespace lmcache::resp {
@@ -60,9 +60,9 @@ L2AdapterPtr resp_fp8_wrapper() {
 }
 
 INSTANTIATE_TEST_SUITE_P(Resp, AdapterConformance,
-                         ::testing::Values(storage_testing::bridge_descriptor("resp", &resp_bridge),
-                                           storage_testing::fp8_wrapped_descriptor(
-                                               "wrapper_resp_fp8", &resp_fp8_wrapper)),
+                         ::testing::Values(conformance::bridge_descriptor("resp", &resp_bridge),
+                                           conformance::fp8_wrapped_descriptor("wrapper_resp_fp8",
+                                                                               &resp_fp8_wrapper)),
                          conformance::ParamName());
 
 // WrapperConformance: the reference fp8 wrapper's properties with this adapter answering every
@@ -71,14 +71,14 @@ class RespWrapperProperties : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(RespWrapperProperties, HoldOverResp) {
   const conformance::Verdict v =
-      storage_testing::run_wrapper_property_over(GetParam(), "resp", &resp_bridge);
+      conformance::run_wrapper_property_over(GetParam(), "resp", &resp_bridge);
   EXPECT_EQ(v.status, conformance::Status::kPass)
       << conformance::status_name(v.status) << ": " << v.message << " (RC_PARAMS=" << v.rc_params
       << ")";
 }
 
 INSTANTIATE_TEST_SUITE_P(Fp8, RespWrapperProperties,
-                         ::testing::ValuesIn(storage_testing::wrapper_property_names()),
+                         ::testing::ValuesIn(conformance::wrapper_property_names()),
                          [](const auto& info) { return info.param; });
 
 }  // namespace
