@@ -1,10 +1,10 @@
 // File: lmcache/fault/campaign.cc
 //
-// run_campaign() and most of its driver, class Campaign (internal/campaign_driver.h): the stack
-// of each epoch, the waves of operations chosen by the Workload, their results, the FaultLog's
-// events attributed to them, the Judge's check of each completed task, close()'s obligations at
-// the end of each epoch, and the watchdog's callbacks. The real storage faults are in
-// internal/campaign_strikes.cc; the pieces the driver uses live in internal/ too:
+// run_campaign() and most of its driver, class Campaign (internal/campaign_driver.h): the waves of
+// operations chosen by the Workload, their results, the FaultLog's events attributed to them, the
+// Judge's check of each completed task, close()'s obligations at the end of each epoch, and the
+// watchdog's callbacks. The real storage faults are in internal/campaign_strikes.cc; the pieces the
+// driver uses live in internal/ too: campaign_stack (each epoch's stack, built bottom up),
 // campaign_workload (keys, model, the seeded choice of operations), campaign_invariants
 // (Attribution, Judge), campaign_ledger (every check's outcome, the summary) and
 // campaign_watchdog (stuck tasks and calls, fd and thread accounting).
@@ -32,6 +32,7 @@
 #include "lmcache/fault/fault_inject_adapter.h"
 #include "lmcache/fault/internal/campaign_invariants.h"
 #include "lmcache/fault/internal/campaign_ledger.h"
+#include "lmcache/fault/internal/campaign_stack.h"
 #include "lmcache/fault/internal/campaign_watchdog.h"
 #include "lmcache/fault/internal/campaign_workload.h"
 #include "lmcache/l1/l1_manager.h"
@@ -46,9 +47,6 @@ namespace lmcache::fault_internal {
 // The driver (internal/campaign_driver.h).
 
 namespace {
-
-// The breaker cooldown given to resp over the campaign's own server (epoch_inner_config()).
-constexpr int kCampaignBreakerCooldownMs = 100;
 
 using namespace std::chrono_literals;
 
@@ -82,7 +80,7 @@ Campaign::Campaign(const fault::CampaignOptions& options, std::ostream& out)
       ledger_(out),
       workload_(options.seed, options.key_count, options.max_batch),
       judge_(
-          ledger_, workload_, model_, [this] { return top_->get_usage(); },
+          ledger_, workload_, model_, [this] { return stack_->top().get_usage(); },
           SerdeConfig::from_json(options.serde).type == "fp8",
           serde_detects_corruption(options.serde)),
       watchdog_(
@@ -113,57 +111,10 @@ bool Campaign::finished() const {
   return false;
 }
 
-// A real store keeps what earlier epochs wrote: each epoch writes under its own key namespace
-// (the bridge's "key_namespace"), so that it starts empty like the model. The mock starts empty.
-Json Campaign::epoch_inner_config() {
-  Json inner = o_.inner;
-  const std::string type = inner.value("type", "");
-  if (type != "resp" && type != "fs") {
-    key_namespace_.clear();
-    return inner;
-  }
-  const std::string base = inner.value("key_namespace", "");
-  key_namespace_ = (base.empty() ? "" : base + "-") + "s" + std::to_string(o_.seed) + "e" +
-                   std::to_string(epoch_);
-  inner["key_namespace"] = key_namespace_;
-  // Over the campaign's own server, resp's circuit breaker probes 100 ms after it opens (not
-  // 5 s, unless the config says otherwise): the run's operations then go to the restarted
-  // server, where losses and every other kind can show, rather than to a breaker's wait.
-  if (type == "resp" && o_.storage_faults && !inner.contains("breaker_cooldown_ms")) {
-    inner["breaker_cooldown_ms"] = kCampaignBreakerCooldownMs;
-  }
-  return inner;
-}
-
 void Campaign::build_stack() {
-  const std::int64_t seed = static_cast<std::int64_t>(o_.seed);
-  L1AllocFaultHook hook(o_.plan.l1, seed, log_);
-  auto l1 = std::make_shared<L1Manager>(o_.l1_capacity_bytes, hook.factory());
-  AdapterContext ctx{l1};
-  L2AdapterPtr inner = create_l2_adapter(epoch_inner_config(), ctx);
-  MockL2Adapter* mock = dynamic_cast<MockL2Adapter*>(inner.get());
-  auto fault = std::make_unique<FaultInjectL2Adapter>(std::move(inner), o_.plan.adapter, log_);
-  FaultInjectL2Adapter* fault_ptr = fault.get();
-  L2AdapterPtr below = wrap_adapter_mutant(o_.mutant, std::move(fault), l1, log_);
-  SerdeDecorators deco;
-  const StackMutant m = o_.mutant;
-  deco.deserializer = [m](DeserializerPtr d) { return wrap_deserializer_mutant(m, std::move(d)); };
-  deco.processor = [m](SerdeProcessorPtr p) { return wrap_processor_mutant(m, std::move(p)); };
-  FaultySerde serde = make_faulty_serde_processor(o_.serde, o_.plan.serde, seed, log_, deco);
-  auto wrapper =
-      std::make_unique<SerdeL2AdapterWrapper>(std::move(below), std::move(serde.processor), l1);
-  SerdeL2AdapterWrapper* wrapper_ptr = wrapper.get();
-  L2AdapterPtr top = wrap_top_mutant(o_.mutant, std::move(wrapper));
+  auto stack = std::make_unique<CampaignStack>(o_, epoch_, log_);
   std::lock_guard lock(stack_mu_);
-  l1_ = std::move(l1);
-  l1_baseline_ = l1_->get_memory_usage().used_bytes;
-  top_ = std::move(top);
-  wrapper_ = wrapper_ptr;
-  fault_ = fault_ptr;
-  mock_ = mock;
-  store_fd_ = top_->get_store_event_fd();
-  load_fd_ = top_->get_load_event_fd();
-  lookup_fd_ = top_->get_lookup_and_lock_event_fd();
+  stack_ = std::move(stack);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -325,7 +276,7 @@ void Campaign::submit(OpKind kind, std::vector<std::size_t> key_idx) {
   if (kind == OpKind::kDelete) {
     Watchdog::Call call(watchdog_, "delete_keys", o_.task_timeout);
     try {
-      top_->delete_keys(t.keys);
+      stack_->top().delete_keys(t.keys);
       pass(invariant::kSubmitDoesNotThrow);
       for (std::size_t i : t.key_idx) model_[i] = KeyState{};
     } catch (const std::exception& e) {
@@ -362,13 +313,13 @@ void Campaign::submit(OpKind kind, std::vector<std::size_t> key_idx) {
     AttributionScope scope(serial);
     switch (kind) {
       case OpKind::kStore:
-        task.id = top_->submit_store_task(task.keys, task.objects);
+        task.id = stack_->top().submit_store_task(task.keys, task.objects);
         break;
       case OpKind::kLoad:
-        task.id = top_->submit_load_task(task.keys, task.objects);
+        task.id = stack_->top().submit_load_task(task.keys, task.objects);
         break;
       default:
-        task.id = top_->submit_lookup_and_lock_task(task.keys);
+        task.id = stack_->top().submit_lookup_and_lock_task(task.keys);
         break;
     }
   } catch (const InjectedFault& e) {
@@ -409,7 +360,10 @@ bool Campaign::any_waiting() const {
 
 void Campaign::wait_wave() {
   while (any_waiting()) {
-    pollfd fds[3] = {{store_fd_, POLLIN, 0}, {load_fd_, POLLIN, 0}, {lookup_fd_, POLLIN, 0}};
+    L2AdapterInterface& top = stack_->top();
+    pollfd fds[3] = {{top.get_store_event_fd(), POLLIN, 0},
+                     {top.get_load_event_fd(), POLLIN, 0},
+                     {top.get_lookup_and_lock_event_fd(), POLLIN, 0}};
     ::poll(fds, 3, 20);
     for (auto& p : fds) {
       if (p.revents & POLLIN) consume_fd(p.fd);
@@ -421,7 +375,7 @@ void Campaign::wait_wave() {
 }
 
 void Campaign::collect_results(bool after_close) {
-  for (auto& [id, result] : top_->pop_completed_store_tasks()) {
+  for (auto& [id, result] : stack_->top().pop_completed_store_tasks()) {
     auto it = store_ids_.find(id);
     if (it == store_ids_.end()) {
       violate(invariant::kCompletesExactlyOnce,
@@ -438,15 +392,15 @@ void Campaign::collect_results(bool after_close) {
   }
   auto take = [&](std::map<TaskId, std::uint64_t>& ids, bool lookup) {
     for (auto it = ids.begin(); it != ids.end();) {
-      std::optional<Bitmap> bits = lookup ? top_->query_lookup_and_lock_result(it->first)
-                                          : top_->query_load_result(it->first);
+      std::optional<Bitmap> bits = lookup ? stack_->top().query_lookup_and_lock_result(it->first)
+                                          : stack_->top().query_load_result(it->first);
       if (!bits) {
         ++it;
         continue;
       }
       CampaignTask& t = tasks_.at(it->second);
-      std::optional<Bitmap> again = lookup ? top_->query_lookup_and_lock_result(it->first)
-                                           : top_->query_load_result(it->first);
+      std::optional<Bitmap> again = lookup ? stack_->top().query_lookup_and_lock_result(it->first)
+                                           : stack_->top().query_load_result(it->first);
       check(!again, invariant::kQueryOneShot,
             [&] { return task_text(t) + ": a second query returned a result again"; });
       pass(invariant::kCompletesExactlyOnce);
@@ -526,7 +480,7 @@ void Campaign::evaluate(CampaignTask& t) {
       std::vector<ObjectKey> unlock = judge_.lookup(t, a);
       if (!unlock.empty()) {
         Watchdog::Call call(watchdog_, "submit_unlock", o_.task_timeout);
-        top_->submit_unlock(unlock);
+        stack_->top().submit_unlock(unlock);
       }
       break;
     }
@@ -550,25 +504,25 @@ void Campaign::release(std::uint64_t serial) {
 }
 
 void Campaign::check_idle() {
-  const std::size_t used = l1_->get_memory_usage().used_bytes;
-  check(used == l1_baseline_, invariant::kNoTempLeakIdle, [&] {
+  const std::size_t used = stack_->l1().get_memory_usage().used_bytes;
+  check(used == stack_->l1_baseline(), invariant::kNoTempLeakIdle, [&] {
     std::string held = "?";
     try {
-      held = wrapper_->report_status()["serde_wrapper"]["temp_bytes_held"].dump();
+      held = stack_->wrapper().report_status()["serde_wrapper"]["temp_bytes_held"].dump();
     } catch (...) {
     }
     return "L1 holds " + std::to_string(used) + " bytes with no task in flight (baseline " +
-           std::to_string(l1_baseline_) + "; the wrapper counts " + held + " temp bytes)";
+           std::to_string(stack_->l1_baseline()) + "; the wrapper counts " + held + " temp bytes)";
   });
 }
 
 void Campaign::close_stack() {
-  if (mock_ != nullptr) {
+  if (MockL2Adapter* mock = stack_->mock(); mock != nullptr) {
     // Unlocks are fire and forget; give them a moment to land.
     auto deadline = Clock::now() + 2s;
-    while (mock_->locked_key_count() != 0 && Clock::now() < deadline)
+    while (mock->locked_key_count() != 0 && Clock::now() < deadline)
       std::this_thread::sleep_for(2ms);
-    const std::size_t locked = mock_->locked_key_count();
+    const std::size_t locked = mock->locked_key_count();
     check(locked == 0, invariant::kNoLockLeak, [&] {
       return std::to_string(locked) +
              " keys stay locked in the inner adapter after every "
@@ -582,7 +536,7 @@ void Campaign::close_stack() {
     Watchdog::Call call(watchdog_, "close()",
                         o_.task_timeout + std::chrono::milliseconds(o_.plan.adapter.slow_close_ms));
     try {
-      top_->close();
+      stack_->top().close();
     } catch (const std::exception& e) {
       violate(invariant::kSubmitDoesNotThrow, std::string("close() threw: ") + e.what());
     }
@@ -599,22 +553,18 @@ void Campaign::close_stack() {
     release(s);
   }
   if (left.empty()) pass(invariant::kCompletesByClose);
-  const std::size_t used = l1_->get_memory_usage().used_bytes;
-  check(used == l1_baseline_, invariant::kNoTempLeakAfterClose, [&] {
+  const std::size_t used = stack_->l1().get_memory_usage().used_bytes;
+  check(used == stack_->l1_baseline(), invariant::kNoTempLeakAfterClose, [&] {
     return "after close() L1 holds " + std::to_string(used) + " bytes (baseline " +
-           std::to_string(l1_baseline_) + ")";
+           std::to_string(stack_->l1_baseline()) + ")";
   });
   check_process_resources(ledger_, base_resources_);
-  std::shared_ptr<L1Manager> l1;
+  std::unique_ptr<CampaignStack> stack;
   {
     std::lock_guard lock(stack_mu_);
-    top_.reset();
-    wrapper_ = nullptr;
-    fault_ = nullptr;
-    mock_ = nullptr;
-    l1 = std::move(l1_);
+    stack = std::move(stack_);
   }
-  l1.reset();
+  stack.reset();  // top down, L1 last
   store_ids_.clear();
   load_ids_.clear();
   lookup_ids_.clear();
@@ -627,21 +577,11 @@ void Campaign::close_stack() {
 // Watchdog.
 
 std::string Campaign::describe_stack(std::optional<std::size_t> key0) {
-  std::string out;
   std::unique_lock stack(stack_mu_, std::defer_lock);
-  if (stack.try_lock_for(200ms) && top_) {
-    try {
-      if (fault_ && key0)
-        out += "; fault injector: " + fault_->describe_task(workload_.key(*key0).key);
-      if (wrapper_) {
-        out += "; wrapper tasks_in_flight by phase: " +
-               wrapper_->report_status()["serde_wrapper"]["tasks_in_flight"].dump();
-      }
-    } catch (const std::exception& e) {
-      out += std::string("; (status unavailable: ") + e.what() + ")";
-    }
-  }
-  return out;
+  if (!stack.try_lock_for(200ms) || !stack_) return "";
+  std::optional<ObjectKey> key;
+  if (key0) key = workload_.key(*key0).key;
+  return stack_->describe(key);
 }
 
 void Campaign::fire_watchdog(const std::string& message) {

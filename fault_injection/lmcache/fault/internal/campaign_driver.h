@@ -3,7 +3,8 @@
 // Campaign: the fault campaign's driver (run_campaign(), campaign.h). It builds a stack per
 // epoch, submits waves of operations chosen by the Workload, collects their results,
 // attributes the FaultLog's events to them, has the Judge check each completed task, and
-// checks close()'s obligations at the end of each epoch. Its steps share the in-flight task
+// checks close()'s obligations at the end of each epoch (the stack itself is a CampaignStack,
+// internal/campaign_stack.h). Its steps share the in-flight task
 // tables below, so they are one class, defined over two files: campaign.cc (the stack, the
 // operations, the watchdog's callbacks) and internal/campaign_strikes.cc (real storage faults:
 // strike, heal, and the wait for an inner circuit breaker to close).
@@ -28,11 +29,9 @@
 #include "lmcache/fault/fault_log.h"
 #include "lmcache/fault/internal/campaign_invariants.h"
 #include "lmcache/fault/internal/campaign_ledger.h"
+#include "lmcache/fault/internal/campaign_stack.h"
 #include "lmcache/fault/internal/campaign_watchdog.h"
 #include "lmcache/fault/internal/campaign_workload.h"
-#include "lmcache/l1/l1_manager.h"
-#include "lmcache/l2/mock_adapter.h"
-#include "lmcache/wrapper/serde_l2_adapter_wrapper.h"
 
 namespace lmcache::fault_internal {
 
@@ -47,7 +46,6 @@ class Campaign {
 
  private:
   // --- stack ---
-  Json epoch_inner_config();
   void build_stack();
   void close_stack();
   bool finished() const;
@@ -95,15 +93,9 @@ class Campaign {
   std::shared_ptr<fault::FaultLog> log_;
   Clock::time_point start_;
 
-  // The stack of the current epoch. stack_mu_ guards the pointers against the watchdog.
+  // The stack of the current epoch. stack_mu_ guards the pointer against the watchdog.
   std::timed_mutex stack_mu_;
-  std::shared_ptr<L1Manager> l1_;
-  std::size_t l1_baseline_ = 0;
-  L2AdapterPtr top_;
-  SerdeL2AdapterWrapper* wrapper_ = nullptr;
-  fault::FaultInjectL2Adapter* fault_ = nullptr;
-  MockL2Adapter* mock_ = nullptr;
-  int store_fd_ = -1, load_fd_ = -1, lookup_fd_ = -1;
+  std::unique_ptr<CampaignStack> stack_;
 
   // Tasks in flight (driver thread only).
   std::map<std::uint64_t, CampaignTask> tasks_;
@@ -117,7 +109,6 @@ class Campaign {
   std::uint64_t epoch_ = 0;
   bool hang_seen_ = false;
   ProcessResources base_resources_;
-  std::string key_namespace_;  // the epoch's, for a real inner adapter
 
   // Whether a storage fault source with kinds to strike was given (asked once, not per wave).
   bool storage_strikes_ = false;

@@ -26,7 +26,7 @@ void Campaign::maybe_strike() {
   }
   std::optional<StorageStrike> strike;
   try {
-    strike = o_.storage_faults->strike(draw, stored, key_namespace_);
+    strike = o_.storage_faults->strike(draw, stored, stack_->key_namespace());
   } catch (const std::exception& e) {
     throw std::runtime_error(std::string("campaign: the storage fault could not strike: ") +
                              e.what());
@@ -82,7 +82,7 @@ void Campaign::after_wave_storage() {
 }
 
 std::optional<double> Campaign::inner_breaker_retry_in() {
-  const Json status = fault_->report_status();
+  const Json status = stack_->fault_injector().report_status();
   if (!status.is_object() || !status.value("connection_disabled", false)) return std::nullopt;
   return std::max(0.0, status.value("breaker_retry_in_seconds", 0.0));
 }
