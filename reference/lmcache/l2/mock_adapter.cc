@@ -9,6 +9,8 @@
 #include <string>
 #include <unordered_set>
 
+#include "lmcache/l2/internal/lend_ledger.h"
+
 namespace lmcache {
 
 namespace {
@@ -36,47 +38,6 @@ std::uint64_t gb_to_bytes(const std::string& prefix, const std::string& key, dou
 }
 
 }  // namespace
-
-// --- lent store buffers -----------------------------------------------------------------------
-
-struct MockL2Adapter::LendLedger {
-  struct Lease {
-    ObjectKey key;
-    std::uint64_t bytes = 0;
-  };
-
-  // Takes the lease of the buffer at `data` when it was lent for `key`: the store adopts it.
-  bool adopt(const ObjectKey& key, const std::byte* data) {
-    std::lock_guard lock(mu);
-    auto it = leases.find(data);
-    if (it == leases.end() || !(it->second.key == key)) return false;
-    outstanding -= it->second.bytes;
-    leases.erase(it);
-    return true;
-  }
-
-  // The buffer at `data` is being freed: a lease still open goes back.
-  void give_back(const std::byte* data) {
-    std::lock_guard lock(mu);
-    auto it = leases.find(data);
-    if (it == leases.end()) return;
-    outstanding -= it->second.bytes;
-    leases.erase(it);
-  }
-
-  mutable std::mutex mu;
-  // Keyed by buffer address: unique while the buffer lives, and a buffer leaves the table
-  // before its memory is freed.
-  std::unordered_map<const std::byte*, Lease> leases;  // guarded by mu
-  std::uint64_t outstanding = 0;                       // guarded by mu
-};
-
-// When the last reference to a lent buffer goes, an open lease goes back before the memory.
-struct MockL2Adapter::LentBufferOwner {
-  std::shared_ptr<LendLedger> ledger;
-  std::shared_ptr<std::byte> memory;
-  ~LentBufferOwner() { ledger->give_back(memory.get()); }
-};
 
 MockL2AdapterOptions MockL2AdapterOptions::from_gb(double max_size_gb, double mock_bandwidth_gb) {
   MockL2AdapterOptions options;
@@ -129,7 +90,7 @@ MockL2Adapter::MockL2Adapter(MockL2AdapterOptions options)
     : L2AdapterBase("MockL2Adapter"),
       options_(options),
       usage_(options.max_capacity_bytes),
-      ledger_(std::make_shared<LendLedger>()) {
+      ledger_(std::make_shared<l2_internal::LendLedger>()) {
   if (options_.max_capacity_bytes == 0) {
     throw std::invalid_argument("MockL2Adapter: max_capacity_bytes must be > 0");
   }
@@ -457,47 +418,27 @@ std::vector<MemoryObjPtr> MockL2Adapter::lend_store_buffers(const std::vector<Ob
   const std::uint64_t each = std::max<std::uint64_t>(layout.total_bytes(), 1);
   const std::uint64_t wanted = each * keys.size();
   if (wanted / keys.size() != each) return {};  // overflow: cannot lend that much
-  {
-    // Lend only what could still be stored: lent buffers are bounded by the capacity.
-    const std::uint64_t stored = current_size_bytes();
-    std::lock_guard lock(ledger_->mu);
-    const std::uint64_t used = stored + ledger_->outstanding;
-    if (used > options_.max_capacity_bytes || wanted > options_.max_capacity_bytes - used) {
-      return {};
-    }
-    ledger_->outstanding += wanted;  // reserved now, so concurrent lends see it
-  }
+  // Lend only what could still be stored: lent buffers are bounded by the capacity.
+  if (!ledger_->try_reserve(wanted, current_size_bytes(), options_.max_capacity_bytes)) return {};
   std::vector<MemoryObjPtr> lent;
   lent.reserve(keys.size());
-  std::size_t leased = 0;  // leases recorded; each gives its bytes back when its owner goes
+  std::size_t leased = 0;  // each lent buffer gives its bytes back when its owner goes
   try {
     for (const ObjectKey& key : keys) {
-      auto owner = std::make_shared<LentBufferOwner>();
-      owner->ledger = ledger_;
-      owner->memory = allocate_host_buffer(each, BufferFill::kUninitialized);
-      std::byte* data = owner->memory.get();
-      {
-        std::lock_guard lock(ledger_->mu);
-        ledger_->leases.emplace(data, LendLedger::Lease{key, each});
-      }
+      lent.push_back(ledger_->lend(key, each, layout));
       ++leased;
-      lent.push_back(std::make_shared<MemoryObj>(std::move(owner), data, each, layout));
     }
   } catch (...) {
-    // Out of memory. The owner of the failed step is gone already; the buffers made so far go
-    // back with `lent`; what was reserved for keys never leased is unreserved here.
+    // Out of memory. The buffers made so far go back with `lent`; what was reserved for keys
+    // never lent is unreserved here.
     lent.clear();
-    std::lock_guard lock(ledger_->mu);
-    ledger_->outstanding -= each * (keys.size() - leased);
+    ledger_->unreserve(each * (keys.size() - leased));
     return {};
   }
   return lent;
 }
 
-std::uint64_t MockL2Adapter::lent_bytes_outstanding() const {
-  std::lock_guard lock(ledger_->mu);
-  return ledger_->outstanding;
-}
+std::uint64_t MockL2Adapter::lent_bytes_outstanding() const { return ledger_->outstanding(); }
 
 void MockL2Adapter::do_delete(const std::vector<ObjectKey>& keys) {
   if (closed_.load(std::memory_order_acquire)) throw_closed("delete_keys");

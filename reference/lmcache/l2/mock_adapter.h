@@ -81,6 +81,10 @@
 #include "lmcache/l2/l2_adapter_base.h"
 #include "lmcache/l2/usage_tracker.h"
 
+namespace lmcache::l2_internal {
+class LendLedger;  // internal/lend_ledger.h
+}  // namespace lmcache::l2_internal
+
 namespace lmcache {
 
 // MockL2AdapterOptions
@@ -194,12 +198,6 @@ class MockL2Adapter final : public L2AdapterBase {
     std::uint64_t size = 0;
   };
 
-  // The buffers lent and not yet adopted or given back; shared with every lent buffer, which
-  // may outlive the adapter.
-  struct LendLedger;
-  // Owns a lent buffer's memory (the MemoryObj's owner).
-  struct LentBufferOwner;
-
   // Puts `step` on the schedule at `due` (ties run in scheduling order) and wakes the worker.
   // Returns false, dropping the step, once the worker is stopping.
   bool schedule(Clock::time_point due, Step step);
@@ -237,7 +235,8 @@ class MockL2Adapter final : public L2AdapterBase {
   const MockL2AdapterOptions options_;
 
   UsageTracker usage_;
-  const std::shared_ptr<LendLedger> ledger_;
+  // The buffers lent and not yet adopted or given back (shared with every lent buffer).
+  const std::shared_ptr<l2_internal::LendLedger> ledger_;
 
   // Storage. Only the thread running a task (the worker, or a submitter with run_when_idle)
   // adds objects; delete_keys() removes them from callers' threads.
