@@ -7,36 +7,20 @@
 set -u
 ICOUNT=${1:?usage: $0 <lmcache-icount> <lmcache-bench-kernels>}
 KERNELS=${2:?usage: $0 <lmcache-icount> <lmcache-bench-kernels>}
-TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
-FAILED=0
-
-fail() { echo "FAIL: $*" >&2; FAILED=1; }
-
-# expect <rc> <stderr fragment> <command...>
-expect() {
-  local want=$1 fragment=$2; shift 2
-  "$@" >"$TMP/out" 2>"$TMP/err"
-  local rc=$?
-  if [[ $rc -ne $want ]]; then
-    fail "$*: exit $rc, want $want (stderr: $(head -c 600 "$TMP/err"))"
-  elif ! grep -qF -- "$fragment" "$TMP/err"; then
-    fail "$*: stderr lacks '$fragment': $(head -c 600 "$TMP/err")"
-  fi
-}
+source "$(dirname "${BASH_SOURCE[0]}")/../../scripts/testing/cli_checks.sh"
 
 # An unknown --only name beside a known one was ignored: the known one ran, exit 0.
 known=$("$ICOUNT" --list | head -n 1)
 [[ -n $known ]] || fail "lmcache-icount --list names no workload"
-expect 2 "--only 'no/such/workload' names no workload" "$ICOUNT" --only "$known" --only no/such/workload
-expect 2 "unknown argument '--bogus'" "$ICOUNT" --bogus
-expect 2 "--only needs a workload name" "$ICOUNT" --only
+run_checked 2 "--only 'no/such/workload' names no workload" "$ICOUNT" --only "$known" --only no/such/workload
+run_checked 2 "unknown argument '--bogus'" "$ICOUNT" --bogus
+run_checked 2 "--only needs a workload name" "$ICOUNT" --only
 
 # Google Benchmark prints an error for a filter that does not compile and runs nothing: that was
 # exit 0; an unknown flag was exit 1.
-expect 2 "no benchmark matches --benchmark_filter" "$KERNELS" "--benchmark_filter=("
-expect 2 "no benchmark matches --benchmark_filter" "$KERNELS" --benchmark_filter=no_such_kernel
-expect 2 "unrecognized command-line flag: --bogus" "$KERNELS" --bogus
+run_checked 2 "no benchmark matches --benchmark_filter" "$KERNELS" "--benchmark_filter=("
+run_checked 2 "no benchmark matches --benchmark_filter" "$KERNELS" --benchmark_filter=no_such_kernel
+run_checked 2 "unrecognized command-line flag: --bogus" "$KERNELS" --bogus
 
-if [[ $FAILED -ne 0 ]]; then exit 1; fi
+finish
 echo "lmcache-icount / lmcache-bench-kernels CLI: all checks passed"

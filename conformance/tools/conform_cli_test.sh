@@ -7,27 +7,14 @@
 # nothing is; a report that cannot be written fails the run.
 set -u
 BIN=${1:?usage: $0 <lmcache-conform>}
-TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
-FAILED=0
+source "$(dirname "${BASH_SOURCE[0]}")/../../scripts/testing/cli_checks.sh"
 export LMCACHE_CONFORMANCE_DEPTH=quick
 unset RC_PARAMS
-
-fail() { echo "FAIL: $*" >&2; FAILED=1; }
 
 # expect <rc> <stderr fragment or ""> <args...>
 expect() {
   local want=$1 fragment=$2; shift 2
-  "$BIN" "$@" >"$TMP/out" 2>"$TMP/err"
-  local rc=$?
-  if [[ $rc -ne $want ]]; then
-    fail "$*: exit $rc, want $want (stderr: $(head -c 600 "$TMP/err"))"
-  elif [[ -n $fragment ]] && ! grep -qF -- "$fragment" "$TMP/err"; then
-    fail "$*: stderr lacks '$fragment': $(head -c 600 "$TMP/err")"
-  fi
-  if grep -q "std::\|bad_alloc\|terminate called" "$TMP/err"; then
-    fail "$*: raw exception text: $(head -c 600 "$TMP/err")"
-  fi
+  run_checked "$want" "$fragment" "$BIN" "$@"
   if [[ $want -eq 2 && $* != *"/proc/"* ]] && grep -q "CONFORMANT" "$TMP/out"; then
     fail "$*: a usage error, yet a verdict was printed: $(tail -n 1 "$TMP/out")"
   fi
@@ -82,5 +69,5 @@ python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); assert d["summar
 grep -q '<testsuites name="lmcache-conform" tests="1"' "$TMP/report.xml" || fail "JUnit report: $(head -c 300 "$TMP/report.xml")"
 [[ $(ls "$TMP" | grep -c '\.tmp\.') -eq 0 ]] || fail "a temporary file was left: $(ls "$TMP")"
 
-if [[ $FAILED -ne 0 ]]; then exit 1; fi
+finish
 echo "lmcache-conform CLI: all checks passed"

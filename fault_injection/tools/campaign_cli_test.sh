@@ -7,26 +7,13 @@
 # summary that cannot be written fails the run.
 set -u
 BIN=${1:?usage: $0 <lmcache-fault-campaign>}
-TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
-FAILED=0
-
-fail() { echo "FAIL: $*" >&2; FAILED=1; }
+source "$(dirname "${BASH_SOURCE[0]}")/../../scripts/testing/cli_checks.sh"
 
 # expect <rc> <stderr fragment or ""> <args...>: runs the campaign, checks the exit status, that
 # the fragment is on stderr, and that no raw exception text got out.
 expect() {
   local want=$1 fragment=$2; shift 2
-  "$BIN" "$@" >"$TMP/out" 2>"$TMP/err"
-  local rc=$?
-  if [[ $rc -ne $want ]]; then
-    fail "$*: exit $rc, want $want (stderr: $(head -c 600 "$TMP/err"))"
-  elif [[ -n $fragment ]] && ! grep -qF -- "$fragment" "$TMP/err"; then
-    fail "$*: stderr lacks '$fragment': $(head -c 600 "$TMP/err")"
-  fi
-  if grep -q "std::\|bad_alloc\|terminate called" "$TMP/err"; then
-    fail "$*: raw exception text: $(head -c 600 "$TMP/err")"
-  fi
+  run_checked "$want" "$fragment" "$BIN" "$@"
   if [[ $want -eq 2 && -z ${STARTS:-} ]] && grep -q "^seed=" "$TMP/out"; then
     fail "$*: a usage error, yet the campaign started"
   fi
@@ -94,5 +81,5 @@ python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); assert d["seed"]
   "$TMP/summary.json" || fail "the summary is not the run's JSON"
 [[ $(ls "$TMP" | grep -c '\.tmp\.') -eq 0 ]] || fail "a temporary file was left: $(ls "$TMP")"
 
-if [[ $FAILED -ne 0 ]]; then exit 1; fi
+finish
 echo "lmcache-fault-campaign CLI: all checks passed"

@@ -6,11 +6,8 @@
 # option on bad input.
 set -u
 BIN=${1:?usage: $0 <lmcache-serde>}
-TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
-FAILED=0
+source "$(dirname "${BASH_SOURCE[0]}")/../../scripts/testing/cli_checks.sh"
 
-fail() { echo "FAIL: $*" >&2; FAILED=1; }
 hex() { od -An -v -tx1 "$1" | tr -d ' \n'; }
 
 # expect_rc <rc> <description> <command...>: runs with stdin from $IN, stderr kept.
@@ -181,5 +178,5 @@ expect_rc 0 "lmcr verify of an encoded record" "$BIN" lmcr verify
 expect_rc 0 "lmcr decode --count 4096" "$BIN" decode --config '{"type":"lmcr"}' --dtype uint8 --count 4096
 cmp -s "$TMP/out" "$TMP/payload.bin" || fail "lmcr round trip differs"
 
-if [[ $FAILED -ne 0 ]]; then exit 1; fi
+finish
 echo "lmcache-serde CLI: all checks passed"
