@@ -117,16 +117,29 @@ void FaultInjectL2Adapter::maybe_throw_at_submit(Op op, const std::vector<Object
 // ---------------------------------------------------------------------------------------------
 // Submits.
 
-void FaultInjectL2Adapter::do_store(TaskId id, const std::vector<ObjectKey>& keys,
-                                    const std::vector<MemoryObjPtr>& objects) {
-  const std::uint64_t index = decision_index(Op::kStore, keys);
-  maybe_throw_at_submit(Op::kStore, keys, index);
+FaultInjectL2Adapter::Task FaultInjectL2Adapter::new_task(
+    Op op, const std::vector<ObjectKey>& keys, const std::vector<MemoryObjPtr>& objects) {
+  const std::uint64_t index = decision_index(op, keys);
+  maybe_throw_at_submit(op, keys, index);
   Task task;
-  task.op = Op::kStore;
+  task.op = op;
   task.keys = keys;
   task.objects = objects;
   task.index = index;
   task.submitted = Clock::now();
+  return task;
+}
+
+void FaultInjectL2Adapter::track_locked(TaskId id, Task task, TaskId inner_id) {
+  task.inner_id = inner_id;
+  inner_to_outer_[static_cast<int>(task.op)][inner_id] = id;
+  tasks_.emplace(id, std::move(task));
+}
+
+void FaultInjectL2Adapter::do_store(TaskId id, const std::vector<ObjectKey>& keys,
+                                    const std::vector<MemoryObjPtr>& objects) {
+  Task task = new_task(Op::kStore, keys, objects);
+  const std::uint64_t index = task.index;
   task.fail_store = rng_.chance(options_.store_fail_rate, "store_fail", index);
   if (task.fail_store) {
     task.delete_after = options_.store_fail_mode == StoreFailMode::kMixed
@@ -151,26 +164,14 @@ void FaultInjectL2Adapter::do_store(TaskId id, const std::vector<ObjectKey>& key
     pump_->wake();
     return;
   }
-  const TaskId inner_id = inner().submit_store_task(keys, objects);
-  task.inner_id = inner_id;
-  inner_to_outer_[static_cast<int>(Op::kStore)][inner_id] = id;
-  tasks_.emplace(id, std::move(task));
+  track_locked(id, std::move(task), inner().submit_store_task(keys, objects));
 }
 
 void FaultInjectL2Adapter::do_lookup_and_lock(TaskId id, const std::vector<ObjectKey>& keys) {
-  const std::uint64_t index = decision_index(Op::kLookup, keys);
-  maybe_throw_at_submit(Op::kLookup, keys, index);
-  Task task;
-  task.op = Op::kLookup;
-  task.keys = keys;
-  task.index = index;
-  task.submitted = Clock::now();
+  Task task = new_task(Op::kLookup, keys, {});
   std::lock_guard lock(mu_);
   if (closing_) throw_closed("submit_lookup_and_lock_task");
-  const TaskId inner_id = inner().submit_lookup_and_lock_task(keys);
-  task.inner_id = inner_id;
-  inner_to_outer_[static_cast<int>(Op::kLookup)][inner_id] = id;
-  tasks_.emplace(id, std::move(task));
+  track_locked(id, std::move(task), inner().submit_lookup_and_lock_task(keys));
 }
 
 void FaultInjectL2Adapter::do_unlock(const std::vector<ObjectKey>& keys) {
@@ -179,22 +180,12 @@ void FaultInjectL2Adapter::do_unlock(const std::vector<ObjectKey>& keys) {
 
 void FaultInjectL2Adapter::do_load(TaskId id, const std::vector<ObjectKey>& keys,
                                    const std::vector<MemoryObjPtr>& objects) {
-  const std::uint64_t index = decision_index(Op::kLoad, keys);
-  maybe_throw_at_submit(Op::kLoad, keys, index);
-  Task task;
-  task.op = Op::kLoad;
-  task.keys = keys;
-  task.objects = objects;
-  task.index = index;
-  task.submitted = Clock::now();
-  task.hang = rng_.chance(options_.hang_rate, "hang", index);
+  Task task = new_task(Op::kLoad, keys, objects);
+  task.hang = rng_.chance(options_.hang_rate, "hang", task.index);
   std::lock_guard lock(mu_);
   if (closing_) throw_closed("submit_load_task");
   if (task.hang) record(FaultKind::kHang, FaultEffect::kHang, task, keys, "");
-  const TaskId inner_id = inner().submit_load_task(keys, objects);
-  task.inner_id = inner_id;
-  inner_to_outer_[static_cast<int>(Op::kLoad)][inner_id] = id;
-  tasks_.emplace(id, std::move(task));
+  track_locked(id, std::move(task), inner().submit_load_task(keys, objects));
 }
 
 void FaultInjectL2Adapter::do_delete(const std::vector<ObjectKey>& keys) {

@@ -199,6 +199,12 @@ class FaultInjectL2Adapter final : public L2AdapterBase {
                      std::vector<ObjectKey> keys, std::string detail, std::size_t position,
                      const MemoryObj& obj, std::optional<std::size_t> first_damaged_byte);
   std::uint64_t decision_index(Op op, const std::vector<ObjectKey>& keys);
+  // A task of `op` as its submit finds it: its decision index drawn (and submit_throw, which
+  // throws InjectedFault when it fires), its keys and objects, its submit time.
+  Task new_task(Op op, const std::vector<ObjectKey>& keys,
+                const std::vector<MemoryObjPtr>& objects);
+  // Registers `task`, forwarded to the inner adapter as `inner_id`, as task `id`. Requires mu_.
+  void track_locked(TaskId id, Task task, TaskId inner_id);
   // Draws submit_throw; throws InjectedFault (recorded) when it fires.
   void maybe_throw_at_submit(Op op, const std::vector<ObjectKey>& keys, std::uint64_t index);
 

@@ -24,7 +24,7 @@
 //  - complete() checks the outcome against the task: an id that is not pending (never
 //    submitted, already completed, or dropped by close()) or a bitmap whose length differs from
 //    the task's key count is an implementation bug and throws std::logic_error; the queues are
-//    left untouched. A complete() that arrives once close() has returned is dropped silently
+//    left untouched. A complete() that arrives after do_close() returned is dropped silently
 //    (a worker finishing late must not reach a closed fd).
 //  - close(): idempotent and serialised. New submits are refused from the moment it starts;
 //    then do_close() stops the implementation (threads joined, caller buffers released; it may
@@ -124,7 +124,7 @@ class L2AdapterBase : public L2AdapterInterface {
   // Publishes the outcome of pending task `id`: a store's L2StoreResult, a lookup's or a
   // load's bitmap (one bit per key), a view load's L2LoadViews (loaded and views one per key).
   // Throws std::logic_error when `id` is not a pending task of that kind or the lengths
-  // differ; a no-op once close() has returned.
+  // differ; a no-op once do_close() has returned.
   void complete(TaskId id, L2StoreResult result);
   void complete(TaskId id, Bitmap bits);
   void complete(TaskId id, L2LoadViews views);

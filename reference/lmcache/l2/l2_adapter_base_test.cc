@@ -89,6 +89,17 @@ std::vector<MemoryObjPtr> objects(std::size_t n) {
   return out;
 }
 
+// What `fn` throws as std::logic_error, or "no exception".
+template <class Fn>
+std::string logic_message(Fn&& fn) {
+  try {
+    fn();
+  } catch (const std::logic_error& e) {
+    return e.what();
+  }
+  return "no exception";
+}
+
 TEST(L2AdapterBase, RefusesMismatchedAndNullBatchesBeforeTheImplementation) {
   HandDriven a;
   expect_invalid([&] { a.submit_store_task(test_keys(2), objects(1)); },
@@ -160,14 +171,6 @@ TEST(L2AdapterBase, CompleteRefusesWhatNoPendingTaskExplains) {
   const TaskId store = a.submit_store_task(test_keys(1), objects(1));
   const TaskId lookup = a.submit_lookup_and_lock_task(test_keys(2));
   const TaskId load = a.submit_load_task(test_keys(2), objects(2));
-  auto logic_message = [](auto&& fn) {
-    try {
-      fn();
-    } catch (const std::logic_error& e) {
-      return std::string(e.what());
-    }
-    return std::string("no exception");
-  };
   EXPECT_THAT(logic_message([&] { a.complete(99, L2StoreResult::failure()); }),
               HasSubstr("task 99"));
   EXPECT_THAT(logic_message([&] { a.complete(store, Bitmap(1)); }), HasSubstr("no such task"));
@@ -247,23 +250,15 @@ TEST(L2AdapterBase, CloseRefusesDropsPendingKeepsResultsAndIsIdempotent) {
   EXPECT_TRUE(a.query_lookup_and_lock_result(lookup));
 
   const int calls = a.do_calls.load();
-  auto closed_message = [](auto&& fn) {
-    try {
-      fn();
-    } catch (const std::logic_error& e) {
-      return std::string(e.what());
-    }
-    return std::string("no exception");
-  };
-  EXPECT_EQ(closed_message([&] { a.submit_store_task(test_keys(1), objects(1)); }),
+  EXPECT_EQ(logic_message([&] { a.submit_store_task(test_keys(1), objects(1)); }),
             "HandDriven::submit_store_task after close()");
-  EXPECT_EQ(closed_message([&] { a.submit_lookup_and_lock_task(test_keys(1)); }),
+  EXPECT_EQ(logic_message([&] { a.submit_lookup_and_lock_task(test_keys(1)); }),
             "HandDriven::submit_lookup_and_lock_task after close()");
-  EXPECT_EQ(closed_message([&] { a.submit_load_task(test_keys(1), objects(1)); }),
+  EXPECT_EQ(logic_message([&] { a.submit_load_task(test_keys(1), objects(1)); }),
             "HandDriven::submit_load_task after close()");
-  EXPECT_EQ(closed_message([&] { a.submit_unlock(test_keys(1)); }),
+  EXPECT_EQ(logic_message([&] { a.submit_unlock(test_keys(1)); }),
             "HandDriven::submit_unlock after close()");
-  EXPECT_EQ(closed_message([&] { a.delete_keys(test_keys(1)); }),
+  EXPECT_EQ(logic_message([&] { a.delete_keys(test_keys(1)); }),
             "HandDriven::delete_keys after close()");
   EXPECT_EQ(a.do_calls.load(), calls);
   // Validation still comes first: a bad batch is a bad batch, open or closed.

@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "lmcache/bridge/key_codec.h"
+#include "lmcache/core/testing/expect_invalid.h"
 #include "lmcache/l1/l1_manager.h"
 #include "lmcache/l2/adapter_registry.h"
 #include "lmcache/testing/adapter_waits.h"
@@ -24,13 +25,9 @@ using storage_testing::TempDir;
 using storage_testing::wait_load;
 using storage_testing::wait_store;
 
+// The message of the std::invalid_argument parsing `config` throws (a test failure if none).
 std::string error_of(const Json& config) {
-  try {
-    FsAdapterConfig::parse(config);
-  } catch (const std::invalid_argument& e) {
-    return e.what();
-  }
-  return "(accepted)";
+  return core_internal::invalid_argument_message([&] { FsAdapterConfig::parse(config); });
 }
 
 TEST(FsAdapterConfig, ReadsLmcacheKeysAndDefaults) {

@@ -9,6 +9,7 @@
 #include <optional>
 #include <thread>
 
+#include "lmcache/core/testing/expect_invalid.h"
 #include "lmcache/l1/l1_manager.h"
 #include "lmcache/l2/adapter_registry.h"
 #include "lmcache/testing/adapter_waits.h"
@@ -30,13 +31,9 @@ using storage_testing::wait_store;
                     "scripts/install-deps.sh installs it)";                        \
   }
 
+// The message of the std::invalid_argument parsing `config` throws (a test failure if none).
 std::string error_of(const Json& config) {
-  try {
-    RespAdapterConfig::parse(config);
-  } catch (const std::invalid_argument& e) {
-    return e.what();
-  }
-  return "(accepted)";
+  return core_internal::invalid_argument_message([&] { RespAdapterConfig::parse(config); });
 }
 
 TEST(RespAdapterConfig, ReadsLmcacheKeysAndDefaults) {
