@@ -116,9 +116,9 @@ bool L2AdapterBase::finish_locked(TaskId id, Kind kind, std::size_t keys) {
   if (queues_closed_) return false;
   auto it = pending_.find(id);
   if (it == pending_.end() || it->second.kind != kind) {
-    throw std::logic_error(name_ + ": completed task " + std::to_string(id) + " as a " +
-                           kind_name(kind) +
-                           ", but no such task is pending (completed twice, or never submitted)");
+    throw std::logic_error(
+        name_ + ": completed task " + std::to_string(id) + " as a " + kind_name(kind) +
+        ", but no such task is pending (completed twice, never submitted, or of another kind)");
   }
   if (kind != Kind::kStore && it->second.keys != keys) {
     throw std::logic_error(name_ + ": " + kind_name(kind) + " task " + std::to_string(id) +
@@ -149,6 +149,7 @@ void L2AdapterBase::complete(TaskId id, Bitmap bits) {
 
 void L2AdapterBase::complete(TaskId id, L2LoadViews views) {
   std::lock_guard lock(mu_);
+  if (queues_closed_) return;
   if (views.views.size() != views.loaded.size()) {
     throw std::logic_error(name_ + ": view load task " + std::to_string(id) + " completed with " +
                            std::to_string(views.loaded.size()) + " bits but " +
