@@ -67,33 +67,19 @@ std::optional<std::uint64_t> locked_key_count(const L2AdapterInterface& a) {
 // ---------------------------------------------------------------------------------------------
 // The [stateful] properties: one check of the model each, StatefulModel all of them.
 
-Verdict OneShotResults(const AdapterUnderTest& aut) {
-  return run_stateful("OneShotResults", aut, kOneShot);
-}
-Verdict EachKindSignalsItsFd(const AdapterUnderTest& aut) {
-  return run_stateful("EachKindSignalsItsFd", aut, kFds);
-}
-Verdict StoreReportsBytes(const AdapterUnderTest& aut) {
-  return run_stateful("StoreReportsBytes", aut, kStoreBytes);
-}
-Verdict LookupReportsPresence(const AdapterUnderTest& aut) {
-  return run_stateful("LookupReportsPresence", aut, kLookup);
-}
-Verdict PartialLoadBitmap(const AdapterUnderTest& aut) {
-  return run_stateful("PartialLoadBitmap", aut, kLoad);
-}
-Verdict LookupLocks(const AdapterUnderTest& aut) {
-  return run_stateful("LookupLocks", aut, kLocks);
-}
-Verdict UsageMatchesStoredBytes(const AdapterUnderTest& aut) {
-  return run_stateful("UsageMatchesStoredBytes", aut, kUsage);
-}
-Verdict ListenersCalled(const AdapterUnderTest& aut) {
-  return run_stateful("ListenersCalled", aut, kListeners);
-}
-Verdict StatefulModel(const AdapterUnderTest& aut) {
-  return run_stateful("StatefulModel", aut, kAllChecks);
-}
+// Each is run_stateful() under its own name, with the checks it stands for.
+#define LMCACHE_STATEFUL_PROPERTY(Name, checks) \
+  Verdict Name(const AdapterUnderTest& aut) { return run_stateful(#Name, aut, checks); }
+LMCACHE_STATEFUL_PROPERTY(OneShotResults, kOneShot)
+LMCACHE_STATEFUL_PROPERTY(EachKindSignalsItsFd, kFds)
+LMCACHE_STATEFUL_PROPERTY(StoreReportsBytes, kStoreBytes)
+LMCACHE_STATEFUL_PROPERTY(LookupReportsPresence, kLookup)
+LMCACHE_STATEFUL_PROPERTY(PartialLoadBitmap, kLoad)
+LMCACHE_STATEFUL_PROPERTY(LookupLocks, kLocks)
+LMCACHE_STATEFUL_PROPERTY(UsageMatchesStoredBytes, kUsage)
+LMCACHE_STATEFUL_PROPERTY(ListenersCalled, kListeners)
+LMCACHE_STATEFUL_PROPERTY(StatefulModel, kAllChecks)
+#undef LMCACHE_STATEFUL_PROPERTY
 
 // ---------------------------------------------------------------------------------------------
 // Scenario properties.

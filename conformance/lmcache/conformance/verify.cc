@@ -15,6 +15,26 @@ using ::testing::AssertionResult;
 using ::testing::AssertionSuccess;
 using namespace conformance_internal;  // the serde check building blocks
 
+namespace {
+
+// Deserializes `bytes`, serialize()'s own output, into `dst`: a failure when deserialize()
+// throws or writes outside `dst`.
+AssertionResult deserialize_own_output(Deserializer& d, const GuardedObject& bytes,
+                                       const GuardedObject& dst, const MemoryLayoutDesc& layout,
+                                       const ObjectKey& key) {
+  if (auto e = throws([&] { d.deserialize(*bytes, *dst, key); })) {
+    return AssertionFailure() << "deserialize() threw on serialize()'s own output: " << *e
+                              << where(layout, key);
+  }
+  if (std::string g = dst.check_guards(); !g.empty()) {
+    return AssertionFailure() << "deserialize() wrote outside its destination: " << g
+                              << where(layout, key);
+  }
+  return AssertionSuccess();
+}
+
+}  // namespace
+
 void QualityReport::Merge(const QualityReport& other) {
   if (other.exceeded_soft && (!exceeded_soft || other.worst_ratio > worst_ratio)) *this = other;
 }
@@ -135,14 +155,7 @@ AssertionResult verify_serde_round_trip(const SerdeUnderTest& serde, const Memor
   // Narrowed to the count, with junk past it, as a temp that held an estimate comes back.
   GuardedObject bytes = serialized_buffer(out.bytes, std::max(est, out.count) + junk_slack(layout));
   GuardedObject dst(layout, layout.total_bytes(), 31);  // stale bytes: every one must be written
-  if (auto e = throws([&] { d->deserialize(*bytes, *dst, key); })) {
-    return AssertionFailure() << "deserialize() threw on serialize()'s own output: " << *e
-                              << where(layout, key);
-  }
-  if (std::string g = dst.check_guards(); !g.empty()) {
-    return AssertionFailure() << "deserialize() wrote outside its destination: " << g
-                              << where(layout, key);
-  }
+  if (AssertionResult r = deserialize_own_output(*d, bytes, dst, layout, key); !r) return r;
   return compare_round_trip(serde.lossiness, src, *dst, quality);
 }
 
@@ -223,14 +236,7 @@ AssertionResult verify_deserialize_writes_only_destination(const SerdeUnderTest&
   GuardedObject bytes = serialized_buffer(out.bytes, out.bytes.size());  // exact size
   std::vector<std::byte> bytes_before = bytes.snapshot();
   GuardedObject dst(layout, layout.total_bytes(), 61);
-  if (auto e = throws([&] { d->deserialize(*bytes, *dst, key); })) {
-    return AssertionFailure() << "deserialize() threw on serialize()'s own output: " << *e
-                              << where(layout, key);
-  }
-  if (std::string g = dst.check_guards(); !g.empty()) {
-    return AssertionFailure() << "deserialize() wrote outside its destination: " << g
-                              << where(layout, key);
-  }
+  if (AssertionResult r = deserialize_own_output(*d, bytes, dst, layout, key); !r) return r;
   if (std::string g = bytes.check_guards(); !g.empty()) {
     return AssertionFailure() << "deserialize() wrote around its source: " << g
                               << where(layout, key);

@@ -123,13 +123,21 @@ void SerdeL2AdapterWrapper::validate_batch(const char* op, const std::vector<Obj
   }
 }
 
-bool SerdeL2AdapterWrapper::allocate_temps(Task& task, const MemoryLayoutDesc& layout,
+std::optional<MemoryLayoutDesc> SerdeL2AdapterWrapper::serialized_layout(
+    const MemoryLayoutDesc& layout) const {
+  try {
+    return serialized_layout_desc(layout, *serde_);
+  } catch (...) {
+    return std::nullopt;  // an estimate that throws: the task fails, all or nothing
+  }
+}
+
+bool SerdeL2AdapterWrapper::allocate_temps(Task& task, const MemoryLayoutDesc& temp_layout,
                                            bool zero_fill) {
   bool reserved = false;
   try {
     // Every allocation this function makes happens before reserve_write(): once temps are
     // reserved nothing below throws, and the catch releases them if something did.
-    MemoryLayoutDesc temp_layout = serialized_layout_desc(layout, *serde_);
     task.temp_keys.reserve(task.keys.size());
     for (const auto& key : task.keys) task.temp_keys.push_back(make_temp_key(key));
     task.temp_objects.reserve(task.keys.size());
@@ -157,7 +165,7 @@ bool SerdeL2AdapterWrapper::allocate_temps(Task& task, const MemoryLayoutDesc& l
     metrics_.temp_bytes_reserved(task.temp_bytes);
     return true;
   } catch (...) {
-    // An estimate, key generation, allocation or L1 failure. reserve_write() is atomic, so
+    // Key generation, an allocation or an L1 failure. reserve_write() is atomic, so
     // before it returned nothing is held; after it, release what it reserved.
     if (reserved) release_unpublished_temps(task);
     task.temp_keys.clear();
@@ -177,9 +185,9 @@ void SerdeL2AdapterWrapper::release_unpublished_temps(Task& task) noexcept {
   task.temp_objects.clear();
 }
 
-bool SerdeL2AdapterWrapper::borrow_store_buffers(Task& task, const MemoryLayoutDesc& layout) {
+bool SerdeL2AdapterWrapper::borrow_store_buffers(Task& task,
+                                                 const MemoryLayoutDesc& buffer_layout) {
   try {
-    MemoryLayoutDesc buffer_layout = serialized_layout_desc(layout, *serde_);
     std::vector<MemoryObjPtr> lent = inner_->lend_store_buffers(task.keys, buffer_layout);
     if (lent.size() != task.keys.size()) return false;  // lends nothing (now): temps of our own
     for (const auto& obj : lent) {
@@ -333,8 +341,9 @@ TaskId SerdeL2AdapterWrapper::submit_store_task(const std::vector<ObjectKey>& ke
   task.keys = keys;
   // Buffers the inner adapter lends (the serializer writes the stored bytes in place, the inner
   // keeps them without a copy), else temps in L1.
-  if (!borrow_store_buffers(task, objects[0]->layout()) &&
-      !allocate_temps(task, objects[0]->layout(), /*zero_fill=*/false)) {
+  const std::optional<MemoryLayoutDesc> serialized = serialized_layout(objects[0]->layout());
+  if (!serialized || (!borrow_store_buffers(task, *serialized) &&
+                      !allocate_temps(task, *serialized, /*zero_fill=*/false))) {
     finish_store(id, L2StoreResult::failure());
     return id;
   }
@@ -520,7 +529,8 @@ TaskId SerdeL2AdapterWrapper::submit_load_task(const std::vector<ObjectKey>& key
     drain_on_submit(/*store=*/false);
     return id;
   }
-  if (!allocate_temps(task, objects[0]->layout(), /*zero_fill=*/true)) {
+  const std::optional<MemoryLayoutDesc> serialized = serialized_layout(objects[0]->layout());
+  if (!serialized || !allocate_temps(task, *serialized, /*zero_fill=*/true)) {
     finish_load(id, Bitmap(keys.size()), /*failed=*/true);
     return id;
   }

@@ -147,15 +147,18 @@ class SerdeL2AdapterWrapper final : public L2AdapterInterface {
   void validate_batch(const char* op, const std::vector<ObjectKey>& keys,
                       const std::vector<MemoryObjPtr>& objects) const;
 
-  // Reserves one temp per key in one batched reserve_write (zero-filled when `zero_fill`). On
-  // any failure, a throw included, releases what was reserved and returns false.
-  bool allocate_temps(Task& task, const MemoryLayoutDesc& layout, bool zero_fill);
+  // The layout of the serialized bytes of objects of `layout` (serialized_layout_desc(), computed
+  // once per task); nullopt when the serde's estimate throws.
+  std::optional<MemoryLayoutDesc> serialized_layout(const MemoryLayoutDesc& layout) const;
+  // Reserves one temp of `temp_layout` per key in one batched reserve_write (zero-filled when
+  // `zero_fill`). On any failure, a throw included, releases what was reserved and returns false.
+  bool allocate_temps(Task& task, const MemoryLayoutDesc& temp_layout, bool zero_fill);
   // Releases temps reserved by allocate_temps() that the task never published (finish_write +
   // delete_keys on every temp key of the task); swallows L1's errors.
   void release_unpublished_temps(Task& task) noexcept;
   // Stores: asks the inner adapter to lend one buffer per key for the serialized bytes. False
   // (nothing held) when it lends nothing, lends a wrong count or too small a buffer, or throws.
-  bool borrow_store_buffers(Task& task, const MemoryLayoutDesc& layout);
+  bool borrow_store_buffers(Task& task, const MemoryLayoutDesc& buffer_layout);
   // Drops the task's references to lent buffers (the inner gets back those it did not adopt).
   void release_lent_buffers(Task& task) noexcept;
   // Releases temps that are still write-locked (finish_write + delete_keys). The release
