@@ -19,6 +19,7 @@
 #include "lmcache/conformance/depth.h"
 #include "lmcache/conformance/generators.h"
 #include "lmcache/conformance/internal/adapter_properties.h"
+#include "lmcache/conformance/internal/task_id_stream.h"
 #include "lmcache/conformance/internal/waits.h"
 #include "lmcache/conformance/process_stats.h"
 #include "lmcache/conformance/rapidcheck_driver.h"
@@ -444,37 +445,20 @@ Verdict TaskIdsNeverReused(const AdapterUnderTest& aut) {
     return Verdict::fail("store task " + std::to_string(store) + " did not complete");
   }
   const TaskId early = a->submit_load_task({keys[0]}, {make_object(layout)});
-  std::unordered_set<TaskId> seen = {store, early};
-  seen.reserve(kTasks + 2);
-  std::deque<TaskId> in_flight;
-  auto take_oldest = [&]() -> std::string {
-    const TaskId id = in_flight.front();
-    in_flight.pop_front();
-    std::optional<Bitmap> bits =
-        poll_until([&] { return a->query_load_result(id); }, result_timeout());
-    if (!bits) return "load task " + std::to_string(id) + " did not complete";
-    if (bits->size() != 1 || bits->test(0)) {
-      return "a load of a key never stored (task " + std::to_string(id) + ") answered " +
-             bits->to_string();
-    }
-    return {};
-  };
-  for (std::size_t i = 0; i < kTasks; ++i) {
-    const TaskId id = a->submit_load_task({keys[1]}, {make_object(layout)});
-    if (!seen.insert(id).second) {
-      return Verdict::fail("task " + std::to_string(i + 3) + " got id " + std::to_string(id) +
-                           ", already given to an earlier task" +
-                           (id == early ? " (the early load, still untaken)" : "") +
-                           ": task ids must stay unique while results are untaken");
-    }
-    in_flight.push_back(id);
-    if (in_flight.size() >= kInFlight) {
-      if (std::string e = take_oldest(); !e.empty()) return Verdict::fail(e);
-    }
-  }
-  while (!in_flight.empty()) {
-    if (std::string e = take_oldest(); !e.empty()) return Verdict::fail(e);
-  }
+  const std::string failure = stream_of_unique_ids(
+      kTasks, kInFlight, /*first_number=*/3, early, "load", {store, early},
+      [&] { return a->submit_load_task({keys[1]}, {make_object(layout)}); },
+      [&](TaskId id) -> std::string {
+        std::optional<Bitmap> bits =
+            poll_until([&] { return a->query_load_result(id); }, result_timeout());
+        if (!bits) return "load task " + std::to_string(id) + " did not complete";
+        if (bits->size() != 1 || bits->test(0)) {
+          return "a load of a key never stored (task " + std::to_string(id) + ") answered " +
+                 bits->to_string();
+        }
+        return {};
+      });
+  if (!failure.empty()) return Verdict::fail(failure);
   std::optional<Bitmap> bits =
       poll_until([&] { return a->query_load_result(early); }, result_timeout());
   if (!bits || bits->size() != 1 || !bits->test(0)) {

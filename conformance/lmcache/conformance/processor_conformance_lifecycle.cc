@@ -13,6 +13,7 @@
 #include "lmcache/conformance/buffers.h"
 #include "lmcache/conformance/depth.h"
 #include "lmcache/conformance/internal/processor_properties.h"
+#include "lmcache/conformance/internal/task_id_stream.h"
 #include "lmcache/conformance/internal/waits.h"
 #include "lmcache/conformance/process_stats.h"
 #include "lmcache/conformance/rapidcheck_driver.h"
@@ -253,34 +254,17 @@ Verdict TaskIdsNeverReused(const ProcessorUnderTest& put) {
   const MemoryLayoutDesc layout = fixed_layout(put);
   MemoryObjPtr src = safe_input(layout, 77);
   const TaskId early = p->submit_serialize({src}, {temp_for(*p, layout)}, probe_keys(1));
-  std::unordered_set<TaskId> seen = {early};
-  seen.reserve(kTasks + 1);
-  std::deque<TaskId> in_flight;
-  auto take_oldest = [&]() -> std::string {
-    const TaskId id = in_flight.front();
-    in_flight.pop_front();
-    std::optional<bool> r =
-        poll_until([&] { return p->query_serialize_result(id); }, result_timeout());
-    if (!r) return "serialize task " + std::to_string(id) + " did not complete";
-    if (!*r) return "a valid serialize (task " + std::to_string(id) + ") completed false";
-    return {};
-  };
-  for (std::size_t i = 0; i < kTasks; ++i) {
-    const TaskId id = p->submit_serialize({src}, {temp_for(*p, layout)}, probe_keys(1));
-    if (!seen.insert(id).second) {
-      return Verdict::fail("task " + std::to_string(i + 2) + " got id " + std::to_string(id) +
-                           ", already given to an earlier task" +
-                           (id == early ? " (the early serialize, still untaken)" : "") +
-                           ": task ids must stay unique while results are untaken");
-    }
-    in_flight.push_back(id);
-    if (in_flight.size() >= kInFlight) {
-      if (std::string e = take_oldest(); !e.empty()) return Verdict::fail(e);
-    }
-  }
-  while (!in_flight.empty()) {
-    if (std::string e = take_oldest(); !e.empty()) return Verdict::fail(e);
-  }
+  const std::string failure = stream_of_unique_ids(
+      kTasks, kInFlight, /*first_number=*/2, early, "serialize", {early},
+      [&] { return p->submit_serialize({src}, {temp_for(*p, layout)}, probe_keys(1)); },
+      [&](TaskId id) -> std::string {
+        std::optional<bool> r =
+            poll_until([&] { return p->query_serialize_result(id); }, result_timeout());
+        if (!r) return "serialize task " + std::to_string(id) + " did not complete";
+        if (!*r) return "a valid serialize (task " + std::to_string(id) + ") completed false";
+        return {};
+      });
+  if (!failure.empty()) return Verdict::fail(failure);
   std::optional<bool> r =
       poll_until([&] { return p->query_serialize_result(early); }, result_timeout());
   if (!r || !*r) {
