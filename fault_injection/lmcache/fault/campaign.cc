@@ -28,18 +28,14 @@
 
 #include "lmcache/core/event_notifier.h"
 #include "lmcache/core/process_resources.h"
-#include "lmcache/fault/fault_hooks.h"
 #include "lmcache/fault/fault_inject_adapter.h"
 #include "lmcache/fault/internal/campaign_invariants.h"
 #include "lmcache/fault/internal/campaign_ledger.h"
 #include "lmcache/fault/internal/campaign_stack.h"
 #include "lmcache/fault/internal/campaign_watchdog.h"
 #include "lmcache/fault/internal/campaign_workload.h"
-#include "lmcache/l1/l1_manager.h"
 #include "lmcache/l2/mock_adapter.h"
 #include "lmcache/serde/serde_config.h"
-#include "lmcache/wrapper/adapter_factory.h"
-#include "lmcache/wrapper/serde_l2_adapter_wrapper.h"
 
 namespace lmcache::fault_internal {
 
@@ -360,10 +356,9 @@ bool Campaign::any_waiting() const {
 
 void Campaign::wait_wave() {
   while (any_waiting()) {
-    L2AdapterInterface& top = stack_->top();
-    pollfd fds[3] = {{top.get_store_event_fd(), POLLIN, 0},
-                     {top.get_load_event_fd(), POLLIN, 0},
-                     {top.get_lookup_and_lock_event_fd(), POLLIN, 0}};
+    pollfd fds[3] = {{stack_->store_fd(), POLLIN, 0},
+                     {stack_->load_fd(), POLLIN, 0},
+                     {stack_->lookup_fd(), POLLIN, 0}};
     ::poll(fds, 3, 20);
     for (auto& p : fds) {
       if (p.revents & POLLIN) consume_fd(p.fd);

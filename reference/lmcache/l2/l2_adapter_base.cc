@@ -112,21 +112,27 @@ std::optional<L2LoadViews> L2AdapterBase::query_load_view_result(TaskId id) {
   return L2LoadViews{std::move(outcome->bits), std::move(*outcome->views)};
 }
 
-bool L2AdapterBase::finish_locked(TaskId id, Kind kind, std::size_t keys) {
-  if (queues_closed_) return false;
+std::optional<L2AdapterBase::Kind> L2AdapterBase::finish_locked(TaskId id, Kind kind,
+                                                                std::size_t keys) {
+  if (queues_closed_) return std::nullopt;
   auto it = pending_.find(id);
-  if (it == pending_.end() || it->second.kind != kind) {
+  // A bitmap completes a lookup or a load: the pending task says which.
+  const bool accepted =
+      it != pending_.end() &&
+      (it->second.kind == kind || (kind == Kind::kLoad && it->second.kind == Kind::kLookup));
+  if (!accepted) {
     throw std::logic_error(
         name_ + ": completed task " + std::to_string(id) + " as a " + kind_name(kind) +
         ", but no such task is pending (completed twice, never submitted, or of another kind)");
   }
-  if (kind != Kind::kStore && it->second.keys != keys) {
-    throw std::logic_error(name_ + ": " + kind_name(kind) + " task " + std::to_string(id) +
+  const Kind found = it->second.kind;
+  if (found != Kind::kStore && it->second.keys != keys) {
+    throw std::logic_error(name_ + ": " + kind_name(found) + " task " + std::to_string(id) +
                            " has " + std::to_string(it->second.keys) + " keys but completed with " +
                            std::to_string(keys) + " bits");
   }
   pending_.erase(it);
-  return true;
+  return found;
 }
 
 void L2AdapterBase::complete(TaskId id, L2StoreResult result) {
@@ -136,11 +142,9 @@ void L2AdapterBase::complete(TaskId id, L2StoreResult result) {
 
 void L2AdapterBase::complete(TaskId id, Bitmap bits) {
   std::lock_guard lock(mu_);
-  auto it = pending_.find(id);
-  const Kind kind =
-      (it != pending_.end() && it->second.kind == Kind::kLookup) ? Kind::kLookup : Kind::kLoad;
-  if (!finish_locked(id, kind, bits.size())) return;
-  if (kind == Kind::kLookup) {
+  const std::optional<Kind> kind = finish_locked(id, Kind::kLoad, bits.size());
+  if (!kind) return;
+  if (*kind == Kind::kLookup) {
     lookup_done_.complete(id, std::move(bits));
   } else {
     load_done_.complete(id, LoadOutcome{std::move(bits), std::nullopt});

@@ -159,10 +159,11 @@ class L2AdapterBase : public L2AdapterInterface {
   // Draws an id, registers it, runs `start(id)`; unregisters it when `start` throws.
   template <class Start>
   TaskId start_task(Kind kind, std::size_t keys, Start&& start);
-  // Removes `id` from the pending table when it is a pending task of `kind` with `keys` keys
-  // (else throws std::logic_error, naming what was wrong). False once the queues are closed.
-  // Requires mu_.
-  bool finish_locked(TaskId id, Kind kind, std::size_t keys);
+  // Removes `id` from the pending table and returns its kind when it is a pending task of
+  // `kind` (kLoad also accepts a lookup: a bitmap completes either) with `keys` keys (a store's
+  // are not checked); else throws std::logic_error naming what was wrong. nullopt once the
+  // queues are closed. Requires mu_.
+  std::optional<Kind> finish_locked(TaskId id, Kind kind, std::size_t keys);
 
   const std::string name_;
   TaskIdCounter ids_;

@@ -12,6 +12,7 @@
 #include <set>
 #include <stdexcept>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "lmcache/core/event_notifier.h"
@@ -89,15 +90,10 @@ std::vector<MemoryObjPtr> objects(std::size_t n) {
   return out;
 }
 
-// What `fn` throws as std::logic_error, or "no exception".
+// What `fn` throws as std::logic_error ("" and a test failure when it throws none).
 template <class Fn>
 std::string logic_message(Fn&& fn) {
-  try {
-    fn();
-  } catch (const std::logic_error& e) {
-    return e.what();
-  }
-  return "no exception";
+  return core_internal::thrown_message<std::logic_error>(std::forward<Fn>(fn));
 }
 
 TEST(L2AdapterBase, RefusesMismatchedAndNullBatchesBeforeTheImplementation) {

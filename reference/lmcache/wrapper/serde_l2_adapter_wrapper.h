@@ -147,6 +147,9 @@ class SerdeL2AdapterWrapper final : public L2AdapterInterface {
   void validate_batch(const char* op, const std::vector<ObjectKey>& keys,
                       const std::vector<MemoryObjPtr>& objects) const;
 
+  // Serialized bytes (serde_l2_adapter_wrapper_temps.cc).
+  // Whether every L1 call of a batch succeeded.
+  static bool all_succeeded(const std::vector<L1Result>& results);
   // The layout of the serialized bytes of objects of `layout` (serialized_layout_desc(), computed
   // once per task); nullopt when the serde's estimate throws.
   std::optional<MemoryLayoutDesc> serialized_layout(const MemoryLayoutDesc& layout) const;

@@ -57,6 +57,9 @@ CampaignStack::CampaignStack(const fault::CampaignOptions& o, std::uint64_t epoc
       std::make_unique<SerdeL2AdapterWrapper>(std::move(below), std::move(serde.processor), l1_);
   wrapper_ = wrapper.get();
   top_ = wrap_top_mutant(o.mutant, std::move(wrapper));
+  store_fd_ = top_->get_store_event_fd();
+  load_fd_ = top_->get_load_event_fd();
+  lookup_fd_ = top_->get_lookup_and_lock_event_fd();
   l1_baseline_ = l1_->get_memory_usage().used_bytes;
 }
 

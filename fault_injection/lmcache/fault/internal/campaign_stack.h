@@ -60,6 +60,10 @@ class CampaignStack {
   // The inner adapter when it is the mock; null for a real store.
   MockL2Adapter* mock() { return mock_; }
   const std::string& key_namespace() const { return key_namespace_; }
+  // top()'s fds, read once when the stack was built (the driver polls them every wave).
+  int store_fd() const { return store_fd_; }
+  int load_fd() const { return load_fd_; }
+  int lookup_fd() const { return lookup_fd_; }
 
   // describe()
   //
@@ -75,6 +79,7 @@ class CampaignStack {
   SerdeL2AdapterWrapper* wrapper_ = nullptr;
   fault::FaultInjectL2Adapter* fault_ = nullptr;
   MockL2Adapter* mock_ = nullptr;
+  int store_fd_ = -1, load_fd_ = -1, lookup_fd_ = -1;
 };
 
 }  // namespace lmcache::fault_internal

@@ -10,22 +10,31 @@
 #include <initializer_list>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 namespace lmcache::core_internal {
 
-// invalid_argument_message()
+// thrown_message<E>()
 //
-// The message of the std::invalid_argument that `fn` throws; "" (and a test failure) when it
-// throws none.
-template <class Fn>
-std::string invalid_argument_message(Fn&& fn) {
+// The message of the `E` (or a type derived from it) that `fn` throws; "" (and a test failure)
+// when it throws none.
+template <class E, class Fn>
+std::string thrown_message(Fn&& fn) {
   try {
     fn();
-  } catch (const std::invalid_argument& e) {
+  } catch (const E& e) {
     return e.what();
   }
-  ADD_FAILURE() << "expected std::invalid_argument";
+  ADD_FAILURE() << "expected an exception";
   return "";
+}
+
+// invalid_argument_message()
+//
+// thrown_message<std::invalid_argument>(fn).
+template <class Fn>
+std::string invalid_argument_message(Fn&& fn) {
+  return thrown_message<std::invalid_argument>(std::forward<Fn>(fn));
 }
 
 // expect_invalid()
