@@ -36,7 +36,7 @@
 #include "lmcache/conformance/registry.h"
 #include "lmcache/core/regular_file.h"
 #include "lmcache/devices/device_info.h"
-#include "lmcache/devices/fp8_kernels_cuda.h"
+#include "lmcache/fp8/fp8_kernels_cuda.h"
 #include "tools/plugin_loader.h"
 
 namespace {
@@ -122,10 +122,10 @@ int run(int argc, char** argv) {
     return 0;
   }
 
-  const bool cuda_usable = lmcache::devices::fp8_cuda_available();
+  const bool cuda_usable = lmcache::fp8::fp8_cuda_available();
   if (flags.device == "cuda" && !cuda_usable) {
     std::fprintf(stderr, "lmcache-bench: --device cuda: %s\n",
-                 lmcache::devices::fp8_cuda_unavailable_reason().c_str());
+                 lmcache::fp8::fp8_cuda_unavailable_reason().c_str());
     return 2;
   }
 

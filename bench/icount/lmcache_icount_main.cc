@@ -49,8 +49,8 @@
 #include "cli_support.h"
 #include "lmcache/bench/build_info.h"
 #include "lmcache/bench/workloads.h"
-#include "lmcache/devices/fp8_kernels.h"
 #include "lmcache/fp8/fp8_codec.h"
+#include "lmcache/fp8/fp8_kernels.h"
 #include "lmcache/serde/async_serde_processor.h"
 
 namespace {
@@ -68,8 +68,8 @@ struct Workload {
 };
 
 std::int64_t pinned_target_bit() {
-  for (std::int64_t t : devices::fp8_simd_targets()) {
-    if (devices::fp8_simd_target_name(t) == kPinnedTarget) return t;
+  for (std::int64_t t : fp8::fp8_simd_targets()) {
+    if (fp8::fp8_simd_target_name(t) == kPinnedTarget) return t;
   }
   return 0;
 }
@@ -90,21 +90,21 @@ void add_codec_workloads(std::vector<Workload>& out) {
                  fill_kv_values(*wide, dtype, 1);
                  auto codes = std::make_shared<std::vector<std::uint8_t>>(n);
                  fp8_encode(*wide, dtype, n, *codes, format, Fp8Overflow::kNonSaturating);
-                 const devices::KernelOptions opt{.threads = 1,
-                                                  .backend = devices::Fp8Backend::kSimd,
-                                                  .simd_target = simd ? pinned_target_bit() : 0};
+                 const fp8::KernelOptions opt{.threads = 1,
+                                              .backend = fp8::Fp8Backend::kSimd,
+                                              .simd_target = simd ? pinned_target_bit() : 0};
                  if (simd && opt.simd_target == 0) {
                    throw std::runtime_error(std::string("SIMD target ") + kPinnedTarget +
                                             " is not available on this CPU");
                  }
                  return [=] {
                    if (encode && simd) {
-                     devices::fp8_encode_fast(*wide, dtype, n, *codes, format,
-                                              Fp8Overflow::kNonSaturating, opt);
+                     fp8::fp8_encode_fast(*wide, dtype, n, *codes, format,
+                                          Fp8Overflow::kNonSaturating, opt);
                    } else if (encode) {
                      fp8_encode(*wide, dtype, n, *codes, format, Fp8Overflow::kNonSaturating);
                    } else if (simd) {
-                     devices::fp8_decode_fast(*codes, n, *wide, dtype, format, opt);
+                     fp8::fp8_decode_fast(*codes, n, *wide, dtype, format, opt);
                    } else {
                      fp8_decode(*codes, n, *wide, dtype, format);
                    }

@@ -122,7 +122,7 @@ cu_seconds=$(awk '/fp8_kernels_cuda\.cu\.o/ {t = ($2 - $1) / 1000} END {if (t !=
   "$build/.ninja_log" 2>/dev/null)
 
 # --- tests -----------------------------------------------------------------------------------
-bin="$build/devices/lmcache/devices"
+bin="$build/reference/lmcache/fp8"
 gpu_usable=0
 skip_reason=""
 if ((built)); then

@@ -38,10 +38,10 @@
 
 #include "cli_support.h"
 #include "lmcache/devices/device_info.h"
-#include "lmcache/devices/fp8_kernels.h"
-#include "lmcache/devices/fp8_kernels_cuda.h"
+#include "lmcache/fp8/fp8_kernels.h"
+#include "lmcache/fp8/fp8_kernels_cuda.h"
 
-namespace lmcache::devices {
+namespace lmcache::fp8 {
 namespace {
 
 constexpr std::size_t kInputBytes = std::size_t{64} << 20;
@@ -419,7 +419,7 @@ class SummaryReporter : public benchmark::ConsoleReporter {
 };
 
 void add_context() {
-  const DeviceInfo info = device_info();
+  const devices::DeviceInfo info = devices::device_info();
   benchmark::AddCustomContext("cpu_model", info.cpu.model);
   std::string targets;
   for (const auto& t : info.cpu.simd_targets) targets += (targets.empty() ? "" : ",") + t;
@@ -433,7 +433,7 @@ void add_context() {
 }
 
 }  // namespace
-}  // namespace lmcache::devices
+}  // namespace lmcache::fp8
 
 // Exit status: 0 when benchmarks ran; 2 for an argument Google Benchmark does not know, or a
 // --benchmark_filter that does not compile or matches nothing; 1 when something failed (named).
@@ -441,9 +441,9 @@ int main(int argc, char** argv) {
   return lmcache::cli::guarded_main("lmcache-bench-kernels", [&] {
     benchmark::Initialize(&argc, argv);
     if (benchmark::ReportUnrecognizedArguments(argc, argv)) return lmcache::cli::kExitUsage;
-    lmcache::devices::add_context();
-    lmcache::devices::register_all();
-    lmcache::devices::SummaryReporter reporter;
+    lmcache::fp8::add_context();
+    lmcache::fp8::register_all();
+    lmcache::fp8::SummaryReporter reporter;
     // Google Benchmark reports a filter that does not compile on stderr and runs nothing.
     const std::size_t ran = benchmark::RunSpecifiedBenchmarks(&reporter);
     benchmark::Shutdown();

@@ -15,9 +15,9 @@
 #include "lmcache/bench/roofline.h"
 #include "lmcache/bench/suites.h"
 #include "lmcache/bench/workloads.h"
-#include "lmcache/devices/fp8_kernels.h"
-#include "lmcache/devices/fp8_kernels_cuda.h"
 #include "lmcache/fp8/fp8_codec.h"
+#include "lmcache/fp8/fp8_kernels.h"
+#include "lmcache/fp8/fp8_kernels_cuda.h"
 
 namespace lmcache::bench {
 
@@ -42,8 +42,8 @@ std::span<const std::byte> kv_values(DType dtype, std::size_t bytes) {
 
 namespace {
 
-using devices::Fp8Backend;
-using devices::KernelOptions;
+using fp8::Fp8Backend;
+using fp8::KernelOptions;
 
 constexpr DType kDtypes[] = {DType::kFloat32, DType::kFloat16, DType::kBFloat16};
 constexpr Fp8Format kFormats[] = {Fp8Format::kE4M3FN, Fp8Format::kE5M2};
@@ -63,8 +63,8 @@ std::span<const std::uint8_t> kv_codes(Fp8Format format, std::size_t count) {
   std::vector<std::uint8_t>& codes = cache[format];
   if (codes.size() < count) {
     codes.assign(count, 0);
-    devices::fp8_encode_fast(kv_values(DType::kBFloat16, 2 * count), DType::kBFloat16, count, codes,
-                             format, Fp8Overflow::kNonSaturating, {.threads = 2});
+    fp8::fp8_encode_fast(kv_values(DType::kBFloat16, 2 * count), DType::kBFloat16, count, codes,
+                         format, Fp8Overflow::kNonSaturating, {.threads = 2});
   }
   return {codes.data(), count};
 }
@@ -80,7 +80,7 @@ double roofline_cap_seconds(bool quick) { return quick ? 0.01 : 0.1; }
 constexpr int kRooflineMinSamples = 5;
 
 // The standalone roofline/ rows: the copy a codec call over `elements` elements with `threads`
-// would be measured against (devices::fp8_roofline_copy: the kernels' own thread split), one
+// would be measured against (fp8::fp8_roofline_copy: the kernels' own thread split), one
 // memcpy per range (impl "memcpy") or in 2 KiB pieces ("memcpy_2k"). The codec rows measure
 // their own roofline on their own buffers; these rows put the copy itself on the plots.
 void register_memcpy(std::uint64_t traffic, std::size_t threads, std::size_t elements,
@@ -96,10 +96,10 @@ void register_memcpy(std::uint64_t traffic, std::size_t threads, std::size_t ele
                      const std::size_t bytes = traffic / 2;
                      std::vector<std::byte> src(bytes, std::byte{1});
                      std::vector<std::byte> dst(bytes);
-                     const devices::KernelOptions split{.threads = threads};
+                     const fp8::KernelOptions split{.threads = threads};
                      const std::size_t piece = chunked ? 2048 : 0;
                      for (auto _ : st) {
-                       devices::fp8_roofline_copy(dst, src, elements, split, piece);
+                       fp8::fp8_roofline_copy(dst, src, elements, split, piece);
                        benchmark::DoNotOptimize(dst.data());
                        benchmark::ClobberMemory();
                      }
@@ -118,7 +118,7 @@ void set_roofline_counters(benchmark::State& st, const RateStats& roof, double r
 }
 
 // impl "scalar": lmcache::fp8_encode / fp8_decode, the reference codec the fp8 serde calls.
-// impl "simd":   lmcache::devices::fp8_encode_fast / fp8_decode_fast on the best SIMD target.
+// impl "simd":   lmcache::fp8::fp8_encode_fast / fp8_decode_fast on the best SIMD target.
 void register_cpu_codec(bool encode, DType dtype, Fp8Format format, std::uint64_t size,
                         std::size_t threads, bool scalar, bool quick) {
   BenchLabels l;
@@ -165,12 +165,12 @@ void register_cpu_codec(bool encode, DType dtype, Fp8Format format, std::uint64_
           if (encode && scalar) {
             fp8_encode(wide_in, dtype, n, codes_out_n, format, Fp8Overflow::kNonSaturating);
           } else if (encode) {
-            devices::fp8_encode_fast(wide_in, dtype, n, codes_out_n, format,
-                                     Fp8Overflow::kNonSaturating, opt);
+            fp8::fp8_encode_fast(wide_in, dtype, n, codes_out_n, format,
+                                 Fp8Overflow::kNonSaturating, opt);
           } else if (scalar) {
             fp8_decode(codes_in_n, n, wide_out, dtype, format);
           } else {
-            devices::fp8_decode_fast(codes_in_n, n, wide_out, dtype, format, opt);
+            fp8::fp8_decode_fast(codes_in_n, n, wide_out, dtype, format, opt);
           }
           benchmark::DoNotOptimize(encode ? static_cast<void*>(codes_out.data())
                                           : static_cast<void*>(wide_out.data()));
@@ -199,16 +199,15 @@ void register_cpu_codec(bool encode, DType dtype, Fp8Format format, std::uint64_
 // ---------------------------------------------------------------------------------------------
 // CUDA: the device-resident kernels against a device-to-device copy of the same traffic. Each
 // iteration is one batch of launches (about kCudaBatchMs of GPU time) between one pair of CUDA
-// events, on a stream and events made once per benchmark (devices::cuda::LaunchTimer), so
+// events, on a stream and events made once per benchmark (fp8::cuda::LaunchTimer), so
 // launch latency and stream or event creation stay out of the figures, small sizes included.
 
 constexpr double kCudaBatchMs = 5.0;
 
 // Times `launch` (one kernel or copy moving `traffic` bytes read + written, `items` elements)
 // in batches; returns the rate over all of them in bytes/s.
-double time_cuda_batches(benchmark::State& st, devices::cuda::LaunchTimer& timer,
-                         std::uint64_t traffic, std::uint64_t items,
-                         const std::function<void(void*)>& launch) {
+double time_cuda_batches(benchmark::State& st, fp8::cuda::LaunchTimer& timer, std::uint64_t traffic,
+                         std::uint64_t items, const std::function<void(void*)>& launch) {
   const int launches = timer.launches_for(kCudaBatchMs, launch);
   double total_s = 0;
   for (auto _ : st) {
@@ -235,11 +234,11 @@ void register_cuda_copy(std::uint64_t traffic) {
                    [traffic](benchmark::State& st) {
                      try {
                        const std::size_t bytes = traffic / 2;
-                       devices::cuda::DeviceBuffer a(bytes);
-                       devices::cuda::DeviceBuffer b(bytes);
-                       devices::cuda::LaunchTimer timer;
+                       fp8::cuda::DeviceBuffer a(bytes);
+                       fp8::cuda::DeviceBuffer b(bytes);
+                       fp8::cuda::LaunchTimer timer;
                        time_cuda_batches(st, timer, 2 * bytes, bytes, [&](void* s) {
-                         devices::cuda::copy_device_to_device(b.data(), a.data(), bytes, s);
+                         fp8::cuda::copy_device_to_device(b.data(), a.data(), bytes, s);
                        });
                      } catch (const std::exception& e) {
                        st.SkipWithError(e.what());
@@ -260,50 +259,50 @@ void register_cuda_codec(bool encode, DType dtype, Fp8Format format, std::uint64
   l.device = "cuda";
   l.size_bytes = size;
   l.threads = 1;
-  register_labeled(
-      l,
-      [=](benchmark::State& st) {
-        const std::size_t n = size / element_size(dtype);
-        const std::uint64_t traffic = codec_traffic(dtype, size);
-        try {
-          // The codes buffer holds at least traffic / 2 bytes: the roofline copy runs between
-          // the kernel's own two buffers (the kernel uses the first n codes).
-          devices::cuda::DeviceBuffer wide(size);
-          devices::cuda::DeviceBuffer codes(std::max<std::size_t>(n, traffic / 2));
-          if (encode) {
-            devices::cuda::copy_to_device(wide.data(), kv_values(dtype, size).data(), size);
-          } else {
-            devices::cuda::copy_to_device(codes.data(), kv_codes(format, n).data(), n);
-          }
-          devices::cuda::LaunchTimer timer;
-          auto* code_ptr = static_cast<std::uint8_t*>(codes.data());
-          const double rate = time_cuda_batches(st, timer, traffic, n, [&](void* s) {
-            if (encode) {
-              devices::fp8_encode_cuda_device(wide.data(), dtype, n, code_ptr, format,
-                                              Fp8Overflow::kNonSaturating, s);
-            } else {
-              devices::fp8_decode_cuda_device(code_ptr, n, wide.data(), dtype, format, s);
-            }
-          });
-          // The roofline: a device copy of the same traffic from the kernel's input buffer to
-          // its output buffer, timed like the kernel (batches of launches between one event
-          // pair on the same stream), after it, with its spread.
-          void* copy_dst = encode ? codes.data() : wide.data();
-          const void* copy_src = encode ? wide.data() : codes.data();
-          const auto copy = [&](void* s) {
-            devices::cuda::copy_device_to_device(copy_dst, copy_src, traffic / 2, s);
-          };
-          const int copies = timer.launches_for(kCudaBatchMs, copy);
-          std::vector<double> rates;
-          for (int i = 0; i < kRooflineMinSamples * 2; ++i) {
-            rates.push_back(static_cast<double>(traffic) /
-                            std::max(timer.ms_per_launch(copies, copy) / 1e3, 1e-12));
-          }
-          set_roofline_counters(st, rate_stats(std::move(rates)), rate);
-        } catch (const std::exception& e) {
-          st.SkipWithError(e.what());
-        }
-      })
+  register_labeled(l,
+                   [=](benchmark::State& st) {
+                     const std::size_t n = size / element_size(dtype);
+                     const std::uint64_t traffic = codec_traffic(dtype, size);
+                     try {
+                       // The codes buffer holds at least traffic / 2 bytes: the roofline copy runs
+                       // between the kernel's own two buffers (the kernel uses the first n codes).
+                       fp8::cuda::DeviceBuffer wide(size);
+                       fp8::cuda::DeviceBuffer codes(std::max<std::size_t>(n, traffic / 2));
+                       if (encode) {
+                         fp8::cuda::copy_to_device(wide.data(), kv_values(dtype, size).data(),
+                                                   size);
+                       } else {
+                         fp8::cuda::copy_to_device(codes.data(), kv_codes(format, n).data(), n);
+                       }
+                       fp8::cuda::LaunchTimer timer;
+                       auto* code_ptr = static_cast<std::uint8_t*>(codes.data());
+                       const double rate = time_cuda_batches(st, timer, traffic, n, [&](void* s) {
+                         if (encode) {
+                           fp8::fp8_encode_cuda_device(wide.data(), dtype, n, code_ptr, format,
+                                                       Fp8Overflow::kNonSaturating, s);
+                         } else {
+                           fp8::fp8_decode_cuda_device(code_ptr, n, wide.data(), dtype, format, s);
+                         }
+                       });
+                       // The roofline: a device copy of the same traffic from the kernel's input
+                       // buffer to its output buffer, timed like the kernel (batches of launches
+                       // between one event pair on the same stream), after it, with its spread.
+                       void* copy_dst = encode ? codes.data() : wide.data();
+                       const void* copy_src = encode ? wide.data() : codes.data();
+                       const auto copy = [&](void* s) {
+                         fp8::cuda::copy_device_to_device(copy_dst, copy_src, traffic / 2, s);
+                       };
+                       const int copies = timer.launches_for(kCudaBatchMs, copy);
+                       std::vector<double> rates;
+                       for (int i = 0; i < kRooflineMinSamples * 2; ++i) {
+                         rates.push_back(static_cast<double>(traffic) /
+                                         std::max(timer.ms_per_launch(copies, copy) / 1e3, 1e-12));
+                       }
+                       set_roofline_counters(st, rate_stats(std::move(rates)), rate);
+                     } catch (const std::exception& e) {
+                       st.SkipWithError(e.what());
+                     }
+                   })
       ->Unit(benchmark::kMicrosecond)
       ->UseManualTime();
 }

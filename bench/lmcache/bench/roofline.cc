@@ -7,7 +7,7 @@
 #include <stdexcept>
 #include <utility>
 
-#include "lmcache/devices/fp8_kernels.h"
+#include "lmcache/fp8/fp8_kernels.h"
 
 namespace lmcache::bench {
 namespace {
@@ -83,13 +83,13 @@ std::vector<double> measure_rates(const std::function<void()>& pass, double byte
 
 RateStats measure_roofline(std::span<std::byte> dst, std::span<const std::byte> src,
                            std::size_t elements, const RooflineOptions& options) {
-  const devices::KernelOptions split{.threads = options.threads};
+  const fp8::KernelOptions split{.threads = options.threads};
   // Validates the arguments (and throws) before any timing.
-  devices::fp8_roofline_copy(dst, src, elements, split);
+  fp8::fp8_roofline_copy(dst, src, elements, split);
   const double traffic = 2.0 * static_cast<double>(src.size());
   std::array<Sampler, 2> variants = {
-      Sampler([&] { devices::fp8_roofline_copy(dst, src, elements, split); }, traffic),
-      Sampler([&] { devices::fp8_roofline_copy(dst, src, elements, split, kCopyPiece); }, traffic)};
+      Sampler([&] { fp8::fp8_roofline_copy(dst, src, elements, split); }, traffic),
+      Sampler([&] { fp8::fp8_roofline_copy(dst, src, elements, split, kCopyPiece); }, traffic)};
   std::array<std::vector<double>, 2> rates;
   const auto start = Clock::now();
   // Alternating sample by sample, so that both variants see the same machine load.

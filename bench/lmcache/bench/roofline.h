@@ -2,7 +2,7 @@
 //
 // The memory roofline of a codec row, measured like the kernel it bounds: a copy of the row's
 // traffic on the row's own buffers (warm, right after the kernel's timed loop), split across
-// threads by the kernels' own split (devices::fp8_roofline_copy), in many short samples whose
+// threads by the kernels' own split (fp8::fp8_roofline_copy), in many short samples whose
 // spread is reported with the median. A roofline whose samples disagree by more than a stated
 // bound is flagged by the report instead of being divided by silently (reports/README.md).
 #pragma once
@@ -54,7 +54,7 @@ struct RooflineOptions {
 //
 // The roofline of a kernel call over `elements` elements that reads and writes
 // 2 * src.size() bytes in all: copies src into dst (dst.size() >= src.size(), no overlap) with
-// devices::fp8_roofline_copy, both as one memcpy per thread range and in 2 KiB pieces (glibc
+// fp8::fp8_roofline_copy, both as one memcpy per thread range and in 2 KiB pieces (glibc
 // 2.36 switches to `rep movsb` from 4 KiB up to the L2 size on AMD CPUs, which runs at ~6 GB/s
 // for some sizes and page offsets on the development VM; 2 KiB pieces stay on its vector
 // loop), the two variants alternating sample by sample for `options`' time. Returns the

@@ -6,7 +6,7 @@
 //   codec/      fp8 encode / decode per (dtype, format, size, threads, device) with the scalar
 //               reference codec and the SIMD kernels (and the CUDA kernels on a GPU), through
 //               the same entry points the serde uses (lmcache::fp8_encode for the reference,
-//               lmcache::devices::fp8_encode_fast for the fast backends). Supersedes the
+//               lmcache::fp8::fp8_encode_fast for the fast backends). Supersedes the
 //               devices area's lmcache-bench-kernels for everything but its per-SIMD-target rows.
 //   roofline/   memcpy (CPU; device-to-device copy on a GPU) of the same bytes. Every codec row
 //               also measures its own roofline (roofline.h: the same copy on the row's own

@@ -1,6 +1,6 @@
 #include "lmcache/serde/fp8_serde.h"
 
-#include "lmcache/devices/fp8_kernels.h"  // the fastest backend; byte-identical to fp8_codec
+#include "lmcache/fp8/fp8_kernels.h"  // the fastest backend; byte-identical to fp8_codec
 
 #include <cstdint>
 #include <memory>
@@ -77,8 +77,8 @@ std::int64_t resolve_simd_target(const Fp8SerdeOptions& options) {
                           std::string(fp8_serde_kernel_name(options.kernel)) + ")");
   }
   std::string available;
-  for (std::int64_t t : devices::fp8_simd_targets()) {
-    const std::string name = devices::fp8_simd_target_name(t);
+  for (std::int64_t t : fp8::fp8_simd_targets()) {
+    const std::string name = fp8::fp8_simd_target_name(t);
     if (name == options.simd_target) return t;
     available += (available.empty() ? "" : ", ") + name;
   }
@@ -88,21 +88,21 @@ std::int64_t resolve_simd_target(const Fp8SerdeOptions& options) {
 
 // How one serialize / deserialize calls the kernels: on the caller's thread (the processor's
 // pool provides the parallelism), on the configured backend and target.
-devices::KernelOptions kernel_options(const Fp8SerdeOptions& options, std::int64_t target) {
-  devices::KernelOptions k;
+fp8::KernelOptions kernel_options(const Fp8SerdeOptions& options, std::int64_t target) {
+  fp8::KernelOptions k;
   k.threads = 1;
   switch (options.kernel) {
     case Fp8SerdeKernel::kAuto:
-      k.backend = devices::Fp8Backend::kAuto;
+      k.backend = fp8::Fp8Backend::kAuto;
       break;
     case Fp8SerdeKernel::kScalar:
-      k.backend = devices::Fp8Backend::kScalar;
+      k.backend = fp8::Fp8Backend::kScalar;
       break;
     case Fp8SerdeKernel::kSimd:
-      k.backend = devices::Fp8Backend::kSimd;
+      k.backend = fp8::Fp8Backend::kSimd;
       break;
     case Fp8SerdeKernel::kCuda:
-      k.backend = devices::Fp8Backend::kCuda;
+      k.backend = fp8::Fp8Backend::kCuda;
       break;
   }
   k.simd_target = target;
@@ -148,9 +148,9 @@ std::size_t Fp8Serializer::serialize(const MemoryObj& src, MemoryObj& dst, const
   for (std::size_t g = 0; g < layout.num_groups(); ++g) {
     const std::size_t n = layout.group_elements(g);
     if (n == 0) continue;
-    devices::fp8_encode_fast(src.group_bytes(g), layout.dtypes()[g], n,
-                             std::span<std::uint8_t>(out + offset, n), options_.format,
-                             options_.overflow, kernel_options(options_, simd_target_bit_));
+    fp8::fp8_encode_fast(src.group_bytes(g), layout.dtypes()[g], n,
+                         std::span<std::uint8_t>(out + offset, n), options_.format,
+                         options_.overflow, kernel_options(options_, simd_target_bit_));
     offset += n;
   }
   return need;
@@ -178,9 +178,9 @@ void Fp8Deserializer::deserialize(const MemoryObj& src, MemoryObj& dst, const Ob
   for (std::size_t g = 0; g < layout.num_groups(); ++g) {
     const std::size_t n = layout.group_elements(g);
     if (n == 0) continue;
-    devices::fp8_decode_fast(std::span<const std::uint8_t>(in + offset, n), n, dst.group_bytes(g),
-                             layout.dtypes()[g], options_.format,
-                             kernel_options(options_, simd_target_bit_));
+    fp8::fp8_decode_fast(std::span<const std::uint8_t>(in + offset, n), n, dst.group_bytes(g),
+                         layout.dtypes()[g], options_.format,
+                         kernel_options(options_, simd_target_bit_));
     offset += n;
   }
 }

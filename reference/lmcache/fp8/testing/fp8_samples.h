@@ -1,4 +1,4 @@
-// File: lmcache/devices/testing/fp8_samples.h
+// File: lmcache/fp8/testing/fp8_samples.h
 //
 // Test inputs for the fp8 kernels, shared by the CPU and CUDA tests: every 16-bit pattern, and
 // a dense float32 sample that covers every exponent and every rounding decision the encoder
@@ -15,7 +15,7 @@
 
 #include "lmcache/fp8/fp8_codec.h"
 
-namespace lmcache::devices_internal {
+namespace lmcache::fp8_internal {
 
 inline constexpr Fp8Format kFormats[] = {Fp8Format::kE4M3FN, Fp8Format::kE5M2};
 inline constexpr Fp8Overflow kOverflows[] = {Fp8Overflow::kNonSaturating, Fp8Overflow::kSaturating};
@@ -144,4 +144,4 @@ inline long first_mismatch(std::span<const std::uint8_t> a, std::span<const std:
   return first_mismatch(std::as_bytes(a), std::as_bytes(b), 1);
 }
 
-}  // namespace lmcache::devices_internal
+}  // namespace lmcache::fp8_internal

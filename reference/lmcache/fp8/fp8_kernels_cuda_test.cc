@@ -1,4 +1,4 @@
-// File: lmcache/devices/fp8_kernels_cuda_test.cc
+// File: lmcache/fp8/fp8_kernels_cuda_test.cc
 //
 // The CUDA kernels on a real GPU against the scalar reference codec, byte for byte: every
 // 16-bit input and every code, odd lengths on every mode at every alignment with guard bytes
@@ -24,18 +24,18 @@
 #include <thread>
 #include <vector>
 
-#include "lmcache/devices/fp8_kernels.h"
-#include "lmcache/devices/fp8_kernels_cuda.h"
-#include "lmcache/devices/testing/fp8_samples.h"
+#include "lmcache/fp8/fp8_kernels.h"
+#include "lmcache/fp8/fp8_kernels_cuda.h"
+#include "lmcache/fp8/testing/fp8_samples.h"
 
-namespace lmcache::devices {
+namespace lmcache::fp8 {
 namespace {
 
-using devices_internal::first_mismatch;
-using devices_internal::kFormats;
-using devices_internal::kOverflows;
-using devices_internal::kWideDTypes;
-using devices_internal::mode_name;
+using fp8_internal::first_mismatch;
+using fp8_internal::kFormats;
+using fp8_internal::kOverflows;
+using fp8_internal::kWideDTypes;
+using fp8_internal::mode_name;
 using ::testing::HasSubstr;
 
 #define LMCACHE_REQUIRE_GPU()                                                             \
@@ -153,11 +153,11 @@ std::vector<std::byte> gpu_decode(std::span<const std::uint8_t> codes, DType d, 
 
 TEST(Fp8Cuda, Every16BitInputMatchesReference) {
   LMCACHE_REQUIRE_GPU();
-  const auto src = devices_internal::all_16bit_patterns();
+  const auto src = fp8_internal::all_16bit_patterns();
   for (DType d : {DType::kFloat16, DType::kBFloat16}) {
     for (Fp8Format f : kFormats) {
       for (Fp8Overflow o : kOverflows) {
-        const auto want = devices_internal::reference_encode(src, d, f, o);
+        const auto want = fp8_internal::reference_encode(src, d, f, o);
         for (std::size_t offset : {0, 1}) {
           EXPECT_EQ(first_mismatch(gpu_encode(src, d, f, o, offset), want), -1)
               << dtype_name(d) << " " << mode_name(f, o) << " offset " << offset;
@@ -169,10 +169,10 @@ TEST(Fp8Cuda, Every16BitInputMatchesReference) {
 
 TEST(Fp8Cuda, DenseFloat32SampleMatchesReference) {
   LMCACHE_REQUIRE_GPU();
-  const auto src = devices_internal::as_bytes(devices_internal::dense_f32_sample());
+  const auto src = fp8_internal::as_bytes(fp8_internal::dense_f32_sample());
   for (Fp8Format f : kFormats) {
     for (Fp8Overflow o : kOverflows) {
-      const auto want = devices_internal::reference_encode(src, DType::kFloat32, f, o);
+      const auto want = fp8_internal::reference_encode(src, DType::kFloat32, f, o);
       for (std::size_t offset : {0, 1}) {
         EXPECT_EQ(first_mismatch(gpu_encode(src, DType::kFloat32, f, o, offset), want), -1)
             << mode_name(f, o) << " offset " << offset;
@@ -183,10 +183,10 @@ TEST(Fp8Cuda, DenseFloat32SampleMatchesReference) {
 
 TEST(Fp8Cuda, EveryCodeDecodesLikeReference) {
   LMCACHE_REQUIRE_GPU();
-  const auto codes = devices_internal::all_codes();
+  const auto codes = fp8_internal::all_codes();
   for (Fp8Format f : kFormats) {
     for (DType d : kWideDTypes) {
-      const auto want = devices_internal::reference_decode(codes, d, f);
+      const auto want = fp8_internal::reference_decode(codes, d, f);
       for (std::size_t offset : {0, 1}) {
         EXPECT_EQ(first_mismatch(gpu_decode(codes, d, f, offset, offset), want, element_size(d)),
                   -1)
@@ -212,15 +212,14 @@ TEST(Fp8Cuda, OddLengthsOnEveryModeAtEveryAlignment) {
           for (Fp8Format f : kFormats) {
             for (Fp8Overflow o : kOverflows) {
               EXPECT_EQ(first_mismatch(gpu_encode(src, d, f, o, src_off, dst_off),
-                                       devices_internal::reference_encode(src, d, f, o)),
+                                       fp8_internal::reference_encode(src, d, f, o)),
                         -1)
                   << "n=" << n << " " << dtype_name(d) << " " << mode_name(f, o) << " src+"
                   << src_off << " dst+" << dst_off;
             }
-            EXPECT_EQ(
-                first_mismatch(gpu_decode(codes, d, f, dst_off, src_off),
-                               devices_internal::reference_decode(codes, d, f), element_size(d)),
-                -1)
+            EXPECT_EQ(first_mismatch(gpu_decode(codes, d, f, dst_off, src_off),
+                                     fp8_internal::reference_decode(codes, d, f), element_size(d)),
+                      -1)
                 << "n=" << n << " " << dtype_name(d) << " " << fp8_format_name(f) << " codes+"
                 << dst_off << " dst+" << src_off;
           }
@@ -288,10 +287,10 @@ TEST(Fp8Cuda, MoreThan2To31Elements) {
   {
     std::vector<std::uint8_t> all(256);
     for (int c = 0; c < 256; ++c) all[c] = static_cast<std::uint8_t>(c);
-    const auto wide = devices_internal::reference_decode(all, DType::kBFloat16, Fp8Format::kE5M2);
+    const auto wide = fp8_internal::reference_decode(all, DType::kBFloat16, Fp8Format::kE5M2);
     std::memcpy(dec.data(), wide.data(), wide.size());
-    const auto back = devices_internal::reference_encode(wide, DType::kBFloat16, Fp8Format::kE4M3FN,
-                                                         Fp8Overflow::kSaturating);
+    const auto back = fp8_internal::reference_encode(wide, DType::kBFloat16, Fp8Format::kE4M3FN,
+                                                     Fp8Overflow::kSaturating);
     std::copy(back.begin(), back.end(), enc.begin());
   }
   std::vector<std::byte> codes(n);
@@ -352,13 +351,13 @@ TEST(Fp8Cuda, HostPipelineMatchesReferenceOverSeveralChunks) {
   for (DType d : kWideDTypes) {
     const std::span<const std::byte> in(src.data(), n * element_size(d));
     const auto want =
-        devices_internal::reference_encode(in, d, Fp8Format::kE5M2, Fp8Overflow::kNonSaturating);
+        fp8_internal::reference_encode(in, d, Fp8Format::kE5M2, Fp8Overflow::kNonSaturating);
     std::vector<std::uint8_t> got(n);
     fp8_encode_fast(in, d, n, got, Fp8Format::kE5M2, Fp8Overflow::kNonSaturating, cuda_opt);
     EXPECT_EQ(first_mismatch(got, want), -1) << dtype_name(d);
 
     const std::span<const std::uint8_t> codes(reinterpret_cast<const std::uint8_t*>(src.data()), n);
-    const auto want_dec = devices_internal::reference_decode(codes, d, Fp8Format::kE4M3FN);
+    const auto want_dec = fp8_internal::reference_decode(codes, d, Fp8Format::kE4M3FN);
     std::vector<std::byte> got_dec(want_dec.size());
     fp8_decode_fast(codes, n, got_dec, d, Fp8Format::kE4M3FN, cuda_opt);
     EXPECT_EQ(first_mismatch(got_dec, want_dec, element_size(d)), -1) << dtype_name(d);
@@ -371,8 +370,8 @@ TEST(Fp8Cuda, CopyToHostWaitsForNonBlockingStreams) {
   const std::size_t n = std::size_t{16} << 20;
   std::vector<std::byte> src(n * 4);
   fill_random(src, 19);
-  const auto want = devices_internal::reference_encode(src, DType::kFloat32, Fp8Format::kE4M3FN,
-                                                       Fp8Overflow::kNonSaturating);
+  const auto want = fp8_internal::reference_encode(src, DType::kFloat32, Fp8Format::kE4M3FN,
+                                                   Fp8Overflow::kNonSaturating);
   cuda::DeviceBuffer in(src.size());
   cuda::DeviceBuffer out(n);
   cuda::copy_to_device(in.data(), src.data(), src.size());
@@ -398,8 +397,8 @@ TEST(Fp8Cuda, OutOfMemoryThenALaunchThatSucceeds) {
   fill_random(src, 23);
   EXPECT_EQ(
       first_mismatch(gpu_encode(src, DType::kFloat16, Fp8Format::kE5M2, Fp8Overflow::kSaturating),
-                     devices_internal::reference_encode(src, DType::kFloat16, Fp8Format::kE5M2,
-                                                        Fp8Overflow::kSaturating)),
+                     fp8_internal::reference_encode(src, DType::kFloat16, Fp8Format::kE5M2,
+                                                    Fp8Overflow::kSaturating)),
       -1);
   EXPECT_TRUE(fp8_cuda_available());
 }
@@ -430,4 +429,4 @@ TEST(Fp8Cuda, UnavailableBackendThrows) {
 }
 
 }  // namespace
-}  // namespace lmcache::devices
+}  // namespace lmcache::fp8

@@ -1,4 +1,4 @@
-// File: lmcache/devices/fp8_kernels_cuda_fake_test.cc
+// File: lmcache/fp8/fp8_kernels_cuda_fake_test.cc
 //
 // The CUDA backend's host code against a fake CUDA runtime (testing/fake_cuda_runtime.h), on
 // every machine and in every build: error attribution and clearing (a failed call's error never
@@ -24,30 +24,30 @@
 #include <utility>
 #include <vector>
 
-#include "lmcache/devices/fp8_kernels.h"
-#include "lmcache/devices/fp8_kernels_cuda.h"
-#include "lmcache/devices/internal/cuda_runtime.h"
-#include "lmcache/devices/internal/fp8_kernels_cuda_backend.h"
-#include "lmcache/devices/testing/fake_cuda_runtime.h"
-#include "lmcache/devices/testing/fp8_samples.h"
+#include "lmcache/fp8/fp8_kernels.h"
+#include "lmcache/fp8/fp8_kernels_cuda.h"
+#include "lmcache/fp8/internal/cuda_runtime.h"
+#include "lmcache/fp8/internal/fp8_kernels_cuda_backend.h"
+#include "lmcache/fp8/testing/fake_cuda_runtime.h"
+#include "lmcache/fp8/testing/fp8_samples.h"
 
-namespace lmcache::devices {
+namespace lmcache::fp8 {
 namespace {
 
 using cuda_testing::CudaCall;
 using cuda_testing::FakeCudaRuntime;
-using devices_internal::first_mismatch;
-using devices_internal::kCudaErrorIllegalAddress;
-using devices_internal::kCudaErrorInvalidValue;
-using devices_internal::kCudaErrorLaunchOutOfResources;
-using devices_internal::kCudaErrorMemoryAllocation;
-using devices_internal::kCudaErrorNoKernelImageForDevice;
-using devices_internal::kCudaSuccess;
-using devices_internal::kFormats;
-using devices_internal::kOverflows;
-using devices_internal::kWideDTypes;
-using devices_internal::mode_name;
-using devices_internal::ScopedCudaRuntimeOverride;
+using fp8_internal::first_mismatch;
+using fp8_internal::kCudaErrorIllegalAddress;
+using fp8_internal::kCudaErrorInvalidValue;
+using fp8_internal::kCudaErrorLaunchOutOfResources;
+using fp8_internal::kCudaErrorMemoryAllocation;
+using fp8_internal::kCudaErrorNoKernelImageForDevice;
+using fp8_internal::kCudaSuccess;
+using fp8_internal::kFormats;
+using fp8_internal::kOverflows;
+using fp8_internal::kWideDTypes;
+using fp8_internal::mode_name;
+using fp8_internal::ScopedCudaRuntimeOverride;
 using ::testing::AllOf;
 using ::testing::HasSubstr;
 using ::testing::Not;
@@ -187,8 +187,8 @@ TEST_F(Fp8CudaFake, GpuWithoutAKernelImageIsUnavailableWithTheReason) {
 TEST_F(Fp8CudaFake, OutOfMemoryIsNotReportedAsTheNextLaunchsFailure) {
   fake_.set_device_memory(std::size_t{1} << 20);
   const auto src = random_bytes(4096, 1);
-  const auto want = devices_internal::reference_encode(src, DType::kFloat32, Fp8Format::kE4M3FN,
-                                                       Fp8Overflow::kSaturating);
+  const auto want = fp8_internal::reference_encode(src, DType::kFloat32, Fp8Format::kE4M3FN,
+                                                   Fp8Overflow::kSaturating);
   cuda::DeviceBuffer in(src.size());
   cuda::DeviceBuffer out(want.size());
   cuda::copy_to_device(in.data(), src.data(), src.size());
@@ -218,8 +218,8 @@ TEST_F(Fp8CudaFake, FailedStagingAllocationIsNotReportedByTheNextLaunch) {
               }),
               AllOf(HasSubstr("cudaMalloc" + staging_size()), HasSubstr("out of memory")));
   EXPECT_EQ(fake_.pending_error(), kCudaSuccess);
-  const auto want = devices_internal::reference_encode(src, DType::kFloat32, Fp8Format::kE5M2,
-                                                       Fp8Overflow::kNonSaturating);
+  const auto want = fp8_internal::reference_encode(src, DType::kFloat32, Fp8Format::kE5M2,
+                                                   Fp8Overflow::kNonSaturating);
   EXPECT_EQ(
       first_mismatch(
           device_encode(src, DType::kFloat32, Fp8Format::kE5M2, Fp8Overflow::kNonSaturating), want),
@@ -234,8 +234,8 @@ TEST_F(Fp8CudaFake, LaunchIsJudgedByItsOwnErrorOnly) {
   std::size_t total_bytes = 0;
   ASSERT_EQ(fake_.mem_get_info(&free_bytes, &total_bytes), kCudaErrorInvalidValue);  // "user code"
   const auto src = random_bytes(256, 3);
-  const auto want = devices_internal::reference_encode(src, DType::kBFloat16, Fp8Format::kE4M3FN,
-                                                       Fp8Overflow::kNonSaturating);
+  const auto want = fp8_internal::reference_encode(src, DType::kBFloat16, Fp8Format::kE4M3FN,
+                                                   Fp8Overflow::kNonSaturating);
   EXPECT_EQ(first_mismatch(device_encode(src, DType::kBFloat16, Fp8Format::kE4M3FN,
                                          Fp8Overflow::kNonSaturating),
                            want),
@@ -319,8 +319,8 @@ TEST_F(Fp8CudaFake, StagingAllocationFailureAtEveryStepLeavesNothingAllocated) {
       {CudaCall::kStreamCreate, 2}};
   const std::size_t n = 1000;
   const auto src = random_bytes(n * 4, 6);
-  const auto want = devices_internal::reference_encode(src, DType::kFloat32, Fp8Format::kE4M3FN,
-                                                       Fp8Overflow::kSaturating);
+  const auto want = fp8_internal::reference_encode(src, DType::kFloat32, Fp8Format::kE4M3FN,
+                                                   Fp8Overflow::kSaturating);
   std::vector<std::uint8_t> dst(n);
   for (const auto& [call, nth] : steps) {
     const int error =
@@ -371,16 +371,15 @@ TEST_F(Fp8CudaFake, HostPipelineMatchesTheReferenceOverSeveralChunks) {
   // Ten chunks (both slots, each reused) and a ragged last one.
   const std::size_t n = 10 * kChunk + 333;
   const auto src = random_bytes(n * 4, 8);
-  const auto want = devices_internal::reference_encode(src, DType::kFloat32, Fp8Format::kE5M2,
-                                                       Fp8Overflow::kNonSaturating);
+  const auto want = fp8_internal::reference_encode(src, DType::kFloat32, Fp8Format::kE5M2,
+                                                   Fp8Overflow::kNonSaturating);
   std::vector<std::uint8_t> got(n);
   fp8_encode_fast(src, DType::kFloat32, n, got, Fp8Format::kE5M2, Fp8Overflow::kNonSaturating,
                   kCudaOpt);
   EXPECT_EQ(first_mismatch(got, want), -1);
 
   const std::span<const std::uint8_t> codes(reinterpret_cast<const std::uint8_t*>(src.data()), n);
-  const auto want_dec =
-      devices_internal::reference_decode(codes, DType::kFloat16, Fp8Format::kE4M3FN);
+  const auto want_dec = fp8_internal::reference_decode(codes, DType::kFloat16, Fp8Format::kE4M3FN);
   std::vector<std::byte> got_dec(want_dec.size());
   fp8_decode_fast(codes, n, got_dec, DType::kFloat16, Fp8Format::kE4M3FN, kCudaOpt);
   EXPECT_EQ(first_mismatch(got_dec, want_dec, 2), -1);
@@ -397,16 +396,15 @@ TEST_F(Fp8CudaFake, HostPipelineOddLengthsOnEveryMode) {
         for (Fp8Overflow o : kOverflows) {
           std::vector<std::uint8_t> got(n);
           fp8_encode_fast(src, d, n, got, f, o, kCudaOpt);
-          EXPECT_EQ(first_mismatch(got, devices_internal::reference_encode(src, d, f, o)), -1)
+          EXPECT_EQ(first_mismatch(got, fp8_internal::reference_encode(src, d, f, o)), -1)
               << "n=" << n << " " << dtype_name(d) << " " << mode_name(f, o);
         }
         const std::span<const std::uint8_t> codes(
             reinterpret_cast<const std::uint8_t*>(pool.data()), n);
         std::vector<std::byte> got(n * element_size(d));
         fp8_decode_fast(codes, n, got, d, f, kCudaOpt);
-        EXPECT_EQ(
-            first_mismatch(got, devices_internal::reference_decode(codes, d, f), element_size(d)),
-            -1)
+        EXPECT_EQ(first_mismatch(got, fp8_internal::reference_decode(codes, d, f), element_size(d)),
+                  -1)
             << "n=" << n << " " << dtype_name(d) << " " << fp8_format_name(f);
       }
     }
@@ -434,9 +432,9 @@ TEST_F(Fp8CudaFake, FailureMidPipelineLeavesNoWorkBehind) {
                     Fp8Overflow::kNonSaturating, kCudaOpt);
     EXPECT_EQ(std::count(dst.begin(), dst.end(), 0xEE), static_cast<long>(n))
         << "a late write reached the failed call's destination";
-    EXPECT_EQ(first_mismatch(other, devices_internal::reference_encode(
-                                        src, DType::kBFloat16, Fp8Format::kE4M3FN,
-                                        Fp8Overflow::kNonSaturating)),
+    EXPECT_EQ(first_mismatch(
+                  other, fp8_internal::reference_encode(src, DType::kBFloat16, Fp8Format::kE4M3FN,
+                                                        Fp8Overflow::kNonSaturating)),
               -1);
   }
 }
@@ -467,9 +465,9 @@ TEST_F(Fp8CudaFake, ConcurrentHostCallsAreSerialisedAndCorrect) {
       std::vector<std::uint8_t> got(n);
       fp8_encode_fast(src, DType::kFloat16, n, got, Fp8Format::kE5M2, Fp8Overflow::kSaturating,
                       kCudaOpt);
-      mismatch[t] = first_mismatch(
-          got, devices_internal::reference_encode(src, DType::kFloat16, Fp8Format::kE5M2,
-                                                  Fp8Overflow::kSaturating));
+      mismatch[t] =
+          first_mismatch(got, fp8_internal::reference_encode(src, DType::kFloat16, Fp8Format::kE5M2,
+                                                             Fp8Overflow::kSaturating));
     });
   }
   for (auto& th : threads) th.join();
@@ -487,10 +485,10 @@ TEST_F(Fp8CudaFake, UnalignedPlacementsOnEveryDtype) {
   for (DType d : kWideDTypes) {
     const std::span<const std::byte> src(pool.data(), 67 * element_size(d));
     const auto want =
-        devices_internal::reference_encode(src, d, Fp8Format::kE4M3FN, Fp8Overflow::kNonSaturating);
+        fp8_internal::reference_encode(src, d, Fp8Format::kE4M3FN, Fp8Overflow::kNonSaturating);
     const std::span<const std::uint8_t> codes(reinterpret_cast<const std::uint8_t*>(pool.data()),
                                               67);
-    const auto want_dec = devices_internal::reference_decode(codes, d, Fp8Format::kE5M2);
+    const auto want_dec = fp8_internal::reference_decode(codes, d, Fp8Format::kE5M2);
     for (std::size_t src_off = 0; src_off < 4; ++src_off) {
       for (std::size_t dst_off = 0; dst_off < 4; ++dst_off) {
         EXPECT_EQ(first_mismatch(device_encode(src, d, Fp8Format::kE4M3FN,
@@ -585,8 +583,8 @@ TEST_F(Fp8CudaFake, DeviceEntryPointsValidateBeforeEnqueuing) {
 TEST_F(Fp8CudaFake, CopyToHostWaitsForNonBlockingStreams) {
   cuda::Stream stream;
   const auto src = random_bytes(1024, 13);
-  const auto want = devices_internal::reference_encode(src, DType::kFloat16, Fp8Format::kE5M2,
-                                                       Fp8Overflow::kSaturating);
+  const auto want = fp8_internal::reference_encode(src, DType::kFloat16, Fp8Format::kE5M2,
+                                                   Fp8Overflow::kSaturating);
   EXPECT_EQ(first_mismatch(device_encode(src, DType::kFloat16, Fp8Format::kE5M2,
                                          Fp8Overflow::kSaturating, 0, 0, stream.get()),
                            want),
@@ -636,4 +634,4 @@ TEST_F(Fp8CudaFake, MemoryInfoReportsTheDevice) {
 }
 
 }  // namespace
-}  // namespace lmcache::devices
+}  // namespace lmcache::fp8

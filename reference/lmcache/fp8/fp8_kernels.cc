@@ -1,9 +1,9 @@
-// File: lmcache/devices/fp8_kernels.cc
+// File: lmcache/fp8/fp8_kernels.cc
 //
 // Validation, the backend routing point and the thread split. Arguments are checked by the
 // reference codec's own fp8_check_*_args, so a failing fast call throws what the reference would
 // have thrown, before anything is written.
-#include "lmcache/devices/fp8_kernels.h"
+#include "lmcache/fp8/fp8_kernels.h"
 
 #include <algorithm>
 #include <cstring>
@@ -14,11 +14,11 @@
 
 #include "hwy/targets.h"
 #include "lmcache/core/thread_pool.h"
-#include "lmcache/devices/fp8_kernels_cuda.h"
-#include "lmcache/devices/internal/fp8_kernels_cuda_backend.h"
-#include "lmcache/devices/internal/fp8_kernels_simd.h"
+#include "lmcache/fp8/fp8_kernels_cuda.h"
+#include "lmcache/fp8/internal/fp8_kernels_cuda_backend.h"
+#include "lmcache/fp8/internal/fp8_kernels_simd.h"
 
-namespace lmcache::devices {
+namespace lmcache::fp8 {
 namespace {
 
 // Ranges per thread a split call aims for, and the most elements one range takes: a worker
@@ -36,11 +36,11 @@ void check_threads(const KernelOptions& options) {
 int wide_index(DType dtype) {
   switch (dtype) {
     case DType::kFloat16:
-      return devices_internal::kWideF16;
+      return fp8_internal::kWideF16;
     case DType::kBFloat16:
-      return devices_internal::kWideBF16;
+      return fp8_internal::kWideBF16;
     default:  // kFloat32; the others were rejected by validation
-      return devices_internal::kWideF32;
+      return fp8_internal::kWideF32;
   }
 }
 
@@ -112,12 +112,12 @@ Fp8Backend fp8_resolve_backend(const KernelOptions& options) {
                               std::to_string(static_cast<int>(options.backend)));
 }
 
-std::vector<std::int64_t> fp8_simd_targets() { return devices_internal::simd_targets(); }
+std::vector<std::int64_t> fp8_simd_targets() { return fp8_internal::simd_targets(); }
 
 std::string fp8_simd_target_name(std::int64_t target) { return hwy::TargetName(target); }
 
 std::int64_t fp8_active_simd_target(const KernelOptions& options) {
-  return devices_internal::simd_kernels(options.simd_target).target;
+  return fp8_internal::simd_kernels(options.simd_target).target;
 }
 
 void fp8_encode_fast(std::span<const std::byte> src, DType src_dtype, std::size_t count,
@@ -127,15 +127,15 @@ void fp8_encode_fast(std::span<const std::byte> src, DType src_dtype, std::size_
   const std::size_t elem = element_size(src_dtype);
   check_threads(options);
   const Fp8Backend backend = fp8_resolve_backend(options);
-  const devices_internal::SimdKernels* kernels =
-      backend == Fp8Backend::kSimd ? &devices_internal::simd_kernels(options.simd_target) : nullptr;
+  const fp8_internal::SimdKernels* kernels =
+      backend == Fp8Backend::kSimd ? &fp8_internal::simd_kernels(options.simd_target) : nullptr;
   if (count == 0) return;
 
   const std::byte* in = src.data();
   std::uint8_t* out = dst.data();
   switch (backend) {
     case Fp8Backend::kCuda:
-      devices_internal::encode_host(in, src_dtype, count, out, format, overflow);
+      fp8_internal::encode_host(in, src_dtype, count, out, format, overflow);
       return;
     case Fp8Backend::kScalar:
       run_split(count, options.threads, [&](std::size_t b, std::size_t e) {
@@ -144,7 +144,7 @@ void fp8_encode_fast(std::span<const std::byte> src, DType src_dtype, std::size_
       });
       return;
     default: {  // kSimd
-      const devices_internal::EncodeKernel kernel =
+      const fp8_internal::EncodeKernel kernel =
           kernels
               ->encode[wide_index(src_dtype)][static_cast<int>(format)][static_cast<int>(overflow)];
       run_split(count, options.threads,
@@ -160,15 +160,15 @@ void fp8_decode_fast(std::span<const std::uint8_t> src, std::size_t count, std::
   const std::size_t elem = element_size(dst_dtype);
   check_threads(options);
   const Fp8Backend backend = fp8_resolve_backend(options);
-  const devices_internal::SimdKernels* kernels =
-      backend == Fp8Backend::kSimd ? &devices_internal::simd_kernels(options.simd_target) : nullptr;
+  const fp8_internal::SimdKernels* kernels =
+      backend == Fp8Backend::kSimd ? &fp8_internal::simd_kernels(options.simd_target) : nullptr;
   if (count == 0) return;
 
   const std::uint8_t* in = src.data();
   std::byte* out = dst.data();
   switch (backend) {
     case Fp8Backend::kCuda:
-      devices_internal::decode_host(in, count, out, dst_dtype, format);
+      fp8_internal::decode_host(in, count, out, dst_dtype, format);
       return;
     case Fp8Backend::kScalar:
       run_split(count, options.threads, [&](std::size_t b, std::size_t e) {
@@ -177,7 +177,7 @@ void fp8_decode_fast(std::span<const std::uint8_t> src, std::size_t count, std::
       });
       return;
     default: {  // kSimd
-      const devices_internal::DecodeKernel kernel =
+      const fp8_internal::DecodeKernel kernel =
           kernels->decode[wide_index(dst_dtype)][static_cast<int>(format)];
       run_split(count, options.threads,
                 [&](std::size_t b, std::size_t e) { kernel(in + b, e - b, out + b * elem); });
@@ -220,4 +220,4 @@ void fp8_roofline_copy(std::span<std::byte> dst, std::span<const std::byte> src,
   });
 }
 
-}  // namespace lmcache::devices
+}  // namespace lmcache::fp8

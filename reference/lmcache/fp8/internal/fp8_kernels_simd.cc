@@ -1,4 +1,4 @@
-// File: lmcache/devices/internal/fp8_kernels_simd.cc
+// File: lmcache/fp8/internal/fp8_kernels_simd.cc
 //
 // Compiles fp8_kernels-inl.h once per Highway target (foreach_target.h re-includes this file)
 // and exports each target's kernel table for dynamic dispatch. Looking up the table of one
@@ -6,19 +6,19 @@
 // benchmarks) touches no global state.
 
 #undef HWY_TARGET_INCLUDE
-#define HWY_TARGET_INCLUDE "lmcache/devices/internal/fp8_kernels_simd.cc"
+#define HWY_TARGET_INCLUDE "lmcache/fp8/internal/fp8_kernels_simd.cc"
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 
 #include "hwy/highway.h"
-#include "lmcache/devices/internal/fp8_kernels-inl.h"
+#include "lmcache/fp8/internal/fp8_kernels-inl.h"
 
 #if HWY_ONCE
 #include <stdexcept>
 #include <string>
 
-#include "lmcache/devices/internal/fp8_kernels_simd.h"
+#include "lmcache/fp8/internal/fp8_kernels_simd.h"
 
-namespace lmcache::devices_internal {
+namespace lmcache::fp8_internal {
 
 HWY_EXPORT(GetSimdKernels);
 
@@ -51,5 +51,5 @@ const SimdKernels& simd_kernels(std::int64_t target) {
   return *kernels;
 }
 
-}  // namespace lmcache::devices_internal
+}  // namespace lmcache::fp8_internal
 #endif  // HWY_ONCE

@@ -1,4 +1,4 @@
-// File: lmcache/devices/fp8_kernels.h
+// File: lmcache/fp8/fp8_kernels.h
 //
 // Fast fp8 encode/decode of host buffers: the same contract and the same bytes as the scalar
 // reference codec (lmcache/fp8/fp8_codec.h), faster. Three CPU-visible backends sit behind
@@ -15,7 +15,7 @@
 // (docs/fp8.md §4), and the result does not depend on `threads`.
 //
 // Example (what the fp8 serde does per group):
-//   lmcache::devices::fp8_encode_fast(src.group_bytes(g), dtype, n, out, format, overflow,
+//   lmcache::fp8::fp8_encode_fast(src.group_bytes(g), dtype, n, out, format, overflow,
 //                                     {.threads = 2});
 #pragma once
 
@@ -30,7 +30,7 @@
 #include "lmcache/core/dtype.h"
 #include "lmcache/fp8/fp8_codec.h"
 
-namespace lmcache::devices {
+namespace lmcache::fp8 {
 
 enum class Fp8Backend : std::uint8_t { kAuto, kScalar, kSimd, kCuda };
 
@@ -126,4 +126,4 @@ std::string fp8_simd_target_name(std::int64_t target);
 // (validated), otherwise the best supported target (honours hwy::SetSupportedTargetsForTest).
 std::int64_t fp8_active_simd_target(const KernelOptions& options = {});
 
-}  // namespace lmcache::devices
+}  // namespace lmcache::fp8

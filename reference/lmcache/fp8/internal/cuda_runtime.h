@@ -1,4 +1,4 @@
-// File: lmcache/devices/internal/cuda_runtime.h
+// File: lmcache/fp8/internal/cuda_runtime.h
 //
 // Internal: the CUDA runtime as the fp8 backend's host code (fp8_kernels_cuda.cc) sees it —
 // the calls it makes, behind an interface, so that tests put a fake in its place
@@ -23,10 +23,10 @@
 #include <cstdint>
 #include <string>
 
-#include "lmcache/devices/internal/fp8_kernels_cuda_launch.h"
 #include "lmcache/fp8/fp8_codec.h"
+#include "lmcache/fp8/internal/fp8_kernels_cuda_launch.h"
 
-namespace lmcache::devices_internal {
+namespace lmcache::fp8_internal {
 
 // cudaError_t values the host code and the fake refer to (checked against the CUDA headers in
 // cuda_runtime_real.cc).
@@ -129,4 +129,4 @@ class CudaRuntime {
 // The process's CUDA runtime (never destroyed), or nullptr in a build without CUDA.
 CudaRuntime* real_cuda_runtime();
 
-}  // namespace lmcache::devices_internal
+}  // namespace lmcache::fp8_internal

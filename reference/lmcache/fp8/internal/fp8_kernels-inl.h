@@ -1,4 +1,4 @@
-// File: lmcache/devices/internal/fp8_kernels-inl.h
+// File: lmcache/fp8/internal/fp8_kernels-inl.h
 //
 // Per-target Highway code for the fp8 kernels; re-included once per SIMD target by
 // fp8_kernels_simd.cc through hwy/foreach_target.h (hence the toggling include guard).
@@ -31,11 +31,11 @@
 
 #include "hwy/cache_control.h"
 #include "hwy/highway.h"
-#include "lmcache/devices/internal/fp8_bits.h"
-#include "lmcache/devices/internal/fp8_kernels_simd.h"
+#include "lmcache/fp8/internal/fp8_bits.h"
+#include "lmcache/fp8/internal/fp8_kernels_simd.h"
 
 HWY_BEFORE_NAMESPACE();
-namespace lmcache::devices_internal {
+namespace lmcache::fp8_internal {
 namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
@@ -586,7 +586,7 @@ const SimdKernels* GetSimdKernels() {
 }
 
 }  // namespace HWY_NAMESPACE
-}  // namespace lmcache::devices_internal
+}  // namespace lmcache::fp8_internal
 HWY_AFTER_NAMESPACE();
 
 #endif  // LMCACHE_DEVICES_FP8_KERNELS_INL_H_ toggle

@@ -1,5 +1,5 @@
-// File: lmcache/devices/testing/fake_cuda_runtime.cc
-#include "lmcache/devices/testing/fake_cuda_runtime.h"
+// File: lmcache/fp8/testing/fake_cuda_runtime.cc
+#include "lmcache/fp8/testing/fake_cuda_runtime.h"
 
 #include <cstring>
 #include <span>
@@ -7,28 +7,28 @@
 
 #include "lmcache/fp8/fp8_codec.h"
 
-namespace lmcache::devices::cuda_testing {
+namespace lmcache::fp8::cuda_testing {
 namespace {
 
-using devices_internal::CopyKind;
-using devices_internal::is_sticky_cuda_error;
-using devices_internal::kCudaErrorIllegalAddress;
-using devices_internal::kCudaErrorInvalidValue;
-using devices_internal::kCudaErrorMemoryAllocation;
-using devices_internal::kCudaErrorMisalignedAddress;
-using devices_internal::kCudaErrorNoDevice;
-using devices_internal::kCudaErrorNotReady;
-using devices_internal::kCudaSuccess;
-using devices_internal::WideKind;
+using fp8_internal::CopyKind;
+using fp8_internal::is_sticky_cuda_error;
+using fp8_internal::kCudaErrorIllegalAddress;
+using fp8_internal::kCudaErrorInvalidValue;
+using fp8_internal::kCudaErrorMemoryAllocation;
+using fp8_internal::kCudaErrorMisalignedAddress;
+using fp8_internal::kCudaErrorNoDevice;
+using fp8_internal::kCudaErrorNotReady;
+using fp8_internal::kCudaSuccess;
+using fp8_internal::WideKind;
 
 constexpr int kCudaErrorInvalidResourceHandle = 400;
 constexpr std::size_t kAlignment = 256;  // cudaMalloc's
 
 DType dtype_of(WideKind kind) {
   switch (kind) {
-    case devices_internal::kWideF16:
+    case fp8_internal::kWideF16:
       return DType::kFloat16;
-    case devices_internal::kWideBF16:
+    case fp8_internal::kWideBF16:
       return DType::kBFloat16;
     default:
       return DType::kFloat32;
@@ -258,11 +258,11 @@ std::string FakeCudaRuntime::error_text(int error) {
       {kCudaSuccess, "no error", "cudaSuccess"},
       {kCudaErrorInvalidValue, "invalid argument", "cudaErrorInvalidValue"},
       {kCudaErrorMemoryAllocation, "out of memory", "cudaErrorMemoryAllocation"},
-      {devices_internal::kCudaErrorInsufficientDriver,
+      {fp8_internal::kCudaErrorInsufficientDriver,
        "CUDA driver version is insufficient for CUDA runtime version",
        "cudaErrorInsufficientDriver"},
       {kCudaErrorNoDevice, "no CUDA-capable device is detected", "cudaErrorNoDevice"},
-      {devices_internal::kCudaErrorNoKernelImageForDevice,
+      {fp8_internal::kCudaErrorNoKernelImageForDevice,
        "no kernel image is available for execution on the device",
        "cudaErrorNoKernelImageForDevice"},
       {kCudaErrorInvalidResourceHandle, "invalid resource handle",
@@ -270,10 +270,10 @@ std::string FakeCudaRuntime::error_text(int error) {
       {kCudaErrorNotReady, "device not ready", "cudaErrorNotReady"},
       {kCudaErrorIllegalAddress, "an illegal memory access was encountered",
        "cudaErrorIllegalAddress"},
-      {devices_internal::kCudaErrorLaunchOutOfResources, "too many resources requested for launch",
+      {fp8_internal::kCudaErrorLaunchOutOfResources, "too many resources requested for launch",
        "cudaErrorLaunchOutOfResources"},
       {kCudaErrorMisalignedAddress, "misaligned address", "cudaErrorMisalignedAddress"},
-      {devices_internal::kCudaErrorLaunchFailure, "unspecified launch failure",
+      {fp8_internal::kCudaErrorLaunchFailure, "unspecified launch failure",
        "cudaErrorLaunchFailure"},
   };
   for (const Text& t : kTexts) {
@@ -525,4 +525,4 @@ int FakeCudaRuntime::launch_decode(const std::uint8_t* d_src, std::size_t count,
                 });
 }
 
-}  // namespace lmcache::devices::cuda_testing
+}  // namespace lmcache::fp8::cuda_testing

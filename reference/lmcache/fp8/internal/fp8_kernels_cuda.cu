@@ -1,4 +1,4 @@
-// File: lmcache/devices/internal/fp8_kernels_cuda.cu
+// File: lmcache/fp8/internal/fp8_kernels_cuda.cu
 //
 // The CUDA fp8 kernels. Each element goes through the same fp8_bits.h function the CPU
 // kernels use, so the bytes are the reference's. Grid-stride loops over std::size_t indexes
@@ -16,13 +16,13 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "lmcache/devices/internal/fp8_bits.h"
-#include "lmcache/devices/internal/fp8_kernels_cuda_launch.h"
+#include "lmcache/fp8/internal/fp8_bits.h"
+#include "lmcache/fp8/internal/fp8_kernels_cuda_launch.h"
 
-namespace lmcache::devices_internal {
+namespace lmcache::fp8_internal {
 namespace {
 
-namespace fb = devices_internal::fp8_bits;
+namespace fb = fp8_internal::fp8_bits;
 
 constexpr int kThreadsPerBlock = 256;
 constexpr std::size_t kMaxBlocks = 65535;
@@ -210,4 +210,4 @@ int kernel_image_status() {
       cudaFuncGetAttributes(&attributes, encode_kernel<kWideF32, Fp8Format::kE4M3FN, false, true>));
 }
 
-}  // namespace lmcache::devices_internal
+}  // namespace lmcache::fp8_internal

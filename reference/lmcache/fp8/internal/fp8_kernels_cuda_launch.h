@@ -1,4 +1,4 @@
-// File: lmcache/devices/internal/fp8_kernels_cuda_launch.h
+// File: lmcache/fp8/internal/fp8_kernels_cuda_launch.h
 //
 // Internal: the kernel launchers compiled by nvcc (fp8_kernels_cuda.cu). Their only caller is
 // the real CUDA runtime (cuda_runtime_real.cc), which the host code reaches through the
@@ -12,10 +12,10 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "lmcache/devices/internal/fp8_wide_kind.h"
 #include "lmcache/fp8/fp8_codec.h"
+#include "lmcache/fp8/internal/fp8_wide_kind.h"
 
-namespace lmcache::devices_internal {
+namespace lmcache::fp8_internal {
 
 // `vectorized`: the caller checked that the wide pointer is aligned to 4 elements and the code
 // pointer to 4 bytes, so each thread can move 4 elements with one load and one store.
@@ -33,4 +33,4 @@ int launch_decode(const std::uint8_t* d_src, std::size_t count, void* d_dst, Wid
 // architecture list, so one stands for all.
 int kernel_image_status();
 
-}  // namespace lmcache::devices_internal
+}  // namespace lmcache::fp8_internal

@@ -1,4 +1,4 @@
-// File: lmcache/devices/internal/fp8_kernels_simd.h
+// File: lmcache/fp8/internal/fp8_kernels_simd.h
 //
 // Internal: the table of Highway kernels one SIMD target provides, and how to get the table of
 // a given target. fp8_kernels.cc (validation, threads, routing) is its only user outside tests
@@ -12,9 +12,9 @@
 #include <cstdint>
 #include <vector>
 
-#include "lmcache/devices/internal/fp8_wide_kind.h"
+#include "lmcache/fp8/internal/fp8_wide_kind.h"
 
-namespace lmcache::devices_internal {
+namespace lmcache::fp8_internal {
 
 using EncodeKernel = void (*)(const std::byte* src, std::size_t n, std::uint8_t* dst);
 using DecodeKernel = void (*)(const std::uint8_t* src, std::size_t n, std::byte* dst);
@@ -44,4 +44,4 @@ std::vector<std::int64_t> simd_targets();
 // Throws std::invalid_argument naming the target when it is not one of simd_targets().
 const SimdKernels& simd_kernels(std::int64_t target);
 
-}  // namespace lmcache::devices_internal
+}  // namespace lmcache::fp8_internal

@@ -1,24 +1,24 @@
-// File: lmcache/devices/internal/fp8_bits_test.cc
+// File: lmcache/fp8/internal/fp8_bits_test.cc
 //
 // The shared per-element functions (fp8_bits.h, also the CUDA kernels' code) against the
 // scalar reference codec: every float16 and bfloat16 pattern, the dense float32 sample, and
 // every code decoded to each dtype, bit for bit.
-#include "lmcache/devices/internal/fp8_bits.h"
+#include "lmcache/fp8/internal/fp8_bits.h"
 
 #include <gtest/gtest.h>
 
 #include <cstdint>
 #include <cstring>
 
-#include "lmcache/devices/testing/fp8_samples.h"
+#include "lmcache/fp8/testing/fp8_samples.h"
 
-namespace lmcache::devices {
+namespace lmcache::fp8 {
 namespace {
 
-namespace fb = devices_internal::fp8_bits;
-using devices_internal::kFormats;
-using devices_internal::kOverflows;
-using devices_internal::mode_name;
+namespace fb = fp8_internal::fp8_bits;
+using fp8_internal::kFormats;
+using fp8_internal::kOverflows;
+using fp8_internal::mode_name;
 
 template <Fp8Format kF, bool kSat>
 struct Encoders {
@@ -69,13 +69,13 @@ TEST(Fp8Bits, EveryFloat16AndBFloat16MatchesReference) {
 }
 
 TEST(Fp8Bits, DenseFloat32SampleMatchesReference) {
-  const auto sample = devices_internal::dense_f32_sample();
+  const auto sample = fp8_internal::dense_f32_sample();
   ASSERT_GT(sample.size(), 100000u);
   for (const Mode& m : kModes) {
     int mismatches = 0;
     for (std::uint32_t b : sample) {
       const std::uint8_t want =
-          fp8_encode_f32(devices_internal::f32_from_bits(b), m.format, m.overflow);
+          fp8_encode_f32(fp8_internal::f32_from_bits(b), m.format, m.overflow);
       if (m.f32(b) != want && ++mismatches < 5) {
         ADD_FAILURE() << mode_name(m.format, m.overflow) << " f32 0x" << std::hex << b << ": got 0x"
                       << int{m.f32(b)} << ", want 0x" << int{want};
@@ -123,4 +123,4 @@ TEST(Fp8Bits, EveryCodeDecodesLikeReference) {
 }
 
 }  // namespace
-}  // namespace lmcache::devices
+}  // namespace lmcache::fp8

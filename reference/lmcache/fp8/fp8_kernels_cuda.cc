@@ -1,4 +1,4 @@
-// File: lmcache/devices/fp8_kernels_cuda.cc
+// File: lmcache/fp8/fp8_kernels_cuda.cc
 //
 // Host side of the CUDA backend: argument checks, error handling, device memory, streams and
 // timing, and the pinned, double-buffered host -> device -> host pipeline. It calls the CUDA
@@ -18,7 +18,7 @@
 // overlap. The staging (64 MiB pinned + 64 MiB device) is allocated on first use on the
 // then-current device and kept for the process's lifetime (never freed: freeing at exit would
 // race the CUDA runtime's own teardown).
-#include "lmcache/devices/fp8_kernels_cuda.h"
+#include "lmcache/fp8/fp8_kernels_cuda.h"
 
 #include <algorithm>
 #include <atomic>
@@ -32,10 +32,10 @@
 #include <string>
 #include <utility>
 
-#include "lmcache/devices/internal/cuda_runtime.h"
-#include "lmcache/devices/internal/fp8_kernels_cuda_backend.h"
+#include "lmcache/fp8/internal/cuda_runtime.h"
+#include "lmcache/fp8/internal/fp8_kernels_cuda_backend.h"
 
-namespace lmcache::devices_internal {
+namespace lmcache::fp8_internal {
 namespace {
 
 constexpr std::size_t kMaxElemBytes = 4;
@@ -379,15 +379,15 @@ ScopedCudaRuntimeOverride::~ScopedCudaRuntimeOverride() {
   delete backend_;
 }
 
-}  // namespace lmcache::devices_internal
+}  // namespace lmcache::fp8_internal
 
-namespace lmcache::devices {
+namespace lmcache::fp8 {
 namespace {
 
-using devices_internal::backend;
-using devices_internal::CopyKind;
-using devices_internal::usable_backend;
-using devices_internal::wide_kind;
+using fp8_internal::backend;
+using fp8_internal::CopyKind;
+using fp8_internal::usable_backend;
+using fp8_internal::wide_kind;
 
 bool aligned(const void* p, std::size_t alignment) {
   return reinterpret_cast<std::uintptr_t>(p) % alignment == 0;
@@ -433,7 +433,7 @@ void check_device_ranges(const void* src, std::size_t src_elem, const void* dst,
 
 }  // namespace
 
-bool fp8_cuda_built() { return devices_internal::real_cuda_runtime() != nullptr; }
+bool fp8_cuda_built() { return fp8_internal::real_cuda_runtime() != nullptr; }
 
 bool fp8_cuda_available() { return backend().unavailable_reason().empty(); }
 
@@ -587,4 +587,4 @@ int LaunchTimer::launches_for(double window_ms, const std::function<void(void* s
 }
 
 }  // namespace cuda
-}  // namespace lmcache::devices
+}  // namespace lmcache::fp8

@@ -1,4 +1,4 @@
-// File: lmcache/devices/fp8_kernels_cuda.h
+// File: lmcache/fp8/fp8_kernels_cuda.h
 //
 // The CUDA fp8 backend: device-pointer encode/decode kernels (byte-identical with the scalar
 // reference, sharing fp8_bits.h with the CPU kernels), and the small memory, stream and timing
@@ -29,7 +29,7 @@
 #include "lmcache/core/dtype.h"
 #include "lmcache/fp8/fp8_codec.h"
 
-namespace lmcache::devices {
+namespace lmcache::fp8 {
 
 // fp8_cuda_built()
 //
@@ -181,4 +181,4 @@ class LaunchTimer {
 };
 
 }  // namespace cuda
-}  // namespace lmcache::devices
+}  // namespace lmcache::fp8

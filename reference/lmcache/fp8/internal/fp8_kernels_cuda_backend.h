@@ -1,4 +1,4 @@
-// File: lmcache/devices/internal/fp8_kernels_cuda_backend.h
+// File: lmcache/fp8/internal/fp8_kernels_cuda_backend.h
 //
 // Internal: the host-to-host entry points of the CUDA backend (backend kCuda of
 // fp8_encode_fast / fp8_decode_fast) and the test hook that swaps the CUDA runtime it calls.
@@ -12,7 +12,7 @@
 #include "lmcache/core/dtype.h"
 #include "lmcache/fp8/fp8_codec.h"
 
-namespace lmcache::devices_internal {
+namespace lmcache::fp8_internal {
 
 class CudaRuntime;
 class CudaBackend;
@@ -58,4 +58,4 @@ class ScopedCudaRuntimeOverride {
   CudaBackend* previous_ = nullptr;
 };
 
-}  // namespace lmcache::devices_internal
+}  // namespace lmcache::fp8_internal

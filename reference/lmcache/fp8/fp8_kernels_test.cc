@@ -1,4 +1,4 @@
-// File: lmcache/devices/fp8_kernels_test.cc
+// File: lmcache/fp8/fp8_kernels_test.cc
 //
 // The fast fp8 kernels against the scalar reference codec, byte for byte.
 //
@@ -6,7 +6,7 @@
 // this CPU, Highway's way (hwy::TestWithParamTarget forces the target through
 // hwy::SetSupportedTargetsForTest, and the case checks that the kernels really run on it).
 // Fp8Kernels holds the target-independent cases: errors, backends, explicit targets, names.
-#include "lmcache/devices/fp8_kernels.h"
+#include "lmcache/fp8/fp8_kernels.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -23,18 +23,18 @@
 #include <vector>
 
 #include "hwy/tests/hwy_gtest.h"
-#include "lmcache/devices/fp8_kernels_cuda.h"
-#include "lmcache/devices/internal/fp8_kernels_simd.h"
-#include "lmcache/devices/testing/fp8_samples.h"
+#include "lmcache/fp8/fp8_kernels_cuda.h"
+#include "lmcache/fp8/internal/fp8_kernels_simd.h"
+#include "lmcache/fp8/testing/fp8_samples.h"
 
-namespace lmcache::devices {
+namespace lmcache::fp8 {
 namespace {
 
-using devices_internal::first_mismatch;
-using devices_internal::kFormats;
-using devices_internal::kOverflows;
-using devices_internal::kWideDTypes;
-using devices_internal::mode_name;
+using fp8_internal::first_mismatch;
+using fp8_internal::kFormats;
+using fp8_internal::kOverflows;
+using fp8_internal::kWideDTypes;
+using fp8_internal::mode_name;
 using ::testing::HasSubstr;
 
 constexpr KernelOptions kSimd{.threads = 1, .backend = Fp8Backend::kSimd};
@@ -52,7 +52,7 @@ std::string hex(std::uint32_t v) {
 ::testing::AssertionResult EncodeMatches(std::span<const std::byte> src, DType dtype, Fp8Format f,
                                          Fp8Overflow o, const KernelOptions& options = kSimd) {
   const std::size_t n = src.size() / element_size(dtype);
-  const auto want = devices_internal::reference_encode(src, dtype, f, o);
+  const auto want = fp8_internal::reference_encode(src, dtype, f, o);
   std::vector<std::uint8_t> got(n, 0xA5);
   fp8_encode_fast(src, dtype, n, got, f, o, options);
   const long i = first_mismatch(got, want);
@@ -67,7 +67,7 @@ std::string hex(std::uint32_t v) {
 ::testing::AssertionResult DecodeMatches(std::span<const std::uint8_t> src, DType dtype,
                                          Fp8Format f, const KernelOptions& options = kSimd) {
   const std::size_t elem = element_size(dtype);
-  const auto want = devices_internal::reference_decode(src, dtype, f);
+  const auto want = fp8_internal::reference_decode(src, dtype, f);
   std::vector<std::byte> got(src.size() * elem, std::byte{0xA5});
   fp8_decode_fast(src, src.size(), got, dtype, f, options);
   const long i = first_mismatch(got, want, elem);
@@ -107,28 +107,28 @@ class Fp8KernelsTargetConcurrency : public Fp8KernelsTarget {};
 HWY_TARGET_INSTANTIATE_TEST_SUITE_P(Fp8KernelsTargetConcurrency);
 
 TEST_P(Fp8KernelsTarget, EveryFloat16MatchesReference) {
-  const auto src = devices_internal::all_16bit_patterns();
+  const auto src = fp8_internal::all_16bit_patterns();
   for (Fp8Format f : kFormats) {
     for (Fp8Overflow o : kOverflows) EXPECT_TRUE(EncodeMatches(src, DType::kFloat16, f, o));
   }
 }
 
 TEST_P(Fp8KernelsTarget, EveryBFloat16MatchesReference) {
-  const auto src = devices_internal::all_16bit_patterns();
+  const auto src = fp8_internal::all_16bit_patterns();
   for (Fp8Format f : kFormats) {
     for (Fp8Overflow o : kOverflows) EXPECT_TRUE(EncodeMatches(src, DType::kBFloat16, f, o));
   }
 }
 
 TEST_P(Fp8KernelsTarget, DenseFloat32SampleMatchesReference) {
-  const auto src = devices_internal::as_bytes(devices_internal::dense_f32_sample());
+  const auto src = fp8_internal::as_bytes(fp8_internal::dense_f32_sample());
   for (Fp8Format f : kFormats) {
     for (Fp8Overflow o : kOverflows) EXPECT_TRUE(EncodeMatches(src, DType::kFloat32, f, o));
   }
 }
 
 TEST_P(Fp8KernelsTarget, EveryCodeDecodesLikeReference) {
-  const auto codes = devices_internal::all_codes();
+  const auto codes = fp8_internal::all_codes();
   for (Fp8Format f : kFormats) {
     for (DType d : kWideDTypes) EXPECT_TRUE(DecodeMatches(codes, d, f));
   }
@@ -149,7 +149,7 @@ TEST_P(Fp8KernelsTarget, OddLengthsAndUnalignedPointers) {
           const std::span<const std::byte> src(pool.data() + in_off, n * elem);
           for (Fp8Format f : kFormats) {
             for (Fp8Overflow o : kOverflows) {
-              const auto want = devices_internal::reference_encode(src, d, f, o);
+              const auto want = fp8_internal::reference_encode(src, d, f, o);
               std::vector<std::uint8_t> buf(n + 8, kGuard);
               fp8_encode_fast(src, d, n, std::span<std::uint8_t>(buf.data() + out_off, n), f, o,
                               kSimd);
@@ -164,7 +164,7 @@ TEST_P(Fp8KernelsTarget, OddLengthsAndUnalignedPointers) {
             // Decode from the same pool (any byte is a code).
             const std::span<const std::uint8_t> codes(
                 reinterpret_cast<const std::uint8_t*>(pool.data()) + in_off, n);
-            const auto want = devices_internal::reference_decode(codes, d, f);
+            const auto want = fp8_internal::reference_decode(codes, d, f);
             std::vector<std::byte> buf(n * elem + 8, std::byte{kGuard});
             fp8_decode_fast(codes, n, std::span<std::byte>(buf.data() + out_off, n * elem), d, f,
                             kSimd);
@@ -186,13 +186,13 @@ TEST_P(Fp8KernelsTarget, OddLengthsAndUnalignedPointers) {
 // destination with scalar stores; check it at an aligned, an element-aligned and an unaligned
 // (ordinary stores) destination, with a ragged tail.
 TEST_P(Fp8KernelsTarget, LargeDecodeWithStreamingStoresMatchesReference) {
-  const std::size_t n = devices_internal::kStreamMinBytes / 2 + 77;  // 16-bit output: above
+  const std::size_t n = fp8_internal::kStreamMinBytes / 2 + 77;  // 16-bit output: above
   const auto pool = random_bytes(n + 8, 21);
   const std::span<const std::uint8_t> codes(reinterpret_cast<const std::uint8_t*>(pool.data()), n);
   for (Fp8Format f : kFormats) {
     for (DType d : kWideDTypes) {
       const std::size_t elem = element_size(d);
-      const auto want = devices_internal::reference_decode(codes, d, f);
+      const auto want = fp8_internal::reference_decode(codes, d, f);
       std::vector<std::byte> buf(n * elem + 128);
       const std::size_t misalign = reinterpret_cast<std::uintptr_t>(buf.data()) % 64;
       std::byte* aligned = buf.data() + (64 - misalign) % 64;  // 64-byte aligned
@@ -210,16 +210,16 @@ TEST_P(Fp8KernelsTarget, LargeDecodeWithStreamingStoresMatchesReference) {
 // (after a scalar head that aligns the destination to 32 or 64 bytes); check it at several
 // destination offsets.
 TEST_P(Fp8KernelsTarget, LargeEncodeWithStreamingStoresMatchesReference) {
-  const std::size_t n = devices_internal::kStreamMinBytes + 45;
+  const std::size_t n = fp8_internal::kStreamMinBytes + 45;
   const auto pool = random_bytes(n * 2, 23);
-  const auto f32 = devices_internal::as_bytes(devices_internal::dense_f32_sample(n));
+  const auto f32 = fp8_internal::as_bytes(fp8_internal::dense_f32_sample(n));
   for (DType d : kWideDTypes) {
     const std::span<const std::byte> src = d == DType::kFloat32
                                                ? std::span<const std::byte>(f32.data(), n * 4)
                                                : std::span<const std::byte>(pool.data(), n * 2);
     ASSERT_GE(d == DType::kFloat32 ? f32.size() : pool.size(), n * element_size(d));
     const Fp8Format f = d == DType::kFloat16 ? Fp8Format::kE5M2 : Fp8Format::kE4M3FN;
-    const auto want = devices_internal::reference_encode(src, d, f, Fp8Overflow::kSaturating);
+    const auto want = fp8_internal::reference_encode(src, d, f, Fp8Overflow::kSaturating);
     std::vector<std::uint8_t> buf(n + 128);
     const std::size_t misalign = reinterpret_cast<std::uintptr_t>(buf.data()) % 64;
     std::uint8_t* aligned = buf.data() + (64 - misalign) % 64;
@@ -236,9 +236,9 @@ TEST_P(Fp8KernelsTargetConcurrency, ThreadCountDoesNotChangeBytes) {
   const std::size_t n = 3 * kMinElementsPerThread + 12345;
   const auto src = random_bytes(n * 4, 5);
   for (DType d : kWideDTypes) {
-    const auto want = devices_internal::reference_encode(
-        std::span<const std::byte>(src.data(), n * element_size(d)), d, Fp8Format::kE4M3FN,
-        Fp8Overflow::kNonSaturating);
+    const auto want =
+        fp8_internal::reference_encode(std::span<const std::byte>(src.data(), n * element_size(d)),
+                                       d, Fp8Format::kE4M3FN, Fp8Overflow::kNonSaturating);
     for (std::size_t threads : {1, 2, 3, 7}) {
       KernelOptions opt = kSimd;
       opt.threads = threads;
@@ -249,7 +249,7 @@ TEST_P(Fp8KernelsTargetConcurrency, ThreadCountDoesNotChangeBytes) {
   }
   const std::span<const std::uint8_t> codes(reinterpret_cast<const std::uint8_t*>(src.data()), n);
   for (DType d : kWideDTypes) {
-    const auto want = devices_internal::reference_decode(codes, d, Fp8Format::kE5M2);
+    const auto want = fp8_internal::reference_decode(codes, d, Fp8Format::kE5M2);
     for (std::size_t threads : {1, 2, 3, 7}) {
       KernelOptions opt = kSimd;
       opt.threads = threads;
@@ -275,8 +275,8 @@ TEST(Fp8Kernels, TargetsAreListedBestFirstAndEndInAFallback) {
 }
 
 TEST(Fp8Kernels, EveryExplicitTargetMatchesReference) {
-  const auto src = devices_internal::as_bytes(devices_internal::dense_f32_sample(1 << 14));
-  const auto codes = devices_internal::all_codes();
+  const auto src = fp8_internal::as_bytes(fp8_internal::dense_f32_sample(1 << 14));
+  const auto codes = fp8_internal::all_codes();
   for (std::int64_t t : fp8_simd_targets()) {
     KernelOptions opt = kSimd;
     opt.simd_target = t;
@@ -293,8 +293,8 @@ TEST(Fp8Kernels, EveryExplicitTargetMatchesReference) {
 }
 
 TEST(Fp8Kernels, ScalarAndAutoBackendsMatchReference) {
-  const auto src = devices_internal::all_16bit_patterns();
-  const auto codes = devices_internal::all_codes();
+  const auto src = fp8_internal::all_16bit_patterns();
+  const auto codes = fp8_internal::all_codes();
   for (Fp8Backend b : {Fp8Backend::kScalar, Fp8Backend::kAuto}) {
     const KernelOptions opt{.threads = 2, .backend = b};
     for (Fp8Format f : kFormats) {
@@ -310,8 +310,8 @@ TEST(Fp8Kernels, ScalarAndAutoBackendsMatchReference) {
 TEST(Fp8KernelsConcurrency, ThreadsSplitScalarBackendToo) {
   const std::size_t n = 2 * kMinElementsPerThread + 77;
   const auto src = random_bytes(n * 2, 11);
-  const auto want = devices_internal::reference_encode(src, DType::kBFloat16, Fp8Format::kE5M2,
-                                                       Fp8Overflow::kSaturating);
+  const auto want = fp8_internal::reference_encode(src, DType::kBFloat16, Fp8Format::kE5M2,
+                                                   Fp8Overflow::kSaturating);
   std::vector<std::uint8_t> got(n);
   fp8_encode_fast(src, DType::kBFloat16, n, got, Fp8Format::kE5M2, Fp8Overflow::kSaturating,
                   {.threads = 3, .backend = Fp8Backend::kScalar});
@@ -482,4 +482,4 @@ TEST(Fp8Kernels, BackendNamesRoundTrip) {
 }
 
 }  // namespace
-}  // namespace lmcache::devices
+}  // namespace lmcache::fp8

@@ -1,7 +1,7 @@
-// File: lmcache/devices/testing/fake_cuda_runtime.h
+// File: lmcache/fp8/testing/fake_cuda_runtime.h
 //
 // A fake CUDA runtime for testing the CUDA backend's host code on machines without a GPU
-// (install it with devices_internal::ScopedCudaRuntimeOverride). It keeps the CUDA runtime's
+// (install it with fp8_internal::ScopedCudaRuntimeOverride). It keeps the CUDA runtime's
 // semantics where the host code depends on them, so a host-code bug shows up here as it would
 // on a GPU:
 //   - "device" and pinned memory are host allocations it tracks; calls that name device memory
@@ -28,9 +28,9 @@
 #include <thread>
 #include <vector>
 
-#include "lmcache/devices/internal/cuda_runtime.h"
+#include "lmcache/fp8/internal/cuda_runtime.h"
 
-namespace lmcache::devices::cuda_testing {
+namespace lmcache::fp8::cuda_testing {
 
 enum class CudaCall {
   kGetDeviceCount,
@@ -58,7 +58,7 @@ enum class CudaCall {
   kCount
 };
 
-class FakeCudaRuntime final : public devices_internal::CudaRuntime {
+class FakeCudaRuntime final : public fp8_internal::CudaRuntime {
  public:
   FakeCudaRuntime() = default;
   ~FakeCudaRuntime() override = default;
@@ -111,9 +111,8 @@ class FakeCudaRuntime final : public devices_internal::CudaRuntime {
   int free_device(void* ptr) override;
   int malloc_pinned(void** ptr, std::size_t bytes) override;
   int free_pinned(void* ptr) override;
-  int memcpy(void* dst, const void* src, std::size_t bytes,
-             devices_internal::CopyKind kind) override;
-  int memcpy_async(void* dst, const void* src, std::size_t bytes, devices_internal::CopyKind kind,
+  int memcpy(void* dst, const void* src, std::size_t bytes, fp8_internal::CopyKind kind) override;
+  int memcpy_async(void* dst, const void* src, std::size_t bytes, fp8_internal::CopyKind kind,
                    void* stream) override;
   int stream_create(void** stream) override;
   int stream_destroy(void* stream) override;
@@ -124,11 +123,11 @@ class FakeCudaRuntime final : public devices_internal::CudaRuntime {
   int event_synchronize(void* event) override;
   int event_elapsed_ms(float* ms, void* start, void* stop) override;
   int kernel_image_status() override;
-  int launch_encode(const void* d_src, devices_internal::WideKind src_kind, std::size_t count,
+  int launch_encode(const void* d_src, fp8_internal::WideKind src_kind, std::size_t count,
                     std::uint8_t* d_dst, Fp8Format format, Fp8Overflow overflow, bool vectorized,
                     void* stream) override;
   int launch_decode(const std::uint8_t* d_src, std::size_t count, void* d_dst,
-                    devices_internal::WideKind dst_kind, Fp8Format format, bool vectorized,
+                    fp8_internal::WideKind dst_kind, Fp8Format format, bool vectorized,
                     void* stream) override;
   std::string kernel_architectures() override { return "fake"; }
 
@@ -191,4 +190,4 @@ class FakeCudaRuntime final : public devices_internal::CudaRuntime {
   double clock_ms_ = 0;
 };
 
-}  // namespace lmcache::devices::cuda_testing
+}  // namespace lmcache::fp8::cuda_testing

@@ -1,11 +1,11 @@
-// File: lmcache/devices/internal/cuda_runtime_none.cc
+// File: lmcache/fp8/internal/cuda_runtime_none.cc
 //
 // The CUDA runtime of a build without CUDA (no nvcc, or LMCACHE_ENABLE_CUDA=OFF): there is
 // none, so the backend reports itself not built and everything that needs a GPU throws.
-#include "lmcache/devices/internal/cuda_runtime.h"
+#include "lmcache/fp8/internal/cuda_runtime.h"
 
-namespace lmcache::devices_internal {
+namespace lmcache::fp8_internal {
 
 CudaRuntime* real_cuda_runtime() { return nullptr; }
 
-}  // namespace lmcache::devices_internal
+}  // namespace lmcache::fp8_internal

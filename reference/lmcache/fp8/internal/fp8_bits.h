@@ -1,4 +1,4 @@
-// File: lmcache/devices/internal/fp8_bits.h
+// File: lmcache/fp8/internal/fp8_bits.h
 //
 // Per-element fp8 conversions written once for every fast backend: the CPU SIMD kernels use
 // them for tails (and their vector code is the same arithmetic lane by lane), and the CUDA
@@ -46,7 +46,7 @@
 #define LMCACHE_FP8_HD inline
 #endif
 
-namespace lmcache::devices_internal::fp8_bits {
+namespace lmcache::fp8_internal::fp8_bits {
 
 // The constants of one fp8 format.
 template <Fp8Format kFormat>
@@ -218,4 +218,4 @@ LMCACHE_FP8_HD std::uint16_t decode_bf16_bits(std::uint8_t code) {
   return static_cast<std::uint16_t>(decode_f32_bits<kFormat>(code) >> 16);
 }
 
-}  // namespace lmcache::devices_internal::fp8_bits
+}  // namespace lmcache::fp8_internal::fp8_bits

@@ -1,4 +1,4 @@
-// File: lmcache/devices/internal/cuda_runtime_real.cc
+// File: lmcache/fp8/internal/cuda_runtime_real.cc
 //
 // The real CudaRuntime (built only with CUDA): each call forwards to the CUDA runtime function
 // of the same name, and the kernels to fp8_kernels_cuda.cu's launchers.
@@ -6,14 +6,14 @@
 
 #include <string>
 
-#include "lmcache/devices/internal/cuda_runtime.h"
-#include "lmcache/devices/internal/fp8_kernels_cuda_launch.h"
+#include "lmcache/fp8/internal/cuda_runtime.h"
+#include "lmcache/fp8/internal/fp8_kernels_cuda_launch.h"
 
 #ifndef LMCACHE_CUDA_ARCHITECTURES
 #error "LMCACHE_CUDA_ARCHITECTURES (the CUDA_ARCHITECTURES of the kernels) must be defined"
 #endif
 
-namespace lmcache::devices_internal {
+namespace lmcache::fp8_internal {
 namespace {
 
 static_assert(kCudaSuccess == cudaSuccess);
@@ -108,17 +108,16 @@ class RealCudaRuntime final : public CudaRuntime {
     return code(cudaEventElapsedTime(ms, as_event(start), as_event(stop)));
   }
 
-  int kernel_image_status() override { return devices_internal::kernel_image_status(); }
+  int kernel_image_status() override { return fp8_internal::kernel_image_status(); }
   int launch_encode(const void* d_src, WideKind src_kind, std::size_t count, std::uint8_t* d_dst,
                     Fp8Format format, Fp8Overflow overflow, bool vectorized,
                     void* stream) override {
-    return devices_internal::launch_encode(d_src, src_kind, count, d_dst, format, overflow,
-                                           vectorized, stream);
+    return fp8_internal::launch_encode(d_src, src_kind, count, d_dst, format, overflow, vectorized,
+                                       stream);
   }
   int launch_decode(const std::uint8_t* d_src, std::size_t count, void* d_dst, WideKind dst_kind,
                     Fp8Format format, bool vectorized, void* stream) override {
-    return devices_internal::launch_decode(d_src, count, d_dst, dst_kind, format, vectorized,
-                                           stream);
+    return fp8_internal::launch_decode(d_src, count, d_dst, dst_kind, format, vectorized, stream);
   }
 
   std::string kernel_architectures() override { return LMCACHE_CUDA_ARCHITECTURES; }
@@ -131,4 +130,4 @@ CudaRuntime* real_cuda_runtime() {
   return runtime;
 }
 
-}  // namespace lmcache::devices_internal
+}  // namespace lmcache::fp8_internal
