@@ -106,18 +106,26 @@ endfunction()
 # _lmcache_gtest_executable(<name> <caller> <unparsed-args> SOURCES ... DEPS ...)
 # The test binary of lmcache_add_test() and lmcache_add_conformance_test(): fails the
 # configuration on arguments the caller did not recognise, then builds <name> from SOURCES,
-# linked with DEPS, GoogleTest (main included) and the project's flags.
+# linked with DEPS, GoogleTest (main included) and the project's flags. In a sanitizer build the
+# binary's own sources compile at -O0, still instrumented: the code under test is the libraries'
+# (built at the build type's level), the test sources are mostly gtest and RapidCheck templates,
+# and -O0 halves their compile time under ASan+UBSan (README.md, "How long scripts/test.sh
+# takes"). OPTIMIZED keeps the build type's level for a binary whose own loops do the work (the
+# exhaustive fp8 checks: 4x slower at -O0 under ASan).
 function(_lmcache_gtest_executable name caller unparsed)
-  cmake_parse_arguments(ARG "" "" "SOURCES;DEPS" ${ARGN})
+  cmake_parse_arguments(ARG "OPTIMIZED" "" "SOURCES;DEPS" ${ARGN})
   if(unparsed)
     message(FATAL_ERROR "${caller}(${name}): unknown arguments ${unparsed}")
   endif()
   add_executable(${name} ${ARG_SOURCES})
   target_link_libraries(${name} PRIVATE ${ARG_DEPS} GTest::gtest GTest::gmock GTest::gtest_main
                                         lmcache_build_flags)
+  if(LMCACHE_SANITIZE AND NOT ARG_OPTIMIZED)
+    target_compile_options(${name} PRIVATE -O0)
+  endif()
 endfunction()
 
-# lmcache_add_test(<name> SOURCES ... DEPS ... LABELS ... [TIMEOUT s] [CONCURRENCY])
+# lmcache_add_test(<name> SOURCES ... DEPS ... LABELS ... [TIMEOUT s] [CONCURRENCY] [OPTIMIZED])
 # One gtest binary = one ctest entry carrying LABELS (per-binary, not per-case: each process
 # pays libtorch's start-up). CONCURRENCY declares that the binary holds thread-heavy cases;
 # which ones is decided by their names, never by a list here: every case whose full gtest name
@@ -125,14 +133,18 @@ endfunction()
 # TSan build (LMCACHE_SANITIZE=thread) only those run, as `<name>.concurrency` (label
 # "concurrency"). In other builds a unit ctest `<name>.concurrency_subset` fails when a
 # CONCURRENCY binary has no such case, or when another binary has one that TSan would skip
-# (cmake/concurrency_subset.sh).
+# (cmake/concurrency_subset.sh). OPTIMIZED: see _lmcache_gtest_executable.
 function(lmcache_add_test name)
   if(NOT LMCACHE_BUILD_TESTS)
     return()
   endif()
-  cmake_parse_arguments(ARG "CONCURRENCY" "TIMEOUT" "SOURCES;DEPS;LABELS" ${ARGN})
+  cmake_parse_arguments(ARG "CONCURRENCY;OPTIMIZED" "TIMEOUT" "SOURCES;DEPS;LABELS" ${ARGN})
+  set(optimized)
+  if(ARG_OPTIMIZED)
+    set(optimized OPTIMIZED)
+  endif()
   _lmcache_gtest_executable(${name} lmcache_add_test "${ARG_UNPARSED_ARGUMENTS}"
-    SOURCES ${ARG_SOURCES} DEPS ${ARG_DEPS})
+    SOURCES ${ARG_SOURCES} DEPS ${ARG_DEPS} ${optimized})
   if(NOT ARG_TIMEOUT)
     set(ARG_TIMEOUT 600)
   endif()

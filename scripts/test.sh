@@ -5,7 +5,8 @@
 #                              once, in the strictest build that registers it:
 #                              1. Release: the tests the ASan+UBSan build does not register
 #                                 (benchmarks, reports, packaging, the kit's standard-depth run
-#                                 over the reference, the long campaigns);
+#                                 over the reference, the long campaigns), building only
+#                                 what those tests run;
 #                              2. ASan+UBSan: every other test, the kit's coverage gate among them
 #                                 (built with LMCACHE_COVERAGE, conformance/coverage/README.md);
 #                              3. TSan: the tests labelled "concurrency";
@@ -27,7 +28,7 @@ while (($#)); do
   case "$1" in
     --quick) quick=1 ;;
     --label) label="$2"; shift ;;
-    -h|--help) sed -n '2,17p' "${BASH_SOURCE[0]}"; exit 0 ;;
+    -h|--help) sed -n '2,18p' "${BASH_SOURCE[0]}"; exit 0 ;;
     *) echo "test.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
   esac
   shift
@@ -121,11 +122,19 @@ fi
 # run over the reference, the long campaigns) and the tests labelled "standard" (the mutation
 # suite and the bases' suites, at standard depth here and quick under ASan). Configuring the
 # ASan+UBSan tree first is what lists its tests.
+# The Release step builds only what its own tests run or load (and, for the packaging tests,
+# what the tree installs; scripts/testing/targets_for_tests.py): the unit-test binaries the
+# ASan+UBSan step runs are not built twice.
 step "Release build and the tests the ASan+UBSan step does not run as they run here"
-configure_and_build "$root/build/release" -DCMAKE_BUILD_TYPE=Release
+configure "$root/build/release" -DCMAKE_BUILD_TYPE=Release
 configure "$root/build/asan" "${asan_flags[@]}"
 sanitized_elsewhere=$(comm -23 <(test_names "$root/build/asan" | sort) \
                                <(test_names "$root/build/release" -L '^standard$' | sort))
+release_targets=$(comm -13 <(sort <<<"$sanitized_elsewhere") \
+                           <(test_names "$root/build/release" | sort) |
+                  python3 "$root/scripts/testing/targets_for_tests.py" "$root/build/release")
+# shellcheck disable=SC2086  # one target a word
+cmake --build "$root/build/release" -j "$jobs" --target $release_targets
 run_tests "$root/build/release" -E "$(names_regex <<<"$sanitized_elsewhere")"
 
 step "ASan+UBSan build (with the coverage gate) and every other test"
