@@ -66,6 +66,16 @@ bool all_zero(const MemoryObj& obj) {
   return std::all_of(bytes.begin(), bytes.end(), [](std::byte b) { return b == std::byte{0}; });
 }
 
+// Expects one result per key, result i with error want[i] and, as L1Result promises, an object
+// exactly where it succeeded.
+void expect_outcomes(const std::vector<L1Result>& got, const std::vector<L1Error>& want) {
+  ASSERT_EQ(got.size(), want.size());
+  for (std::size_t i = 0; i < want.size(); ++i) {
+    EXPECT_EQ(got[i].error, want[i]) << "key " << i;
+    EXPECT_EQ(got[i].obj != nullptr, want[i] == L1Error::kSuccess) << "key " << i;
+  }
+}
+
 class L1ManagerTest : public ::testing::Test {
  protected:
   L1Manager manager_{kBasicCapacity};
@@ -409,13 +419,7 @@ TEST_F(L1ManagerTest, ReserveReadMultipleKeysResultsAlignWithInput) {
   ready(k1);
   write_locked(k3);
   auto r = manager_.reserve_read({k1, k2, k3});
-  ASSERT_EQ(r.size(), 3u);
-  EXPECT_EQ(r[0].error, L1Error::kSuccess);
-  EXPECT_NE(r[0].obj, nullptr);
-  EXPECT_EQ(r[1].error, L1Error::kKeyNotExist);
-  EXPECT_EQ(r[1].obj, nullptr);
-  EXPECT_EQ(r[2].error, L1Error::kKeyNotReadable);
-  EXPECT_EQ(r[2].obj, nullptr);
+  expect_outcomes(r, {L1Error::kSuccess, L1Error::kKeyNotExist, L1Error::kKeyNotReadable});
 }
 
 TEST_F(L1ManagerTest, ReserveReadCanBeCalledMultipleTimes) {
@@ -467,13 +471,7 @@ TEST_F(L1ManagerTest, UnsafeReadMultipleKeys) {
   manager_.reserve_read({k1});
   ready(k3);
   auto r = manager_.unsafe_read({k1, k2, k3});
-  ASSERT_EQ(r.size(), 3u);
-  EXPECT_EQ(r[0].error, L1Error::kSuccess);
-  EXPECT_NE(r[0].obj, nullptr);
-  EXPECT_EQ(r[1].error, L1Error::kKeyNotExist);
-  EXPECT_EQ(r[1].obj, nullptr);
-  EXPECT_EQ(r[2].error, L1Error::kKeyNotReadable);
-  EXPECT_EQ(r[2].obj, nullptr);
+  expect_outcomes(r, {L1Error::kSuccess, L1Error::kKeyNotExist, L1Error::kKeyNotReadable});
 }
 
 TEST_F(L1ManagerTest, UnsafeReadBetweenReserveAndFinish) {
@@ -804,13 +802,7 @@ TEST_F(L1ManagerTest, FinishWriteAndReserveReadMultipleKeysMixed) {
   write_locked(k1);
   ready(k3);
   auto r = manager_.finish_write_and_reserve_read({k1, k2, k3});
-  ASSERT_EQ(r.size(), 3u);
-  EXPECT_EQ(r[0].error, L1Error::kSuccess);
-  EXPECT_NE(r[0].obj, nullptr);
-  EXPECT_EQ(r[1].error, L1Error::kKeyNotExist);
-  EXPECT_EQ(r[1].obj, nullptr);
-  EXPECT_EQ(r[2].error, L1Error::kKeyInWrongState);
-  EXPECT_EQ(r[2].obj, nullptr);
+  expect_outcomes(r, {L1Error::kSuccess, L1Error::kKeyNotExist, L1Error::kKeyInWrongState});
   EXPECT_EQ(manager_.finish_read({k1}).at(0), L1Error::kSuccess);
 }
 

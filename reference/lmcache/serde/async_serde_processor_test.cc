@@ -26,6 +26,7 @@
 
 #include "lmcache/core/event_notifier.h"
 #include "lmcache/core/process_resources.h"
+#include "lmcache/core/testing/gate.h"
 #include "lmcache/core/testing/test_keys.h"
 
 namespace lmcache {
@@ -107,27 +108,7 @@ std::optional<bool> await_deserialize(AsyncSerdeProcessor& p, TaskId id) {
   return await_result([&] { return p.query_deserialize_result(id); }, p.get_deserialize_event_fd());
 }
 
-// A one-shot gate that blocks the serde until a test opens it (bounded, so a broken
-// processor cannot hang the test).
-class Gate {
- public:
-  void open() {
-    {
-      std::lock_guard lock(mu_);
-      open_ = true;
-    }
-    cv_.notify_all();
-  }
-  bool wait() {
-    std::unique_lock lock(mu_);
-    return cv_.wait_for(lock, kWait, [&] { return open_; });
-  }
-
- private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool open_ = false;
-};
+using core_internal::Gate;
 
 bool fd_is_open(int fd) { return ::fcntl(fd, F_GETFD) != -1; }
 
@@ -391,7 +372,7 @@ TEST(AsyncSerdeProcessorConcurrency, SubmitNeverWaitsForRunningWork) {
   Fixture f;
   Gate gate;
   f.ser->body = [&](const MemoryObj&, MemoryObj&) -> std::size_t {
-    if (!gate.wait()) throw std::runtime_error("gate never opened");
+    if (!gate.wait(kWait)) throw std::runtime_error("gate never opened");
     return 0;
   };
   AsyncSerdeProcessor p(f.ser, f.deser);
@@ -428,7 +409,7 @@ TEST(AsyncSerdeProcessorConcurrency, CloseDrainsQueuedWorkJoinsThreadsAndClosesF
   Fixture f;
   Gate gate;
   f.ser->body = [&](const MemoryObj&, MemoryObj&) -> std::size_t {
-    if (!gate.wait()) throw std::runtime_error("gate never opened");
+    if (!gate.wait(kWait)) throw std::runtime_error("gate never opened");
     return 1;
   };
   auto p = std::make_unique<AsyncSerdeProcessor>(f.ser, f.deser, 3);

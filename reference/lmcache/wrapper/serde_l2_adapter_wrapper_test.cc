@@ -30,6 +30,7 @@ using wrapper_internal::ControlledSerializer;
 using wrapper_internal::FlakyAdapter;
 using wrapper_internal::FlakySerdeProcessor;
 using wrapper_internal::Gate;
+using wrapper_internal::open_once_the_loop_stopped;
 using wrapper_internal::wait_load;
 using wrapper_internal::wait_store;
 
@@ -290,12 +291,6 @@ TEST_F(WrapperFailureConcurrency, TempOutOfMemoryFailsALoadWithZeros) {
   EXPECT_EQ(s.l1_used(), 0u);
 }
 
-TEST_F(WrapperFailureConcurrency, SubmitSerializeThrows) {
-  Stack s;
-  s.serde->throw_on_submit_serialize = true;
-  expect_store_fails_once(s);
-}
-
 TEST_F(WrapperFailureConcurrency, SerializeFails) {
   Stack s;
   s.serializer->throw_on_call = 1;  // the second object of the batch
@@ -303,59 +298,52 @@ TEST_F(WrapperFailureConcurrency, SerializeFails) {
   EXPECT_EQ(s.inner->get_usage().total_bytes_used, 0u) << "nothing reached L2";
 }
 
-TEST_F(WrapperFailureConcurrency, InnerSubmitStoreThrows) {
+// One failing step of a store, or of a load over stored keys: the task fails once and leaks no
+// temp (expect_store_fails_once / expect_load_fails_once). A result query that throws is a
+// failure of that task, not a task left pending forever.
+struct FailingStep {
+  const char* name;
+  bool load;            // a load of 3 stored keys, else a store
+  void (*arm)(Stack&);  // makes the step fail
+};
+
+void PrintTo(const FailingStep& step, std::ostream* os) { *os << step.name; }
+
+class WrapperFailureConcurrencyStep : public WrapperFailureConcurrency,
+                                      public ::testing::WithParamInterface<FailingStep> {};
+
+TEST_P(WrapperFailureConcurrencyStep, FailsTheTaskOnce) {
   Stack s;
-  s.inner->throw_on_submit_store = true;
-  expect_store_fails_once(s);
+  if (GetParam().load) prestore(s, 3);
+  GetParam().arm(s);
+  if (GetParam().load) {
+    expect_load_fails_once(s);
+  } else {
+    expect_store_fails_once(s);
+  }
 }
 
-TEST_F(WrapperFailureConcurrency, InnerStoreFails) {
-  Stack s;
-  s.inner->fail_stores = true;
-  expect_store_fails_once(s);
-}
-
-TEST_F(WrapperFailureConcurrency, InnerSubmitLoadThrows) {
-  Stack s;
-  prestore(s, 3);
-  s.inner->throw_on_submit_load = true;
-  expect_load_fails_once(s);
-}
-
-TEST_F(WrapperFailureConcurrency, SubmitDeserializeThrows) {
-  Stack s;
-  prestore(s, 3);
-  s.serde->throw_on_submit_deserialize = true;
-  expect_load_fails_once(s);
-}
-
-TEST_F(WrapperFailureConcurrency, DeserializeFails) {
-  Stack s;
-  prestore(s, 3);
-  s.deserializer->throw_always = true;
-  expect_load_fails_once(s);
-}
-
-// A result query that throws is a failure of that task, not a task left pending forever.
-TEST_F(WrapperFailureConcurrency, SerializeQueryThrows) {
-  Stack s;
-  s.serde->throw_on_query = true;
-  expect_store_fails_once(s);
-}
-
-TEST_F(WrapperFailureConcurrency, InnerLoadQueryThrows) {
-  Stack s;
-  prestore(s, 3);
-  s.inner->throw_on_query_load = true;
-  expect_load_fails_once(s);
-}
-
-TEST_F(WrapperFailureConcurrency, DeserializeQueryThrows) {
-  Stack s;
-  prestore(s, 3);
-  s.serde->throw_on_query = true;
-  expect_load_fails_once(s);
-}
+INSTANTIATE_TEST_SUITE_P(
+    Steps, WrapperFailureConcurrencyStep,
+    ::testing::Values(FailingStep{"SubmitSerializeThrows", false,
+                                  [](Stack& s) { s.serde->throw_on_submit_serialize = true; }},
+                      FailingStep{"InnerSubmitStoreThrows", false,
+                                  [](Stack& s) { s.inner->throw_on_submit_store = true; }},
+                      FailingStep{"InnerStoreFails", false,
+                                  [](Stack& s) { s.inner->fail_stores = true; }},
+                      FailingStep{"SerializeQueryThrows", false,
+                                  [](Stack& s) { s.serde->throw_on_query = true; }},
+                      FailingStep{"InnerSubmitLoadThrows", true,
+                                  [](Stack& s) { s.inner->throw_on_submit_load = true; }},
+                      FailingStep{"SubmitDeserializeThrows", true,
+                                  [](Stack& s) { s.serde->throw_on_submit_deserialize = true; }},
+                      FailingStep{"DeserializeFails", true,
+                                  [](Stack& s) { s.deserializer->throw_always = true; }},
+                      FailingStep{"InnerLoadQueryThrows", true,
+                                  [](Stack& s) { s.inner->throw_on_query_load = true; }},
+                      FailingStep{"DeserializeQueryThrows", true,
+                                  [](Stack& s) { s.serde->throw_on_query = true; }}),
+    [](const ::testing::TestParamInfo<FailingStep>& info) { return std::string(info.param.name); });
 
 // Every phase gauge reads zero (a negative one means a phase was left twice).
 void expect_no_task_in_any_phase(const SerdeL2AdapterWrapper& w, const std::string& when) {

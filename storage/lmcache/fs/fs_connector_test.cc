@@ -25,6 +25,7 @@
 #include "lmcache/core/event_notifier.h"
 #include "lmcache/core/memory_obj.h"
 #include "lmcache/fs/lmcache_file_names.h"
+#include "lmcache/testing/connector_waits.h"
 #include "lmcache/testing/fs_damage.h"
 #include "lmcache/testing/temp_dir.h"
 
@@ -36,13 +37,7 @@ using bridge::Completion;
 using storage_testing::TempDir;
 
 Completion wait_one(FsConnector& c, std::uint64_t id) {
-  const auto deadline = std::chrono::steady_clock::now() + 30s;
-  while (std::chrono::steady_clock::now() < deadline) {
-    wait_readable(c.event_fd(), 10ms);
-    for (Completion& done : c.drain_completions()) {
-      if (done.future_id == id) return done;
-    }
-  }
+  if (auto done = storage_testing::wait_completion(c, id, 30s)) return *std::move(done);
   ADD_FAILURE() << "batch " << id << " did not complete";
   return Completion{id, false, {}, "timeout"};
 }

@@ -15,6 +15,7 @@
 
 #include "lmcache/bridge/native_connector_adapter.h"
 #include "lmcache/core/event_notifier.h"
+#include "lmcache/testing/connector_waits.h"
 #include "lmcache/testing/fake_resp_server.h"
 #include "lmcache/testing/redis_server.h"
 
@@ -41,13 +42,7 @@ RespConnectorOptions options_for(const RedisServer& server, std::size_t workers 
 }
 
 Completion wait_one(RespConnector& c, std::uint64_t id) {
-  const auto deadline = std::chrono::steady_clock::now() + 30s;
-  while (std::chrono::steady_clock::now() < deadline) {
-    wait_readable(c.event_fd(), 10ms);
-    for (Completion& done : c.drain_completions()) {
-      if (done.future_id == id) return done;
-    }
-  }
+  if (auto done = storage_testing::wait_completion(c, id, 30s)) return *std::move(done);
   ADD_FAILURE() << "batch " << id << " did not complete";
   return Completion{id, false, {}, "timeout"};
 }

@@ -19,6 +19,7 @@
 
 #include "lmcache/core/event_notifier.h"
 #include "lmcache/core/process_resources.h"
+#include "lmcache/core/testing/gate.h"
 #include "lmcache/l2/forwarding_adapter.h"
 #include "lmcache/serde/forwarding_serde_processor.h"
 #include "lmcache/serde/fp8_serde.h"
@@ -28,32 +29,7 @@ namespace lmcache::wrapper_internal {
 
 using namespace std::chrono_literals;
 
-// A one-shot gate: wait() blocks until open() (or a generous safety timeout).
-class Gate {
- public:
-  void open() {
-    std::lock_guard lock(mu_);
-    open_ = true;
-    cv_.notify_all();
-  }
-  void wait() {
-    std::unique_lock lock(mu_);
-    entered_ = true;
-    cv_.notify_all();
-    cv_.wait_for(lock, 30s, [&] { return open_; });
-  }
-  // Waits until some thread is blocked in wait().
-  bool wait_entered(std::chrono::milliseconds timeout = 10s) {
-    std::unique_lock lock(mu_);
-    return cv_.wait_for(lock, timeout, [&] { return entered_; });
-  }
-
- private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool open_ = false;
-  bool entered_ = false;
-};
+using core_internal::Gate;
 
 // open_once_the_loop_stopped()
 //
