@@ -1,8 +1,6 @@
 # LmcacheCuda.cmake: whether the CUDA fp8 kernels (reference/lmcache/fp8, lmcache::fp8_kernels)
 # are built. Included by reference/CMakeLists.txt, the highest directory holding CUDA sources,
-# before its components; sets LMCACHE_HAVE_CUDA.
-#
-# CUDA (optional).
+# before its components; sets LMCACHE_HAVE_CUDA. CUDA is optional.
 #
 # LMCACHE_ENABLE_CUDA: AUTO builds the CUDA kernels when check_language(CUDA) finds nvcc, ON
 # requires it, OFF never builds them.

@@ -16,7 +16,7 @@
 //
 // Example (what the fp8 serde does per group):
 //   lmcache::fp8::fp8_encode_fast(src.group_bytes(g), dtype, n, out, format, overflow,
-//                                     {.threads = 2});
+//                                 {.threads = 2});
 #pragma once
 
 #include <cstddef>
