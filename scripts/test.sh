@@ -12,8 +12,6 @@
 #                              3. TSan: the tests labelled "concurrency";
 #                              4. fuzz (clang, libFuzzer): the fuzz targets only, each run for a
 #                                 bounded number of inputs (label "fuzz", fuzz/README.md).
-#                              Steps 2 to 4 build beside the previous step's tests, at the lowest
-#                              CPU priority (their logs: build/<tree>.build.log).
 #   scripts/test.sh --quick    step 1 only, with every test the Release build registers.
 #   scripts/test.sh --label L  restrict every step to ctest label L (unit, conformance, fault,
 #                              slow); --label fuzz runs step 4 alone, any other label skips it.
@@ -30,7 +28,7 @@ while (($#)); do
   case "$1" in
     --quick) quick=1 ;;
     --label) label="$2"; shift ;;
-    -h|--help) sed -n '2,20p' "${BASH_SOURCE[0]}"; exit 0 ;;
+    -h|--help) sed -n '2,18p' "${BASH_SOURCE[0]}"; exit 0 ;;
     *) echo "test.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
   esac
   shift
@@ -45,13 +43,7 @@ end_step() {  # end_step [done|FAILED]
   step_name=""
 }
 step() { end_step; step_name=$*; step_started=$SECONDS; printf '\n==> %s\n' "$*"; }
-declare -A beside_pid=()  # build dir -> pid of its build beside the tests (build_beside below)
-stop_builds_beside() {
-  local pid
-  for pid in "${beside_pid[@]}"; do kill -- "-$pid" 2>/dev/null || true; done
-}
-trap 'rc=$?; stop_builds_beside; if ((rc == 0)); then end_step; else end_step FAILED; fi
-      exit $rc' EXIT
+trap 'rc=$?; if ((rc == 0)); then end_step; else end_step FAILED; fi; exit $rc' EXIT
 
 step "Install missing Debian packages"
 bash "$root/scripts/install-deps.sh"
@@ -72,30 +64,6 @@ configure_and_build() {
   if [[ "${1:-}" == --target ]]; then target=(--target "$2"); shift 2; fi
   configure "$dir" "$@"
   cmake --build "$dir" -j "$jobs" "${target[@]}"
-}
-
-# The next step's build runs beside this step's tests, at the lowest CPU priority: the tests
-# wait on fds and threads more than they compute (Release ctest at -j2 used 128 % of 2 cores),
-# so the build takes the CPU they leave and the tests keep what they need.
-# build_beside <dir> [--target T]: starts that build, its output in <dir>.build.log.
-# await_build <dir>: waits for it; on failure prints the log's tail and fails.
-build_beside() {
-  local dir=$1; shift
-  # A session (process group) of its own, so that a failing step stops the whole build.
-  setsid nice -n 19 cmake --build "$dir" -j "$jobs" "$@" >"$dir.build.log" 2>&1 &
-  beside_pid[$dir]=$!
-}
-await_build() {
-  local dir=$1
-  if ! wait "${beside_pid[$dir]}"; then
-    unset "beside_pid[$dir]"
-    tail -n 80 "$dir.build.log"
-    echo "test.sh: the build of $dir failed (whole log: $dir.build.log)" >&2
-    return 1
-  fi
-  unset "beside_pid[$dir]"
-  echo "$(grep -c '^\[' "$dir.build.log") build steps of $dir done beside the previous tests" \
-       "(log: $dir.build.log)"
 }
 
 # test_names <dir> [ctest args...]: the names of the tests <dir> registers, one a line.
@@ -126,21 +94,17 @@ san_flags=(-DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-
 
 # The fuzz targets (fuzz/README.md): a clang build of their own with LMCACHE_BUILD_FUZZERS, only
 # the fuzz targets built (scripts/fuzz.sh, the longer run, configures build/fuzz the same way).
-configure_fuzz() {
-  configure "$root/build/fuzz" \
+fuzz_step() {
+  step "Fuzz build (clang, libFuzzer, ASan+UBSan) and the bounded fuzz runs"
+  configure_and_build "$root/build/fuzz" --target lmcache_fuzzers \
     -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14 \
     -DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1" \
     -DLMCACHE_BUILD_FUZZERS=ON -DLMCACHE_BUILD_TESTS=OFF -DLMCACHE_BUILD_BENCH=OFF \
     -DLMCACHE_ENABLE_CUDA=OFF
-}
-run_fuzzers() {
   ctest --test-dir "$root/build/fuzz" --output-on-failure -j "$jobs" --no-tests=error -L fuzz
 }
 if [[ "$label" == fuzz ]]; then
-  step "Fuzz build (clang, libFuzzer, ASan+UBSan) and the bounded fuzz runs"
-  configure_fuzz
-  cmake --build "$root/build/fuzz" -j "$jobs" --target lmcache_fuzzers
-  run_fuzzers
+  fuzz_step
   exit 0
 fi
 
@@ -171,13 +135,10 @@ release_targets=$(comm -13 <(sort <<<"$sanitized_elsewhere") \
                   python3 "$root/scripts/testing/targets_for_tests.py" "$root/build/release")
 # shellcheck disable=SC2086  # one target a word
 cmake --build "$root/build/release" -j "$jobs" --target $release_targets
-build_beside "$root/build/asan"
 run_tests "$root/build/release" -E "$(names_regex <<<"$sanitized_elsewhere")"
 
 step "ASan+UBSan build (with the coverage gate) and every other test"
-await_build "$root/build/asan"
-configure "$root/build/tsan" -DLMCACHE_SANITIZE=thread "${san_flags[@]}"
-build_beside "$root/build/tsan" --target lmcache_concurrency_tests
+configure_and_build "$root/build/asan" "${asan_flags[@]}"
 # One test more than cores: the tests wait on each other's fds and threads more than they
 # compute (Release ctest at -j2 used 128 % of 2 cores; ASan at -j3 184 %, 7 min 44 s).
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:strict_string_checks=1 \
@@ -187,16 +148,11 @@ CTEST_JOBS=$((jobs + 1)) \
   run_tests "$root/build/asan"
 
 step "TSan build and the concurrency tests"
-await_build "$root/build/tsan"
-if [[ -z "$label" ]]; then
-  configure_fuzz
-  build_beside "$root/build/fuzz" --target lmcache_fuzzers
-fi
+configure_and_build "$root/build/tsan" --target lmcache_concurrency_tests \
+  -DLMCACHE_SANITIZE=thread "${san_flags[@]}"
 TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
   run_tests "$root/build/tsan" -L concurrency
 
 if [[ -z "$label" ]]; then
-  step "Fuzz build (clang, libFuzzer, ASan+UBSan) and the bounded fuzz runs"
-  await_build "$root/build/fuzz"
-  run_fuzzers
+  fuzz_step
 fi
