@@ -1,6 +1,7 @@
 #include "lmcache/conformance/buffers.h"
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <cfloat>
 #include <cmath>
@@ -17,20 +18,42 @@ namespace lmcache::conformance {
 
 namespace {
 
-// splitmix64: a tiny, well-mixed generator; fills are reproducible from a 64-bit seed.
+// splitmix64: a tiny, well-mixed generator; fills are reproducible from a 64-bit seed. Its k-th
+// draw is mix(state + k * kGamma), so fill_bytes computes its draws independently of each other
+// (no chain from one draw to the next).
 struct SplitMix64 {
+  static constexpr std::uint64_t kGamma = 0x9E3779B97F4A7C15ull;
   std::uint64_t state;
-  std::uint64_t operator()() {
-    std::uint64_t z = (state += 0x9E3779B97F4A7C15ull);
+  static std::uint64_t mix(std::uint64_t z) {
     z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
     z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
     return z ^ (z >> 31);
   }
-  double uniform() { return static_cast<double>((*this)() >> 11) * 0x1.0p-53; }
+  // The draw `k` steps ahead (k >= 1), without advancing.
+  std::uint64_t peek(std::uint64_t k) const { return mix(state + k * kGamma); }
+  std::uint64_t operator()() { return mix(state += kGamma); }
+  static double uniform_of(std::uint64_t draw) {
+    return static_cast<double>(draw >> 11) * 0x1.0p-53;
+  }
 };
 
 Fp8Format format_of(DType dtype) {
   return dtype == DType::kFloat8E4M3FN ? Fp8Format::kE4M3FN : Fp8Format::kE5M2;
+}
+
+// Every code's value, per fp8 dtype: the comparisons read fp8 elements by the million.
+const std::array<float, 256>& fp8_values(DType dtype) {
+  static const auto table_for = [](Fp8Format format) {
+    std::array<float, 256> values{};
+    for (unsigned c = 0; c < 256; ++c) {
+      values[c] =
+          std::bit_cast<float>(fp8_decode_to_f32_bits(static_cast<std::uint8_t>(c), format));
+    }
+    return values;
+  };
+  static const std::array<float, 256> e4m3fn = table_for(Fp8Format::kE4M3FN);
+  static const std::array<float, 256> e5m2 = table_for(Fp8Format::kE5M2);
+  return format_of(dtype) == Fp8Format::kE4M3FN ? e4m3fn : e5m2;
 }
 
 // The largest value of `dtype` that is <= bound (bound > 0).
@@ -54,8 +77,6 @@ double representable_at_most(DType dtype, double bound) {
       return std::floor(bound);
   }
 }
-
-bool is_non_finite(double v) { return !std::isfinite(v); }
 
 // double -> float with round-to-nearest-even and overflow to +-inf, without the undefined
 // behaviour of converting an out-of-range double.
@@ -97,7 +118,7 @@ float half_bits_to_float(std::uint16_t bits) {
   std::uint32_t exp = (bits >> 10) & 0x1Fu;
   std::uint32_t mant = bits & 0x3FFu;
   if (exp == 0) {
-    float v = std::ldexp(static_cast<float>(mant), -24);
+    const float v = static_cast<float>(mant) * 0x1p-24f;  // exact: mant < 2^10
     return sign ? -v : v;
   }
   if (exp == 31) return std::bit_cast<float>(sign | 0x7F800000u | (mant << 13));
@@ -137,11 +158,8 @@ double read_element(DType dtype, const std::byte* p) {
       return bf16_bits_to_float(b);
     }
     case DType::kFloat8E4M3FN:
-    case DType::kFloat8E5M2: {
-      std::uint32_t bits =
-          fp8_decode_to_f32_bits(std::to_integer<std::uint8_t>(*p), format_of(dtype));
-      return std::bit_cast<float>(bits);
-    }
+    case DType::kFloat8E5M2:
+      return fp8_values(dtype)[std::to_integer<std::uint8_t>(*p)];
   }
   return 0.0;
 }
@@ -234,73 +252,140 @@ bool same_bytes(const void* a, const void* b, std::size_t n) {
 }
 
 void fill_bytes(std::span<std::byte> bytes, std::uint64_t seed) {
-  SplitMix64 rng{seed};
-  std::size_t i = 0;
-  while (i < bytes.size()) {
-    std::uint64_t r = rng();
-    for (int k = 0; k < 8 && i < bytes.size(); ++k, ++i) {
-      bytes[i] = static_cast<std::byte>(r >> (8 * k));
+  // Byte k of each 64-bit draw goes to position 8j + k: on a little-endian host that is the
+  // draw's memory image, copied eight bytes at a time.
+  const SplitMix64 rng{seed};
+  for (std::size_t i = 0; i < bytes.size(); i += 8) {
+    const std::uint64_t r = rng.peek(i / 8 + 1);
+    const std::size_t n = std::min<std::size_t>(8, bytes.size() - i);
+    if constexpr (std::endian::native == std::endian::little) {
+      std::memcpy(bytes.data() + i, &r, n);
+    } else {
+      for (std::size_t k = 0; k < n; ++k) bytes[i + k] = static_cast<std::byte>(r >> (8 * k));
     }
   }
 }
 
+namespace {
+
+// A wide float dtype's element as raw bits, for the typed fill loop below: per element, inline
+// arithmetic instead of write_element's and read_element's dispatch.
+template <DType D>
+struct WideElement;
+template <>
+struct WideElement<DType::kFloat32> {
+  using Bits = std::uint32_t;
+  static Bits encode(double v) { return std::bit_cast<Bits>(to_float(v)); }
+  static double decode(Bits b) { return std::bit_cast<float>(b); }
+};
+template <>
+struct WideElement<DType::kFloat16> {
+  using Bits = std::uint16_t;
+  static Bits encode(double v) { return float_to_half_bits(to_float(v)); }
+  static double decode(Bits b) { return half_bits_to_float(b); }
+};
+template <>
+struct WideElement<DType::kBFloat16> {
+  using Bits = std::uint16_t;
+  static Bits encode(double v) { return float_to_bf16_bits(to_float(v)); }
+  static double decode(Bits b) { return bf16_bits_to_float(b); }
+};
+
+// 2^e as a double, for e within the normal range (exact, like std::ldexp(1.0, e)).
+double power_of_two(int e) {
+  return std::bit_cast<double>(static_cast<std::uint64_t>(e + 1023) << 52);
+}
+
+// The bits `v` leaves in a `D` element once kept within [-top, top]: a finite value that
+// rounded past top becomes +-top, one that rounded to infinity becomes zero.
+template <DType D>
+typename WideElement<D>::Bits settle(double v, double top) {
+  using E = WideElement<D>;
+  const auto bits = E::encode(v);
+  const double stored = E::decode(bits);
+  if (std::isfinite(stored) && std::fabs(stored) > top) return E::encode(stored < 0 ? -top : top);
+  if (!std::isfinite(stored) && std::isfinite(v)) return E::encode(0.0);
+  return bits;
+}
+
+template <DType D>
+void fill_wide_group(std::span<std::byte> bytes, std::size_t n, const ValueSpec& spec,
+                     SplitMix64& rng) {
+  using Bits = typename WideElement<D>::Bits;
+  double bound = max_finite(D);
+  if (spec.max_abs && *spec.max_abs < bound) bound = *spec.max_abs;
+  const double top = representable_at_most(D, bound);
+  const double tiny = min_subnormal(D);
+  const double one = 1.0 <= top ? 1.0 : top;
+  std::vector<double> special_values = {0.0,   -0.0,          one, -one, tiny,
+                                        -tiny, min_normal(D), top, -top};
+  if (spec.allow_nan) special_values.push_back(std::numeric_limits<double>::quiet_NaN());
+  if (spec.allow_inf) {
+    special_values.push_back(std::numeric_limits<double>::infinity());
+    special_values.push_back(-std::numeric_limits<double>::infinity());
+  }
+  std::vector<Bits> specials;
+  for (double v : special_values) specials.push_back(settle<D>(v, top));
+  const int min_exp = static_cast<int>(std::floor(std::log2(tiny)));
+  const int max_exp = static_cast<int>(std::floor(std::log2(top)));
+  const auto exponents = static_cast<std::uint64_t>(max_exp - min_exp + 1);
+  for (std::size_t i = 0; i < n; ++i) {
+    Bits bits;
+    if (rng() % 4 == 0) {
+      bits = specials[rng() % specials.size()];
+    } else {
+      const int e = min_exp + static_cast<int>(rng() % exponents);
+      double v = (1.0 + SplitMix64::uniform_of(rng())) * power_of_two(e);
+      if (rng() & 1) v = -v;
+      bits = settle<D>(v, top);
+    }
+    std::memcpy(bytes.data() + i * sizeof(Bits), &bits, sizeof(Bits));
+  }
+}
+
+// Arbitrary codes, with the ones the spec excludes replaced by zero.
+void fill_fp8_group(DType dtype, std::span<std::byte> bytes, std::size_t n, const ValueSpec& spec,
+                    SplitMix64& rng) {
+  double bound = max_finite(dtype);
+  if (spec.max_abs && *spec.max_abs < bound) bound = *spec.max_abs;
+  std::array<std::byte, 256> code_for{};
+  for (unsigned c = 0; c < 256; ++c) {
+    const auto code = static_cast<std::byte>(c);
+    const double v = read_element(dtype, &code);
+    const bool excluded = (std::isnan(v) && !spec.allow_nan) ||
+                          (std::isinf(v) && !spec.allow_inf) ||
+                          (std::isfinite(v) && std::fabs(v) > bound);
+    code_for[c] = excluded ? std::byte{0} : code;
+  }
+  for (std::size_t i = 0; i < n; ++i) bytes[i] = code_for[static_cast<std::uint8_t>(rng())];
+}
+
+}  // namespace
+
 void fill_values(MemoryObj& obj, const ValueSpec& spec, std::uint64_t seed) {
   const MemoryLayoutDesc& layout = obj.layout();
   for (std::size_t g = 0; g < layout.num_groups(); ++g) {
-    DType dtype = layout.dtypes()[g];
-    std::span<std::byte> bytes = obj.group_bytes(g);
-    std::size_t n = layout.group_elements(g);
-    std::size_t es = element_size(dtype);
+    const DType dtype = layout.dtypes()[g];
+    const std::span<std::byte> bytes = obj.group_bytes(g);
+    const std::size_t n = layout.group_elements(g);
     SplitMix64 rng{seed * 0x100000001B3ull + g + 1};
-    if (dtype == DType::kUInt8) {
-      fill_bytes(bytes, rng());
-      continue;
-    }
-    double bound = max_finite(dtype);
-    if (spec.max_abs && *spec.max_abs < bound) bound = *spec.max_abs;
-    if (dtype == DType::kFloat8E4M3FN || dtype == DType::kFloat8E5M2) {
-      // Arbitrary codes, with the ones the spec excludes replaced by zero.
-      for (std::size_t i = 0; i < n; ++i) {
-        auto code = static_cast<std::byte>(rng());
-        double v = read_element(dtype, &code);
-        if ((std::isnan(v) && !spec.allow_nan) || (std::isinf(v) && !spec.allow_inf) ||
-            (std::isfinite(v) && std::fabs(v) > bound)) {
-          code = std::byte{0};
-        }
-        bytes[i] = code;
-      }
-      continue;
-    }
-    const double top = representable_at_most(dtype, bound);
-    const double tiny = min_subnormal(dtype);
-    std::vector<double> specials = {0.0,  -0.0,  1.0 <= top ? 1.0 : top, -(1.0 <= top ? 1.0 : top),
-                                    tiny, -tiny, min_normal(dtype),      top,
-                                    -top};
-    if (spec.allow_nan) specials.push_back(std::numeric_limits<double>::quiet_NaN());
-    if (spec.allow_inf) {
-      specials.push_back(std::numeric_limits<double>::infinity());
-      specials.push_back(-std::numeric_limits<double>::infinity());
-    }
-    const int min_exp = static_cast<int>(std::floor(std::log2(tiny)));
-    const int max_exp = static_cast<int>(std::floor(std::log2(top)));
-    for (std::size_t i = 0; i < n; ++i) {
-      std::byte* p = bytes.data() + i * es;
-      double v;
-      if (rng() % 4 == 0) {
-        v = specials[rng() % specials.size()];
-      } else {
-        int e =
-            min_exp + static_cast<int>(rng() % static_cast<std::uint64_t>(max_exp - min_exp + 1));
-        v = std::ldexp(1.0 + rng.uniform(), e);
-        if (rng() & 1) v = -v;
-      }
-      write_element(dtype, p, v);
-      double stored = read_element(dtype, p);
-      if (!is_non_finite(stored) && std::fabs(stored) > top) {
-        write_element(dtype, p, stored < 0 ? -top : top);
-      } else if (is_non_finite(stored) && !is_non_finite(v)) {
-        write_element(dtype, p, 0.0);  // rounding overflowed; keep the case finite
-      }
+    switch (dtype) {
+      case DType::kUInt8:
+        fill_bytes(bytes, rng());
+        break;
+      case DType::kFloat8E4M3FN:
+      case DType::kFloat8E5M2:
+        fill_fp8_group(dtype, bytes, n, spec, rng);
+        break;
+      case DType::kFloat32:
+        fill_wide_group<DType::kFloat32>(bytes, n, spec, rng);
+        break;
+      case DType::kFloat16:
+        fill_wide_group<DType::kFloat16>(bytes, n, spec, rng);
+        break;
+      case DType::kBFloat16:
+        fill_wide_group<DType::kBFloat16>(bytes, n, spec, rng);
+        break;
     }
   }
 }
