@@ -84,8 +84,12 @@ function(lmcache_add_library name)
   if(LMCACHE_COVERAGE AND component_dir IN_LIST LMCACHE_COVERAGE_COMPONENTS AND NOT ARG_NO_COVERAGE)
     # atomic counters: the components run on many threads, and racing plain increments leave
     # negative counts that gcov prints and gcovr refuses ("branch 6 taken -1").
+    # -Bsymbolic-functions: the library's calls to inline and template functions (a
+    # make_shared<T>'s constructor, say) run its own counted copies. Otherwise the dynamic linker
+    # may bind them to an uncounted copy that a library loaded earlier also emits (the kit's,
+    # built at -Og under the sanitizers), and lines the kit drives read as uncovered.
     target_compile_options(lmcache_${name} PRIVATE --coverage -fprofile-update=atomic)
-    target_link_options(lmcache_${name} PRIVATE --coverage)
+    target_link_options(lmcache_${name} PRIVATE --coverage LINKER:-Bsymbolic-functions)
   endif()
   install(TARGETS lmcache_${name} EXPORT lmcacheTargets
     LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
