@@ -4,10 +4,12 @@
 // exactly as a vendor instantiates the suites.
 #include <algorithm>
 #include <bit>
+#include <cmath>
 #include <cstdlib>
 #include <set>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -122,6 +124,76 @@ TEST(Buffers, HalfAndBfloatConversionsRoundToNearestEven) {
   EXPECT_EQ(bf16_bits_to_float(0x3F80), 1.0f);
   EXPECT_EQ(float_to_bf16_bits(std::bit_cast<float>(0x3F808000u)), 0x3F80);  // tie to even
   EXPECT_EQ(float_to_bf16_bits(std::bit_cast<float>(0x3F818000u)), 0x3F82);
+}
+
+// fill_values over every dtype and kind of spec: values stay within the spec, every kind of value
+// the header promises shows up (zeros, both signs, subnormals, the top, NaN and inf when allowed),
+// and the bytes depend on the seed and the group, not on anything else.
+TEST(Buffers, FillValuesSpansTheSpecAndDependsOnlyOnTheSeed) {
+  const std::vector<ValueSpec> specs = {ValueSpec{}, ValueSpec{448.0, false, false},
+                                        ValueSpec{1.0, true, false}};
+  for (DType dtype : {DType::kFloat32, DType::kFloat16, DType::kBFloat16, DType::kFloat8E4M3FN,
+                      DType::kFloat8E5M2, DType::kUInt8}) {
+    for (const ValueSpec& spec : specs) {
+      SCOPED_TRACE(std::string(dtype_name(dtype)) + " max_abs " +
+                   (spec.max_abs ? std::to_string(*spec.max_abs) : "none") + " nan " +
+                   std::to_string(spec.allow_nan) + " inf " + std::to_string(spec.allow_inf));
+      const MemoryLayoutDesc layout({{4096}, {4096}}, {dtype, dtype});
+      MemoryObjPtr a = make_object(layout);
+      MemoryObjPtr b = make_object(layout);
+      MemoryObjPtr c = make_object(layout);
+      fill_values(*a, spec, 11);
+      fill_values(*b, spec, 11);
+      fill_values(*c, spec, 12);
+      const auto bytes = [](const MemoryObjPtr& o, std::size_t g) {
+        auto s = o->group_bytes(g);
+        return std::vector<std::byte>(s.begin(), s.end());
+      };
+      EXPECT_EQ(bytes(a, 0), bytes(b, 0));
+      EXPECT_EQ(bytes(a, 1), bytes(b, 1));
+      EXPECT_NE(bytes(a, 0), bytes(c, 0));
+      EXPECT_NE(bytes(a, 0), bytes(a, 1));
+      if (!is_float_dtype(dtype)) continue;
+      const double bound =
+          spec.max_abs ? std::min(*spec.max_abs, max_finite(dtype)) : max_finite(dtype);
+      std::size_t zeros = 0, negatives = 0, subnormals = 0, nans = 0, infs = 0;
+      double largest = 0;
+      for (std::size_t i = 0; i < 4096; ++i) {
+        const double v = read_element(dtype, a->group_bytes(0).data() + i * element_size(dtype));
+        if (std::isnan(v)) {
+          ++nans;
+          continue;
+        }
+        if (std::isinf(v)) {
+          ++infs;
+          continue;
+        }
+        ASSERT_LE(std::fabs(v), bound) << "element " << i;
+        largest = std::max(largest, std::fabs(v));
+        zeros += v == 0;
+        negatives += std::signbit(v);
+        subnormals += v != 0 && std::fabs(v) < min_normal(dtype);
+      }
+      EXPECT_EQ(nans > 0, spec.allow_nan);
+      // e4m3fn has no infinities.
+      EXPECT_EQ(infs > 0, spec.allow_inf && dtype != DType::kFloat8E4M3FN);
+      EXPECT_GT(zeros, 0u);
+      EXPECT_GT(negatives, 0u);
+      EXPECT_GT(subnormals, 0u);
+      // Every bound above is representable in every float dtype: the extreme itself is drawn.
+      EXPECT_EQ(largest, bound);
+    }
+  }
+}
+
+TEST(Buffers, FillBytesIsOneStreamPerSeed) {
+  std::vector<std::byte> longer(41), shorter(13), other(41);
+  fill_bytes(longer, 5);
+  fill_bytes(shorter, 5);
+  fill_bytes(other, 6);
+  EXPECT_TRUE(std::equal(shorter.begin(), shorter.end(), longer.begin()));
+  EXPECT_NE(longer, other);
+  fill_bytes({}, 5);  // nothing to write, nothing written
 }
 
 TEST(Buffers, GuardedObjectSeesWritesOutside) {
