@@ -443,20 +443,21 @@ class ValidateTest(ReportTest):
 
 class IndexTest(ReportTest):
     def test_one_row_per_system_and_a_comparison_plot(self):
-        other = os.path.join(self.root, 'amd-epyc-zen5-avx512-2c')
+        # A made-up CPU: no host's own report can share its id, whatever CPU runs the test.
+        other = os.path.join(self.root, 'test-cpu-zen5-avx512-2c')
         shutil.copytree(self.report, other)
         system = load_json(os.path.join(other, 'system.json'))
-        system.update(cpu_family=26, cpu_uarch='zen5', simd_target='AVX3', id_suffix='',
-                      logical_cores=2, system_id='amd-epyc-zen5-avx512-2c')
+        system.update(cpu_model='Test CPU', cpu_family=26, cpu_uarch='zen5', simd_target='AVX3',
+                      id_suffix='', logical_cores=2, system_id='test-cpu-zen5-avx512-2c')
         dump_json(system, os.path.join(other, 'system.json'))
         self.assertEqual(index.main(['--reports-root', self.root]), 0)
         with open(os.path.join(self.root, 'README.md')) as f:
             readme = f.read()
         rows = [l for l in readme.splitlines() if l.startswith('| [')]
         self.assertEqual(len(rows), 2)
-        # The CPU column is the copied report's model name, whatever CPU made the report.
-        self.assertIn('[amd-epyc-zen5-avx512-2c](amd-epyc-zen5-avx512-2c/README.md) | '
-                      f"{system['cpu_model']} (zen5, AVX3), 2 cores", readme)
+        # The CPU column is the copied report's model name.
+        self.assertIn('[test-cpu-zen5-avx512-2c](test-cpu-zen5-avx512-2c/README.md) | '
+                      'Test CPU (zen5, AVX3), 2 cores', readme)
         for ext in ('png', 'svg', 'json'):
             self.assertTrue(os.path.isfile(os.path.join(self.root, 'plots',
                                                         f'compare_systems.{ext}')))
