@@ -48,6 +48,10 @@ trap 'rc=$?; if ((rc == 0)); then end_step; else end_step FAILED; fi; exit $rc' 
 step "Install missing Debian packages"
 bash "$root/scripts/install-deps.sh"
 jobs=$(nproc)
+# The Release and ASan+UBSan steps run one test more than cores: the tests wait on each other's
+# fds and threads more than they compute (Release ctest at -j2 used 128 % of 2 cores; ASan at -j3
+# 184 %, 7 min 44 s). The longest tests carry a COST, so that ctest starts them first.
+busy_jobs=$((jobs + 1))
 export CCACHE_MAXSIZE=${CCACHE_MAXSIZE:-5G}
 
 # configure <dir> <cmake args...>: a Ninja build tree, its log in <dir>.configure.log.
@@ -135,18 +139,14 @@ release_targets=$(comm -13 <(sort <<<"$sanitized_elsewhere") \
                   python3 "$root/scripts/testing/targets_for_tests.py" "$root/build/release")
 # shellcheck disable=SC2086  # one target a word
 cmake --build "$root/build/release" -j "$jobs" --target $release_targets
-# One test more than cores, as in the next step: at -j2 these tests used 128 % of 2 cores.
-CTEST_JOBS=$((jobs + 1)) run_tests "$root/build/release" -E "$(names_regex <<<"$sanitized_elsewhere")"
+CTEST_JOBS=$busy_jobs run_tests "$root/build/release" -E "$(names_regex <<<"$sanitized_elsewhere")"
 
 step "ASan+UBSan build (with the coverage gate) and every other test"
 configure_and_build "$root/build/asan" "${asan_flags[@]}"
-# One test more than cores: the tests wait on each other's fds and threads more than they
-# compute (Release ctest at -j2 used 128 % of 2 cores; ASan at -j3 184 %, 7 min 44 s). The
-# longest tests carry a COST, so that ctest starts them first.
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:strict_string_checks=1 \
 LSAN_OPTIONS=suppressions=$root/scripts/lsan.supp:print_suppressions=0 \
 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-CTEST_JOBS=$((jobs + 1)) \
+CTEST_JOBS=$busy_jobs \
   run_tests "$root/build/asan"
 
 step "TSan build and the concurrency tests"

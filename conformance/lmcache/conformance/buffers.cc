@@ -309,11 +309,9 @@ typename WideElement<D>::Bits settle(double v, double top) {
 }
 
 template <DType D>
-void fill_wide_group(std::span<std::byte> bytes, std::size_t n, const ValueSpec& spec,
+void fill_wide_group(std::span<std::byte> bytes, std::size_t n, const ValueSpec& spec, double bound,
                      SplitMix64& rng) {
   using Bits = typename WideElement<D>::Bits;
-  double bound = max_finite(D);
-  if (spec.max_abs && *spec.max_abs < bound) bound = *spec.max_abs;
   const double top = representable_at_most(D, bound);
   const double tiny = min_subnormal(D);
   const double one = 1.0 <= top ? 1.0 : top;
@@ -345,9 +343,7 @@ void fill_wide_group(std::span<std::byte> bytes, std::size_t n, const ValueSpec&
 
 // Arbitrary codes, with the ones the spec excludes replaced by zero.
 void fill_fp8_group(DType dtype, std::span<std::byte> bytes, std::size_t n, const ValueSpec& spec,
-                    SplitMix64& rng) {
-  double bound = max_finite(dtype);
-  if (spec.max_abs && *spec.max_abs < bound) bound = *spec.max_abs;
+                    double bound, SplitMix64& rng) {
   std::array<std::byte, 256> code_for{};
   for (unsigned c = 0; c < 256; ++c) {
     const auto code = static_cast<std::byte>(c);
@@ -369,22 +365,25 @@ void fill_values(MemoryObj& obj, const ValueSpec& spec, std::uint64_t seed) {
     const std::span<std::byte> bytes = obj.group_bytes(g);
     const std::size_t n = layout.group_elements(g);
     SplitMix64 rng{seed * 0x100000001B3ull + g + 1};
+    // The largest magnitude the spec allows in this dtype.
+    const double largest = max_finite(dtype);
+    const double bound = spec.max_abs && *spec.max_abs < largest ? *spec.max_abs : largest;
     switch (dtype) {
       case DType::kUInt8:
         fill_bytes(bytes, rng());
         break;
       case DType::kFloat8E4M3FN:
       case DType::kFloat8E5M2:
-        fill_fp8_group(dtype, bytes, n, spec, rng);
+        fill_fp8_group(dtype, bytes, n, spec, bound, rng);
         break;
       case DType::kFloat32:
-        fill_wide_group<DType::kFloat32>(bytes, n, spec, rng);
+        fill_wide_group<DType::kFloat32>(bytes, n, spec, bound, rng);
         break;
       case DType::kFloat16:
-        fill_wide_group<DType::kFloat16>(bytes, n, spec, rng);
+        fill_wide_group<DType::kFloat16>(bytes, n, spec, bound, rng);
         break;
       case DType::kBFloat16:
-        fill_wide_group<DType::kBFloat16>(bytes, n, spec, rng);
+        fill_wide_group<DType::kBFloat16>(bytes, n, spec, bound, rng);
         break;
     }
   }
