@@ -12,6 +12,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cfenv>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -124,6 +125,72 @@ TEST_P(Fp8KernelsTarget, DenseFloat32SampleMatchesReference) {
   const auto src = fp8_internal::as_bytes(fp8_internal::dense_f32_sample());
   for (Fp8Format f : kFormats) {
     for (Fp8Overflow o : kOverflows) EXPECT_TRUE(EncodeMatches(src, DType::kFloat32, f, o));
+  }
+}
+
+// The same elements in a fixed random order: every vector then mixes lanes below the fp8
+// normal range (the subnormal and zero codes, redone in a second pass) with normal, overflowing
+// and NaN lanes, where the sorted inputs above put each range in vectors of its own.
+std::vector<std::byte> shuffled(std::vector<std::byte> bytes, std::size_t elem,
+                                std::uint32_t seed) {
+  std::vector<std::size_t> order(bytes.size() / elem);
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::shuffle(order.begin(), order.end(), std::mt19937(seed));
+  std::vector<std::byte> out(bytes.size());
+  for (std::size_t i = 0; i < order.size(); ++i) {
+    std::memcpy(out.data() + i * elem, bytes.data() + order[i] * elem, elem);
+  }
+  return out;
+}
+
+TEST_P(Fp8KernelsTarget, ShuffledElementsMatchReference) {
+  const auto bits16 = shuffled(fp8_internal::all_16bit_patterns(), 2, 7);
+  const auto bits32 = shuffled(fp8_internal::as_bytes(fp8_internal::dense_f32_sample()), 4, 7);
+  for (Fp8Format f : kFormats) {
+    for (Fp8Overflow o : kOverflows) {
+      EXPECT_TRUE(EncodeMatches(bits16, DType::kFloat16, f, o));
+      EXPECT_TRUE(EncodeMatches(bits16, DType::kBFloat16, f, o));
+      EXPECT_TRUE(EncodeMatches(bits32, DType::kFloat32, f, o));
+    }
+  }
+}
+
+// The rounding mode float arithmetic runs under, found by rounding sums (std::fegetround can
+// report the x87 control word while SSE/AVX code rounds by MXCSR).
+int float_rounding_mode() {
+  volatile float one = 1.0f;
+  volatile float quarter_ulp = 0x1p-25f;
+  volatile float three_quarters_ulp = 0x3p-25f;
+  if (one + quarter_ulp > 1.0f) return FE_UPWARD;
+  if (one + three_quarters_ulp > 1.0f) return FE_TONEAREST;
+  if (-one - three_quarters_ulp < -1.0f) return FE_DOWNWARD;
+  return FE_TOWARDZERO;
+}
+
+// Part of the encode rounds with the FPU (the values below the fp8 normal range); a caller's
+// rounding mode must change neither the bytes nor, afterwards, the caller's mode.
+TEST_P(Fp8KernelsTarget, EncodeIgnoresTheCallersRoundingModeAndKeepsIt) {
+  const auto bits16 = shuffled(fp8_internal::all_16bit_patterns(), 2, 11);
+  const auto bits32 = shuffled(fp8_internal::as_bytes(fp8_internal::dense_f32_sample()), 4, 11);
+  struct Case {
+    DType dtype;
+    const std::vector<std::byte>* src;
+  };
+  for (const Case c : {Case{DType::kFloat16, &bits16}, Case{DType::kBFloat16, &bits16},
+                       Case{DType::kFloat32, &bits32}}) {
+    const std::size_t n = c.src->size() / element_size(c.dtype);
+    const auto want = fp8_internal::reference_encode(*c.src, c.dtype, Fp8Format::kE4M3FN,
+                                                     Fp8Overflow::kSaturating);
+    for (int mode : {FE_UPWARD, FE_DOWNWARD, FE_TOWARDZERO}) {
+      std::vector<std::uint8_t> got(n);
+      ASSERT_EQ(std::fesetround(mode), 0);
+      fp8_encode_fast(*c.src, c.dtype, n, got, Fp8Format::kE4M3FN, Fp8Overflow::kSaturating, kSimd);
+      const int after = float_rounding_mode();
+      std::fesetround(FE_TONEAREST);
+      EXPECT_EQ(after, mode) << dtype_str(c.dtype);
+      EXPECT_EQ(first_mismatch(std::span<const std::uint8_t>(got), want), -1)
+          << dtype_str(c.dtype) << " under rounding mode " << mode;
+    }
   }
 }
 

@@ -6,9 +6,10 @@
 // The arithmetic is fp8_bits.h's, lane by lane (read its file comment for the derivation):
 //   - encode: float32 in 32-bit lanes, float16 / bfloat16 in 16-bit lanes in their own formats
 //     (twice the lanes per vector). The normal case is computed for every vector; the
-//     subnormal and zero cases only for vectors that have a lane below the fp8 normal range
-//     (see EncodeImpl). On AVX2 and AVX-512 several code vectors are packed into one full
-//     vector store (32 or 64 bytes), non-temporal for large outputs.
+//     subnormal and zero cases only where a lane is below the fp8 normal range (see
+//     EncodeImpl; e4m3fn redoes those lanes in float32 with one FPU add, StoreBelowNormalCodes).
+//     On AVX2 and AVX-512 several code vectors are packed into one full vector store (32 or 64
+//     bytes), non-temporal for large outputs.
 //   - decode: float32 with integer arithmetic in 32-bit lanes (subnormal codes via an exact
 //     int -> float conversion and power-of-two scale); float16 / bfloat16 in 16-bit lanes, with
 //     the 8 subnormal results in a 16-byte in-register table (TableLookupBytes). Large outputs
@@ -25,12 +26,16 @@
 #define LMCACHE_DEVICES_FP8_KERNELS_INL_H_
 #endif
 
+#include <cfenv>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
 
 #include "hwy/cache_control.h"
 #include "hwy/highway.h"
+#if HWY_ARCH_X86
+#include <xmmintrin.h>  // _mm_getcsr / _mm_setcsr
+#endif
 #include "lmcache/fp8/internal/fp8_bits.h"
 #include "lmcache/fp8/internal/fp8_kernels_simd.h"
 
@@ -141,6 +146,121 @@ HWY_INLINE hn::Vec<D> EncodeLanes(D d, hn::Vec<D> x) {
 
 // Which source element type a kernel reads.
 enum class SrcKind { kF32, kF16, kBF16 };
+
+// WidenToF32Bits<kKind>()
+//
+// The float32 bits of Lanes(d) source elements at `p` (exact: float16 and bfloat16 widen
+// without rounding).
+template <SrcKind kKind>
+HWY_INLINE V32 WidenToF32Bits(D32 d, const std::byte* p) {
+  if constexpr (kKind == SrcKind::kF32) {
+    return hn::LoadU(d, reinterpret_cast<const std::uint32_t*>(p));
+  } else if constexpr (kKind == SrcKind::kBF16) {
+    const hn::Rebind<std::uint16_t, D32> d16;
+    return hn::ShiftLeft<16>(
+        hn::PromoteTo(d, hn::LoadU(d16, reinterpret_cast<const std::uint16_t*>(p))));
+  } else {
+    const hn::Rebind<hwy::float16_t, D32> d16;
+    const hn::Rebind<float, D32> df;
+    return hn::BitCast(
+        d, hn::PromoteTo(df, hn::LoadU(d16, reinterpret_cast<const hwy::float16_t*>(p))));
+  }
+}
+
+// MaskBits()
+//
+// The lanes of `m` as bits, lane 0 in bit 0 (at most 64 lanes).
+template <class D>
+HWY_INLINE std::uint64_t MaskBits(D d, hn::Mask<D> m) {
+  std::uint8_t bytes[8] = {};
+  hn::StoreMaskBits(d, m, bytes);
+  std::uint64_t bits;
+  std::memcpy(&bits, bytes, sizeof bits);
+  return bits;
+}
+
+// StoreBelowNormalCodes<kFormat>()
+//
+// For the lanes of `bits` (float32 bits) below the fp8 normal range, writes their codes to
+// the matching bytes of `out`; the other bytes stay as they are. Below the normal range the
+// code is |x| in units of the smallest subnormal, rounded to nearest even, and the float32
+// sum |x| + 2^(23 + e) (2^e: that unit) is exactly that rounding: the FPU adds at the unit's
+// precision, and the sum's low mantissa bits are the code. Needs round-to-nearest (see
+// RoundToNearestScope). NaN lanes compare as not below.
+template <Fp8Format kFormat>
+HWY_INLINE void StoreBelowNormalCodes(D32 d, V32 bits, std::uint8_t* out) {
+  using F = fp8_bits::Fp8Traits<kFormat>;
+  const hn::Rebind<float, D32> df;
+  const hn::Rebind<std::int32_t, D32> di;
+  constexpr std::uint32_t kUnitExp = 127 + 1 - F::kBias - F::kMantBits;  // biased, 2^-9 / 2^-16
+  constexpr std::uint32_t kMagic = (kUnitExp + 23) << 23;
+  constexpr std::uint32_t kNormalMin = (127 + 1 - F::kBias) << 23;
+  const V32 abs = hn::And(bits, hn::Set(d, 0x7FFFFFFFu));
+  const auto below =
+      hn::Lt(hn::BitCast(di, abs), hn::Set(di, static_cast<std::int32_t>(kNormalMin)));
+  const V32 sum =
+      hn::BitCast(d, hn::Add(hn::BitCast(df, abs), hn::BitCast(df, hn::Set(d, kMagic))));
+  const V32 code =
+      hn::Or(hn::Xor(sum, hn::Set(d, kMagic)), hn::ShiftRight<24>(hn::AndNot(abs, bits)));
+#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
+  // A masked byte store: no read of `out` (vpmovdb's masked store form is slower on Zen 4).
+  _mm_mask_storeu_epi8(out, below.raw, _mm512_cvtepi32_epi8(code.raw));
+#else
+  const hn::Rebind<std::uint8_t, D32> d8;
+  const V32 kept = hn::PromoteTo(d, hn::LoadU(d8, out));  // the first pass's codes
+  hn::StoreU(
+      hn::DemoteTo(d8, hn::BitCast(di, hn::IfThenElse(hn::RebindMask(d, below), code, kept))), d8,
+      out);
+#endif
+}
+
+// RoundToNearestScope
+//
+// Sets the floating-point rounding mode to round-to-nearest-even for its lifetime if a caller
+// changed it (StoreBelowNormalCodes rounds with the FPU), and restores the caller's mode.
+class RoundToNearestScope {
+ public:
+  // Does nothing unless `active`.
+  explicit RoundToNearestScope(bool active) : active_(active) {
+    if (!active_) return;
+#if HWY_ARCH_X86
+    saved_ = _mm_getcsr();  // SSE/AVX arithmetic rounds by MXCSR, not the x87 control word
+    if ((saved_ & kRoundingBits) != 0) _mm_setcsr(saved_ & ~kRoundingBits);
+#else
+    saved_ = std::fegetround();
+    if (saved_ != FE_TONEAREST) std::fesetround(FE_TONEAREST);
+#endif
+  }
+  ~RoundToNearestScope() {
+    if (!active_) return;
+#if HWY_ARCH_X86
+    if ((saved_ & kRoundingBits) != 0) _mm_setcsr(saved_);
+#else
+    if (saved_ != FE_TONEAREST) std::fesetround(saved_);
+#endif
+  }
+  RoundToNearestScope(const RoundToNearestScope&) = delete;
+  RoundToNearestScope& operator=(const RoundToNearestScope&) = delete;
+
+ private:
+  bool active_;
+#if HWY_ARCH_X86
+  static constexpr unsigned kRoundingBits = 0x6000;  // MXCSR.RC
+  unsigned saved_ = 0;
+#else
+  int saved_ = FE_TONEAREST;
+#endif
+};
+
+// Whether e4m3fn's second pass redoes float32 chunks with StoreBelowNormalCodes (AVX2 and
+// AVX-512: about a third of the cost of recomputing a whole vector) or whole vectors with
+// EncodeLanes (128-bit and scalar targets, whose vectors hold so few lanes that the widening
+// costs more than it saves: measured, see bench/RESULTS.md).
+#if HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
+inline constexpr bool kRedoInFloat32 = true;
+#else
+inline constexpr bool kRedoInFloat32 = false;
+#endif
 
 template <SrcKind kKind, Fp8Format kFormat, bool kSaturate>
 HWY_INLINE std::uint8_t EncodeOne(const std::byte* p) {
@@ -259,11 +379,13 @@ HWY_INLINE void StreamOut(const std::uint8_t* buf, std::size_t bytes, std::uint8
 // own format) and leaves the tail to the scalar form. Vectors with a lane below the fp8 normal
 // range need the full EncodeLanes; how they are found depends on how common they are:
 //   - e4m3fn (band |x| in (2^-10, 2^-6): about one 16-lane vector in six on normally
-//     distributed data): blocks of kBlock elements go in two passes through a small buffer.
-//     The first computes every vector's normal case and, without branching, lists the
-//     vectors to redo; the second recomputes just those. A per-vector branch would be taken
+//     distributed data): blocks of kBlock elements go in two passes. The first computes every
+//     vector's normal case and, without branching, lists the float32-sized chunks (a 16-bit
+//     vector is two) that hold a lane below the normal range; the second rewrites just those
+//     lanes' codes (StoreBelowNormalCodes: a widen, one FPU add and a masked store, about a
+//     third of what recomputing the whole vector cost). A per-vector branch would be taken
 //     unpredictably, and each misprediction also stalls the stream of loads from memory.
-//     The block is written straight into dst (the redone vectors overwrite their codes while
+//     The block is written straight into dst (the redone lanes overwrite their codes while
 //     the lines are still in L1) unless kStream: non-temporal stores must not be rewritten, so
 //     a streamed block goes through a 1 KiB buffer first.
 //   - e5m2 (band (2^-17, 2^-14), practically empty) and float16 -> e5m2 (no such lanes): one
@@ -285,8 +407,15 @@ void EncodeImpl(const std::byte* src, std::size_t n, std::uint8_t* dst) {
   const auto* in = reinterpret_cast<const T*>(src);
   std::size_t i = 0;
   if constexpr (kTwoPass) {
+    // The unit the second pass redoes: a float32-sized chunk of lanes32 elements where
+    // kRedoInFloat32 (a 16-bit vector is two), else a whole vector.
+    const D32 d32;
+    const std::size_t unit = kRedoInFloat32 ? hn::Lanes(d32) : lanes;
+    const std::size_t units = lanes / unit;  // per vector
+    const std::uint64_t unit_bits = unit >= 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << unit) - 1;
+    [[maybe_unused]] const RoundToNearestScope round_to_nearest(kRedoInFloat32);
     alignas(64) std::uint8_t buf[kBlock];
-    std::uint32_t redo[kBlock];  // vector indexes (at most kBlock / lanes of them)
+    std::uint32_t redo[kBlock];  // unit indexes (at most kBlock / unit of them)
     for (; i + kBlock <= n; i += kBlock) {
       std::uint8_t* const out = kStream ? buf : dst + i;
       std::size_t num_redo = 0;
@@ -296,16 +425,29 @@ void EncodeImpl(const std::byte* src, std::size_t n, std::uint8_t* dst) {
           hn::Mask<decltype(di)> below;
           codes[k] = EncodeNormalLanes<Src, kFormat, kSaturate>(
               d, hn::LoadU(d, in + i + (v + k) * lanes), &below);
-          redo[num_redo] = static_cast<std::uint32_t>(v + k);
-          num_redo += hn::AllFalse(di, below) ? 0 : 1;  // a select, not a branch
+          // The units with a lane below the normal range, listed with selects, not branches.
+          if (units == 1) {
+            redo[num_redo] = static_cast<std::uint32_t>(v + k);
+            num_redo += hn::AllFalse(di, below) ? 0 : 1;
+          } else {
+            const std::uint64_t bits = MaskBits(di, below);
+            for (std::size_t u = 0; u < units; ++u) {
+              redo[num_redo] = static_cast<std::uint32_t>((v + k) * units + u);
+              num_redo += ((bits >> (u * unit)) & unit_bits) != 0 ? 1 : 0;
+            }
+          }
         }
         StoreCodes<false>(d, codes, out + v * lanes);
       }
       for (std::size_t k = 0; k < num_redo; ++k) {
-        const std::size_t v = redo[k];
-        const V one[1] = {
-            EncodeLanes<Src, kFormat, kSaturate>(d, hn::LoadU(d, in + i + v * lanes))};
-        StoreCodes<false>(d, one, out + v * lanes);
+        const std::size_t j = redo[k] * unit;  // element index in the block
+        if constexpr (kRedoInFloat32) {
+          StoreBelowNormalCodes<kFormat>(d32, WidenToF32Bits<kKind>(d32, src + (i + j) * sizeof(T)),
+                                         out + j);
+        } else {
+          const V one[1] = {EncodeLanes<Src, kFormat, kSaturate>(d, hn::LoadU(d, in + i + j))};
+          StoreCodes<false>(d, one, out + j);
+        }
       }
       if constexpr (kStream) StreamOut(buf, kBlock, dst + i);
     }
