@@ -601,7 +601,7 @@ void Decode16(const std::uint8_t* src, std::size_t n, std::uint16_t* out, std::s
   const auto table =
       hn::LoadDup128(d, reinterpret_cast<const std::int16_t*>(SubnormalTable16<kKind, kFormat>()));
   const std::size_t lanes = hn::Lanes(d);
-  std::size_t i = 0;
+  std::size_t i = *done;
   for (; i + lanes <= n; i += lanes) {
     const auto c =
         hn::BitCast(d, hn::PromoteTo(hn::RebindToUnsigned<decltype(d)>(), hn::LoadU(d8, src + i)));
@@ -636,9 +636,101 @@ void Decode16(const std::uint8_t* src, std::size_t n, std::uint16_t* out, std::s
 }
 #endif  // HWY_TARGET != HWY_SCALAR
 
+#if HWY_TARGET == HWY_AVX3_DL
+// The decoded bits of every code in two byte planes, for 64-entry-pair byte lookups (VBMI's
+// vpermi2b): lo[c] and hi[c] are the low and high bytes of the 16-bit result (float16 /
+// bfloat16), or of the float32 result's high half (every fp8 value is exact in the top 16 bits
+// of a float32: its low half is 0). From the scalar functions, so every code, NaN and sign
+// included, decodes exactly as fp8_bits.h says.
+struct DecodePlanes {
+  alignas(64) std::uint8_t lo[128];  // the low byte does not depend on the sign
+  alignas(64) std::uint8_t hi[256];
+};
+
+template <DstKind kKind, Fp8Format kFormat>
+const DecodePlanes& GetDecodePlanes() {
+  static const DecodePlanes planes = [] {
+    DecodePlanes p{};
+    for (unsigned c = 0; c < 256; ++c) {
+      const auto code = static_cast<std::uint8_t>(c);
+      const std::uint16_t bits =
+          kKind == DstKind::kF32
+              ? static_cast<std::uint16_t>(fp8_bits::decode_f32_bits<kFormat>(code) >> 16)
+          : kKind == DstKind::kF16 ? fp8_bits::decode_f16_bits<kFormat>(code)
+                                   : fp8_bits::decode_bf16_bits<kFormat>(code);
+      if (c < 128) p.lo[c] = static_cast<std::uint8_t>(bits);
+      p.hi[c] = static_cast<std::uint8_t>(bits >> 8);
+    }
+    return p;
+  }();
+  return planes;
+}
+
+// DecodeByTable<kKind, kFormat, kStream>()
+//
+// Decodes 64 codes per step by table lookup: one vpermi2b for the low bytes, two and a blend on
+// the sign for the high bytes, then in-lane unpacks widen them to 16-bit (or, with zeros
+// below, float32) results. The unpacks interleave within 128-bit blocks, so the codes are first
+// permuted such that the results come out in order. Leaves the last n % 64 codes to the caller
+// (*done: how many were decoded).
+template <DstKind kKind, Fp8Format kFormat, bool kStream>
+HWY_INLINE void DecodeByTable(const std::uint8_t* src, std::size_t n, std::byte* dst,
+                              std::size_t* done) {
+  const DecodePlanes& planes = GetDecodePlanes<kKind, kFormat>();
+  const __m512i lo01 = _mm512_load_si512(planes.lo);
+  const __m512i lo23 = _mm512_load_si512(planes.lo + 64);
+  const __m512i hi0 = _mm512_load_si512(planes.hi);
+  const __m512i hi1 = _mm512_load_si512(planes.hi + 64);
+  const __m512i hi2 = _mm512_load_si512(planes.hi + 128);
+  const __m512i hi3 = _mm512_load_si512(planes.hi + 192);
+  const __m512i zero = _mm512_setzero_si512();
+  // 16-bit results: unpack{lo,hi}_epi8 take bytes 0-7 / 8-15 of each block, so block k must
+  // hold code qwords k and 4 + k. float32: a second unpack by 16-bit words takes words 0-3 /
+  // 4-7, so block k must hold code dwords k, 4 + k, 8 + k, 12 + k.
+  const __m512i order =
+      kKind == DstKind::kF32
+          ? _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15)
+          : _mm512_setr_epi32(0, 1, 8, 9, 2, 3, 10, 11, 4, 5, 12, 13, 6, 7, 14, 15);
+  const auto put = [](std::byte* p, __m512i v) {
+    if constexpr (kStream) {
+      _mm512_stream_si512(reinterpret_cast<__m512i*>(p), v);  // p is 64-byte aligned
+    } else {
+      _mm512_storeu_si512(p, v);
+    }
+  };
+  std::size_t i = 0;
+  for (; i + 64 <= n; i += 64) {
+    const __m512i c = _mm512_permutexvar_epi32(order, _mm512_loadu_si512(src + i));
+    const __m512i lo = _mm512_permutex2var_epi8(lo01, c, lo23);
+    const __m512i hi =
+        _mm512_mask_blend_epi8(_mm512_movepi8_mask(c), _mm512_permutex2var_epi8(hi0, c, hi1),
+                               _mm512_permutex2var_epi8(hi2, c, hi3));
+    const __m512i w0 = _mm512_unpacklo_epi8(lo, hi);
+    const __m512i w1 = _mm512_unpackhi_epi8(lo, hi);
+    if constexpr (kKind == DstKind::kF32) {
+      std::byte* out = dst + i * 4;
+      put(out, _mm512_unpacklo_epi16(zero, w0));
+      put(out + 64, _mm512_unpackhi_epi16(zero, w0));
+      put(out + 128, _mm512_unpacklo_epi16(zero, w1));
+      put(out + 192, _mm512_unpackhi_epi16(zero, w1));
+    } else {
+      std::byte* out = dst + i * 2;
+      put(out, w0);
+      put(out + 64, w1);
+    }
+  }
+  *done = i;
+}
+#endif  // HWY_TARGET == HWY_AVX3_DL
+
 template <DstKind kKind, Fp8Format kFormat, bool kStream>
 void DecodeImpl(const std::uint8_t* src, std::size_t n, std::byte* dst) {
   std::size_t i = 0;
+#if HWY_TARGET == HWY_AVX3_DL
+  if constexpr (kKind != DstKind::kF16 || kFormat != Fp8Format::kE5M2) {  // that one is a shift
+    DecodeByTable<kKind, kFormat, kStream>(src, n, dst, &i);
+  }
+#endif
   if constexpr (kKind == DstKind::kF16 && kFormat == Fp8Format::kE5M2) {
     // e5m2 is the top byte of a float16: widen to u16 lanes and quiet the NaNs.
     const hn::ScalableTag<std::uint16_t> d16;
