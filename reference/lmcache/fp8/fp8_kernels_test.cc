@@ -274,8 +274,9 @@ TEST_P(Fp8KernelsTarget, LargeDecodeWithStreamingStoresMatchesReference) {
 }
 
 // Encode outputs of kStreamMinBytes or more take the non-temporal path on AVX2 and AVX-512
-// (after a scalar head that aligns the destination to 32 or 64 bytes); check it at several
-// destination offsets.
+// (after a scalar head that aligns the destination to 32 or 64 bytes); check it for every
+// dtype and format (one pass for e5m2, two for e4m3fn) at an aligned destination and two
+// that need a head.
 TEST_P(Fp8KernelsTarget, LargeEncodeWithStreamingStoresMatchesReference) {
   const std::size_t n = fp8_internal::kStreamMinBytes + 45;
   const auto pool = random_bytes(n * 2, 23);
@@ -285,16 +286,17 @@ TEST_P(Fp8KernelsTarget, LargeEncodeWithStreamingStoresMatchesReference) {
                                                ? std::span<const std::byte>(f32.data(), n * 4)
                                                : std::span<const std::byte>(pool.data(), n * 2);
     ASSERT_GE(d == DType::kFloat32 ? f32.size() : pool.size(), n * element_size(d));
-    const Fp8Format f = d == DType::kFloat16 ? Fp8Format::kE5M2 : Fp8Format::kE4M3FN;
-    const auto want = fp8_internal::reference_encode(src, d, f, Fp8Overflow::kSaturating);
-    std::vector<std::uint8_t> buf(n + 128);
-    const std::size_t misalign = reinterpret_cast<std::uintptr_t>(buf.data()) % 64;
-    std::uint8_t* aligned = buf.data() + (64 - misalign) % 64;
-    for (std::size_t offset : {0, 1, 31, 32, 63}) {
-      const std::span<std::uint8_t> out(aligned + offset, n);
-      fp8_encode_fast(src, d, n, out, f, Fp8Overflow::kSaturating, kSimd);
-      EXPECT_EQ(first_mismatch(std::span<const std::uint8_t>(out), want), -1)
-          << dtype_str(d) << " offset " << offset;
+    for (Fp8Format f : kFormats) {
+      const auto want = fp8_internal::reference_encode(src, d, f, Fp8Overflow::kSaturating);
+      std::vector<std::uint8_t> buf(n + 128);
+      const std::size_t misalign = reinterpret_cast<std::uintptr_t>(buf.data()) % 64;
+      std::uint8_t* aligned = buf.data() + (64 - misalign) % 64;
+      for (std::size_t offset : {0, 1, 63}) {
+        const std::span<std::uint8_t> out(aligned + offset, n);
+        fp8_encode_fast(src, d, n, out, f, Fp8Overflow::kSaturating, kSimd);
+        EXPECT_EQ(first_mismatch(std::span<const std::uint8_t>(out), want), -1)
+            << dtype_str(d) << " " << fp8_format_name(f) << " offset " << offset;
+      }
     }
   }
 }

@@ -262,6 +262,34 @@ inline constexpr bool kRedoInFloat32 = true;
 inline constexpr bool kRedoInFloat32 = false;
 #endif
 
+// RedoMarkedChunks<kKind, kFormat, kBlock>()
+//
+// e4m3fn's second pass where kRedoInFloat32: `below_bits` marks the elements of a block (one
+// bit each, element order) below the normal range; rewrites the codes of every float32-sized
+// chunk that holds a marked element. The chunks' marks are tested a vector of them at a time,
+// and only the marked ones are visited (a bit scan): no per-chunk branch or list.
+template <SrcKind kKind, Fp8Format kFormat, std::size_t kBlock>
+HWY_INLINE void RedoMarkedChunks(const std::byte* src, const std::uint8_t* below_bits,
+                                 std::uint8_t* out) {
+  const D32 d32;
+  constexpr std::size_t kChunk = hn::MaxLanes(D32());
+  // (Dependent on kBlock so that only targets that call it check it.)
+  static_assert(kBlock % 64 == 0 && (kChunk == 8 || kChunk == 16),
+                "one chunk's marks are one or two bytes");
+  using Marks = std::conditional_t<kChunk == 16, std::uint16_t, std::uint8_t>;
+  constexpr std::size_t kInBytes = kKind == SrcKind::kF32 ? 4 : 2;
+  const hn::ScalableTag<Marks> dm;
+  const auto* marks = reinterpret_cast<const Marks*>(below_bits);
+  for (std::size_t first = 0; first < kBlock / kChunk; first += hn::Lanes(dm)) {
+    std::uint64_t marked = MaskBits(dm, hn::Ne(hn::LoadU(dm, marks + first), hn::Zero(dm)));
+    while (marked != 0) {
+      const std::size_t j = (first + hwy::Num0BitsBelowLS1Bit_Nonzero64(marked)) * kChunk;
+      marked &= marked - 1;
+      StoreBelowNormalCodes<kFormat>(d32, WidenToF32Bits<kKind>(d32, src + j * kInBytes), out + j);
+    }
+  }
+}
+
 template <SrcKind kKind, Fp8Format kFormat, bool kSaturate>
 HWY_INLINE std::uint8_t EncodeOne(const std::byte* p) {
   if constexpr (kKind == SrcKind::kF32) {
@@ -358,6 +386,142 @@ HWY_INLINE void StoreCodes(D d, const V (&codes)[kUnroll], std::uint8_t* dst) {
   }
 }
 
+// Whether EncodeNormalStep goes by byte tables: on AVX3_DL, for 16-bit sources whose rounding
+// reads only the low byte (see GetEncodeTables).
+template <class Src, Fp8Format kFormat, bool kSaturate, class T, std::size_t kUnroll>
+inline constexpr bool kTableStep =
+    HWY_TARGET == HWY_AVX3_DL &&
+    sizeof(T) == 2 && kUnroll == 2 && fp8_bits::EncodeConsts<Src, kFormat, kSaturate>::kShift0 <= 7;
+
+#if HWY_TARGET == HWY_AVX3_DL
+// The byte tables of a 16-bit source's normal case (EncodeNormalLanes), for VBMI lookups.
+// With the magnitude's high byte h and low byte l, the code before its clamp is
+//   RNE(a >> S) - kOffset = (h << (8 - S)) - kOffset + (l >> S) + roundup(l),
+// a sum of a function of h and one of l whenever the rounding reads only l (S <= 7: every
+// 16-bit mode but float16 -> e5m2, which is a shift already). byte_a[h] holds the first
+// (saturated to 0x80 above 0x7F, so that an unsigned saturating add and the clamp give the
+// clamp code; 0 below 0: those lanes are below the normal range and redone), byte_b[l] the
+// second. Both come from fp8_bits.h's constants.
+struct EncodeTables {
+  alignas(64) std::uint8_t byte_a[128];
+  alignas(64) std::uint8_t byte_b[256];
+};
+
+template <class Src, Fp8Format kFormat, bool kSaturate>
+const EncodeTables& GetEncodeTables() {
+  using C = fp8_bits::EncodeConsts<Src, kFormat, kSaturate>;
+  static_assert(Src::kWidth == 16 && C::kShift0 >= 1 && C::kShift0 <= 7);
+  static const EncodeTables tables = [] {
+    EncodeTables t{};
+    constexpr unsigned kS = C::kShift0;
+    for (unsigned h = 0; h < 128; ++h) {
+      const int a = static_cast<int>(h << (8 - kS)) - static_cast<int>(C::kOffset);
+      t.byte_a[h] = static_cast<std::uint8_t>(a < 0 ? 0 : a > 0x7F ? 0x80 : a);
+    }
+    for (unsigned l = 0; l < 256; ++l) {
+      const unsigned rem = l & ((1u << kS) - 1u);
+      const unsigned half = 1u << (kS - 1);
+      const unsigned up = (rem > half || (rem == half && ((l >> kS) & 1u) != 0)) ? 1u : 0u;
+      t.byte_b[l] = static_cast<std::uint8_t>((l >> kS) + up);
+    }
+    return t;
+  }();
+  return tables;
+}
+#endif  // HWY_TARGET == HWY_AVX3_DL
+
+// EncodeNormalStep<kKind, kFormat, kSaturate>()
+//
+// The first pass's step: the normal case of kUnroll vectors (one full vector of codes) from
+// `in` stored to `out`, with each vector's lanes below the normal range in below[k]. On
+// AVX3_DL 16-bit sources go by byte tables (GetEncodeTables): the elements' high and low bytes
+// gathered into one vector each, a lookup for each, an unsigned saturating add and the clamp;
+// about half the operations of the arithmetic.
+template <SrcKind kKind, Fp8Format kFormat, bool kSaturate, bool kStream, class D,
+          std::size_t kUnroll>
+HWY_INLINE void EncodeNormalStep(D d, const hn::TFromD<D>* in, std::uint8_t* out,
+                                 hn::Mask<hn::RebindToSigned<D>> (&below)[kUnroll]) {
+  using Src = std::conditional_t<
+      kKind == SrcKind::kF32, fp8_bits::F32Src,
+      std::conditional_t<kKind == SrcKind::kF16, fp8_bits::F16Src, fp8_bits::BF16Src>>;
+  const std::size_t lanes = hn::Lanes(d);
+#if HWY_TARGET == HWY_AVX3_DL
+  using C = fp8_bits::EncodeConsts<Src, kFormat, kSaturate>;
+  using T = hn::TFromD<D>;
+  if constexpr (kTableStep<Src, kFormat, kSaturate, T, kUnroll>) {
+    const hn::RebindToSigned<D> di;
+    using TI = hn::TFromD<decltype(di)>;
+    const EncodeTables& tables = GetEncodeTables<Src, kFormat, kSaturate>();
+    const hn::Vec<D> x0 = hn::LoadU(d, in);
+    const hn::Vec<D> x1 = hn::LoadU(d, in + lanes);
+    // Byte j of the gathers is element j's high / low byte (x1's bytes are indexes 64-127).
+    alignas(64) static constexpr std::uint8_t kHigh[64] = {
+        1,  3,  5,   7,   9,   11,  13,  15,  17,  19,  21,  23,  25,  27,  29,  31,
+        33, 35, 37,  39,  41,  43,  45,  47,  49,  51,  53,  55,  57,  59,  61,  63,
+        65, 67, 69,  71,  73,  75,  77,  79,  81,  83,  85,  87,  89,  91,  93,  95,
+        97, 99, 101, 103, 105, 107, 109, 111, 113, 115, 117, 119, 121, 123, 125, 127};
+    const __m512i high_index = _mm512_load_si512(kHigh);
+    const __m512i low_index = _mm512_sub_epi8(high_index, _mm512_set1_epi8(1));
+    const __m512i high = _mm512_permutex2var_epi8(x0.raw, high_index, x1.raw);
+    const __m512i low = _mm512_permutex2var_epi8(x0.raw, low_index, x1.raw);
+    const __m512i a = _mm512_permutex2var_epi8(_mm512_load_si512(tables.byte_a), high,
+                                               _mm512_load_si512(tables.byte_a + 64));
+    const __m512i b =
+        _mm512_mask_blend_epi8(_mm512_movepi8_mask(low),
+                               _mm512_permutex2var_epi8(_mm512_load_si512(tables.byte_b), low,
+                                                        _mm512_load_si512(tables.byte_b + 64)),
+                               _mm512_permutex2var_epi8(_mm512_load_si512(tables.byte_b + 128), low,
+                                                        _mm512_load_si512(tables.byte_b + 192)));
+    __m512i code =
+        _mm512_min_epu8(_mm512_adds_epu8(a, b), _mm512_set1_epi8(static_cast<char>(C::kClampCode)));
+    const auto abs0 = hn::BitCast(di, hn::And(x0, hn::Set(d, static_cast<T>(Src::kAbsMask))));
+    const auto abs1 = hn::BitCast(di, hn::And(x1, hn::Set(d, static_cast<T>(Src::kAbsMask))));
+    below[0] = hn::Lt(abs0, hn::Set(di, static_cast<TI>(C::kNormalMin)));
+    below[1] = hn::Lt(abs1, hn::Set(di, static_cast<TI>(C::kNormalMin)));
+    if constexpr (kFormat != Fp8Format::kE4M3FN || kSaturate) {  // NaN: 0x7F, not the clamp
+      const auto inf = hn::Set(di, static_cast<TI>(Src::kInfBits));
+      const __mmask64 nan = _mm512_kunpackd(hn::Gt(abs1, inf).raw, hn::Gt(abs0, inf).raw);
+      code = _mm512_mask_blend_epi8(nan, code, _mm512_set1_epi8(0x7F));
+    }
+    // The sign: bit 7 of the high byte.
+    code = _mm512_ternarylogic_epi32(code, high, _mm512_set1_epi8(static_cast<char>(0x80)), 0xF8);
+    if constexpr (kStream) {
+      _mm512_stream_si512(reinterpret_cast<__m512i*>(out), code);  // out is 64-byte aligned
+    } else {
+      _mm512_storeu_si512(out, code);
+    }
+    return;
+  }
+#endif
+  hn::Vec<D> codes[kUnroll];
+  for (std::size_t k = 0; k < kUnroll; ++k) {
+    codes[k] =
+        EncodeNormalLanes<Src, kFormat, kSaturate>(d, hn::LoadU(d, in + k * lanes), &below[k]);
+  }
+  StoreCodes<kStream>(d, codes, out);
+}
+
+// NoneBelow<Src, kFormat, kSaturate>()
+//
+// Whether none of the kUnroll vectors at `in` has a lane below the fp8 normal range; each
+// vector's lanes that are in below[k].
+template <class Src, Fp8Format kFormat, bool kSaturate, class D, std::size_t kUnroll>
+HWY_INLINE bool NoneBelow(D d, const hn::TFromD<D>* in,
+                          hn::Mask<hn::RebindToSigned<D>> (&below)[kUnroll]) {
+  using C = fp8_bits::EncodeConsts<Src, kFormat, kSaturate>;
+  using T = hn::TFromD<D>;
+  const hn::RebindToSigned<D> di;
+  using TI = hn::TFromD<decltype(di)>;
+  bool none = true;
+  for (std::size_t k = 0; k < kUnroll; ++k) {
+    const auto abs =
+        hn::And(hn::LoadU(d, in + k * hn::Lanes(d)), hn::Set(d, static_cast<T>(Src::kAbsMask)));
+    below[k] = hn::Lt(hn::BitCast(di, abs), hn::Set(di, static_cast<TI>(C::kNormalMin)));
+    none = none && hn::AllFalse(di, below[k]);
+  }
+  return none;
+}
+
 // Copies `bytes` (a multiple of 64) from the block buffer to a kStreamAlign-aligned dst with
 // non-temporal stores (the streaming encode of AVX2 and AVX-512).
 HWY_INLINE void StreamOut(const std::uint8_t* buf, std::size_t bytes, std::uint8_t* dst) {
@@ -376,18 +540,20 @@ HWY_INLINE void StreamOut(const std::uint8_t* buf, std::size_t bytes, std::uint8
 }
 
 // Encodes whole vectors (float32 in u32 lanes; float16 / bfloat16 in u16 lanes, each in its
-// own format) and leaves the tail to the scalar form. Vectors with a lane below the fp8 normal
-// range need the full EncodeLanes; how they are found depends on how common they are:
+// own format) and leaves the tail to the scalar form. The normal case goes a full vector of
+// codes per step (EncodeNormalStep: by byte tables on AVX3_DL for 16-bit sources). Lanes below
+// the fp8 normal range need more; how they are found depends on how common they are:
 //   - e4m3fn (band |x| in (2^-10, 2^-6): about one 16-lane vector in six on normally
 //     distributed data): blocks of kBlock elements go in two passes. The first computes every
-//     vector's normal case and, without branching, lists the float32-sized chunks (a 16-bit
-//     vector is two) that hold a lane below the normal range; the second rewrites just those
-//     lanes' codes (StoreBelowNormalCodes: a widen, one FPU add and a masked store, about a
-//     third of what recomputing the whole vector cost). A per-vector branch would be taken
-//     unpredictably, and each misprediction also stalls the stream of loads from memory.
-//     The block is written straight into dst (the redone lanes overwrite their codes while
-//     the lines are still in L1) unless kStream: non-temporal stores must not be rewritten, so
-//     a streamed block goes through a 1 KiB buffer first.
+//     vector's normal case and marks, without branching, the lanes below the normal range.
+//     On AVX2 and AVX-512 the second visits just the float32-sized chunks with a mark
+//     (RedoMarkedChunks) and rewrites just those lanes' codes (StoreBelowNormalCodes: a widen,
+//     one FPU add and a masked store); elsewhere it recomputes the marked vectors whole
+//     (EncodeLanes). A per-vector branch would be taken unpredictably, and each misprediction
+//     also stalls the stream of loads from memory. The block is written straight into dst (the
+//     redone lanes overwrite their codes while the lines are still in L1) unless kStream:
+//     non-temporal stores must not be rewritten, so a streamed block goes through a 1 KiB
+//     buffer first.
 //   - e5m2 (band (2^-17, 2^-14), practically empty) and float16 -> e5m2 (no such lanes): one
 //     pass, with a branch that is almost never taken.
 template <SrcKind kKind, Fp8Format kFormat, bool kSaturate, bool kStream>
@@ -407,44 +573,34 @@ void EncodeImpl(const std::byte* src, std::size_t n, std::uint8_t* dst) {
   const auto* in = reinterpret_cast<const T*>(src);
   std::size_t i = 0;
   if constexpr (kTwoPass) {
-    // The unit the second pass redoes: a float32-sized chunk of lanes32 elements where
-    // kRedoInFloat32 (a 16-bit vector is two), else a whole vector.
-    const D32 d32;
-    const std::size_t unit = kRedoInFloat32 ? hn::Lanes(d32) : lanes;
-    const std::size_t units = lanes / unit;  // per vector
-    const std::uint64_t unit_bits = unit >= 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << unit) - 1;
+    // The first pass marks the vectors with a lane below the normal range, branch-free: where
+    // kRedoInFloat32 as one bit per element (the second pass then visits the float32-sized
+    // chunks that hold a marked bit), elsewhere as a list of whole vectors.
     [[maybe_unused]] const RoundToNearestScope round_to_nearest(kRedoInFloat32);
     alignas(64) std::uint8_t buf[kBlock];
-    std::uint32_t redo[kBlock];  // unit indexes (at most kBlock / unit of them)
+    alignas(64) std::uint8_t below_bits[kBlock / 8];
+    std::uint32_t redo[kBlock];  // vector indexes
     for (; i + kBlock <= n; i += kBlock) {
       std::uint8_t* const out = kStream ? buf : dst + i;
       std::size_t num_redo = 0;
       for (std::size_t v = 0; v < kBlock / lanes; v += kUnroll) {
-        V codes[kUnroll];
+        hn::Mask<decltype(di)> below[kUnroll];
+        EncodeNormalStep<kKind, kFormat, kSaturate, false>(d, in + i + v * lanes, out + v * lanes,
+                                                           below);
         for (std::size_t k = 0; k < kUnroll; ++k) {
-          hn::Mask<decltype(di)> below;
-          codes[k] = EncodeNormalLanes<Src, kFormat, kSaturate>(
-              d, hn::LoadU(d, in + i + (v + k) * lanes), &below);
-          // The units with a lane below the normal range, listed with selects, not branches.
-          if (units == 1) {
-            redo[num_redo] = static_cast<std::uint32_t>(v + k);
-            num_redo += hn::AllFalse(di, below) ? 0 : 1;
+          if constexpr (kRedoInFloat32) {
+            hn::StoreMaskBits(di, below[k], below_bits + (v + k) * lanes / 8);
           } else {
-            const std::uint64_t bits = MaskBits(di, below);
-            for (std::size_t u = 0; u < units; ++u) {
-              redo[num_redo] = static_cast<std::uint32_t>((v + k) * units + u);
-              num_redo += ((bits >> (u * unit)) & unit_bits) != 0 ? 1 : 0;
-            }
+            redo[num_redo] = static_cast<std::uint32_t>(v + k);
+            num_redo += hn::AllFalse(di, below[k]) ? 0 : 1;  // a select, not a branch
           }
         }
-        StoreCodes<false>(d, codes, out + v * lanes);
       }
-      for (std::size_t k = 0; k < num_redo; ++k) {
-        const std::size_t j = redo[k] * unit;  // element index in the block
-        if constexpr (kRedoInFloat32) {
-          StoreBelowNormalCodes<kFormat>(d32, WidenToF32Bits<kKind>(d32, src + (i + j) * sizeof(T)),
-                                         out + j);
-        } else {
+      if constexpr (kRedoInFloat32) {
+        RedoMarkedChunks<kKind, kFormat, kBlock>(src + i * sizeof(T), below_bits, out);
+      } else {
+        for (std::size_t k = 0; k < num_redo; ++k) {
+          const std::size_t j = redo[k] * lanes;
           const V one[1] = {EncodeLanes<Src, kFormat, kSaturate>(d, hn::LoadU(d, in + i + j))};
           StoreCodes<false>(d, one, out + j);
         }
@@ -453,6 +609,15 @@ void EncodeImpl(const std::byte* src, std::size_t n, std::uint8_t* dst) {
     }
   } else {
     for (; i + kUnroll * lanes <= n; i += kUnroll * lanes) {
+      if constexpr (kTableStep<Src, kFormat, kSaturate, T, kUnroll>) {
+        // By the tables, unless a lane is below the normal range (rare here).
+        hn::Mask<decltype(di)> below[kUnroll];
+        const bool none_below = NoneBelow<Src, kFormat, kSaturate>(d, in + i, below);
+        if (HWY_LIKELY(none_below)) {
+          EncodeNormalStep<kKind, kFormat, kSaturate, kStream>(d, in + i, dst + i, below);
+          continue;
+        }
+      }
       V codes[kUnroll];
       for (std::size_t k = 0; k < kUnroll; ++k) {
         const V x = hn::LoadU(d, in + i + k * lanes);
