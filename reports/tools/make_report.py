@@ -29,6 +29,7 @@ import shutil
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import bysize  # noqa: E402
 import l2  # noqa: E402
 import plots  # noqa: E402
 import reportdata  # noqa: E402
@@ -203,6 +204,7 @@ def render(report_dir):
         out += [f'[![{title}]({png})]({svg})', '']
     if not made:
         out += ['_No plottable results._', '']
+    out += bysize.section(report.sweep, md_table, summary.ROOFLINE_SPREAD_BOUND)
     out += l2.section(l2_points, md_table, l2_plot, l2.redis_points(report.sweep),
                       l2.read_pool_points(report.sweep))
     csv_text = {

@@ -304,6 +304,46 @@ class MakeReportTest(ReportTest):
         self.assertEqual(table[0]['roofline_gb_per_s'], '10')
         self.assertIn('roofline spread above 10 %', self.read('README.md'))
 
+    def section_lines(self, readme, title):
+        lines = readme.splitlines()
+        start = lines.index(title)
+        end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith('## ')),
+                   len(lines))
+        return [l for l in lines[start:end] if l.startswith('| ')]
+
+    def test_codec_by_size_and_wrapper_with_default_options(self):
+        # The synthetic sweep has 4 KiB and 1 MiB at 1 and 2 threads: of the section's sizes
+        # only 1 MiB, with its own rate per thread count (3 GB/s per thread, roofline 10 GB/s).
+        rows = [(lab, vals) for lab, vals in testdata.sweep_rows()
+                if not (lab['suite'] == 'codec' and lab['dtype'] == 'float32'
+                        and lab['format'] == 'float8_e5m2' and lab['op'] == 'decode')]
+        testdata.write_bench_dir(self.bench, self.sha, rows)
+        self.report = self.make()
+        table = self.section_lines(self.read('README.md'), '## fp8 codec by size')
+        self.assertEqual(table[0], '| op | dtype → format | 1 MiB, 1 thr | 1 MiB, 2 thr |')
+        body = table[1:]  # (the |---| line does not start with '| ')
+        # 2 ops x 3 dtypes x 2 formats, less the pair the sweep lacks.
+        self.assertEqual(len(body), 11, body)
+        self.assertIn('| encode | bfloat16 → e4m3fn | 3.0 (0.30×) | 6.0 (0.60×) |', body)
+        self.assertIn('| decode | e5m2 → float16 | 3.0 (0.30×) | 6.0 (0.60×) |', body)
+        self.assertFalse(any('e5m2 → float32' in r for r in body), body)
+        wrapper = self.section_lines(self.read('README.md'), '## Wrapper with default options')
+        # impl=wrapper only (not wrapper_pipelined or processor), store then load, by batch.
+        self.assertEqual(wrapper[1:], [f'| {op} | {batch} | 3.05 | 0.61× |'
+                                       for op in ('store', 'load') for batch in (1, 8)])
+
+    def test_codec_by_size_flags_a_noisy_roofline_and_is_left_out_without_its_sizes(self):
+        testdata.write_bench_dir(self.bench, self.sha, testdata.sweep_rows(roofline_spread=0.3))
+        self.report = self.make()
+        table = self.section_lines(self.read('README.md'), '## fp8 codec by size')
+        self.assertIn('| encode | float32 → e4m3fn | 3.0 (0.30× ⚠) | 6.0 (0.60× ⚠) |',
+                      table)
+        rows = [(lab, vals) for lab, vals in testdata.sweep_rows()
+                if lab['suite'] != 'codec' or lab['size_bytes'] != str(1 << 20)]
+        testdata.write_bench_dir(self.bench, self.sha, rows)
+        self.report = self.make('--force')
+        self.assertNotIn('## fp8 codec by size', self.read('README.md'))
+
     def test_summary_flags_a_roofline_noisier_than_the_bound(self):
         spread = summary.ROOFLINE_SPREAD_BOUND * 2
         testdata.write_summary_dir(self.summary_dir, seed=1)
