@@ -14,8 +14,10 @@
 //     int -> float conversion and power-of-two scale); float16 / bfloat16 in 16-bit lanes, with
 //     the 8 subnormal results in a 16-byte in-register table (TableLookupBytes). Large outputs
 //     are written with non-temporal stores.
-//   A 256-entry table per (format, dtype) was measured and rejected: GCC does not vectorise
-//   the lookup loop and AVX2 gathers are slow on the CPUs measured (BENCHMARKS.md).
+//   On AVX3_DL (VBMI) the decode and the normal case of a 16-bit encode go by byte tables
+//   instead (DecodeByTable, EncodeNormalStep): 128-byte lookups are one permute there. Below
+//   that a 256-entry table was measured and rejected: GCC does not vectorise the lookup loop
+//   and AVX2 gathers are slow on the CPUs measured (devices/BENCHMARKS.md).
 // Loops handle whole vectors and leave the tail (fewer than one vector) to the fp8_bits.h
 // scalar functions. Loads and stores are unaligned, so any byte address works.
 
@@ -578,8 +580,8 @@ void EncodeImpl(const std::byte* src, std::size_t n, std::uint8_t* dst) {
     // chunks that hold a marked bit), elsewhere as a list of whole vectors.
     [[maybe_unused]] const RoundToNearestScope round_to_nearest(kRedoInFloat32);
     alignas(64) std::uint8_t buf[kBlock];
-    alignas(64) std::uint8_t below_bits[kBlock / 8];
-    std::uint32_t redo[kBlock];  // vector indexes
+    alignas(64) std::uint8_t below_bits[kRedoInFloat32 ? kBlock / 8 : 1];
+    std::uint32_t redo[kRedoInFloat32 ? 1 : kBlock];  // vector indexes
     for (; i + kBlock <= n; i += kBlock) {
       std::uint8_t* const out = kStream ? buf : dst + i;
       std::size_t num_redo = 0;
