@@ -179,11 +179,17 @@ def part_push(bench, workdir):
         got = parse_exposition(body)
         instance = socket.gethostname()
         same_values(expected, got, {"job": JOB, "instance": instance}, "pushgateway")
-        # The group stays until deleted: delete it and check it is gone.
+        # The group stays until deleted: delete it and check it is gone. The gateway applies a
+        # DELETE asynchronously (202 Accepted), so poll, within a bound, until it has.
         status, _ = http("DELETE", f"{base}/metrics/job/{JOB}/instance/{instance}")
         check(status in (200, 202), f"DELETE returned {status}")
-        _, body = http("GET", base + "/metrics")
-        check(f'job="{JOB}"' not in body, "series still present after DELETE")
+        deadline = time.time() + 20
+        while True:
+            _, body = http("GET", base + "/metrics")
+            if f'job="{JOB}"' not in body:
+                break
+            check(time.time() < deadline, "series still present 20 s after DELETE")
+            time.sleep(0.1)
     finally:
         gw.terminate()
         try:
