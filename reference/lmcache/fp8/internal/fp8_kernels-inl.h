@@ -20,6 +20,9 @@
 //   and AVX2 gathers are slow on the CPUs measured (devices/BENCHMARKS.md).
 // Loops handle whole vectors and leave the tail (fewer than one vector) to the fp8_bits.h
 // scalar functions. Loads and stores are unaligned, so any byte address works.
+// Beside this file, one concern each: fp8_simd_common-inl.h (the tags and element kinds every
+// part shares), fp8_subnormal_pass-inl.h (e4m3fn's second pass), fp8_byte_tables-inl.h (the
+// AVX3_DL table paths) and round_to_nearest_scope.h.
 
 #if defined(LMCACHE_DEVICES_FP8_KERNELS_INL_H_) == defined(HWY_TARGET_TOGGLE)
 #ifdef LMCACHE_DEVICES_FP8_KERNELS_INL_H_
@@ -28,26 +31,23 @@
 #define LMCACHE_DEVICES_FP8_KERNELS_INL_H_
 #endif
 
-#include <cfenv>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
 
 #include "hwy/cache_control.h"
 #include "hwy/highway.h"
-#if HWY_ARCH_X86
-#include <xmmintrin.h>  // _mm_getcsr / _mm_setcsr
-#endif
 #include "lmcache/fp8/internal/fp8_bits.h"
+#include "lmcache/fp8/internal/fp8_byte_tables-inl.h"
 #include "lmcache/fp8/internal/fp8_kernels_simd.h"
+#include "lmcache/fp8/internal/fp8_simd_common-inl.h"
+#include "lmcache/fp8/internal/fp8_subnormal_pass-inl.h"
+#include "lmcache/fp8/internal/round_to_nearest_scope.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace lmcache::fp8_internal {
 namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
-
-using D32 = hn::ScalableTag<std::uint32_t>;
-using V32 = hn::Vec<D32>;
 
 // ---------------------------------------------------------------------------------------------
 // Encode.
@@ -146,152 +146,6 @@ HWY_INLINE hn::Vec<D> EncodeLanes(D d, hn::Vec<D> x) {
   }
 }
 
-// Which source element type a kernel reads.
-enum class SrcKind { kF32, kF16, kBF16 };
-
-// WidenToF32Bits<kKind>()
-//
-// The float32 bits of Lanes(d) source elements at `p` (exact: float16 and bfloat16 widen
-// without rounding).
-template <SrcKind kKind>
-HWY_INLINE V32 WidenToF32Bits(D32 d, const std::byte* p) {
-  if constexpr (kKind == SrcKind::kF32) {
-    return hn::LoadU(d, reinterpret_cast<const std::uint32_t*>(p));
-  } else if constexpr (kKind == SrcKind::kBF16) {
-    const hn::Rebind<std::uint16_t, D32> d16;
-    return hn::ShiftLeft<16>(
-        hn::PromoteTo(d, hn::LoadU(d16, reinterpret_cast<const std::uint16_t*>(p))));
-  } else {
-    const hn::Rebind<hwy::float16_t, D32> d16;
-    const hn::Rebind<float, D32> df;
-    return hn::BitCast(
-        d, hn::PromoteTo(df, hn::LoadU(d16, reinterpret_cast<const hwy::float16_t*>(p))));
-  }
-}
-
-// MaskBits()
-//
-// The lanes of `m` as bits, lane 0 in bit 0 (at most 64 lanes).
-template <class D>
-HWY_INLINE std::uint64_t MaskBits(D d, hn::Mask<D> m) {
-  std::uint8_t bytes[8] = {};
-  hn::StoreMaskBits(d, m, bytes);
-  std::uint64_t bits;
-  std::memcpy(&bits, bytes, sizeof bits);
-  return bits;
-}
-
-// StoreBelowNormalCodes<kFormat>()
-//
-// For the lanes of `bits` (float32 bits) below the fp8 normal range, writes their codes to
-// the matching bytes of `out`; the other bytes stay as they are. Below the normal range the
-// code is |x| in units of the smallest subnormal, rounded to nearest even, and the float32
-// sum |x| + 2^(23 + e) (2^e: that unit) is exactly that rounding: the FPU adds at the unit's
-// precision, and the sum's low mantissa bits are the code. Needs round-to-nearest (see
-// RoundToNearestScope). NaN lanes compare as not below.
-template <Fp8Format kFormat>
-HWY_INLINE void StoreBelowNormalCodes(D32 d, V32 bits, std::uint8_t* out) {
-  using F = fp8_bits::Fp8Traits<kFormat>;
-  const hn::Rebind<float, D32> df;
-  const hn::Rebind<std::int32_t, D32> di;
-  constexpr std::uint32_t kUnitExp = 127 + 1 - F::kBias - F::kMantBits;  // biased, 2^-9 / 2^-16
-  constexpr std::uint32_t kMagic = (kUnitExp + 23) << 23;
-  constexpr std::uint32_t kNormalMin = (127 + 1 - F::kBias) << 23;
-  const V32 abs = hn::And(bits, hn::Set(d, 0x7FFFFFFFu));
-  const auto below =
-      hn::Lt(hn::BitCast(di, abs), hn::Set(di, static_cast<std::int32_t>(kNormalMin)));
-  const V32 sum =
-      hn::BitCast(d, hn::Add(hn::BitCast(df, abs), hn::BitCast(df, hn::Set(d, kMagic))));
-  const V32 code =
-      hn::Or(hn::Xor(sum, hn::Set(d, kMagic)), hn::ShiftRight<24>(hn::AndNot(abs, bits)));
-#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
-  // A masked byte store: no read of `out` (vpmovdb's masked store form is slower on Zen 4).
-  _mm_mask_storeu_epi8(out, below.raw, _mm512_cvtepi32_epi8(code.raw));
-#else
-  const hn::Rebind<std::uint8_t, D32> d8;
-  const V32 kept = hn::PromoteTo(d, hn::LoadU(d8, out));  // the first pass's codes
-  hn::StoreU(
-      hn::DemoteTo(d8, hn::BitCast(di, hn::IfThenElse(hn::RebindMask(d, below), code, kept))), d8,
-      out);
-#endif
-}
-
-// RoundToNearestScope
-//
-// Sets the floating-point rounding mode to round-to-nearest-even for its lifetime if a caller
-// changed it (StoreBelowNormalCodes rounds with the FPU), and restores the caller's mode.
-class RoundToNearestScope {
- public:
-  // Does nothing unless `active`.
-  explicit RoundToNearestScope(bool active) : active_(active) {
-    if (!active_) return;
-#if HWY_ARCH_X86
-    saved_ = _mm_getcsr();  // SSE/AVX arithmetic rounds by MXCSR, not the x87 control word
-    if ((saved_ & kRoundingBits) != 0) _mm_setcsr(saved_ & ~kRoundingBits);
-#else
-    saved_ = std::fegetround();
-    if (saved_ != FE_TONEAREST) std::fesetround(FE_TONEAREST);
-#endif
-  }
-  ~RoundToNearestScope() {
-    if (!active_) return;
-#if HWY_ARCH_X86
-    if ((saved_ & kRoundingBits) != 0) _mm_setcsr(saved_);
-#else
-    if (saved_ != FE_TONEAREST) std::fesetround(saved_);
-#endif
-  }
-  RoundToNearestScope(const RoundToNearestScope&) = delete;
-  RoundToNearestScope& operator=(const RoundToNearestScope&) = delete;
-
- private:
-  bool active_;
-#if HWY_ARCH_X86
-  static constexpr unsigned kRoundingBits = 0x6000;  // MXCSR.RC
-  unsigned saved_ = 0;
-#else
-  int saved_ = FE_TONEAREST;
-#endif
-};
-
-// Whether e4m3fn's second pass redoes float32 chunks with StoreBelowNormalCodes (AVX2 and
-// AVX-512: about a third of the cost of recomputing a whole vector) or whole vectors with
-// EncodeLanes (128-bit and scalar targets, whose vectors hold so few lanes that the widening
-// costs more than it saves: measured, see bench/RESULTS.md).
-#if HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
-inline constexpr bool kRedoInFloat32 = true;
-#else
-inline constexpr bool kRedoInFloat32 = false;
-#endif
-
-// RedoMarkedChunks<kKind, kFormat, kBlock>()
-//
-// e4m3fn's second pass where kRedoInFloat32: `below_bits` marks the elements of a block (one
-// bit each, element order) below the normal range; rewrites the codes of every float32-sized
-// chunk that holds a marked element. The chunks' marks are tested a vector of them at a time,
-// and only the marked ones are visited (a bit scan): no per-chunk branch or list.
-template <SrcKind kKind, Fp8Format kFormat, std::size_t kBlock>
-HWY_INLINE void RedoMarkedChunks(const std::byte* src, const std::uint8_t* below_bits,
-                                 std::uint8_t* out) {
-  const D32 d32;
-  constexpr std::size_t kChunk = hn::MaxLanes(D32());
-  // (Dependent on kBlock so that only targets that call it check it.)
-  static_assert(kBlock % 64 == 0 && (kChunk == 8 || kChunk == 16),
-                "one chunk's marks are one or two bytes");
-  using Marks = std::conditional_t<kChunk == 16, std::uint16_t, std::uint8_t>;
-  constexpr std::size_t kInBytes = kKind == SrcKind::kF32 ? 4 : 2;
-  const hn::ScalableTag<Marks> dm;
-  const auto* marks = reinterpret_cast<const Marks*>(below_bits);
-  for (std::size_t first = 0; first < kBlock / kChunk; first += hn::Lanes(dm)) {
-    std::uint64_t marked = MaskBits(dm, hn::Ne(hn::LoadU(dm, marks + first), hn::Zero(dm)));
-    while (marked != 0) {
-      const std::size_t j = (first + hwy::Num0BitsBelowLS1Bit_Nonzero64(marked)) * kChunk;
-      marked &= marked - 1;
-      StoreBelowNormalCodes<kFormat>(d32, WidenToF32Bits<kKind>(d32, src + j * kInBytes), out + j);
-    }
-  }
-}
-
 template <SrcKind kKind, Fp8Format kFormat, bool kSaturate>
 HWY_INLINE std::uint8_t EncodeOne(const std::byte* p) {
   if constexpr (kKind == SrcKind::kF32) {
@@ -387,114 +241,6 @@ HWY_INLINE void StoreCodes(D d, const V (&codes)[kUnroll], std::uint8_t* dst) {
     hn::StoreU(hn::DemoteTo(d8, hn::BitCast(di, codes[k])), d8, dst + k * lanes);
   }
 }
-
-// Whether EncodeNormalStep goes by byte tables: on AVX3_DL, for 16-bit sources whose rounding
-// reads only the low byte (see GetEncodeTables), and for float32 -> e4m3fn through bfloat16
-// with the dropped bits' stickiness kept (see JamToBFloat16; 1.15x at 1 MiB on Zen 4, where
-// float32 -> e5m2, whose one-pass loop tests the range first, measured no gain).
-template <class Src, Fp8Format kFormat, bool kSaturate, class T, std::size_t kUnroll>
-inline constexpr bool kTableStep =
-    HWY_TARGET == HWY_AVX3_DL &&
-    ((sizeof(T) == 2 && kUnroll == 2 &&
-      fp8_bits::EncodeConsts<Src, kFormat, kSaturate>::kShift0 <= 7) ||
-     (sizeof(T) == 4 && kUnroll == 4 && kFormat == Fp8Format::kE4M3FN));
-
-#if HWY_TARGET == HWY_AVX3_DL
-// The byte tables of a 16-bit source's normal case (EncodeNormalLanes), for VBMI lookups.
-// With the magnitude's high byte h and low byte l, the code before its clamp is
-//   RNE(a >> S) - kOffset = (h << (8 - S)) - kOffset + (l >> S) + roundup(l),
-// a sum of a function of h and one of l whenever the rounding reads only l (S <= 7: every
-// 16-bit mode but float16 -> e5m2, which is a shift already). byte_a[h] holds the first
-// (saturated to 0x80 above 0x7F, so that an unsigned saturating add and the clamp give the
-// clamp code; 0 below 0: those lanes are below the normal range and redone), byte_b[l] the
-// second. Both come from fp8_bits.h's constants.
-struct EncodeTables {
-  alignas(64) std::uint8_t byte_a[128];
-  alignas(64) std::uint8_t byte_b[256];
-};
-
-template <class Src, Fp8Format kFormat, bool kSaturate>
-const EncodeTables& GetEncodeTables() {
-  using C = fp8_bits::EncodeConsts<Src, kFormat, kSaturate>;
-  static_assert(Src::kWidth == 16 && C::kShift0 >= 1 && C::kShift0 <= 7);
-  static const EncodeTables tables = [] {
-    EncodeTables t{};
-    constexpr unsigned kS = C::kShift0;
-    for (unsigned h = 0; h < 128; ++h) {
-      const int a = static_cast<int>(h << (8 - kS)) - static_cast<int>(C::kOffset);
-      t.byte_a[h] = static_cast<std::uint8_t>(a < 0 ? 0 : a > 0x7F ? 0x80 : a);
-    }
-    for (unsigned l = 0; l < 256; ++l) {
-      const unsigned rem = l & ((1u << kS) - 1u);
-      const unsigned half = 1u << (kS - 1);
-      const unsigned up = (rem > half || (rem == half && ((l >> kS) & 1u) != 0)) ? 1u : 0u;
-      t.byte_b[l] = static_cast<std::uint8_t>((l >> kS) + up);
-    }
-    return t;
-  }();
-  return tables;
-}
-
-// TableCodes<Src, kFormat, kSaturate>()
-//
-// The codes of 64 16-bit elements (x0: elements 0-31, x1: 32-63) by GetEncodeTables, as bytes in
-// element order, exact for every element not below the normal range; below16[k]: the elements of
-// x_k below it. The elements' high and low bytes are gathered into one vector each, looked up,
-// added with unsigned saturation and clamped; then NaN and the sign.
-template <class Src, Fp8Format kFormat, bool kSaturate>
-HWY_INLINE __m512i TableCodes(__m512i x0, __m512i x1, __mmask32 (&below16)[2]) {
-  using C = fp8_bits::EncodeConsts<Src, kFormat, kSaturate>;
-  const EncodeTables& tables = GetEncodeTables<Src, kFormat, kSaturate>();
-  // Byte j of the gathers is element j's high / low byte (x1's bytes are indexes 64-127).
-  alignas(64) static constexpr std::uint8_t kHigh[64] = {
-      1,  3,  5,   7,   9,   11,  13,  15,  17,  19,  21,  23,  25,  27,  29,  31,
-      33, 35, 37,  39,  41,  43,  45,  47,  49,  51,  53,  55,  57,  59,  61,  63,
-      65, 67, 69,  71,  73,  75,  77,  79,  81,  83,  85,  87,  89,  91,  93,  95,
-      97, 99, 101, 103, 105, 107, 109, 111, 113, 115, 117, 119, 121, 123, 125, 127};
-  const __m512i high_index = _mm512_load_si512(kHigh);
-  const __m512i low_index = _mm512_sub_epi8(high_index, _mm512_set1_epi8(1));
-  const __m512i high = _mm512_permutex2var_epi8(x0, high_index, x1);
-  const __m512i low = _mm512_permutex2var_epi8(x0, low_index, x1);
-  const __m512i a = _mm512_permutex2var_epi8(_mm512_load_si512(tables.byte_a), high,
-                                             _mm512_load_si512(tables.byte_a + 64));
-  const __m512i b =
-      _mm512_mask_blend_epi8(_mm512_movepi8_mask(low),
-                             _mm512_permutex2var_epi8(_mm512_load_si512(tables.byte_b), low,
-                                                      _mm512_load_si512(tables.byte_b + 64)),
-                             _mm512_permutex2var_epi8(_mm512_load_si512(tables.byte_b + 128), low,
-                                                      _mm512_load_si512(tables.byte_b + 192)));
-  __m512i code =
-      _mm512_min_epu8(_mm512_adds_epu8(a, b), _mm512_set1_epi8(static_cast<char>(C::kClampCode)));
-  const __m512i abs_mask = _mm512_set1_epi16(static_cast<short>(Src::kAbsMask));
-  const __m512i abs0 = _mm512_and_si512(x0, abs_mask);
-  const __m512i abs1 = _mm512_and_si512(x1, abs_mask);
-  const __m512i normal_min = _mm512_set1_epi16(static_cast<short>(C::kNormalMin));
-  below16[0] = _mm512_cmplt_epi16_mask(abs0, normal_min);
-  below16[1] = _mm512_cmplt_epi16_mask(abs1, normal_min);
-  if constexpr (kFormat != Fp8Format::kE4M3FN || kSaturate) {  // NaN: 0x7F, not the clamp
-    const __m512i inf = _mm512_set1_epi16(static_cast<short>(Src::kInfBits));
-    const __mmask64 nan =
-        _mm512_kunpackd(_mm512_cmpgt_epi16_mask(abs1, inf), _mm512_cmpgt_epi16_mask(abs0, inf));
-    code = _mm512_mask_blend_epi8(nan, code, _mm512_set1_epi8(0x7F));
-  }
-  // The sign: bit 7 of the high byte.
-  return _mm512_ternarylogic_epi32(code, high, _mm512_set1_epi8(static_cast<char>(0x80)), 0xF8);
-}
-
-// JamToBFloat16()
-//
-// float32 bits -> bfloat16 bits in the low half of each 32-bit lane, truncated, with bit 0 set
-// when any dropped bit was (the sticky bit). Every float32 -> fp8 rounding drops at least
-// bfloat16's 4 lowest mantissa bits, and bit 0 is below the rounding bit of all of them, so
-// the fp8 code of the result equals the float32 element's; so do its range (below the normal
-// range or not, NaN or not: a NaN whose payload is in the dropped bits keeps a set bit) and
-// sign.
-HWY_INLINE __m512i JamToBFloat16(__m512i x) {
-  const __m512i high = _mm512_srli_epi32(x, 16);
-  const __mmask16 sticky = _mm512_test_epi32_mask(x, _mm512_set1_epi32(0xFFFF));
-  return _mm512_mask_or_epi32(high, sticky, high, _mm512_set1_epi32(1));
-}
-#endif  // HWY_TARGET == HWY_AVX3_DL
 
 // EncodeNormalStep<kKind, kFormat, kSaturate>()
 //
@@ -738,9 +484,6 @@ HWY_INLINE V32 DecodeF32Lanes(D32 d, V32 c) {
   return hn::Or(r, sign);
 }
 
-// Which destination element type a decode kernel writes.
-enum class DstKind { kF32, kF16, kBF16 };
-
 template <DstKind kKind, Fp8Format kFormat>
 HWY_INLINE void DecodeOne(std::uint8_t code, std::byte* p) {
   if constexpr (kKind == DstKind::kF32) {
@@ -852,93 +595,6 @@ void Decode16(const std::uint8_t* src, std::size_t n, std::uint16_t* out, std::s
   *done = i;
 }
 #endif  // HWY_TARGET != HWY_SCALAR
-
-#if HWY_TARGET == HWY_AVX3_DL
-// The decoded bits of every code in two byte planes, for 64-entry-pair byte lookups (VBMI's
-// vpermi2b): lo[c] and hi[c] are the low and high bytes of the 16-bit result (float16 /
-// bfloat16), or of the float32 result's high half (every fp8 value is exact in the top 16 bits
-// of a float32: its low half is 0). From the scalar functions, so every code, NaN and sign
-// included, decodes exactly as fp8_bits.h says.
-struct DecodePlanes {
-  alignas(64) std::uint8_t lo[128];  // the low byte does not depend on the sign
-  alignas(64) std::uint8_t hi[256];
-};
-
-template <DstKind kKind, Fp8Format kFormat>
-const DecodePlanes& GetDecodePlanes() {
-  static const DecodePlanes planes = [] {
-    DecodePlanes p{};
-    for (unsigned c = 0; c < 256; ++c) {
-      const auto code = static_cast<std::uint8_t>(c);
-      const std::uint16_t bits =
-          kKind == DstKind::kF32
-              ? static_cast<std::uint16_t>(fp8_bits::decode_f32_bits<kFormat>(code) >> 16)
-          : kKind == DstKind::kF16 ? fp8_bits::decode_f16_bits<kFormat>(code)
-                                   : fp8_bits::decode_bf16_bits<kFormat>(code);
-      if (c < 128) p.lo[c] = static_cast<std::uint8_t>(bits);
-      p.hi[c] = static_cast<std::uint8_t>(bits >> 8);
-    }
-    return p;
-  }();
-  return planes;
-}
-
-// DecodeByTable<kKind, kFormat, kStream>()
-//
-// Decodes 64 codes per step by table lookup: one vpermi2b for the low bytes, two and a blend on
-// the sign for the high bytes, then in-lane unpacks widen them to 16-bit (or, with zeros
-// below, float32) results. The unpacks interleave within 128-bit blocks, so the codes are first
-// permuted such that the results come out in order. Leaves the last n % 64 codes to the caller
-// (*done: how many were decoded).
-template <DstKind kKind, Fp8Format kFormat, bool kStream>
-HWY_INLINE void DecodeByTable(const std::uint8_t* src, std::size_t n, std::byte* dst,
-                              std::size_t* done) {
-  const DecodePlanes& planes = GetDecodePlanes<kKind, kFormat>();
-  const __m512i lo01 = _mm512_load_si512(planes.lo);
-  const __m512i lo23 = _mm512_load_si512(planes.lo + 64);
-  const __m512i hi0 = _mm512_load_si512(planes.hi);
-  const __m512i hi1 = _mm512_load_si512(planes.hi + 64);
-  const __m512i hi2 = _mm512_load_si512(planes.hi + 128);
-  const __m512i hi3 = _mm512_load_si512(planes.hi + 192);
-  const __m512i zero = _mm512_setzero_si512();
-  // 16-bit results: unpack{lo,hi}_epi8 take bytes 0-7 / 8-15 of each block, so block k must
-  // hold code qwords k and 4 + k. float32: a second unpack by 16-bit words takes words 0-3 /
-  // 4-7, so block k must hold code dwords k, 4 + k, 8 + k, 12 + k.
-  const __m512i order =
-      kKind == DstKind::kF32
-          ? _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15)
-          : _mm512_setr_epi32(0, 1, 8, 9, 2, 3, 10, 11, 4, 5, 12, 13, 6, 7, 14, 15);
-  const auto put = [](std::byte* p, __m512i v) {
-    if constexpr (kStream) {
-      _mm512_stream_si512(reinterpret_cast<__m512i*>(p), v);  // p is 64-byte aligned
-    } else {
-      _mm512_storeu_si512(p, v);
-    }
-  };
-  std::size_t i = 0;
-  for (; i + 64 <= n; i += 64) {
-    const __m512i c = _mm512_permutexvar_epi32(order, _mm512_loadu_si512(src + i));
-    const __m512i lo = _mm512_permutex2var_epi8(lo01, c, lo23);
-    const __m512i hi =
-        _mm512_mask_blend_epi8(_mm512_movepi8_mask(c), _mm512_permutex2var_epi8(hi0, c, hi1),
-                               _mm512_permutex2var_epi8(hi2, c, hi3));
-    const __m512i w0 = _mm512_unpacklo_epi8(lo, hi);
-    const __m512i w1 = _mm512_unpackhi_epi8(lo, hi);
-    if constexpr (kKind == DstKind::kF32) {
-      std::byte* out = dst + i * 4;
-      put(out, _mm512_unpacklo_epi16(zero, w0));
-      put(out + 64, _mm512_unpackhi_epi16(zero, w0));
-      put(out + 128, _mm512_unpacklo_epi16(zero, w1));
-      put(out + 192, _mm512_unpackhi_epi16(zero, w1));
-    } else {
-      std::byte* out = dst + i * 2;
-      put(out, w0);
-      put(out + 64, w1);
-    }
-  }
-  *done = i;
-}
-#endif  // HWY_TARGET == HWY_AVX3_DL
 
 template <DstKind kKind, Fp8Format kFormat, bool kStream>
 void DecodeImpl(const std::uint8_t* src, std::size_t n, std::byte* dst) {
