@@ -117,20 +117,23 @@ endfunction()
 # takes"). OPTIMIZED keeps the build type's level for a binary whose own loops do the work (the
 # exhaustive fp8 checks: 4x slower at -O0 under ASan).
 function(_lmcache_gtest_executable name caller unparsed)
-  cmake_parse_arguments(ARG "OPTIMIZED" "" "SOURCES;DEPS" ${ARGN})
+  cmake_parse_arguments(ARG "OPTIMIZED" "" "SOURCES;DEPS;DEFINITIONS" ${ARGN})
   if(unparsed)
     message(FATAL_ERROR "${caller}(${name}): unknown arguments ${unparsed}")
   endif()
   add_executable(${name} ${ARG_SOURCES})
   target_link_libraries(${name} PRIVATE ${ARG_DEPS} GTest::gtest GTest::gmock GTest::gtest_main
                                         lmcache_build_flags)
+  target_compile_definitions(${name} PRIVATE ${ARG_DEFINITIONS})
   if(LMCACHE_SANITIZE AND NOT ARG_OPTIMIZED)
     target_compile_options(${name} PRIVATE -O0)
   endif()
 endfunction()
 
-# lmcache_add_test(<name> SOURCES ... DEPS ... LABELS ... [TIMEOUT s] [CONCURRENCY] [OPTIMIZED])
-# One gtest binary = one ctest entry carrying LABELS (per-binary, not per-case: each process
+# lmcache_add_test(<name> SOURCES ... DEPS ... LABELS ... [DEFINITIONS ...] [TIMEOUT s]
+#                  [CONCURRENCY] [OPTIMIZED])
+# DEFINITIONS: private compile definitions (a build without tests has no target to give them
+# to, so they are passed here rather than set afterwards). One gtest binary = one ctest entry carrying LABELS (per-binary, not per-case: each process
 # pays libtorch's start-up). CONCURRENCY declares that the binary holds thread-heavy cases;
 # which ones is decided by their names, never by a list here: every case whose full gtest name
 # contains "Concurrency" (suite `FooConcurrency`, or instantiation `XConcurrency/...`). In the
@@ -142,13 +145,14 @@ function(lmcache_add_test name)
   if(NOT LMCACHE_BUILD_TESTS)
     return()
   endif()
-  cmake_parse_arguments(ARG "CONCURRENCY;OPTIMIZED" "TIMEOUT" "SOURCES;DEPS;LABELS" ${ARGN})
+  cmake_parse_arguments(ARG "CONCURRENCY;OPTIMIZED" "TIMEOUT" "SOURCES;DEPS;LABELS;DEFINITIONS"
+    ${ARGN})
   set(optimized)
   if(ARG_OPTIMIZED)
     set(optimized OPTIMIZED)
   endif()
   _lmcache_gtest_executable(${name} lmcache_add_test "${ARG_UNPARSED_ARGUMENTS}"
-    SOURCES ${ARG_SOURCES} DEPS ${ARG_DEPS} ${optimized})
+    SOURCES ${ARG_SOURCES} DEPS ${ARG_DEPS} DEFINITIONS ${ARG_DEFINITIONS} ${optimized})
   if(NOT ARG_TIMEOUT)
     set(ARG_TIMEOUT 600)
   endif()
