@@ -2,9 +2,9 @@
 # python_kit_test.sh <lmcache-conform> <source dir> <python3>
 #
 # lmcache-conform --python (docs/python.md): the Python examples (fp8 e4m3fn / e5m2, checksum, an
-# in-memory L2 adapter)
-# pass every property; every Python mutant (conformance/selftest/python_mutants.py, one bug each)
-# fails at least one of the properties whose contract it breaks; a spec that cannot be loaded is a
+# in-memory L2 adapter) pass every property, and the adapter's own test (memory_adapter_test.py)
+# passes; every Python mutant (conformance/selftest/python_mutants.py, one bug each) fails at
+# least one of the properties whose contract it breaks; a spec that cannot be loaded is a
 # usage error (exit 2) naming what went wrong, with the Python traceback's last frames.
 set -u
 BIN=${1:?usage: $0 <lmcache-conform> <source dir> <python3>}
@@ -18,6 +18,10 @@ DEPTH=${LMCACHE_CONFORMANCE_DEPTH:-quick}
 EX=$SRC/conformance/examples/python
 MUT=$SRC/conformance/selftest/python_mutants.py
 fail() { echo "FAIL: $*" >&2; FAILED=1; }
+
+# 0. The example adapter's own test: store results survive pops racing its worker.
+"$PY" "$SRC/conformance/examples/python/memory_adapter_test.py" >"$TMP/adapter_test.out" 2>&1 ||
+  fail "memory_adapter_test.py: $(tail -c 3000 "$TMP/adapter_test.out")"
 
 # 1. The examples: every property Pass or NotSupported.
 "$BIN" --depth "$DEPTH" -q --json "$TMP/examples.json" --rc-params "seed=7" \

@@ -101,18 +101,20 @@ class MemoryL2Adapter(L2AdapterInterface):
             kind, task_id, keys, objects = task
             try:
                 if kind == "store":
-                    result, done, fd = self._store(keys, objects), self._store_done, self._store_fd
+                    result = self._store(keys, objects)
                 elif kind == "lookup":
-                    result, done, fd = self._lookup(keys), self._lookup_done, self._lookup_fd
+                    result = self._lookup(keys)
                 else:
-                    result, done, fd = self._load(keys, objects), self._load_done, self._load_fd
+                    result = self._load(keys, objects)
             except Exception:  # noqa: BLE001 - a failed task, never a dead worker
                 result = L2StoreResult(False) if kind == "store" else Bitmap(len(keys))
-                done = {"store": self._store_done, "lookup": self._lookup_done}.get(kind, self._load_done)
-                fd = {"store": self._store_fd, "lookup": self._lookup_fd}.get(kind, self._load_fd)
+            # The results dict is looked up under the lock: pop_completed_store_tasks() swaps
+            # the store dict, and a result written into the one it took would be lost.
             with self._lock:
-                done[task_id] = result
-            fd.notify()
+                {"store": self._store_done, "lookup": self._lookup_done, "load": self._load_done}[
+                    kind
+                ][task_id] = result
+            {"store": self._store_fd, "lookup": self._lookup_fd, "load": self._load_fd}[kind].notify()
 
     def _store(self, keys, objects) -> L2StoreResult:
         fresh = {}
