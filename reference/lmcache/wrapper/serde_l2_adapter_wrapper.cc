@@ -28,25 +28,11 @@ std::chrono::nanoseconds resolve_handoff_cost(const SerdeWrapperOptions& options
 
 WrapperStep step_of(int phase) { return static_cast<WrapperStep>(phase); }
 
-// The serde's answer for one task; an exception from the query counts as a failed task.
-template <class Query>
-std::optional<bool> query_or_false(Query&& query) {
-  try {
-    return query();
-  } catch (...) {
-    return false;
-  }
-}
-
 }  // namespace
 
-// A loop step running `drain` under drain_mu_ (one drainer at a time).
-std::function<void()> SerdeL2AdapterWrapper::under_drain_mu(
-    void (SerdeL2AdapterWrapper::*drain)()) {
-  return [this, drain] {
-    std::lock_guard lock(drain_mu_);
-    (this->*drain)();
-  };
+InlinePolicy::Step SerdeL2AdapterWrapper::inline_step_of(Phase phase) {
+  return phase == Phase::kSerialize ? InlinePolicy::Step::kSerialize
+                                    : InlinePolicy::Step::kDeserialize;
 }
 
 SerdeL2AdapterWrapper::SerdeL2AdapterWrapper(L2AdapterPtr inner, SerdeProcessorPtr serde,
@@ -72,10 +58,15 @@ SerdeL2AdapterWrapper::SerdeL2AdapterWrapper(L2AdapterPtr inner, SerdeProcessorP
   loop_ = std::make_unique<PollLoop>(
       std::vector<int>{inner_->get_store_event_fd(), inner_->get_load_event_fd(),
                        serde_->get_serialize_event_fd(), serde_->get_deserialize_event_fd()},
-      std::vector<PollLoop::Step>{under_drain_mu(&SerdeL2AdapterWrapper::drain_serialize),
-                                  under_drain_mu(&SerdeL2AdapterWrapper::drain_inner_store),
-                                  under_drain_mu(&SerdeL2AdapterWrapper::drain_inner_load),
-                                  under_drain_mu(&SerdeL2AdapterWrapper::drain_deserialize)},
+      // One scan step: every phase in a step's order, so a step that ends and starts the next
+      // one lets the same scan look at that one too.
+      std::vector<PollLoop::Step>{[this] {
+        std::lock_guard lock(drain_mu_);
+        for (Phase phase :
+             {Phase::kSerialize, Phase::kInnerStore, Phase::kInnerLoad, Phase::kDeserialize}) {
+          drain(phase);
+        }
+      }},
       PollLoopOptions{options_.poll_timeout});
   loop_->start();
 }
@@ -147,46 +138,24 @@ void SerdeL2AdapterWrapper::finish_load(TaskId id, Bitmap result, bool failed) {
   tasks_.erase(id);
 }
 
-template <typename Submit>
-void SerdeL2AdapterWrapper::start_task(TaskId id, Task task, Phase phase, Release release,
-                                       Submit&& submit) {
-  std::lock_guard lock(mu_);
-  auto fail = [&](const Task& failed) {
-    metrics_.task_finished(failed.is_store, false);
-    if (failed.is_store) {
-      store_done_.complete(id, L2StoreResult::failure());
-    } else {
-      load_done_.complete(id, Bitmap(failed.keys.size()));
-    }
-  };
-  if (closing_) {
-    (this->*release)(task);
-    fail(task);
-    return;
-  }
-  Task* added = nullptr;
-  try {
-    // reserve() first, so that emplace can only fail allocating its node, before the move.
-    tasks_.reserve(tasks_.size() + 1);
-    added = &tasks_.emplace(id, std::move(task)).first->second;
-  } catch (...) {
-    (this->*release)(task);  // out of memory: the caller gets std::bad_alloc
-    throw;
-  }
-  Task& t = *added;
-  enter_phase(t, phase);
-  try {
-    submit(t);  // under mu_, so the loop cannot look the step's id up before it is mapped
-  } catch (...) {
-    leave_phase(t);
-    (this->*release)(t);
-    fail(t);
-    tasks_.erase(id);
+void SerdeL2AdapterWrapper::publish_failure_locked(TaskId id, const Task& task) {
+  metrics_.task_finished(task.is_store, false);
+  if (task.is_store) {
+    store_done_.complete(id, L2StoreResult::failure());
+  } else {
+    load_done_.complete(id, Bitmap(task.keys.size()));
   }
 }
 
+void SerdeL2AdapterWrapper::fail_task(TaskId id, Task& task) {
+  release_temps_by_phase(task);
+  std::lock_guard lock(mu_);
+  publish_failure_locked(id, task);
+  tasks_.erase(id);
+}
+
 // ---------------------------------------------------------------------------------------------
-// Store path.
+// Submits: a task's first step.
 
 TaskId SerdeL2AdapterWrapper::submit_store_task(const std::vector<ObjectKey>& keys,
                                                 const std::vector<MemoryObjPtr>& objects) {
@@ -197,174 +166,29 @@ TaskId SerdeL2AdapterWrapper::submit_store_task(const std::vector<ObjectKey>& ke
     finish_store(id, L2StoreResult::success(0));
     return id;
   }
-  Task task;
-  task.is_store = true;
-  task.keys = keys;
+  auto task = std::make_unique<Task>();
+  task->is_store = true;
+  task->keys = keys;
+  task->objects = objects;
   // Buffers the inner adapter lends (the serializer writes the stored bytes in place, the inner
   // keeps them without a copy), else temps in L1.
   const std::optional<MemoryLayoutDesc> serialized = serialized_layout(objects[0]->layout());
-  if (!serialized || (!borrow_store_buffers(task, *serialized) &&
-                      !allocate_temps(task, *serialized, /*zero_fill=*/false))) {
+  if (!serialized || (!borrow_store_buffers(*task, *serialized) &&
+                      !allocate_temps(*task, *serialized, /*zero_fill=*/false))) {
     finish_store(id, L2StoreResult::failure());
     return id;
   }
-  const std::size_t wide_bytes = objects[0]->layout().total_bytes() * objects.size();
-  task.serde_bytes = wide_bytes;
-  if (inline_.runs_inline(InlinePolicy::Step::kSerialize, wide_bytes)) {
-    const Clock::time_point started = Clock::now();
-    std::optional<bool> serialized;
-    try {
-      serialized = serde_->serialize_inline(objects, task.temp_objects, keys);
-    } catch (...) {
-      serialized = false;  // all or nothing, as a failed submitted serialize
+  task->serde_bytes = objects[0]->layout().total_bytes() * objects.size();
+  Task& t = *task;
+  if (std::optional<StepOutcome> serialized_here = run_inline(t, Phase::kSerialize)) {
+    if (advance(id, t, std::move(*serialized_here), std::move(task))) {
+      drain_on_submit(Phase::kInnerStore);
     }
-    if (serialized) {
-      const Clock::duration took = Clock::now() - started;
-      if (*serialized) inline_.observe(InlinePolicy::Step::kSerialize, wide_bytes, took);
-      metrics_.enter(WrapperStep::kSerialize);
-      metrics_.leave(WrapperStep::kSerialize, took);
-      metrics_.inline_step(WrapperStep::kSerialize);
-      return continue_inline_store(id, std::move(task), *serialized);
-    }
-  }
-  start_task(id, std::move(task), Phase::kSerialize,
-             &SerdeL2AdapterWrapper::release_write_locked_temps, [&](Task& t) {
-               const TaskId serde_id =
-                   serde_->submit_serialize(objects, t.temp_objects, keys);  // the original keys
-               serialize_to_task_.emplace(serde_id, id);
-             });
-  return id;
-}
-
-TaskId SerdeL2AdapterWrapper::continue_inline_store(TaskId id, Task task, bool serialized) {
-  bool read_locked = false;
-  try {
-    if (serialized &&
-        (task.lent || all_succeeded(l1_->finish_write_and_reserve_read(task.temp_keys)))) {
-      read_locked = true;
-    } else if (serialized) {
-      l1_->finish_read(task.temp_keys);  // someone touched our temps
-    }
-  } catch (...) {
-    // L1 closed under us: fail below.
-  }
-  if (!read_locked) {
-    release_write_locked_temps(task);
-    finish_store(id, L2StoreResult::failure());
     return id;
   }
-  start_task(id, std::move(task), Phase::kInnerStore,
-             &SerdeL2AdapterWrapper::release_read_locked_temps, [&](Task& t) {
-               const TaskId inner_id = inner_->submit_store_task(t.keys, t.temp_objects);
-               inner_store_to_task_.emplace(inner_id, id);
-             });
-  drain_on_submit(/*store=*/true);
+  start_step(id, t, Phase::kSerialize, std::move(task));
   return id;
 }
-
-void SerdeL2AdapterWrapper::drain_on_submit(bool store) {
-  // Not on the loop thread (a listener submitting from inside a drain): it holds drain_mu_.
-  if (!options_.finish_on_submit || loop_->on_loop_thread()) return;
-  // When the loop is draining (the inner's signal may have woken it already), wait for that
-  // drain: it may be carrying this very task on, and is done with it when it lets go.
-  std::lock_guard drain(drain_mu_);
-  {
-    std::lock_guard lock(mu_);
-    if (closing_) return;  // close() fails what is left
-  }
-  try {
-    if (store) {
-      drain_inner_store();
-    } else {
-      drain_inner_load();
-    }
-  } catch (...) {
-    // Only a component breaking its contract makes a drain throw. As on the loop, results the
-    // drain had already taken are lost (close() fails their tasks); it is counted
-    // (report_status()).
-    submit_drain_exceptions_.fetch_add(1, std::memory_order_relaxed);
-  }
-}
-
-std::map<TaskId, L2StoreResult> SerdeL2AdapterWrapper::pop_completed_store_tasks() {
-  return store_done_.take_all();
-}
-
-void SerdeL2AdapterWrapper::drain_serialize() {
-  std::vector<std::pair<TaskId, TaskId>> pending;
-  {
-    std::lock_guard lock(mu_);
-    pending.assign(serialize_to_task_.begin(), serialize_to_task_.end());
-  }
-  for (auto [serde_id, id] : pending) {
-    // A query that throws fails its task (all or nothing), like a false result.
-    std::optional<bool> ok =
-        query_or_false([&] { return serde_->query_serialize_result(serde_id); });
-    if (!ok) continue;
-    Task* task;
-    {
-      std::lock_guard lock(mu_);
-      serialize_to_task_.erase(serde_id);
-      task = &tasks_.at(id);  // nodes stay put; only this thread erases from here on
-    }
-    const Clock::duration took = leave_phase(*task);
-    if (*ok) inline_.observe_submitted(InlinePolicy::Step::kSerialize, task->serde_bytes, took);
-    // Whatever throws from here on (an L1 call after L1's close(), an allocation) still
-    // completes the store as failed, exactly once, with its temps released and its phase left.
-    bool read_locked = false;
-    bool in_inner_store = false;
-    bool failed = false;
-    try {
-      if (!*ok) {
-        failed = true;
-      } else if (!task->lent &&
-                 !all_succeeded(l1_->finish_write_and_reserve_read(task->temp_keys))) {
-        // Someone touched our temps: release them from whichever state they are in.
-        l1_->finish_read(task->temp_keys);
-        failed = true;
-      } else {
-        read_locked = true;
-        enter_phase(*task, Phase::kInnerStore);
-        in_inner_store = true;
-        TaskId inner_id = inner_->submit_store_task(task->keys, task->temp_objects);
-        std::lock_guard lock(mu_);
-        inner_store_to_task_.emplace(inner_id, id);
-      }
-    } catch (...) {
-      failed = true;
-    }
-    if (!failed) continue;
-    if (in_inner_store) leave_phase(*task);
-    if (read_locked) {
-      release_read_locked_temps(*task);
-    } else {
-      release_write_locked_temps(*task);
-    }
-    finish_store(id, L2StoreResult::failure());
-  }
-}
-
-void SerdeL2AdapterWrapper::drain_inner_store() {
-  for (auto& [inner_id, result] : inner_->pop_completed_store_tasks()) {
-    Task* task;
-    TaskId id;
-    {
-      std::lock_guard lock(mu_);
-      auto it = inner_store_to_task_.find(inner_id);
-      if (it == inner_store_to_task_.end()) continue;  // not ours (cannot happen with a sane inner)
-      id = it->second;
-      inner_store_to_task_.erase(it);
-      task = &tasks_.at(id);
-    }
-    leave_phase(*task);
-    release_read_locked_temps(*task);
-    finish_store(id, result.is_successful() ? L2StoreResult::success(result.bytes_transferred())
-                                            : L2StoreResult::failure());
-  }
-}
-
-// ---------------------------------------------------------------------------------------------
-// Load path.
 
 TaskId SerdeL2AdapterWrapper::submit_load_task(const std::vector<ObjectKey>& keys,
                                                const std::vector<MemoryObjPtr>& objects) {
@@ -375,72 +199,180 @@ TaskId SerdeL2AdapterWrapper::submit_load_task(const std::vector<ObjectKey>& key
     finish_load(id, Bitmap(0), /*failed=*/false);
     return id;
   }
-  Task task;
-  task.is_store = false;
-  task.keys = keys;
-  task.dst_objects = objects;
-  if (inner_views_) {
-    // The inner lends its stored bytes: the deserializer reads them in place, no temps.
-    task.viewed = true;
-    start_task(id, std::move(task), Phase::kInnerLoad,
-               &SerdeL2AdapterWrapper::release_write_locked_temps, [&](Task&) {
-                 const TaskId inner_id = inner_->submit_load_view_task(keys);
-                 inner_load_to_task_.emplace(inner_id, id);
-               });
-    drain_on_submit(/*store=*/false);
-    return id;
+  auto task = std::make_unique<Task>();
+  task->is_store = false;
+  task->keys = keys;
+  task->objects = objects;
+  // The inner lends its stored bytes (the deserializer reads them in place, no temps), else
+  // temps in L1 for the inner to load into.
+  task->viewed = inner_views_;
+  if (!task->viewed) {
+    const std::optional<MemoryLayoutDesc> serialized = serialized_layout(objects[0]->layout());
+    if (!serialized || !allocate_temps(*task, *serialized, /*zero_fill=*/true)) {
+      finish_load(id, Bitmap(keys.size()), /*failed=*/true);
+      return id;
+    }
   }
-  const std::optional<MemoryLayoutDesc> serialized = serialized_layout(objects[0]->layout());
-  if (!serialized || !allocate_temps(task, *serialized, /*zero_fill=*/true)) {
-    finish_load(id, Bitmap(keys.size()), /*failed=*/true);
-    return id;
-  }
-  start_task(id, std::move(task), Phase::kInnerLoad,
-             &SerdeL2AdapterWrapper::release_write_locked_temps, [&](Task& t) {
-               const TaskId inner_id = inner_->submit_load_task(keys, t.temp_objects);
-               inner_load_to_task_.emplace(inner_id, id);
-             });
-  drain_on_submit(/*store=*/false);
+  Task& t = *task;
+  start_step(id, t, Phase::kInnerLoad, std::move(task));
+  drain_on_submit(Phase::kInnerLoad);
   return id;
+}
+
+std::map<TaskId, L2StoreResult> SerdeL2AdapterWrapper::pop_completed_store_tasks() {
+  return store_done_.take_all();
 }
 
 std::optional<Bitmap> SerdeL2AdapterWrapper::query_load_result(TaskId id) {
   return load_done_.take(id);
 }
 
-void SerdeL2AdapterWrapper::drain_inner_load() {
-  std::vector<std::pair<TaskId, TaskId>> pending;
-  {
-    std::lock_guard lock(mu_);
-    pending.assign(inner_load_to_task_.begin(), inner_load_to_task_.end());
-  }
-  for (auto [inner_id, id] : pending) {
-    Task* task;
-    {
-      std::lock_guard lock(mu_);
-      task = &tasks_.at(id);  // nodes stay put; only this thread erases from here on
+// ---------------------------------------------------------------------------------------------
+// The step machine.
+
+bool SerdeL2AdapterWrapper::advance(TaskId id, Task& task, StepOutcome outcome,
+                                    TaskPtr unpublished) {
+  if (!outcome.ran_inline) {
+    const Clock::duration took = leave_phase(task);
+    if (outcome.ok && (task.phase == Phase::kSerialize || task.phase == Phase::kDeserialize)) {
+      inline_.observe_submitted(inline_step_of(task.phase), task.serde_bytes, took);
     }
-    std::optional<Bitmap> loaded;
-    std::vector<MemoryObjPtr> views;
-    try {
-      if (!task->viewed) {
-        loaded = inner_->query_load_result(inner_id);
-      } else if (std::optional<L2LoadViews> r = inner_->query_load_view_result(inner_id)) {
-        loaded = std::move(r->loaded);
-        views = std::move(r->views);
+  }
+  // Whatever throws from here on (an L1 call after L1's close(), an allocation) still finishes
+  // the task as failed, exactly once, with its bytes released by its phase.
+  try {
+    switch (task.phase) {
+      case Phase::kSerialize:
+        task.objects.clear();  // the caller's sources: serialized or not, no longer needed
+        if (!outcome.ok || !read_lock_serialized(task)) break;
+        return start_step(id, task, Phase::kInnerStore, std::move(unpublished));
+      case Phase::kInnerStore:
+        release_read_locked_temps(task);
+        finish_store(id, outcome.stored.is_successful()
+                             ? L2StoreResult::success(outcome.stored.bytes_transferred())
+                             : L2StoreResult::failure());
+        return false;
+      case Phase::kInnerLoad: {
+        if (task.viewed) task.temp_objects = std::move(outcome.views);  // the sources
+        Bitmap& loaded = outcome.loaded;
+        // A malformed bitmap, or a hit without its view: the load fails.
+        if (loaded.size() != task.keys.size() || !sources_cover(task, loaded)) break;
+        if (loaded.none()) {  // every key absent: a miss, not a failure
+          release_write_locked_temps(task);
+          finish_load(id, std::move(loaded), /*failed=*/false);
+          return false;
+        }
+        task.serde_bytes = 0;
+        for (std::size_t i : loaded.set_indices()) task.serde_bytes += task.temp_objects[i]->size();
+        task.inner_bitmap = std::move(loaded);
+        if (std::optional<StepOutcome> deserialized = run_inline(task, Phase::kDeserialize)) {
+          return advance(id, task, std::move(*deserialized), std::move(unpublished));
+        }
+        return start_step(id, task, Phase::kDeserialize, std::move(unpublished));
       }
-    } catch (...) {
-      loaded = Bitmap();  // a malformed answer: deserialize_loaded() fails the load
+      case Phase::kDeserialize:
+        release_write_locked_temps(task);
+        if (outcome.ok) {
+          finish_load(id, std::move(task.inner_bitmap), /*failed=*/false);
+        } else {
+          finish_load(id, Bitmap(task.keys.size()), /*failed=*/true);
+        }
+        return false;
     }
-    if (!loaded) continue;
-    {
-      std::lock_guard lock(mu_);
-      inner_load_to_task_.erase(inner_id);
-    }
-    leave_phase(*task);
-    if (task->viewed) task->temp_objects = std::move(views);  // the deserializer's sources
-    deserialize_loaded(id, *task, std::move(*loaded));
+  } catch (...) {
   }
+  fail_task(id, task);
+  return false;
+}
+
+bool SerdeL2AdapterWrapper::start_step(TaskId id, Task& task, Phase next, TaskPtr unpublished) {
+  std::lock_guard lock(mu_);
+  task.phase = next;
+  auto fail = [&] {
+    release_temps_by_phase(task);
+    publish_failure_locked(id, task);
+    tasks_.erase(id);  // (none for a task that was never published)
+    return false;
+  };
+  if (closing_) return fail();  // close() may have failed tasks_ already: not this one
+  if (unpublished) {
+    try {
+      tasks_.emplace(id, std::move(unpublished));  // moves only once its node exists
+    } catch (...) {
+      return fail();  // out of memory
+    }
+  }
+  enter_phase(task, next);
+  try {
+    // Under mu_: a drain that sees the step end finds it in steps_.
+    steps_.emplace(StepKey{next, submit_step(task, next)}, id);
+    return true;
+  } catch (...) {
+    leave_phase(task);
+    return fail();
+  }
+}
+
+TaskId SerdeL2AdapterWrapper::submit_step(Task& task, Phase phase) {
+  switch (phase) {
+    case Phase::kSerialize:  // the original keys, never the temps' (docs/serde.md)
+      return serde_->submit_serialize(task.objects, task.temp_objects, task.keys);
+    case Phase::kInnerStore:
+      return inner_->submit_store_task(task.keys, task.temp_objects);
+    case Phase::kInnerLoad:
+      return task.viewed ? inner_->submit_load_view_task(task.keys)
+                         : inner_->submit_load_task(task.keys, task.temp_objects);
+    case Phase::kDeserialize:
+      break;
+  }
+  SerdeBatch hits = loaded_hits(task);  // kDeserialize
+  return serde_->submit_deserialize(std::move(hits.sources), std::move(hits.destinations),
+                                    std::move(hits.keys));
+}
+
+std::optional<SerdeL2AdapterWrapper::StepOutcome> SerdeL2AdapterWrapper::run_inline(Task& task,
+                                                                                    Phase phase) {
+  const InlinePolicy::Step step = inline_step_of(phase);
+  // Small enough: on this thread, no hand-off to a serde worker and back.
+  if (!inline_.runs_inline(step, task.serde_bytes)) return std::nullopt;
+  const Clock::time_point started = Clock::now();
+  std::optional<bool> ok;  // nullopt: the processor does not run steps inline
+  try {
+    if (phase == Phase::kSerialize) {
+      ok = serde_->serialize_inline(task.objects, task.temp_objects, task.keys);
+    } else {
+      const SerdeBatch hits = loaded_hits(task);
+      ok = serde_->deserialize_inline(hits.sources, hits.destinations, hits.keys);
+    }
+  } catch (...) {
+    ok = false;  // all or nothing, as a submitted step that failed
+  }
+  if (!ok) return std::nullopt;
+  const Clock::duration took = Clock::now() - started;
+  if (*ok) inline_.observe(step, task.serde_bytes, took);
+  const WrapperStep measured = step_of(static_cast<int>(phase));
+  metrics_.enter(measured);
+  metrics_.leave(measured, took);
+  metrics_.inline_step(measured);
+  task.phase = phase;
+  StepOutcome outcome;
+  outcome.ok = *ok;
+  outcome.ran_inline = true;
+  return outcome;
+}
+
+SerdeL2AdapterWrapper::SerdeBatch SerdeL2AdapterWrapper::loaded_hits(const Task& task) {
+  SerdeBatch hits;
+  const std::vector<std::size_t> set = task.inner_bitmap.set_indices();
+  hits.sources.reserve(set.size());
+  hits.destinations.reserve(set.size());
+  hits.keys.reserve(set.size());
+  for (std::size_t i : set) {
+    hits.sources.push_back(task.temp_objects[i]);
+    hits.destinations.push_back(task.objects[i]);
+    hits.keys.push_back(task.keys[i]);  // the original keys, never the temps' (docs/serde.md)
+  }
+  return hits;
 }
 
 bool SerdeL2AdapterWrapper::sources_cover(const Task& task, const Bitmap& loaded) {
@@ -451,96 +383,99 @@ bool SerdeL2AdapterWrapper::sources_cover(const Task& task, const Bitmap& loaded
   return true;
 }
 
-void SerdeL2AdapterWrapper::deserialize_loaded(TaskId id, Task& task, Bitmap loaded) {
-  const std::size_t n = task.keys.size();
-  // What to finish the load with here; nothing when the serde took it.
-  std::optional<Bitmap> result;
-  bool failed = true;
-  bool in_deserialize = false;
+// ---------------------------------------------------------------------------------------------
+// The drain: whichever thread sees steps end (the loop, or a submitter with finish_on_submit).
+
+std::optional<SerdeL2AdapterWrapper::StepOutcome> SerdeL2AdapterWrapper::poll_step(
+    const StepKey& key, const Task& task, std::map<TaskId, L2StoreResult>& stored) {
+  StepOutcome outcome;
   try {
-    if (loaded.size() != n || !sources_cover(task, loaded)) {
-      result = Bitmap(n);  // a malformed bitmap, or a hit without its view: the load fails
-    } else if (loaded.none()) {
-      result = std::move(loaded);  // every key absent: a miss, not a failure
-      failed = false;
-    } else {
-      std::vector<MemoryObjPtr> srcs, dsts;
-      std::vector<ObjectKey> keys;  // the original keys, never the temps' (docs/serde.md)
-      const std::vector<std::size_t> hits = loaded.set_indices();
-      srcs.reserve(hits.size());
-      dsts.reserve(hits.size());
-      keys.reserve(hits.size());
-      std::size_t loaded_bytes = 0;
-      for (std::size_t i : hits) {
-        srcs.push_back(task.temp_objects[i]);
-        dsts.push_back(task.dst_objects[i]);
-        keys.push_back(task.keys[i]);
-        loaded_bytes += task.temp_objects[i]->size();
+    switch (key.phase) {
+      case Phase::kSerialize:
+      case Phase::kDeserialize: {
+        const std::optional<bool> ok = key.phase == Phase::kSerialize
+                                           ? serde_->query_serialize_result(key.step_id)
+                                           : serde_->query_deserialize_result(key.step_id);
+        if (!ok) return std::nullopt;
+        outcome.ok = *ok;
+        break;
       }
-      task.inner_bitmap = std::move(loaded);
-      task.serde_bytes = loaded_bytes;
-      enter_phase(task, Phase::kDeserialize);
-      in_deserialize = true;
-      // Small enough: on this thread, no hand-off to a serde worker and back (nullopt: the
-      // processor does not run tasks inline). All or nothing, as a submitted deserialize: a
-      // throw fails it.
-      std::optional<bool> inline_ok;
-      if (inline_.runs_inline(InlinePolicy::Step::kDeserialize, loaded_bytes)) {
-        const Clock::time_point started = Clock::now();
-        try {
-          inline_ok = serde_->deserialize_inline(srcs, dsts, keys);
-        } catch (...) {
-          inline_ok = false;
+      case Phase::kInnerStore: {
+        auto it = stored.find(key.step_id);
+        if (it == stored.end()) return std::nullopt;
+        outcome.ok = it->second.is_successful();
+        outcome.stored = it->second;
+        break;
+      }
+      case Phase::kInnerLoad:
+        if (!task.viewed) {
+          std::optional<Bitmap> loaded = inner_->query_load_result(key.step_id);
+          if (!loaded) return std::nullopt;
+          outcome.loaded = std::move(*loaded);
+        } else {
+          std::optional<L2LoadViews> loaded = inner_->query_load_view_result(key.step_id);
+          if (!loaded) return std::nullopt;
+          outcome.loaded = std::move(loaded->loaded);
+          outcome.views = std::move(loaded->views);
         }
-        if (inline_ok.value_or(false)) {
-          inline_.observe(InlinePolicy::Step::kDeserialize, loaded_bytes, Clock::now() - started);
-        }
-      }
-      if (!inline_ok) {
-        const TaskId serde_id =
-            serde_->submit_deserialize(std::move(srcs), std::move(dsts), std::move(keys));
-        std::lock_guard lock(mu_);
-        deserialize_to_task_.emplace(serde_id, id);
-        return;  // drain_deserialize() finishes it
-      }
-      metrics_.inline_step(WrapperStep::kDeserialize);
-      failed = !*inline_ok;
-      result = *inline_ok ? std::move(task.inner_bitmap) : Bitmap(n);
+        outcome.ok = true;
+        break;
     }
   } catch (...) {
-    // An allocation, or the serde refusing the submit: the load fails.
-    failed = true;
-    result.reset();
+    // A query that throws ends the step as failed (a load: with a malformed, empty bitmap).
+    outcome = StepOutcome();
   }
-  if (in_deserialize) leave_phase(task);
-  release_write_locked_temps(task);
-  finish_load(id, result ? std::move(*result) : Bitmap(n), failed);
+  return outcome;
 }
 
-void SerdeL2AdapterWrapper::drain_deserialize() {
-  std::vector<std::pair<TaskId, TaskId>> pending;
+void SerdeL2AdapterWrapper::drain(Phase phase) {
+  // Inner stores are popped all at once; the others are asked for one by one.
+  std::map<TaskId, L2StoreResult> stored;
+  if (phase == Phase::kInnerStore) {
+    stored = inner_->pop_completed_store_tasks();
+    if (stored.empty()) return;
+  }
+  struct Waiting {
+    StepKey key;
+    TaskId id;
+    Task* task;  // tasks never move, and only this thread advances or removes them
+  };
+  std::vector<Waiting> waiting;
   {
     std::lock_guard lock(mu_);
-    pending.assign(deserialize_to_task_.begin(), deserialize_to_task_.end());
+    for (auto it = steps_.lower_bound(StepKey{phase, 0});
+         it != steps_.end() && it->first.phase == phase; ++it) {
+      waiting.push_back(Waiting{it->first, it->second, tasks_.at(it->second).get()});
+    }
   }
-  for (auto [serde_id, id] : pending) {
-    std::optional<bool> ok =
-        query_or_false([&] { return serde_->query_deserialize_result(serde_id); });
-    if (!ok) continue;
-    Task* task;
+  for (Waiting& w : waiting) {
+    std::optional<StepOutcome> outcome = poll_step(w.key, *w.task, stored);
+    if (!outcome) continue;
     {
       std::lock_guard lock(mu_);
-      deserialize_to_task_.erase(serde_id);
-      task = &tasks_.at(id);
+      steps_.erase(w.key);
     }
-    const Clock::duration took = leave_phase(*task);
-    if (*ok) inline_.observe_submitted(InlinePolicy::Step::kDeserialize, task->serde_bytes, took);
-    release_write_locked_temps(*task);
-    if (*ok) {
-      finish_load(id, std::move(task->inner_bitmap), /*failed=*/false);
-    } else {
-      finish_load(id, Bitmap(task->keys.size()), /*failed=*/true);
-    }
+    advance(w.id, *w.task, std::move(*outcome));
+  }
+}
+
+void SerdeL2AdapterWrapper::drain_on_submit(Phase phase) {
+  // Not on the loop thread (a listener submitting from inside a drain): it holds drain_mu_.
+  if (!options_.finish_on_submit || loop_->on_loop_thread()) return;
+  // When the loop is draining (the inner's signal may have woken it already), wait for that
+  // drain: it may be carrying this very task on, and is done with it when it lets go.
+  std::lock_guard drain_lock(drain_mu_);
+  {
+    std::lock_guard lock(mu_);
+    if (closing_) return;  // close() fails what is left
+  }
+  try {
+    drain(phase);
+  } catch (...) {
+    // Only a component breaking its contract makes a drain throw. As on the loop, results the
+    // drain had already taken are lost (close() fails their tasks); it is counted
+    // (report_status()).
+    submit_drain_exceptions_.fetch_add(1, std::memory_order_relaxed);
   }
 }
 
@@ -568,29 +503,19 @@ void SerdeL2AdapterWrapper::close() {
   } catch (...) {
   }
   // (3)+(4) Release every temp by phase, then fail every task still in flight exactly once.
-  std::unordered_map<TaskId, Task> remaining;
+  std::unordered_map<TaskId, TaskPtr> remaining;
   {
     std::lock_guard lock(mu_);
     remaining.swap(tasks_);
-    serialize_to_task_.clear();
-    inner_store_to_task_.clear();
-    inner_load_to_task_.clear();
-    deserialize_to_task_.clear();
+    steps_.clear();
   }
   for (auto& [id, task] : remaining) {
-    leave_phase(task);
-    release_temps_by_phase(task);
+    leave_phase(*task);
+    release_temps_by_phase(*task);
   }
   {
     std::lock_guard lock(mu_);
-    for (auto& [id, task] : remaining) {
-      metrics_.task_finished(task.is_store, false);
-      if (task.is_store) {
-        store_done_.complete(id, L2StoreResult::failure());
-      } else {
-        load_done_.complete(id, Bitmap(task.keys.size()));
-      }
-    }
+    for (auto& [id, task] : remaining) publish_failure_locked(id, *task);
     // (5) Close our fds; results stay takeable.
     store_done_.close();
     load_done_.close();

@@ -15,11 +15,12 @@
 // adapter; get_lookup_and_lock_event_fd() *is* the inner's fd.
 //
 // Threading model: one PollLoop (lmcache/core/poll_loop.h) polls the inner store and load fds,
-// the serde's two fds and its own wake fd, and after every wake-up scans all pending tasks (fds
-// coalesce). One mutex guards the task tables; it is never held across a call into the inner
-// adapter's or the serde's completion paths from the loop. Submits run on the caller's thread.
-// The drains run on one thread at a time (drain_mu_): the loop's, or with finish_on_submit a
-// submitting thread's, right after its submit reached the inner adapter.
+// the serde's two fds and its own wake fd, and after every wake-up scans all pending steps (fds
+// coalesce). Every task is one step machine: whichever thread sees a step end calls advance().
+// One mutex guards the task and step tables; it is held across a step's submit (so the step's id
+// is mapped before a drain can look for it), never across a query or pop of results. Submits run
+// on the caller's thread. The drain runs on one thread at a time (drain_mu_): the loop's, or with
+// finish_on_submit a submitting thread's, right after its submit reached the inner adapter.
 //
 // Failure policy: all or nothing per submit. submit_* throws only std::invalid_argument (length
 // mismatch, a null object, objects whose layouts differ from objects[0], naming the index) and
@@ -115,18 +116,22 @@ class SerdeL2AdapterWrapper final : public L2AdapterInterface {
   const InlinePolicy& inline_policy() const { return inline_; }
 
  private:
+  // The step a task waits on. Stores run kSerialize then kInnerStore; loads kInnerLoad then
+  // kDeserialize. Each step is one call into the serde or the inner adapter, and advance() is
+  // the one place that decides what follows it, whichever thread saw it end.
   enum class Phase : std::uint8_t { kSerialize, kInnerStore, kInnerLoad, kDeserialize };
   using Clock = std::chrono::steady_clock;
 
-  // One wrapped task. Store tasks use kSerialize then kInnerStore; loads kInnerLoad then
-  // kDeserialize. Entries are only erased by the loop thread, by close(), or by the submit
-  // that created them before they became visible to the loop.
+  // One wrapped task. A task is private to the thread that submitted it until its first step
+  // that runs elsewhere starts (start_step() publishes it in tasks_); from then on it is only
+  // advanced by the drainer (drain_mu_), failed by close(), or removed by finish_*().
   struct Task {
     bool is_store = true;
     Phase phase = Phase::kSerialize;
     Clock::time_point phase_started;
     std::vector<ObjectKey> keys;
-    std::vector<MemoryObjPtr> dst_objects;  // loads: the caller's destinations
+    // The caller's objects: a store's sources until they are serialized, a load's destinations.
+    std::vector<MemoryObjPtr> objects;
     std::vector<ObjectKey> temp_keys;
     // The serialized bytes: temps in L1 (temp_keys), or buffers the inner lent (lent == true,
     // no temp_keys).
@@ -141,6 +146,24 @@ class SerdeL2AdapterWrapper final : public L2AdapterInterface {
     // The serde step's bytes, as InlinePolicy measures them (a store's object bytes, a load's
     // loaded serialized bytes).
     std::size_t serde_bytes = 0;
+  };
+  using TaskPtr = std::unique_ptr<Task>;  // tasks never move: drains hold Task& without mu_
+
+  // A step in flight: its phase and the id the serde or the inner adapter gave it (the two
+  // number their tasks independently, so the phase is part of the key).
+  struct StepKey {
+    Phase phase;
+    TaskId step_id;
+    auto operator<=>(const StepKey&) const = default;
+  };
+
+  // How a step ended.
+  struct StepOutcome {
+    bool ok = false;  // serialize/deserialize: the serde's answer; inner store: its success
+    L2StoreResult stored = L2StoreResult::failure();  // kInnerStore: the inner's result
+    Bitmap loaded;                                    // kInnerLoad: hits (empty: malformed)
+    std::vector<MemoryObjPtr> views;                  // kInnerLoad, viewed: the sources
+    bool ran_inline = false;  // run on the submitting or draining thread (already measured)
   };
 
   void check_open(const char* op) const;
@@ -162,6 +185,10 @@ class SerdeL2AdapterWrapper final : public L2AdapterInterface {
   // Stores: asks the inner adapter to lend one buffer per key for the serialized bytes. False
   // (nothing held) when it lends nothing, lends a wrong count or too small a buffer, or throws.
   bool borrow_store_buffers(Task& task, const MemoryLayoutDesc& buffer_layout);
+  // Stores: moves serialized temps from write- to read-locked for the inner store (lent buffers
+  // need nothing). False when L1 refuses (someone touched them) or throws; the temps are then
+  // still the caller's to release as write-locked.
+  bool read_lock_serialized(Task& task);
   // Drops the task's references to lent buffers (the inner gets back those it did not adopt).
   void release_lent_buffers(Task& task) noexcept;
   // Releases temps that are still write-locked (finish_write + delete_keys). The release
@@ -169,6 +196,7 @@ class SerdeL2AdapterWrapper final : public L2AdapterInterface {
   void release_write_locked_temps(Task& task);
   // Releases temps that were moved to read-locked (finish_read deletes them).
   void release_read_locked_temps(Task& task);
+  // The release that fits the task's phase: read-locked in kInnerStore, write-locked otherwise.
   void release_temps_by_phase(Task& task);
 
   void enter_phase(Task& task, Phase phase);
@@ -180,39 +208,52 @@ class SerdeL2AdapterWrapper final : public L2AdapterInterface {
   // not fail and found no key counts as a miss, not as a failure.
   void finish_store(TaskId id, L2StoreResult result);
   void finish_load(TaskId id, Bitmap result, bool failed);
+  // Under mu_: counts the task as failed and publishes its failure (nothing else).
+  void publish_failure_locked(TaskId id, const Task& task);
+  // Releases the task's bytes by its phase, then finishes it as failed.
+  void fail_task(TaskId id, Task& task);
 
-  // The step after a load's inner load completed with `loaded`: hands the hits to the serde
-  // (whose drain finishes the load), or finishes the load here -- every key absent (a miss), a
-  // malformed bitmap, a deserialize that ran inline, or a failure to start one. Either way the
-  // task is finished exactly once and its temps released once.
-  void deserialize_loaded(TaskId id, Task& task, Bitmap loaded);
+  // The step machine.
+  //
+  // advance(): the task's current step ended with `outcome`; records it and carries the task on
+  // to its next step, or finishes it (exactly once, every temp released once). The one
+  // transition function of both paths: the drains call it, and so do submits whose serde step
+  // ran inline. `unpublished` owns a task that is still private to the calling thread. Returns
+  // whether the task is still in flight.
+  bool advance(TaskId id, Task& task, StepOutcome outcome, TaskPtr unpublished = nullptr);
+  // Enters `next` and submits its step (submit_step()), under mu_, so that no drain looks the
+  // step's id up before it is in steps_; publishes an `unpublished` task first. A step that
+  // cannot start (the wrapper closing, the submit throwing) fails the task, once. When tasks_
+  // cannot grow, the temps are released and std::bad_alloc reaches the caller. Returns whether
+  // the step started.
+  bool start_step(TaskId id, Task& task, Phase next, TaskPtr unpublished);
+  // The call into the serde or the inner adapter that runs `phase`'s step; returns its id.
+  TaskId submit_step(Task& task, Phase phase);
+  // Runs a serde step (kSerialize, kDeserialize) on this thread when the inline policy says so
+  // and the processor runs steps inline; records it and returns how it ended. nullopt (nothing
+  // recorded): submit the step instead.
+  std::optional<StepOutcome> run_inline(Task& task, Phase phase);
+  // Whether the step `key` of `task` has ended, and how. `stored`: the inner stores popped by
+  // this drain. A query that throws ends the step as failed.
+  std::optional<StepOutcome> poll_step(const StepKey& key, const Task& task,
+                                       std::map<TaskId, L2StoreResult>& stored);
   // Whether the task holds a source (temp or view) for every key `loaded` says was loaded.
   static bool sources_cover(const Task& task, const Bitmap& loaded);
+  // A load's deserialize batch: the sources, destinations and original keys of its hits
+  // (task.inner_bitmap).
+  struct SerdeBatch {
+    std::vector<MemoryObjPtr> sources;
+    std::vector<MemoryObjPtr> destinations;
+    std::vector<ObjectKey> keys;
+  };
+  static SerdeBatch loaded_hits(const Task& task);
+  static InlinePolicy::Step inline_step_of(Phase phase);
 
-  // Adds `task` under `id`, enters `phase` and starts it: `submit` hands the task's next step to
-  // the serde or the inner adapter and maps that step's id, under mu_. A task that cannot start
-  // (the wrapper closing, `submit` throwing) leaves its phase, has its temps released by
-  // `release` and is failed, once; when the task table cannot grow, the temps are released and
-  // std::bad_alloc reaches the caller.
-  // (A template, defined in the .cc where it is used: a std::function could fail to allocate
-  // after the temps exist and before start_task owns them.)
-  using Release = void (SerdeL2AdapterWrapper::*)(Task&);
-  template <typename Submit>
-  void start_task(TaskId id, Task task, Phase phase, Release release, Submit&& submit);
-
-  // A store whose serialize finished inline (in submit_store_task): moves its temps to read
-  // and submits the inner store, or completes it as failed. Returns `id`.
-  TaskId continue_inline_store(TaskId id, Task task, bool serialized);
-
-  void drain_serialize();
-  void drain_inner_store();
-  void drain_inner_load();
-  void drain_deserialize();
-  // A PollLoop step that runs `drain` under drain_mu_.
-  std::function<void()> under_drain_mu(void (SerdeL2AdapterWrapper::*drain)());
-  // finish_on_submit: runs drain_inner_store() (store) or drain_inner_load() on the calling
-  // thread, when no other thread drains and close() has not begun. Never throws.
-  void drain_on_submit(bool store);
+  // Advances every task whose `phase` step has ended. Runs on one thread at a time (drain_mu_).
+  void drain(Phase phase);
+  // finish_on_submit: runs drain(phase) on the calling thread, when no other thread drains and
+  // close() has not begun. Never throws.
+  void drain_on_submit(Phase phase);
 
   std::unique_ptr<L2AdapterInterface> inner_;
   bool inner_views_ = false;  // inner_->supports_load_views(), read once
@@ -227,12 +268,9 @@ class SerdeL2AdapterWrapper final : public L2AdapterInterface {
   CompletionQueue<Bitmap> load_done_;
 
   mutable std::mutex mu_;
-  std::unordered_map<TaskId, Task> tasks_;                // guarded by mu_
-  std::unordered_map<TaskId, TaskId> serialize_to_task_;  // serde id -> wrapped id
-  std::unordered_map<TaskId, TaskId> inner_store_to_task_;
-  std::unordered_map<TaskId, TaskId> inner_load_to_task_;
-  std::unordered_map<TaskId, TaskId> deserialize_to_task_;
-  bool closing_ = false;  // guarded by mu_
+  std::unordered_map<TaskId, TaskPtr> tasks_;  // published tasks, by wrapped id; guarded by mu_
+  std::map<StepKey, TaskId> steps_;            // the steps in flight, by phase; guarded by mu_
+  bool closing_ = false;                       // guarded by mu_
   // Held by whichever thread runs the drains (the loop, or a submitter with finish_on_submit):
   // they assume one drainer, and close() takes it before it fails what is left.
   std::mutex drain_mu_;
@@ -240,7 +278,7 @@ class SerdeL2AdapterWrapper final : public L2AdapterInterface {
 
   std::mutex close_mu_;  // serialises close() calls
   std::atomic<bool> closed_{false};
-  // Polls the inner store / load fds and the serde's two fds, then runs the four drains.
+  // Polls the inner's store and load fds and the serde's two fds; drains every phase.
   std::unique_ptr<PollLoop> loop_;
 };
 

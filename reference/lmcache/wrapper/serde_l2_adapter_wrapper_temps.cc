@@ -99,6 +99,17 @@ bool SerdeL2AdapterWrapper::borrow_store_buffers(Task& task,
   }
 }
 
+bool SerdeL2AdapterWrapper::read_lock_serialized(Task& task) {
+  if (task.lent) return true;  // the inner's buffers: no L1 state to move
+  try {
+    if (all_succeeded(l1_->finish_write_and_reserve_read(task.temp_keys))) return true;
+    l1_->finish_read(task.temp_keys);  // someone touched our temps: undo the reads we got
+  } catch (...) {
+    // L1 closed under us.
+  }
+  return false;
+}
+
 void SerdeL2AdapterWrapper::release_lent_buffers(Task& task) noexcept {
   // Dropping our references gives buffers never adopted back to the inner; adopted ones are
   // the inner's stored bytes now.
@@ -130,8 +141,9 @@ void SerdeL2AdapterWrapper::release_read_locked_temps(Task& task) {
   if (task.lent) return release_lent_buffers(task);
   if (task.temp_keys.empty()) return;
   try {
-    l1_->finish_read(task.temp_keys);  // temporaries delete themselves on their last read
-  } catch (...) {
+    // Temporaries delete themselves on their last read.
+    l1_->finish_read(task.temp_keys);
+  } catch (...) {  // L1 closed under us: nothing left to release
   }
   metrics_.temp_bytes_released(task.temp_bytes);
   task.temp_keys.clear();
