@@ -233,63 +233,76 @@ def part_listen(bench, workdir):
     return None
 
 
-def run_serde_rows(bench, workdir, *source):
-    """A quick run of the serde/ rows with a plugin or Python source loaded."""
-    return subprocess.run([bench, "--quick", "--device", "cpu", *source, "--filter", "^serde/",
-                           "--sizes", "64KiB", "--out", workdir, "--benchmark_min_time=0.001"],
+def quick_rows(bench, workdir, *rows, load=()):
+    """A quick run of the rows the options `rows` select, with what `load` names loaded (e.g.
+    ("--plugin", so); none by default): it exits 0 and writes its textfile. Returns the run and
+    the textfile's values."""
+    proc = subprocess.run([bench, "--quick", "--device", "cpu", *load, *rows, "--out", workdir,
+                           "--benchmark_min_time=0.001"],
                           capture_output=True, text=True, timeout=300)
+    run = f"lmcache-bench {load[0]}" if load else "lmcache-bench"
+    check(proc.returncode == 0, f"{run} exited {proc.returncode}:\n{proc.stdout}{proc.stderr}")
+    _, values = textfile_values(workdir)
+    return proc, values
+
+
+def check_no_errors(values, proc, what):
+    """No benchmark of the run ended in error."""
+    errors = [v for (n, l), v in values.items()
+              if n == "lmcache_bench_benchmarks" and dict(l).get("status") == "error"]
+    check(errors == [0.0], f"{what} failed: {errors}\n{proc.stdout}{proc.stderr}")
+
+
+def serde_rows(bench, workdir, flag, source):
+    """A quick run of the serde/ rows with a plugin or Python source loaded (`flag source`).
+    Returns the run and the serdes with a throughput."""
+    proc, values = quick_rows(bench, workdir, "--filter", "^serde/", "--sizes", "64KiB",
+                              load=(flag, source))
+    serdes = {dict(l).get("serde") for (n, l), _ in values.items()
+              if n == "lmcache_bench_throughput_bytes_per_second"}
+    return proc, serdes
+
+
+def check_refused(bench, flag, source, reason, what, timeout=60):
+    """`flag source` naming something that cannot be loaded is refused with status 2, its stderr
+    giving `reason`."""
+    bad = subprocess.run([bench, flag, source, "--filter", "^none$"],
+                         capture_output=True, text=True, timeout=timeout)
+    check(bad.returncode == 2 and reason in bad.stderr,
+          f"{what}: exit {bad.returncode}, stderr {bad.stderr!r}")
 
 
 def part_plugin(bench, workdir, plugin_so):
     if not plugin_so:
         return "no --plugin-so given"
-    proc = run_serde_rows(bench, workdir, "--plugin", plugin_so)
-    check(proc.returncode == 0, f"lmcache-bench --plugin exited {proc.returncode}:\n"
-                                f"{proc.stdout}{proc.stderr}")
+    proc, serdes = serde_rows(bench, workdir, "--plugin", plugin_so)
     check("registered" in proc.stderr, f"no plugin registration message:\n{proc.stderr}")
-    _, values = textfile_values(workdir)
-    serdes = {dict(l).get("serde") for (n, l), _ in values.items()
-              if n == "lmcache_bench_throughput_bytes_per_second"}
     # The vendor's serde and processor beside the reference ones, in the same run.
     for want in ("vendor_copy", "vendor_copy_async", "fp8_e4m3fn"):
         check(want in serdes, f"serde {want!r} not exported; got {sorted(serdes)}")
     # A file that is not a plugin is refused with the loader's reason and status 2.
-    bad = subprocess.run([bench, "--plugin", "/nonexistent/plugin.so", "--filter", "^none$"],
-                         capture_output=True, text=True, timeout=60)
-    check(bad.returncode == 2 and "cannot load plugin" in bad.stderr,
-          f"bad plugin: exit {bad.returncode}, stderr {bad.stderr!r}")
+    check_refused(bench, "--plugin", "/nonexistent/plugin.so", "cannot load plugin", "bad plugin")
     return None
 
 
 def part_python(bench, workdir, spec):
     if not spec:
         return "no --python-spec given"
-    proc = run_serde_rows(bench, workdir, "--python", spec)
-    check(proc.returncode == 0, f"lmcache-bench --python exited {proc.returncode}:\n"
-                                f"{proc.stdout}{proc.stderr}")
-    _, values = textfile_values(workdir)
-    serdes = {dict(l).get("serde") for (n, l), _ in values.items()
-              if n == "lmcache_bench_throughput_bytes_per_second"}
+    _, serdes = serde_rows(bench, workdir, "--python", spec)
     python = sorted(s for s in serdes if s and s.startswith("py_"))
     check(len(python) == 2 and python[1] == python[0] + "_async" and "checksum" in serdes,
           f"want a py_ serde and its _async processor beside checksum; got {sorted(serdes)}")
-    bad = subprocess.run([bench, "--python", "/nonexistent/serde.py:make", "--filter", "^none$"],
-                         capture_output=True, text=True, timeout=120)
-    check(bad.returncode == 2 and "no Python file" in bad.stderr,
-          f"bad --python: exit {bad.returncode}, stderr {bad.stderr!r}")
+    check_refused(bench, "--python", "/nonexistent/serde.py:make", "no Python file",
+                  "bad --python", timeout=120)
     return None
 
 
 def part_connector_plugin(bench, workdir, plugin_so):
     if not plugin_so:
         return "no --connector-plugin-so given"
-    proc = subprocess.run([bench, "--quick", "--device", "cpu", "--connector-plugin", plugin_so,
-                           "--filter", "^l2/(store|load)/MapConnector/", "--batches", "1",
-                           "--sizes", "1MiB", "--out", workdir, "--benchmark_min_time=0.001"],
-                          capture_output=True, text=True, timeout=300)
-    check(proc.returncode == 0, f"lmcache-bench --connector-plugin exited {proc.returncode}:\n"
-                                f"{proc.stdout}{proc.stderr}")
-    _, values = textfile_values(workdir)
+    proc, values = quick_rows(bench, workdir, "--filter", "^l2/(store|load)/MapConnector/",
+                              "--batches", "1", "--sizes", "1MiB",
+                              load=("--connector-plugin", plugin_so))
     rows = {(dict(l)["op"], dict(l)["serde"]): v for (n, l), v in values.items()
             if n == "lmcache_bench_stored_ratio" and dict(l).get("impl") == "MapConnector"}
     # Raw rows store the wide bytes; fp8 rows one byte per bfloat16 element (plus a header).
@@ -297,14 +310,9 @@ def part_connector_plugin(bench, workdir, plugin_so):
         check(rows.get((op, "none")) == 1.0, f"MapConnector {op} raw: {rows}")
         fp8 = rows.get((op, "fp8"))
         check(fp8 is not None and 0.5 <= fp8 < 0.51, f"MapConnector {op} fp8: {rows}")
-    errors = [v for (n, l), v in values.items()
-              if n == "lmcache_bench_benchmarks" and dict(l).get("status") == "error"]
-    check(errors == [0.0], f"connector rows failed: {errors}\n{proc.stdout}{proc.stderr}")
+    check_no_errors(values, proc, "connector rows")
     # A file that is not a connector plugin (lmcache-bench itself) is refused, status 2.
-    bad = subprocess.run([bench, "--connector-plugin", bench, "--filter", "^none$"],
-                         capture_output=True, text=True, timeout=60)
-    check(bad.returncode == 2 and "--connector-plugin" in bad.stderr,
-          f"bad connector plugin: exit {bad.returncode}, stderr {bad.stderr!r}")
+    check_refused(bench, "--connector-plugin", bench, "--connector-plugin", "bad connector plugin")
     return None
 
 
@@ -315,18 +323,12 @@ def part_redis_connector_plugin(bench, workdir, plugin_so):
         return "no --connector-plugin-so given"
     if not shutil.which("redis-server") or not shutil.which("redis-benchmark"):
         return "redis-server or redis-benchmark not installed (scripts/install-deps.sh)"
-    proc = subprocess.run([bench, "--quick", "--device", "cpu", "--connector-plugin", plugin_so,
-                           "--filter", "^l2/(store|load)/(RespConnector|resp|redis-benchmark)/",
-                           "--batches", "1", "--sizes", "1MiB", "--out", workdir,
-                           "--benchmark_min_time=0.001"],
-                          capture_output=True, text=True, timeout=300)
     # The factory throws without the address, so a load (exit 0) means the bench exported it.
-    check(proc.returncode == 0, f"lmcache-bench --connector-plugin exited {proc.returncode}:\n"
-                                f"{proc.stdout}{proc.stderr}")
-    _, values = textfile_values(workdir)
-    errors = [v for (n, l), v in values.items()
-              if n == "lmcache_bench_benchmarks" and dict(l).get("status") == "error"]
-    check(errors == [0.0], f"rows failed: {errors}\n{proc.stdout}{proc.stderr}")
+    proc, values = quick_rows(bench, workdir,
+                              "--filter", "^l2/(store|load)/(RespConnector|resp|redis-benchmark)/",
+                              "--batches", "1", "--sizes", "1MiB",
+                              load=("--connector-plugin", plugin_so))
+    check_no_errors(values, proc, "rows")
     rates = {(dict(l)["impl"], dict(l)["op"]) for (n, l), v in values.items()
              if n == "lmcache_bench_throughput_bytes_per_second" and v > 0
              and dict(l).get("suite") == "l2" and dict(l).get("serde") == "none"}
@@ -341,16 +343,9 @@ def part_l2(bench, workdir):
     adapter x op x serde row ran without error, with its stored bytes per wide byte."""
     if not shutil.which("redis-server"):
         return "redis-server not installed (scripts/install-deps.sh installs it)"
-    proc = subprocess.run([bench, "--quick", "--device", "cpu", "--filter", "^l2/",
-                           "--batches", "1", "--sizes", "1MiB", "--out", workdir,
-                           "--benchmark_min_time=0.001"], capture_output=True, text=True,
-                          timeout=300)
-    check(proc.returncode == 0, f"lmcache-bench exited {proc.returncode}:\n"
-                                f"{proc.stdout}{proc.stderr}")
-    _, values = textfile_values(workdir)
-    errors = [v for (n, l), v in values.items()
-              if n == "lmcache_bench_benchmarks" and dict(l).get("status") == "error"]
-    check(errors == [0.0], f"l2 rows failed: {errors}\n{proc.stdout}{proc.stderr}")
+    proc, values = quick_rows(bench, workdir, "--filter", "^l2/", "--batches", "1",
+                              "--sizes", "1MiB")
+    check_no_errors(values, proc, "l2 rows")
     ratios = {(dict(l)["impl"], dict(l)["op"], dict(l)["serde"]): v for (n, l), v in values.items()
               if n == "lmcache_bench_stored_ratio" and dict(l).get("suite") == "l2"}
     for adapter in ("resp", "fs"):

@@ -84,6 +84,17 @@ def verdict(base, new, alpha, min_effect, higher_is_better, min_reps, mannwhitne
     return mb, mn, change, p, "same"
 
 
+def write_verdicts(path, verdicts, prog):
+    """Writes the verdicts as JSON to the output file `path` (--json); False, after saying why on
+    stderr as `prog`, when it cannot. reports/tools/compare_reports.py uses it too."""
+    try:
+        output_file.write_output_file(path, json.dumps(verdicts, indent=2) + "\n")
+    except (OSError, ValueError) as e:
+        print(f"{prog}: --json: cannot write the verdicts: {e}", file=sys.stderr)
+        return False
+    return True
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -141,12 +152,8 @@ def main():
           "Advisory only.")
     if only_one:
         print(f"{len(only_one)} benchmark(s) in only one file, not compared.")
-    if args.json:
-        try:
-            output_file.write_output_file(args.json, json.dumps(out, indent=2) + "\n")
-        except (OSError, ValueError) as e:
-            print(f"compare.py: --json: cannot write the verdicts: {e}", file=sys.stderr)
-            return 2
+    if args.json and not write_verdicts(args.json, out, "compare.py"):
+        return 2
     return 0
 
 

@@ -241,12 +241,8 @@ def main(argv=None):
     if a.busy() or b.busy():
         print('Warning: a run started on a busy machine (load average above its CPU count): '
               'differences may be the load, not the code.')
-    if args.json:
-        try:
-            output_file.write_output_file(args.json, json.dumps(rows, indent=2) + '\n')
-        except (OSError, ValueError) as e:
-            print(f'compare: --json: cannot write the verdicts: {e}', file=sys.stderr)
-            return 2
+    if args.json and not bench_compare.write_verdicts(args.json, rows, 'compare'):
+        return 2
     if not tested:
         print(f'compare: no benchmark has {args.min_repetitions} repetitions on both sides',
               file=sys.stderr)

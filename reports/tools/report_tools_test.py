@@ -109,6 +109,13 @@ class ReportTest(unittest.TestCase):
         with open(os.path.join(self.report, *parts), 'w', encoding='utf-8') as f:
             f.write(text)
 
+    def edit_json(self, name, edit):
+        """Loads the report's JSON file `name`, lets `edit` change it in place, writes it back."""
+        path = os.path.join(self.report, name)
+        doc = load_json(path)
+        edit(doc)
+        dump_json(doc, path)
+
     def assert_caught(self, fragment):
         problems = validate_report.validate(self.report)
         self.assertTrue(any(fragment in p for p in problems), f'{fragment!r} not in {problems}')
@@ -451,18 +458,12 @@ class ValidateTest(ReportTest):
         self.assert_caught('Fail results')
 
     def test_system_id_mismatch_is_caught(self):
-        path = os.path.join(self.report, 'system.json')
-        system = load_json(path)
-        system['system_id'] = 'other'
-        dump_json(system, path)
+        self.edit_json('system.json', lambda system: system.update(system_id='other'))
         self.assert_caught('differs from the directory name')
 
     def test_id_that_does_not_name_the_hardware_is_caught(self):
         # The bug this id scheme fixes: a Zen 5 AVX-512 run filed under a Zen 3 AVX2 id.
-        path = os.path.join(self.report, 'system.json')
-        system = load_json(path)
-        system['simd_target'] = 'AVX3'
-        dump_json(system, path)
+        self.edit_json('system.json', lambda system: system.update(simd_target='AVX3'))
         self.assert_caught('does not describe its hardware')
 
     def test_missing_roofline_is_caught(self):
@@ -474,10 +475,8 @@ class ValidateTest(ReportTest):
         self.assert_caught('no roofline throughput')
 
     def test_failed_summary_run_is_caught(self):
-        path = os.path.join(self.report, 'summary_bench.json')
-        doc = load_json(path)
-        doc['benchmarks'][0]['error_occurred'] = True
-        dump_json(doc, path)
+        self.edit_json('summary_bench.json',
+                       lambda doc: doc['benchmarks'][0].update(error_occurred=True))
         self.assert_caught('summary_bench.json: 1 benchmark(s) failed')
 
 

@@ -167,13 +167,19 @@ def validate(path):
         elif count:
             bad(f'campaign.json: {count} violation(s)')
 
-    for table in TABLES:
-        csv_path = os.path.join(path, 'tables', table + '.csv')
+    def table_parses(name, missing):
+        """tables/<name>.csv exists (else the problem `missing`) and is well formed; whether it
+        exists."""
+        csv_path = os.path.join(path, 'tables', name + '.csv')
         if not os.path.isfile(csv_path):
-            bad(f'tables/{table}.csv is missing')
-            continue
+            bad(missing)
+            return False
         for p in check_csv(csv_path):
-            bad(f'tables/{table}.csv {p}')
+            bad(f'tables/{name}.csv {p}')
+        return True
+
+    for table in TABLES:
+        table_parses(table, f'tables/{table}.csv is missing')
 
     with open(os.path.join(path, 'README.md'), encoding='utf-8') as f:
         readme = f.read()
@@ -204,12 +210,8 @@ def validate(path):
             bad(f'tables/{table}.csv is not linked from README.md')
     def section_table(name, section):
         """A section's table: tables/<name>.csv exists, is well formed and is linked."""
-        csv_path = os.path.join(path, 'tables', name + '.csv')
-        if not os.path.isfile(csv_path):
-            bad(f'README.md has {section} but no tables/{name}.csv')
+        if not table_parses(name, f'README.md has {section} but no tables/{name}.csv'):
             return
-        for p in check_csv(csv_path):
-            bad(f'tables/{name}.csv {p}')
         if f'tables/{name}.csv' not in links:
             bad(f'tables/{name}.csv is not linked from README.md')
 

@@ -79,22 +79,33 @@ def _kv_groups(obj: MemoryObj) -> list:
     return groups
 
 
+def _frame(kv: MemoryObj, codes: MemoryObj, role: str) -> tuple:
+    """The fp8 frame of the KV object `kv` in the buffer `codes`: its size in bytes (one byte per
+    element, groups back to back) and, per non-empty group, (tensor, offset, element count).
+    ValueError when `codes` (the `role` buffer) is too small for it."""
+    groups = _kv_groups(kv)
+    need = sum(t.numel() for t in groups)
+    if codes.get_size() < need:
+        raise ValueError(f"Fp8 {role} buffer too small: got {codes.get_size()} bytes, need {need}")
+    spans = []
+    offset = 0
+    for t in groups:
+        n = t.numel()
+        if n:
+            spans.append((t, offset, n))
+        offset += n
+    return need, spans
+
+
 class Fp8Serializer(Serializer):
     def __init__(self, fp8_dtype: str = "float8_e4m3fn") -> None:
         self._format = _FORMATS[fp8_dtype]
 
     def serialize(self, src: MemoryObj, dst: MemoryObj, key: ObjectKey) -> int:
-        groups = _kv_groups(src)
-        need = sum(t.numel() for t in groups)
-        if dst.get_size() < need:
-            raise ValueError(f"Fp8 destination buffer too small: got {dst.get_size()} bytes, need {need}")
+        need, spans = _frame(src, dst, "destination")
         out = dst.raw_data
-        offset = 0
-        for t in groups:
-            n = t.numel()
-            if n:
-                out[offset : offset + n] = self.encode(t.reshape(-1).to(torch.float32))
-            offset += n
+        for t, offset, n in spans:
+            out[offset : offset + n] = self.encode(t.reshape(-1).to(torch.float32))
         return need
 
     def encode(self, x: torch.Tensor) -> torch.Tensor:
@@ -109,18 +120,11 @@ class Fp8Deserializer(Deserializer):
         self._table = _decode_table(fp8_dtype)
 
     def deserialize(self, src: MemoryObj, dst: MemoryObj, key: ObjectKey) -> None:
-        groups = _kv_groups(dst)
-        need = sum(t.numel() for t in groups)
-        if src.get_size() < need:
-            raise ValueError(f"Fp8 source buffer too small: got {src.get_size()} bytes, need {need}")
+        _, spans = _frame(dst, src, "source")
         codes = src.raw_data
-        offset = 0
-        for t in groups:
-            n = t.numel()
-            if n:
-                values = self._table[codes[offset : offset + n].long()]
-                t.view(-1).copy_(values.to(t.dtype))
-            offset += n
+        for t, offset, n in spans:
+            values = self._table[codes[offset : offset + n].long()]
+            t.view(-1).copy_(values.to(t.dtype))
 
 
 @declare(mirrors={"type": "fp8", "fp8_dtype": "float8_e4m3fn"})

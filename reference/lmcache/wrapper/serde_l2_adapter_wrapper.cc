@@ -1,7 +1,7 @@
-// SerdeL2AdapterWrapper (the contract is documented in serde_l2_adapter_wrapper.h): the store and
-// load paths, their four drains and close(), which share one task table and its phase
-// bookkeeping and keep the all-or-nothing promise only when read together. A task's serialized
-// bytes (L1 temps or lent buffers) are reserved and released in
+// SerdeL2AdapterWrapper (the contract is documented in serde_l2_adapter_wrapper.h): the submits,
+// the step machine that carries every task on (advance()), the drain and close(), which share
+// the task and step tables and keep the all-or-nothing promise only when read together. A task's
+// serialized bytes (L1 temps or lent buffers) are reserved and released in
 // serde_l2_adapter_wrapper_temps.cc.
 #include "lmcache/wrapper/serde_l2_adapter_wrapper.h"
 
