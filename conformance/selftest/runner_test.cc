@@ -87,6 +87,15 @@ std::vector<std::string> causes_of(const RunResult& r, const std::string& impl) 
   return out;
 }
 
+// Runs the runner over the connector of `plugin` (--connector-plugin), only the `properties`
+// of its implementation `impl`.
+RunResult run_connector_properties(const char* plugin, const std::string& impl,
+                                   const std::vector<std::string>& properties) {
+  std::string filter;
+  for (const auto& p : properties) filter += (filter.empty() ? "" : ":") + impl + "." + p;
+  return run_conform(std::string("--connector-plugin ") + plugin + " --filter '" + filter + "'");
+}
+
 std::size_t count_results(const RunResult& r) {
   std::size_t n = 0;
   for (auto& i : r.json["implementations"]) n += i["properties"].size();
@@ -255,10 +264,9 @@ TEST(Runner, ConnectorPluginPasses) {
 }
 
 TEST(Runner, BrokenConnectorFailsNamingTheProperty) {
-  RunResult r = run_conform(std::string("--connector-plugin ") + LMCONF_BROKEN_CONNECTOR_PLUGIN +
-                            " --filter 'ForgetfulSetConnector.DistinctEventFds:"
-                            "ForgetfulSetConnector.LookupReportsPresence:"
-                            "ForgetfulSetConnector.PartialLoadBitmap'");
+  RunResult r =
+      run_connector_properties(LMCONF_BROKEN_CONNECTOR_PLUGIN, "ForgetfulSetConnector",
+                               {"DistinctEventFds", "LookupReportsPresence", "PartialLoadBitmap"});
   EXPECT_EQ(r.exit_code, 1) << r.output;
   ASSERT_TRUE(r.json_written) << r.output;
   EXPECT_EQ(status_of(r, "ForgetfulSetConnector", "DistinctEventFds"), "Pass") << r.output;
@@ -277,10 +285,9 @@ TEST(Runner, BrokenConnectorFailsNamingTheProperty) {
 TEST(Runner, DesyncedConnectorFailsNamingItsFirstError) {
   // A connector whose connection goes out of step after a GET of another length: its Fails
   // must start with the connector's own first error, with the operation, keys and sizes.
-  RunResult r = run_conform(std::string("--connector-plugin ") + LMCONF_DESYNC_CONNECTOR_PLUGIN +
-                            " --filter 'DesyncConnector.PartialLoadBitmap:"
-                            "DesyncConnector.OtherLengthLoadsContained:"
-                            "DesyncConnector.StatefulModel'");
+  RunResult r =
+      run_connector_properties(LMCONF_DESYNC_CONNECTOR_PLUGIN, "DesyncConnector",
+                               {"PartialLoadBitmap", "OtherLengthLoadsContained", "StatefulModel"});
   EXPECT_EQ(r.exit_code, 1) << r.output;
   ASSERT_TRUE(r.json_written) << r.output;
   EXPECT_EQ(status_of(r, "DesyncConnector", "PartialLoadBitmap"), "Fail") << r.output;
@@ -316,8 +323,8 @@ TEST(Runner, DesyncedConnectorFailsNamingItsFirstError) {
 TEST(Runner, ConnectorKilledBySigpipeAtCloseFails) {
   // close() with a set in flight writes into a dead connection: the child dies of SIGPIPE, as
   // a C++ host would, and the runner reports it as the property's Fail, naming the signal.
-  RunResult r = run_conform(std::string("--connector-plugin ") + LMCONF_SIGPIPE_CONNECTOR_PLUGIN +
-                            " --filter 'QuitOnCloseConnector.CloseWithTasksInFlight'");
+  RunResult r = run_connector_properties(LMCONF_SIGPIPE_CONNECTOR_PLUGIN, "QuitOnCloseConnector",
+                                         {"CloseWithTasksInFlight"});
   EXPECT_EQ(r.exit_code, 1) << r.output;
   ASSERT_TRUE(r.json_written) << r.output;
   nlohmann::json res = result(r, "QuitOnCloseConnector", "CloseWithTasksInFlight");
@@ -331,9 +338,8 @@ TEST(Runner, RacyLazyInitFailsConcurrentFirstUse) {
   // property's child uses them first (no load-time store there), from several threads at once,
   // and its Fail names the connector's own error first. A property with one adapter at a time
   // passes: the bug needs first uses at once.
-  RunResult r = run_conform(std::string("--connector-plugin ") + LMCONF_LAZY_INIT_CONNECTOR_PLUGIN +
-                            " --filter 'LazyPoolConnector.ConcurrentFirstUse:"
-                            "LazyPoolConnector.StoreReportsBytes'");
+  RunResult r = run_connector_properties(LMCONF_LAZY_INIT_CONNECTOR_PLUGIN, "LazyPoolConnector",
+                                         {"ConcurrentFirstUse", "StoreReportsBytes"});
   EXPECT_EQ(r.exit_code, 1) << r.output;
   ASSERT_TRUE(r.json_written) << r.output;
   EXPECT_EQ(status_of(r, "LazyPoolConnector", "ConcurrentFirstUse"), "Fail") << r.output;

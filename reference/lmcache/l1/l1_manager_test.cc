@@ -76,6 +76,21 @@ void expect_outcomes(const std::vector<L1Result>& got, const std::vector<L1Error
   }
 }
 
+// Runs body(t) on `n` threads, t = 0 .. n-1, released together by a latch so that they contend
+// from their first call; returns once every thread has finished.
+template <typename Body>
+void run_together(int n, Body body) {
+  std::latch start(n);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < n; ++t) {
+    threads.emplace_back([&, t] {
+      start.arrive_and_wait();
+      body(t);
+    });
+  }
+  for (auto& th : threads) th.join();
+}
+
 class L1ManagerTest : public ::testing::Test {
  protected:
   L1Manager manager_{kBasicCapacity};
@@ -1055,18 +1070,14 @@ TEST_F(L1ManagerTest, WrapperLoadPathTempsReleasedByFinishWriteAndDelete) {
 TEST(L1ManagerConcurrency, ReserveWriteOnDifferentKeys) {
   L1Manager manager(kBasicCapacity);
   constexpr int kThreads = 8, kKeysPerThread = 5;
+  std::vector<std::vector<ObjectKey>> keys(kThreads);
+  for (int t = 0; t < kThreads; ++t)
+    keys[t] = make_keys(static_cast<std::uint32_t>(t * 1000), kKeysPerThread);
   std::vector<std::vector<L1Result>> results(kThreads);
-  std::latch start(kThreads);
-  std::vector<std::thread> threads;
-  for (int t = 0; t < kThreads; ++t) {
-    threads.emplace_back([&, t] {
-      auto keys = make_keys(static_cast<std::uint32_t>(t * 1000), kKeysPerThread);
-      start.arrive_and_wait();
-      results[t] =
-          manager.reserve_write(keys, std::vector<bool>(kKeysPerThread, false), basic_layout());
-    });
-  }
-  for (auto& th : threads) th.join();
+  run_together(kThreads, [&](int t) {
+    results[t] =
+        manager.reserve_write(keys[t], std::vector<bool>(kKeysPerThread, false), basic_layout());
+  });
 
   std::set<MemoryObj*> objs;
   for (int t = 0; t < kThreads; ++t) {
@@ -1075,7 +1086,7 @@ TEST(L1ManagerConcurrency, ReserveWriteOnDifferentKeys) {
       EXPECT_EQ(r.error, L1Error::kSuccess);
       objs.insert(r.obj.get());
     }
-    for (const auto& k : make_keys(static_cast<std::uint32_t>(t * 1000), kKeysPerThread)) {
+    for (const auto& k : keys[t]) {
       auto s = manager.object_state(k);
       ASSERT_TRUE(s.has_value()) << "no key lost";
       EXPECT_TRUE(s->write_locked);
@@ -1094,15 +1105,9 @@ TEST(L1ManagerConcurrency, ReserveReadAndFinishReadOfTheSameKey) {
 
   std::atomic<int> bad{0};
   auto run = [&](auto op) {
-    std::latch start(kThreads);
-    std::vector<std::thread> threads;
-    for (int t = 0; t < kThreads; ++t) {
-      threads.emplace_back([&] {
-        start.arrive_and_wait();
-        for (int i = 0; i < kIters; ++i) op();
-      });
-    }
-    for (auto& th : threads) th.join();
+    run_together(kThreads, [&](int) {
+      for (int i = 0; i < kIters; ++i) op();
+    });
   };
   run([&] {
     auto r = manager.reserve_read({key}).at(0);
@@ -1128,18 +1133,12 @@ TEST(L1ManagerConcurrency, UnsafeReadOfTheSameKeyAddsNoLock) {
   manager.finish_write_and_reserve_read({key});
   constexpr int kThreads = 10, kIters = 100;
   std::atomic<int> ok{0};
-  std::latch start(kThreads);
-  std::vector<std::thread> threads;
-  for (int t = 0; t < kThreads; ++t) {
-    threads.emplace_back([&] {
-      start.arrive_and_wait();
-      for (int i = 0; i < kIters; ++i) {
-        auto r = manager.unsafe_read({key}).at(0);
-        if (r.error == L1Error::kSuccess && r.obj == obj) ok.fetch_add(1);
-      }
-    });
-  }
-  for (auto& th : threads) th.join();
+  run_together(kThreads, [&](int) {
+    for (int i = 0; i < kIters; ++i) {
+      auto r = manager.unsafe_read({key}).at(0);
+      if (r.error == L1Error::kSuccess && r.obj == obj) ok.fetch_add(1);
+    }
+  });
   EXPECT_EQ(ok.load(), kThreads * kIters);
   EXPECT_EQ(manager.object_state(key)->read_count, 1);
 }
@@ -1153,17 +1152,11 @@ TEST(L1ManagerConcurrency, TemporaryIsDeletedExactlyOnceByItsLastReader) {
   for (int i = 0; i < kThreads * kIters; ++i) manager.reserve_read({key});
 
   std::atomic<int> successes{0}, others{0};
-  std::latch start(kThreads);
-  std::vector<std::thread> threads;
-  for (int t = 0; t < kThreads; ++t) {
-    threads.emplace_back([&] {
-      start.arrive_and_wait();
-      for (int i = 0; i < kIters; ++i) {
-        (manager.finish_read({key}).at(0) == L1Error::kSuccess ? successes : others).fetch_add(1);
-      }
-    });
-  }
-  for (auto& th : threads) th.join();
+  run_together(kThreads, [&](int) {
+    for (int i = 0; i < kIters; ++i) {
+      (manager.finish_read({key}).at(0) == L1Error::kSuccess ? successes : others).fetch_add(1);
+    }
+  });
   EXPECT_EQ(successes.load(), kThreads * kIters);
   EXPECT_EQ(others.load(), 0);
   EXPECT_FALSE(manager.object_state(key).has_value());
@@ -1175,17 +1168,11 @@ TEST(L1ManagerConcurrency, OneWinnerWhenManyThreadsReserveTheSameNewKey) {
   auto key = make_key(77);
   constexpr int kThreads = 8;
   std::atomic<int> winners{0}, refused{0};
-  std::latch start(kThreads);
-  std::vector<std::thread> threads;
-  for (int t = 0; t < kThreads; ++t) {
-    threads.emplace_back([&] {
-      start.arrive_and_wait();
-      auto e = manager.reserve_write({key}, {false}, tiny_layout(), ReserveMode::kNew).at(0).error;
-      if (e == L1Error::kSuccess) winners.fetch_add(1);
-      if (e == L1Error::kKeyNotWritable) refused.fetch_add(1);
-    });
-  }
-  for (auto& th : threads) th.join();
+  run_together(kThreads, [&](int) {
+    auto e = manager.reserve_write({key}, {false}, tiny_layout(), ReserveMode::kNew).at(0).error;
+    if (e == L1Error::kSuccess) winners.fetch_add(1);
+    if (e == L1Error::kKeyNotWritable) refused.fetch_add(1);
+  });
   EXPECT_EQ(winners.load(), 1);
   EXPECT_EQ(refused.load(), kThreads - 1);
   EXPECT_EQ(manager.get_memory_usage().used_bytes, tiny_layout().total_bytes());
@@ -1212,44 +1199,38 @@ TEST(L1ManagerConcurrency, MixedOperations) {
     std::lock_guard lock(failures_mu);
     if (failures.size() < 10) failures.push_back(what);
   };
-  std::latch start(kThreads);
-  std::vector<std::thread> threads;
-  for (int t = 0; t < kThreads; ++t) {
-    threads.emplace_back([&, t] {
-      start.arrive_and_wait();
-      for (int i = 0; i < kIters; ++i) {
-        const auto own = make_key(static_cast<std::uint32_t>(t * 1000 + i));
-        const bool temp = (i % 2) == 1;
-        if (manager.reserve_write({own}, {temp}, tiny_layout()).at(0).error != L1Error::kSuccess)
-          fail("reserve_write own");
-        if (manager.finish_write({own}).at(0) != L1Error::kSuccess) fail("finish_write own");
-        if (manager.reserve_read({own}).at(0).error != L1Error::kSuccess) fail("reserve_read own");
-        for (int u = 0; u < 2; ++u) {
-          if (manager.unsafe_read({own}).at(0).error != L1Error::kSuccess) fail("unsafe_read own");
-        }
-        if (manager.finish_read({own}).at(0) != L1Error::kSuccess) fail("finish_read own");
-        // A temporary left with its last reader; a normal object is deleted by hand.
-        const L1Error del = manager.delete_keys({own}).at(0);
-        if (del != (temp ? L1Error::kKeyNotExist : L1Error::kSuccess)) fail("delete own");
-
-        const ObjectKey& hot = shared[static_cast<std::size_t>(i) % shared.size()];
-        auto rr = manager.reserve_read({hot}).at(0);
-        if (rr.error == L1Error::kSuccess) {
-          if (manager.unsafe_read({hot}).at(0).error != L1Error::kSuccess) fail("unsafe_read hot");
-          if (manager.finish_read({hot}).at(0) != L1Error::kSuccess) fail("finish_read hot");
-        } else if (rr.error != L1Error::kKeyNotReadable) {
-          fail("reserve_read hot: " + std::string(l1_error_name(rr.error)));
-        }
-        auto rw = manager.reserve_write({hot}, {false}, tiny_layout(), ReserveMode::kUpdate).at(0);
-        if (rw.error == L1Error::kSuccess) {
-          if (manager.finish_write({hot}).at(0) != L1Error::kSuccess) fail("finish_write hot");
-        } else if (rw.error != L1Error::kKeyNotWritable) {
-          fail("reserve_write hot: " + std::string(l1_error_name(rw.error)));
-        }
+  run_together(kThreads, [&](int t) {
+    for (int i = 0; i < kIters; ++i) {
+      const auto own = make_key(static_cast<std::uint32_t>(t * 1000 + i));
+      const bool temp = (i % 2) == 1;
+      if (manager.reserve_write({own}, {temp}, tiny_layout()).at(0).error != L1Error::kSuccess)
+        fail("reserve_write own");
+      if (manager.finish_write({own}).at(0) != L1Error::kSuccess) fail("finish_write own");
+      if (manager.reserve_read({own}).at(0).error != L1Error::kSuccess) fail("reserve_read own");
+      for (int u = 0; u < 2; ++u) {
+        if (manager.unsafe_read({own}).at(0).error != L1Error::kSuccess) fail("unsafe_read own");
       }
-    });
-  }
-  for (auto& th : threads) th.join();
+      if (manager.finish_read({own}).at(0) != L1Error::kSuccess) fail("finish_read own");
+      // A temporary left with its last reader; a normal object is deleted by hand.
+      const L1Error del = manager.delete_keys({own}).at(0);
+      if (del != (temp ? L1Error::kKeyNotExist : L1Error::kSuccess)) fail("delete own");
+
+      const ObjectKey& hot = shared[static_cast<std::size_t>(i) % shared.size()];
+      auto rr = manager.reserve_read({hot}).at(0);
+      if (rr.error == L1Error::kSuccess) {
+        if (manager.unsafe_read({hot}).at(0).error != L1Error::kSuccess) fail("unsafe_read hot");
+        if (manager.finish_read({hot}).at(0) != L1Error::kSuccess) fail("finish_read hot");
+      } else if (rr.error != L1Error::kKeyNotReadable) {
+        fail("reserve_read hot: " + std::string(l1_error_name(rr.error)));
+      }
+      auto rw = manager.reserve_write({hot}, {false}, tiny_layout(), ReserveMode::kUpdate).at(0);
+      if (rw.error == L1Error::kSuccess) {
+        if (manager.finish_write({hot}).at(0) != L1Error::kSuccess) fail("finish_write hot");
+      } else if (rw.error != L1Error::kKeyNotWritable) {
+        fail("reserve_write hot: " + std::string(l1_error_name(rw.error)));
+      }
+    }
+  });
   EXPECT_EQ(bad.load(), 0) << (failures.empty() ? "" : failures.front());
   for (const auto& k : shared) {
     auto s = manager.object_state(k);
@@ -1273,47 +1254,41 @@ TEST(L1ManagerConcurrency, BatchesStayAtomicUnderMemoryPressure) {
   L1Manager manager(kBudgetObjects * each);
   constexpr int kThreads = 4, kIters = 150;
   std::atomic<int> successes{0}, ooms{0}, bad{0};
-  std::latch start(kThreads);
-  std::vector<std::thread> threads;
-  for (int t = 0; t < kThreads; ++t) {
-    threads.emplace_back([&, t] {
-      start.arrive_and_wait();
-      const bool temp = t % 2 == 0;
-      for (int i = 0; i < kIters; ++i) {
-        auto keys = make_keys(static_cast<std::uint32_t>((t * kIters + i) * kBatch), kBatch);
-        auto r = manager.reserve_write(keys, std::vector<bool>(kBatch, temp), tiny_layout(),
-                                       ReserveMode::kNew);
-        if (manager.get_memory_usage().used_bytes > manager.get_memory_usage().capacity_bytes) {
-          bad.fetch_add(1);
-        }
-        const auto n_ok = std::count_if(
-            r.begin(), r.end(), [](const L1Result& x) { return x.error == L1Error::kSuccess; });
-        const auto n_oom = std::count_if(
-            r.begin(), r.end(), [](const L1Result& x) { return x.error == L1Error::kOutOfMemory; });
-        if (n_oom == static_cast<long>(kBatch)) {
-          ooms.fetch_add(1);
-          continue;
-        }
-        if (n_ok != static_cast<long>(kBatch)) {
-          bad.fetch_add(1);  // A partial batch.
-          continue;
-        }
-        successes.fetch_add(1);
-        for (const auto& x : manager.finish_write_and_reserve_read(keys)) {
-          if (x.error != L1Error::kSuccess) bad.fetch_add(1);
-        }
-        for (L1Error e : manager.finish_read(keys)) {
+  run_together(kThreads, [&](int t) {
+    const bool temp = t % 2 == 0;
+    for (int i = 0; i < kIters; ++i) {
+      auto keys = make_keys(static_cast<std::uint32_t>((t * kIters + i) * kBatch), kBatch);
+      auto r = manager.reserve_write(keys, std::vector<bool>(kBatch, temp), tiny_layout(),
+                                     ReserveMode::kNew);
+      if (manager.get_memory_usage().used_bytes > manager.get_memory_usage().capacity_bytes) {
+        bad.fetch_add(1);
+      }
+      const auto n_ok = std::count_if(
+          r.begin(), r.end(), [](const L1Result& x) { return x.error == L1Error::kSuccess; });
+      const auto n_oom = std::count_if(
+          r.begin(), r.end(), [](const L1Result& x) { return x.error == L1Error::kOutOfMemory; });
+      if (n_oom == static_cast<long>(kBatch)) {
+        ooms.fetch_add(1);
+        continue;
+      }
+      if (n_ok != static_cast<long>(kBatch)) {
+        bad.fetch_add(1);  // A partial batch.
+        continue;
+      }
+      successes.fetch_add(1);
+      for (const auto& x : manager.finish_write_and_reserve_read(keys)) {
+        if (x.error != L1Error::kSuccess) bad.fetch_add(1);
+      }
+      for (L1Error e : manager.finish_read(keys)) {
+        if (e != L1Error::kSuccess) bad.fetch_add(1);
+      }
+      if (!temp) {
+        for (L1Error e : manager.delete_keys(keys)) {
           if (e != L1Error::kSuccess) bad.fetch_add(1);
         }
-        if (!temp) {
-          for (L1Error e : manager.delete_keys(keys)) {
-            if (e != L1Error::kSuccess) bad.fetch_add(1);
-          }
-        }
       }
-    });
-  }
-  for (auto& th : threads) th.join();
+    }
+  });
   EXPECT_EQ(bad.load(), 0);
   EXPECT_EQ(successes.load() + ooms.load(), kThreads * kIters);
   // A batch of 3 fails only while the other threads hold more than 7 objects, i.e. hold

@@ -7,7 +7,9 @@
 #include <fcntl.h>
 
 #include <cstring>
+#include <functional>
 #include <random>
+#include <string>
 #include <thread>
 
 #include "lmcache/core/handoff_probe.h"
@@ -176,31 +178,41 @@ INSTANTIATE_TEST_SUITE_P(
                       4}),
     [](const auto& info) { return info.param.name; });
 
-TEST(Wrapper, E5m2RoundTripThroughTheFactory) {
+// Builds the adapter `config` describes through the factory (with an L1 for its temps), stores
+// 3 fp8-exact objects, expects `stored_bytes` to reach L2 and loads them back bit-exact; then
+// hands the adapter's report_status() to `more` and expects every temp given back to L1.
+void expect_factory_round_trip(const Json& config, std::size_t stored_bytes,
+                               const std::string& why = "",
+                               const std::function<void(const Json&)>& more = {}) {
   auto l1 = std::make_shared<L1Manager>(kL1Capacity);
   AdapterContext ctx;
   ctx.l1_manager = l1;
-  auto adapter = create_l2_adapter(
-      {{"type", "mock"},
-       {"max_size_gb", 0.5},
-       {"mock_bandwidth_gb", 50},
-       {"serde", {{"type", "fp8"}, {"fp8_dtype", "float8_e5m2"}, {"max_workers", 2}}}},
-      ctx);
+  auto adapter = create_l2_adapter(config, ctx);
   auto layout = MemoryLayoutDesc::single({64, 16}, DType::kBFloat16);
   auto src = make_objects(layout, 3, 11);
   auto ks = keys(1, 3);
   auto r = wait_store(*adapter, adapter->submit_store_task(ks, src));
   ASSERT_TRUE(r && r->is_successful());
-  EXPECT_EQ(r->bytes_transferred(), 3u * 1024u);
+  EXPECT_EQ(r->bytes_transferred(), stored_bytes) << why;
   auto dst = make_objects(layout, 3, 0, false);
   auto bits = wait_load(*adapter, adapter->submit_load_task(ks, dst));
   ASSERT_TRUE(bits.has_value());
   EXPECT_TRUE(bits->all());
   for (int i = 0; i < 3; ++i) EXPECT_TRUE(same_bytes(*src[i], *dst[i]));
-  Json status = adapter->report_status();
-  EXPECT_EQ(status.value("serde_wrapped", false), true);
-  EXPECT_EQ(status.value("type", ""), "MockL2Adapter") << "inner status is kept";
+  if (more) more(adapter->report_status());
   EXPECT_EQ(l1->get_memory_usage().used_bytes, 0u);
+}
+
+TEST(Wrapper, E5m2RoundTripThroughTheFactory) {
+  expect_factory_round_trip(
+      {{"type", "mock"},
+       {"max_size_gb", 0.5},
+       {"mock_bandwidth_gb", 50},
+       {"serde", {{"type", "fp8"}, {"fp8_dtype", "float8_e5m2"}, {"max_workers", 2}}}},
+      3u * 1024u, "", [](const Json& status) {
+        EXPECT_EQ(status.value("serde_wrapped", false), true);
+        EXPECT_EQ(status.value("type", ""), "MockL2Adapter") << "inner status is kept";
+      });
 }
 
 // Key-aware serdes through the wrapper: the checksum frame carries the fingerprint of the key
@@ -208,26 +220,11 @@ TEST(Wrapper, E5m2RoundTripThroughTheFactory) {
 // both directions (its temp keys are random per task). A frame loaded under another key's slot
 // fails the load.
 TEST(Wrapper, IntegrityChainRoundTripsUnderTheOriginalKeys) {
-  auto l1 = std::make_shared<L1Manager>(kL1Capacity);
-  AdapterContext ctx;
-  ctx.l1_manager = l1;
-  auto adapter = create_l2_adapter(Json::parse(R"({
+  expect_factory_round_trip(Json::parse(R"({
         "type": "mock", "max_size_gb": 0.5, "mock_bandwidth_gb": 50,
         "serde": {"type": "chain", "max_workers": 2,
                   "stages": [{"type": "fp8"}, {"type": "checksum"}]}})"),
-                                   ctx);
-  auto layout = MemoryLayoutDesc::single({64, 16}, DType::kBFloat16);
-  auto src = make_objects(layout, 3, 11);
-  auto ks = keys(1, 3);
-  auto r = wait_store(*adapter, adapter->submit_store_task(ks, src));
-  ASSERT_TRUE(r && r->is_successful());
-  EXPECT_EQ(r->bytes_transferred(), 3u * (1024u + 17u)) << "fp8 bytes plus the checksum header";
-  auto dst = make_objects(layout, 3, 0, false);
-  auto bits = wait_load(*adapter, adapter->submit_load_task(ks, dst));
-  ASSERT_TRUE(bits.has_value());
-  EXPECT_TRUE(bits->all());
-  for (int i = 0; i < 3; ++i) EXPECT_TRUE(same_bytes(*src[i], *dst[i]));
-  EXPECT_EQ(l1->get_memory_usage().used_bytes, 0u);
+                            3u * (1024u + 17u), "fp8 bytes plus the checksum header");
 }
 
 // ---------------------------------------------------------------------------------------------
