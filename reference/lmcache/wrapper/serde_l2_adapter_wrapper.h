@@ -223,9 +223,8 @@ class SerdeL2AdapterWrapper final : public L2AdapterInterface {
   bool advance(TaskId id, Task& task, StepOutcome outcome, TaskPtr unpublished = nullptr);
   // Enters `next` and submits its step (submit_step()), under mu_, so that no drain looks the
   // step's id up before it is in steps_; publishes an `unpublished` task first. A step that
-  // cannot start (the wrapper closing, the submit throwing) fails the task, once. When tasks_
-  // cannot grow, the temps are released and std::bad_alloc reaches the caller. Returns whether
-  // the step started.
+  // cannot start (the wrapper closing, the submit throwing, tasks_ out of memory) fails the
+  // task, once, its bytes released by its phase. Returns whether the step started.
   bool start_step(TaskId id, Task& task, Phase next, TaskPtr unpublished);
   // The call into the serde or the inner adapter that runs `phase`'s step; returns its id.
   TaskId submit_step(Task& task, Phase phase);
