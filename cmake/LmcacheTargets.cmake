@@ -133,8 +133,8 @@ endfunction()
 # lmcache_add_test(<name> SOURCES ... DEPS ... LABELS ... [DEFINITIONS ...] [TIMEOUT s]
 #                  [CONCURRENCY] [OPTIMIZED])
 # DEFINITIONS: private compile definitions (a build without tests has no target to give them
-# to, so they are passed here rather than set afterwards). One gtest binary = one ctest entry carrying LABELS (per-binary, not per-case: each process
-# pays libtorch's start-up). CONCURRENCY declares that the binary holds thread-heavy cases;
+# to, so they are passed here rather than set afterwards). One gtest binary = one ctest entry
+# carrying LABELS (per-binary, not per-case: each process pays libtorch's start-up). CONCURRENCY declares that the binary holds thread-heavy cases;
 # which ones is decided by their names, never by a list here: every case whose full gtest name
 # contains "Concurrency" (suite `FooConcurrency`, or instantiation `XConcurrency/...`). In the
 # TSan build (LMCACHE_SANITIZE=thread) only those run, as `<name>.concurrency` (label
