@@ -12,8 +12,6 @@
 #                              3. TSan: the tests labelled "concurrency";
 #                              4. fuzz (clang, libFuzzer): the fuzz targets only, each run for a
 #                                 bounded number of inputs (label "fuzz", fuzz/README.md).
-#                              Each step's build after the first compiles, at idle CPU priority,
-#                              while the step before it runs its tests.
 #   scripts/test.sh --quick    step 1 only, with every test the Release build registers.
 #   scripts/test.sh --label L  restrict every step to ctest label L (unit, conformance, fault,
 #                              slow); --label fuzz runs step 4 alone, any other label skips it.
@@ -45,17 +43,7 @@ end_step() {  # end_step [done|FAILED]
   step_name=""
 }
 step() { end_step; step_name=$*; step_started=$SECONDS; printf '\n==> %s\n' "$*"; }
-# A build running in the background (see background_build) is stopped when the script ends early.
-background_pid="" background_log="" background_name=""
-stop_background_build() {
-  if [[ -n "$background_pid" ]]; then
-    kill -- "-$background_pid" 2>/dev/null || kill "$background_pid" 2>/dev/null || true
-    wait "$background_pid" 2>/dev/null || true
-    background_pid=""
-  fi
-}
-trap 'rc=$?; stop_background_build; if ((rc == 0)); then end_step; else end_step FAILED; fi
-      exit $rc' EXIT
+trap 'rc=$?; if ((rc == 0)); then end_step; else end_step FAILED; fi; exit $rc' EXIT
 
 step "Install missing Debian packages"
 bash "$root/scripts/install-deps.sh"
@@ -80,36 +68,6 @@ configure_and_build() {
   if [[ "${1:-}" == --target ]]; then target=(--target "$2"); shift 2; fi
   configure "$dir" "$@"
   cmake --build "$dir" -j "$jobs" "${target[@]}"
-}
-
-# The next step's build overlaps this step's tests: the tests wait on fds and threads more than
-# they compute (the Release tests use about 1.3 of 2 cores, ASan+UBSan's about 1.8), so the build
-# takes the cores they leave. It runs at idle CPU priority (SCHED_IDLE, else nice 19): it gets a
-# core only when no test wants it, so the tests run as they would alone.
-#
-# background_build <name> <dir> [cmake --build args...]: starts building <dir> in the background,
-# its output in <dir>.build.log; one at a time.
-background_build() {
-  background_name=$1 background_log="$2.build.log"
-  local idle=(nice -n 19)
-  chrt --idle 0 true 2>/dev/null && idle=(chrt --idle 0)
-  # setsid: a process group of its own (its leader is $!), so that stop_background_build stops
-  # the compilers too; --wait passes the build's exit status on, should setsid have to fork.
-  setsid --wait "${idle[@]}" cmake --build "$2" -j "$jobs" "${@:3}" >"$background_log" 2>&1 &
-  background_pid=$!
-}
-
-# wait_background_build: waits for the background build (at full speed once the tests are done);
-# on failure prints its log and fails.
-wait_background_build() {
-  local pid=$background_pid
-  background_pid=""
-  if ! wait "$pid"; then
-    cat "$background_log"
-    echo "test.sh: the $background_name build failed (log above, and in $background_log)" >&2
-    return 1
-  fi
-  tail -n 1 "$background_log"
 }
 
 # test_names <dir> [ctest args...]: the names of the tests <dir> registers, one a line.
@@ -140,22 +98,17 @@ san_flags=(-DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-
 
 # The fuzz targets (fuzz/README.md): a clang build of their own with LMCACHE_BUILD_FUZZERS, only
 # the fuzz targets built (scripts/fuzz.sh, the longer run, configures build/fuzz the same way).
-configure_fuzz() {
-  configure "$root/build/fuzz" \
+fuzz_step() {
+  step "Fuzz build (clang, libFuzzer, ASan+UBSan) and the bounded fuzz runs"
+  configure_and_build "$root/build/fuzz" --target lmcache_fuzzers \
     -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14 \
     -DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1" \
     -DLMCACHE_BUILD_FUZZERS=ON -DLMCACHE_BUILD_TESTS=OFF -DLMCACHE_BUILD_BENCH=OFF \
     -DLMCACHE_ENABLE_CUDA=OFF
-}
-fuzz_tests() {
   ctest --test-dir "$root/build/fuzz" --output-on-failure -j "$jobs" --no-tests=error -L fuzz
 }
-fuzz_step_name="Fuzz build (clang, libFuzzer, ASan+UBSan) and the bounded fuzz runs"
 if [[ "$label" == fuzz ]]; then
-  step "$fuzz_step_name"
-  configure_fuzz
-  cmake --build "$root/build/fuzz" -j "$jobs" --target lmcache_fuzzers
-  fuzz_tests
+  fuzz_step
   exit 0
 fi
 
@@ -186,13 +139,10 @@ release_targets=$(comm -13 <(sort <<<"$sanitized_elsewhere") \
                   python3 "$root/scripts/testing/targets_for_tests.py" "$root/build/release")
 # shellcheck disable=SC2086  # one target a word
 cmake --build "$root/build/release" -j "$jobs" --target $release_targets
-background_build "ASan+UBSan" "$root/build/asan"
 CTEST_JOBS=$busy_jobs run_tests "$root/build/release" -E "$(names_regex <<<"$sanitized_elsewhere")"
 
 step "ASan+UBSan build (with the coverage gate) and every other test"
-wait_background_build
-configure "$root/build/tsan" -DLMCACHE_SANITIZE=thread "${san_flags[@]}"
-background_build TSan "$root/build/tsan" --target lmcache_concurrency_tests
+configure_and_build "$root/build/asan" "${asan_flags[@]}"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:strict_string_checks=1 \
 LSAN_OPTIONS=suppressions=$root/scripts/lsan.supp:print_suppressions=0 \
 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
@@ -200,16 +150,11 @@ CTEST_JOBS=$busy_jobs \
   run_tests "$root/build/asan"
 
 step "TSan build and the concurrency tests"
-wait_background_build
-if [[ -z "$label" ]]; then
-  configure_fuzz
-  background_build fuzz "$root/build/fuzz" --target lmcache_fuzzers
-fi
+configure_and_build "$root/build/tsan" --target lmcache_concurrency_tests \
+  -DLMCACHE_SANITIZE=thread "${san_flags[@]}"
 TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
   run_tests "$root/build/tsan" -L concurrency
 
 if [[ -z "$label" ]]; then
-  step "$fuzz_step_name"
-  wait_background_build
-  fuzz_tests
+  fuzz_step
 fi
