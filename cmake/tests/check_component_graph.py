@@ -48,12 +48,15 @@ def areas_in_order(source):
 
 
 def library_areas(source, areas):
-    """{library short name: area}, from the lmcache_add_library()/add_library() declarations."""
+    """{library short name: area}, from the lmcache_add_library(), lmcache_add_private_library()
+    and add_library() declarations."""
     found = {}
     for area in areas:
         for cml in sorted((source / area).rglob("CMakeLists.txt")):
             text = cml.read_text(encoding="utf-8")
-            for m in re.finditer(r"\blmcache_add_library\((\w+)|\badd_library\((lmcache_\w+)", text):
+            for m in re.finditer(r"\blmcache_add_library\((\w+)"
+                                 r"|\b(?:lmcache_add_private_library|add_library)\((lmcache_\w+)",
+                                 text):
                 name = m.group(1) or short(m.group(2))
                 if library("lmcache_" + name):
                     found[name] = area

@@ -272,17 +272,10 @@ void add_adapter_mutants(std::vector<Mutant>& out) {
   add(out, "racy_store_ids", BugClass::kConcurrency, "ConcurrentSubmitters",
       "store ids come from a read-then-write counter", {.racy_store_ids = true},
       with_adapter([](L2AdapterInterface& a) -> std::string {
-        std::vector<TaskId> ids(4);
-        std::latch start(4);
-        std::vector<std::thread> pool;
-        for (std::uint32_t t = 0; t < 4; ++t) {
-          pool.emplace_back([&, t] {
-            start.arrive_and_wait();
-            ids[t] = a.submit_store_task({key(t)}, {object(1)});
-          });
-        }
-        for (auto& th : pool) th.join();
-        return std::set<TaskId>(ids.begin(), ids.end()).size() == 4 ? "" : "repeated store ids";
+        return submits_share_an_id(
+                   [&](std::uint32_t t) { return a.submit_store_task({key(t)}, {object(1)}); })
+                   ? "repeated store ids"
+                   : "";
       }));
   add(out, "pop_hands_out_twice", BugClass::kConcurrency, "ConcurrentSubmitters",
       "pop copies the completed results, then erases them in a second step: two threads "

@@ -528,17 +528,11 @@ void add_sequential_wrapper_mutants(std::vector<Mutant>& out) {
                "task ids from a read-then-write counter: concurrent submitters get the same id",
                sequential_impl({.racy_ids = true}), sequential_impl({}),
                with_wrapper([](WitnessStack& s) -> std::string {
-                 std::vector<TaskId> ids(4);
-                 std::latch start(4);
-                 std::vector<std::thread> pool;
-                 for (std::uint32_t t = 0; t < 4; ++t) {
-                   pool.emplace_back([&, t] {
-                     start.arrive_and_wait();
-                     ids[t] = s.w->submit_store_task(witness_keys(1, t + 1), witness_objects(1, 1));
-                   });
-                 }
-                 for (auto& th : pool) th.join();
-                 return std::set<TaskId>(ids.begin(), ids.end()).size() == 4 ? "" : "repeated ids";
+                 return submits_share_an_id([&](std::uint32_t t) {
+                   return s.w->submit_store_task(witness_keys(1, t + 1), witness_objects(1, 1));
+                 })
+                            ? "repeated ids"
+                            : "";
                }));
     m.suite = ImplementationKind::kAdapter;  // caught by the adapter suite run over the wrapper
     out.push_back(std::move(m));

@@ -4,10 +4,14 @@
 // entry of a family.
 #pragma once
 
+#include <cstdint>
 #include <functional>
+#include <latch>
 #include <map>
 #include <mutex>
+#include <set>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -25,6 +29,25 @@ void add_adapter_mutants(std::vector<Mutant>& out);
 void add_connector_mutants(std::vector<Mutant>& out);
 void add_wrapper_mutants(std::vector<Mutant>& out);
 void add_sequential_wrapper_mutants(std::vector<Mutant>& out);
+
+// submits_share_an_id()
+//
+// Runs `submit(t)` for t = 0..3 on four threads released at once; whether two of them got the
+// same task id (a witness of a racy id counter).
+inline bool submits_share_an_id(const std::function<TaskId(std::uint32_t)>& submit) {
+  constexpr std::uint32_t kThreads = 4;
+  std::vector<TaskId> ids(kThreads);
+  std::latch start(kThreads);
+  std::vector<std::thread> pool;
+  for (std::uint32_t t = 0; t < kThreads; ++t) {
+    pool.emplace_back([&, t] {
+      start.arrive_and_wait();
+      ids[t] = submit(t);
+    });
+  }
+  for (auto& th : pool) th.join();
+  return std::set<TaskId>(ids.begin(), ids.end()).size() != kThreads;
+}
 
 // The keys of each view load task in flight (ViewRewritingAdapter). Thread-safe.
 class ViewTaskKeys {

@@ -13,6 +13,7 @@
 #include <fstream>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -77,6 +78,30 @@ std::string status_of(const RunResult& r, const std::string& impl, const std::st
   return res.is_null() ? "(missing)" : res["status"].get<std::string>();
 }
 
+// The run exited with `code` (0: conformant, 1: Fails) and wrote its JSON report.
+::testing::AssertionResult EndedWithReport(const RunResult& r, int code) {
+  if (r.exit_code != code) {
+    return ::testing::AssertionFailure() << "exit code " << r.exit_code << ", want " << code << "\n"
+                                         << r.output;
+  }
+  if (!r.json_written) return ::testing::AssertionFailure() << "no JSON report\n" << r.output;
+  return ::testing::AssertionSuccess();
+}
+
+// Each (property, status) of `want` is what the run reported for `impl`.
+::testing::AssertionResult StatusesAre(
+    const RunResult& r, const std::string& impl,
+    const std::vector<std::pair<std::string, std::string>>& want) {
+  for (const auto& [property, status] : want) {
+    if (std::string got = status_of(r, impl, property); got != status) {
+      return ::testing::AssertionFailure()
+             << impl << "." << property << ": " << got << ", want " << status << "\n"
+             << r.output;
+    }
+  }
+  return ::testing::AssertionSuccess();
+}
+
 // The implementation errors in the JSON report's causes of `impl`.
 std::vector<std::string> causes_of(const RunResult& r, const std::string& impl) {
   std::vector<std::string> out;
@@ -104,8 +129,7 @@ std::size_t count_results(const RunResult& r) {
 
 TEST(Runner, ReferencePassesEveryProperty) {
   RunResult r = run_conform("--reference --quiet");
-  EXPECT_EQ(r.exit_code, 0) << r.output;
-  ASSERT_TRUE(r.json_written);
+  ASSERT_TRUE(EndedWithReport(r, 0));
   EXPECT_TRUE(r.junit_written);
   EXPECT_EQ(r.json["summary"]["Fail"], 0) << r.output;
   for (const char* suite :
@@ -129,8 +153,7 @@ TEST(Runner, ReferencePassesEveryProperty) {
 
 TEST(Runner, ExamplePluginPassesAndWritesBothReports) {
   RunResult r = run_conform(std::string("--plugin ") + LMCONF_EXAMPLE_PLUGIN);
-  EXPECT_EQ(r.exit_code, 0) << r.output;
-  ASSERT_TRUE(r.json_written);
+  ASSERT_TRUE(EndedWithReport(r, 0));
   EXPECT_TRUE(r.junit_written);
   EXPECT_GT(count_results(r), 0u);
   EXPECT_EQ(r.json["summary"]["Fail"], 0) << r.output;
@@ -145,8 +168,7 @@ TEST(Runner, BrokenPluginFailsNamingTheProperty) {
                   "missing_notify.OneNotifyPerTask:load_ignores_bitmap.PartialLoadBitmap:"
                   "failed_store_succeeds.AllOrNothingStore:above_soft_error_bound.RoundTrip:"
                   "one_fd_for_both_directions.DistinctEventFds'");
-  EXPECT_EQ(r.exit_code, 1) << r.output;
-  ASSERT_TRUE(r.json_written) << r.output;
+  ASSERT_TRUE(EndedWithReport(r, 1));
   EXPECT_EQ(status_of(r, "under_estimate", "EstimateIsUpperBound"), "Fail");
   EXPECT_EQ(status_of(r, "missing_notify", "OneNotifyPerTask"), "Fail");
   EXPECT_EQ(status_of(r, "load_ignores_bitmap", "PartialLoadBitmap"), "Fail");
@@ -197,8 +219,7 @@ TEST(Runner, CrashAndHangAreReportedNotFatal) {
                   " --timeout 30 --filter 'copy_serde.DeterministicOutput:copy_serde.RoundTrip:"
                   "crashing_serde.DeterministicOutput:crashing_serde.RoundTrip:"
                   "hanging_processor.DistinctEventFds:hanging_processor.OneShotQueries'");
-  EXPECT_EQ(r.exit_code, 1) << r.output;
-  ASSERT_TRUE(r.json_written) << r.output;
+  ASSERT_TRUE(EndedWithReport(r, 1));
   EXPECT_EQ(count_results(r), 6u) << "the run must go on after a crash";
   EXPECT_EQ(status_of(r, "copy_serde", "DeterministicOutput"), "Pass");
   EXPECT_EQ(status_of(r, "copy_serde", "RoundTrip"), "Pass");
@@ -240,8 +261,7 @@ TEST(Runner, ListShowsImplementationsAndProperties) {
 
 TEST(Runner, ConnectorPluginPasses) {
   RunResult r = run_conform(std::string("--connector-plugin ") + LMCONF_CONNECTOR_PLUGIN);
-  EXPECT_EQ(r.exit_code, 0) << r.output;
-  ASSERT_TRUE(r.json_written) << r.output;
+  ASSERT_TRUE(EndedWithReport(r, 0));
   EXPECT_EQ(r.json["summary"]["Fail"], 0) << r.output;
   // The bridge over the connector, bare and under the fp8 serde wrapper.
   EXPECT_EQ(status_of(r, "MapConnector", "PartialLoadBitmap"), "Pass") << r.output;
@@ -267,11 +287,11 @@ TEST(Runner, BrokenConnectorFailsNamingTheProperty) {
   RunResult r =
       run_connector_properties(LMCONF_BROKEN_CONNECTOR_PLUGIN, "ForgetfulSetConnector",
                                {"DistinctEventFds", "LookupReportsPresence", "PartialLoadBitmap"});
-  EXPECT_EQ(r.exit_code, 1) << r.output;
-  ASSERT_TRUE(r.json_written) << r.output;
-  EXPECT_EQ(status_of(r, "ForgetfulSetConnector", "DistinctEventFds"), "Pass") << r.output;
-  EXPECT_EQ(status_of(r, "ForgetfulSetConnector", "LookupReportsPresence"), "Fail") << r.output;
-  EXPECT_EQ(status_of(r, "ForgetfulSetConnector", "PartialLoadBitmap"), "Fail") << r.output;
+  ASSERT_TRUE(EndedWithReport(r, 1));
+  EXPECT_TRUE(StatusesAre(r, "ForgetfulSetConnector",
+                          {{"DistinctEventFds", "Pass"},
+                           {"LookupReportsPresence", "Fail"},
+                           {"PartialLoadBitmap", "Fail"}}));
   EXPECT_NE(r.output.find(
                 "FAIL ForgetfulSetConnector (adapter) AdapterConformance.LookupReportsPresence"),
             std::string::npos)
@@ -288,11 +308,11 @@ TEST(Runner, DesyncedConnectorFailsNamingItsFirstError) {
   RunResult r =
       run_connector_properties(LMCONF_DESYNC_CONNECTOR_PLUGIN, "DesyncConnector",
                                {"PartialLoadBitmap", "OtherLengthLoadsContained", "StatefulModel"});
-  EXPECT_EQ(r.exit_code, 1) << r.output;
-  ASSERT_TRUE(r.json_written) << r.output;
-  EXPECT_EQ(status_of(r, "DesyncConnector", "PartialLoadBitmap"), "Fail") << r.output;
-  // A second connector, with no record of the stored sizes, asks for other lengths.
-  EXPECT_EQ(status_of(r, "DesyncConnector", "OtherLengthLoadsContained"), "Fail") << r.output;
+  ASSERT_TRUE(EndedWithReport(r, 1));
+  // OtherLengthLoadsContained: a second connector, with no record of the stored sizes, asks
+  // for other lengths.
+  EXPECT_TRUE(StatusesAre(r, "DesyncConnector",
+                          {{"PartialLoadBitmap", "Fail"}, {"OtherLengthLoadsContained", "Fail"}}));
   const std::string first_line = "first error the implementation reported (1 of ";
   std::size_t fails = 0;
   for (auto& i : r.json["implementations"]) {
@@ -325,8 +345,7 @@ TEST(Runner, ConnectorKilledBySigpipeAtCloseFails) {
   // a C++ host would, and the runner reports it as the property's Fail, naming the signal.
   RunResult r = run_connector_properties(LMCONF_SIGPIPE_CONNECTOR_PLUGIN, "QuitOnCloseConnector",
                                          {"CloseWithTasksInFlight"});
-  EXPECT_EQ(r.exit_code, 1) << r.output;
-  ASSERT_TRUE(r.json_written) << r.output;
+  ASSERT_TRUE(EndedWithReport(r, 1));
   nlohmann::json res = result(r, "QuitOnCloseConnector", "CloseWithTasksInFlight");
   ASSERT_FALSE(res.is_null()) << r.output;
   EXPECT_EQ(res["status"], "Fail") << r.output;
@@ -340,8 +359,7 @@ TEST(Runner, RacyLazyInitFailsConcurrentFirstUse) {
   // passes: the bug needs first uses at once.
   RunResult r = run_connector_properties(LMCONF_LAZY_INIT_CONNECTOR_PLUGIN, "LazyPoolConnector",
                                          {"ConcurrentFirstUse", "StoreReportsBytes"});
-  EXPECT_EQ(r.exit_code, 1) << r.output;
-  ASSERT_TRUE(r.json_written) << r.output;
+  ASSERT_TRUE(EndedWithReport(r, 1));
   EXPECT_EQ(status_of(r, "LazyPoolConnector", "ConcurrentFirstUse"), "Fail") << r.output;
   EXPECT_EQ(status_of(r, "LazyPoolConnector", "StoreReportsBytes"), "Pass") << r.output;
   nlohmann::json res = result(r, "LazyPoolConnector", "ConcurrentFirstUse");

@@ -391,10 +391,11 @@ int run_main(int argc, char** argv) {
                  "connector): run the adapter suite over the connector bridge, bare and under the "
                  "fp8 serde wrapper, each adapter in a key namespace of its own (repeatable)")
       ->check(CLI::ExistingFile);
-  app.add_option("--python", o.python_specs,
-                 "A Python serde (or serializer/deserializer pair), serde processor or L2 adapter written to "
-                 "LMCache's Python interfaces: MODULE:FACTORY or FILE.py:FACTORY, where "
-                 "FACTORY() returns a fresh one (docs/python.md; repeatable)");
+  app.add_option(
+      "--python", o.python_specs,
+      "A Python serde (or serializer/deserializer pair), serde processor or L2 adapter written to "
+      "LMCache's Python interfaces: MODULE:FACTORY or FILE.py:FACTORY, where "
+      "FACTORY() returns a fresh one (docs/python.md; repeatable)");
   app.add_option("--adapter", o.adapter_configs,
                  "An L2 adapter config (JSON, as given to create_l2_adapter, e.g. "
                  "'{\"type\":\"resp\",\"host\":\"127.0.0.1\",\"port\":6379}'): run the "
@@ -404,14 +405,8 @@ int run_main(int argc, char** argv) {
                  "gtest-style filter over '<impl>.<Property>' (and '<impl>.<Suite>.<Property>'), "
                  "e.g. 'fp8*:*.RoundTrip-*.Close*'");
   app.add_flag("--list", o.list, "List the implementations and properties, run nothing");
-  app.add_option("--json", o.json_path,
-                 "Write the JSON report to this file (a regular file or nothing, in an existing "
-                 "directory)")
-      ->check(cli::output_file());
-  app.add_option("--junit", o.junit_path,
-                 "Write the JUnit XML report to this file (a regular file or nothing, in an "
-                 "existing directory)")
-      ->check(cli::output_file());
+  cli::add_output_file_option(app, "--json", o.json_path, "Write the JSON report");
+  cli::add_output_file_option(app, "--junit", o.junit_path, "Write the JUnit XML report");
   auto* rc = app.add_option("--rc-params", o.rc_params,
                             "RapidCheck configuration for every property (RC_PARAMS syntax, e.g. "
                             "'seed=42 max_success=200'; keys seed, max_success, max_size, "

@@ -165,10 +165,7 @@ int run(int argc, char** argv) {
   app.add_flag("--expect-strikes", o.expect_strikes,
                "fail when a real storage fault kind never struck (needs --storage-faults; "
                "says nothing about simulated kinds)");
-  app.add_option("--json", json_path,
-                 "write the summary as JSON to this file (a regular file or nothing, in an "
-                 "existing directory)")
-      ->check(cli::output_file());
+  cli::add_output_file_option(app, "--json", json_path, "write the summary as JSON");
   app.add_flag("--verbose", o.verbose, "print one line per epoch");
   app.add_flag("--list", list, "list fault kinds and mutants, then exit");
   if (std::optional<int> done = cli::parse_command_line(app, argc, argv)) return *done;

@@ -92,6 +92,14 @@ CLI::Validator output_file() {
       "", "output_file");
 }
 
+CLI::Option* add_output_file_option(CLI::App& app, const std::string& name, std::string& path,
+                                    const std::string& what) {
+  return app
+      .add_option(name, path,
+                  what + " to this file (a regular file or nothing, in an existing directory)")
+      ->check(output_file());
+}
+
 std::optional<int> parse_command_line(CLI::App& app, int argc, char** argv) {
   try {
     app.parse(argc, argv);

@@ -52,6 +52,13 @@ CLI::Validator real_in(double lo, double hi);
 // nothing, in an existing directory), its message as the error.
 CLI::Validator output_file();
 
+// add_output_file_option()
+//
+// Adds option `name` storing into `path`, described as "<what> to this file (a regular file or
+// nothing, in an existing directory)" and checked with output_file().
+CLI::Option* add_output_file_option(CLI::App& app, const std::string& name, std::string& path,
+                                    const std::string& what);
+
 // parse_command_line()
 //
 // app.parse(argc, argv). Returns std::nullopt when the program should go on, otherwise the

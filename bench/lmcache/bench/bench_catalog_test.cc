@@ -4,34 +4,21 @@
 
 #include <stdexcept>
 
+#include "lmcache/bench/testing/sample_labels.h"
+
 namespace lmcache::bench {
 namespace {
 
 TEST(BenchCatalog, NameFromLabelsSkipsWhatDoesNotApply) {
-  BenchLabels l;
-  l.suite = "codec";
-  l.op = "encode";
-  l.impl = "simd";
-  l.serde = "fp8";
-  l.dtype = "bfloat16";
-  l.format = "float8_e4m3fn";
-  l.size_bytes = 1 << 20;
-  l.threads = 2;
+  const BenchLabels l = bench_testing::codec_encode_labels(/*threads=*/2);
   EXPECT_EQ(benchmark_name(l),
             "codec/encode/simd/fp8/bfloat16/float8_e4m3fn/cpu/size:1048576/threads:2");
-  BenchLabels m;
-  m.suite = "l1";
-  m.op = "temp_cycle";
-  m.impl = "cycle";
-  m.batch = 8;
+  const BenchLabels m{.suite = "l1", .op = "temp_cycle", .impl = "cycle", .batch = 8};
   EXPECT_EQ(benchmark_name(m), "l1/temp_cycle/cycle/cpu/batch:8");
 }
 
 TEST(BenchCatalog, LabelMapIsBoundedAndComplete) {
-  BenchLabels l;
-  l.suite = "l1";
-  l.op = "x";
-  l.impl = "y";
+  const BenchLabels l{.suite = "l1", .op = "x", .impl = "y"};
   const auto m = l.as_map();
   EXPECT_EQ(m.size(), bench_label_names().size());
   EXPECT_EQ(m.at("size_bytes"), "none");
@@ -49,11 +36,7 @@ TEST(BenchCatalog, BaseNameStripsGoogleBenchmarkSuffixes) {
 }
 
 TEST(BenchCatalog, RegistersAndFindsAndRejectsDuplicates) {
-  BenchLabels l;
-  l.suite = "test";
-  l.op = "noop";
-  l.impl = "catalog_test";
-  l.size_bytes = 4;
+  const BenchLabels l{.suite = "test", .op = "noop", .impl = "catalog_test", .size_bytes = 4};
   const std::size_t before = catalog_size();
   auto* b = register_labeled(l, [](benchmark::State& st) {
     for (auto _ : st) {

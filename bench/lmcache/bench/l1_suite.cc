@@ -57,14 +57,8 @@ void register_case(bool temporary, std::uint64_t size, std::size_t batch) {
 }  // namespace
 
 void register_l1_suite(const SuiteConfig& c) {
-  const std::vector<std::uint64_t> sizes =
-      c.sizes.empty() ? std::vector<std::uint64_t>{4ull << 10, 1ull << 20} : c.sizes;
-  std::vector<std::size_t> batches = c.batches;
-  if (batches.empty()) {
-    batches = c.quick ? std::vector<std::size_t>{1, 8} : std::vector<std::size_t>{1, 8, 64};
-  }
-  for (std::uint64_t size : sizes) {
-    for (std::size_t batch : batches) {
+  for (std::uint64_t size : c.sizes_or({4ull << 10, 1ull << 20})) {
+    for (std::size_t batch : c.batches_or_default()) {
       register_case(false, size, batch);
       register_case(true, size, batch);
     }

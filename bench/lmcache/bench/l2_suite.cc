@@ -249,13 +249,8 @@ std::pair<std::string, int> bench_redis_endpoint() {
 void register_l2_suite(const SuiteConfig& c) {
   resp::register_resp_adapter_type();
   fs::register_fs_adapter_type();
-  std::vector<std::uint64_t> sizes = c.sizes;
-  if (sizes.empty()) sizes = {1ull << 20};
-  std::vector<std::size_t> batches = c.batches;
-  if (batches.empty()) {
-    batches = c.quick ? std::vector<std::size_t>{1, 8} : std::vector<std::size_t>{1, 8, 64};
-  }
-  for (std::uint64_t size : sizes) {
+  const std::vector<std::size_t> batches = c.batches_or_default();
+  for (std::uint64_t size : c.sizes_or({1ull << 20})) {
     if (size % 2 != 0) continue;  // bfloat16 chunks
     for (std::size_t batch : batches) {
       std::vector<std::pair<std::string, std::string>> adapters = {{"resp", "resp"}, {"fs", "fs"}};

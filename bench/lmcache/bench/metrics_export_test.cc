@@ -18,6 +18,7 @@
 #include <system_error>
 #include <thread>
 
+#include "lmcache/bench/testing/sample_labels.h"
 #include "lmcache/core/regular_file.h"
 
 namespace lmcache::bench {
@@ -25,18 +26,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-BenchLabels sample_labels() {
-  BenchLabels l;
-  l.suite = "codec";
-  l.op = "encode";
-  l.impl = "simd";
-  l.serde = "fp8";
-  l.dtype = "bfloat16";
-  l.format = "float8_e4m3fn";
-  l.size_bytes = 1 << 20;
-  l.threads = 1;
-  return l;
-}
+BenchLabels sample_labels() { return bench_testing::codec_encode_labels(); }
 
 BenchResult sample_result() {
   BenchResult r;
@@ -195,11 +185,7 @@ TEST(SummarizeRuns, MedianOfIterationRunsAggregatesAndErrorsSkipped) {
 }
 
 TEST(MetricsReporter, RecordsLabeledBenchmarksAndForwards) {
-  BenchLabels l;
-  l.suite = "test";
-  l.op = "reporter";
-  l.impl = "counters";
-  l.size_bytes = 64;
+  const BenchLabels l{.suite = "test", .op = "reporter", .impl = "counters", .size_bytes = 64};
   register_labeled(l, [](benchmark::State& st) {
     for (auto _ : st) benchmark::DoNotOptimize(st.iterations());
     st.SetBytesProcessed(st.iterations() * 64);

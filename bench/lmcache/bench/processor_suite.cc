@@ -230,9 +230,7 @@ void register_processor_suite(const SuiteConfig& c) {
   }
   register_direct(false, kNoopObjectBytes, kInFlight);
   // fp8 on KV chunks (1 MiB bfloat16 unless --sizes says otherwise).
-  const std::vector<std::uint64_t> sizes =
-      c.sizes.empty() ? std::vector<std::uint64_t>{1ull << 20} : c.sizes;
-  for (std::uint64_t size : sizes) {
+  for (std::uint64_t size : c.sizes_or({1ull << 20})) {
     if (size % 2 != 0) continue;  // bfloat16 objects
     for (std::size_t w : workers) {
       register_latency(true, size, w);

@@ -11,6 +11,7 @@
 //        the integrity serdes (checksum >= 0.8x of it, docs/integrity.md)
 #include <algorithm>
 #include <cstring>
+#include <exception>
 #include <string>
 #include <vector>
 
@@ -28,15 +29,13 @@ bool wide_dtype(DType d) {
 
 BenchLabels labels(bool serialize, const char* impl, const std::string& name, DType dtype,
                    std::uint64_t size) {
-  BenchLabels l;
-  l.suite = "serde";
-  l.op = serialize ? "serialize" : "deserialize";
-  l.impl = impl;
-  l.serde = name;
-  l.dtype = std::string(dtype_name(dtype));
-  l.size_bytes = size;
-  l.threads = 1;
-  return l;
+  return {.suite = "serde",
+          .op = serialize ? "serialize" : "deserialize",
+          .impl = impl,
+          .serde = name,
+          .dtype = std::string(dtype_name(dtype)),
+          .size_bytes = size,
+          .threads = 1};
 }
 
 MemoryObjPtr byte_buffer(std::size_t bytes) {
@@ -44,27 +43,15 @@ MemoryObjPtr byte_buffer(std::size_t bytes) {
       {static_cast<std::int64_t>(std::max<std::size_t>(1, bytes))}, DType::kUInt8));
 }
 
-void register_direct(const conformance::SerdeUnderTest& serde, bool serialize, DType dtype,
-                     std::uint64_t size) {
-  register_labeled(labels(serialize, "direct", serde.name, dtype, size),
-                   [serde, serialize, dtype, size](benchmark::State& st) {
+// Registers `run` under `l`: one item of `size` bytes an iteration, timed in real time.
+// `run(st)` sets up and runs the timed loop; it returns false when it gave up (after
+// SkipWithError), and an exception it throws skips the benchmark with its message.
+template <class Run>
+void register_sized(const BenchLabels& l, std::uint64_t size, Run run) {
+  register_labeled(l,
+                   [size, run](benchmark::State& st) {
                      try {
-                       SerializerPtr ser = serde.make_serializer();
-                       DeserializerPtr deser = serde.make_deserializer();
-                       MemoryObjPtr src = make_kv_object(dtype, size, 7);
-                       MemoryObjPtr wire =
-                           byte_buffer(ser->estimate_serialized_size(src->layout()));
-                       MemoryObjPtr back = MemoryObj::allocate(src->layout());
-                       wire->set_used_size(ser->serialize(*src, *wire, bench_key()));
-                       for (auto _ : st) {
-                         if (serialize) {
-                           wire->set_used_size(wire->physical_size());
-                           wire->set_used_size(ser->serialize(*src, *wire, bench_key()));
-                         } else {
-                           deser->deserialize(*wire, *back, bench_key());
-                         }
-                         benchmark::ClobberMemory();
-                       }
+                       if (!run(st)) return;
                      } catch (const std::exception& e) {
                        st.SkipWithError(e.what());
                        return;
@@ -74,64 +61,74 @@ void register_direct(const conformance::SerdeUnderTest& serde, bool serialize, D
                    })
       ->Unit(benchmark::kMicrosecond)
       ->UseRealTime();
+}
+
+void register_direct(const conformance::SerdeUnderTest& serde, bool serialize, DType dtype,
+                     std::uint64_t size) {
+  register_sized(labels(serialize, "direct", serde.name, dtype, size), size,
+                 [serde, serialize, dtype, size](benchmark::State& st) {
+                   SerializerPtr ser = serde.make_serializer();
+                   DeserializerPtr deser = serde.make_deserializer();
+                   MemoryObjPtr src = make_kv_object(dtype, size, 7);
+                   MemoryObjPtr wire = byte_buffer(ser->estimate_serialized_size(src->layout()));
+                   MemoryObjPtr back = MemoryObj::allocate(src->layout());
+                   wire->set_used_size(ser->serialize(*src, *wire, bench_key()));
+                   for (auto _ : st) {
+                     if (serialize) {
+                       wire->set_used_size(wire->physical_size());
+                       wire->set_used_size(ser->serialize(*src, *wire, bench_key()));
+                     } else {
+                       deser->deserialize(*wire, *back, bench_key());
+                     }
+                     benchmark::ClobberMemory();
+                   }
+                   return true;
+                 });
 }
 
 void register_memcpy(std::uint64_t size) {
   BenchLabels l = labels(true, "direct", "memcpy", DType::kUInt8, size);
   l.op = "memcpy";
-  register_labeled(l,
-                   [size](benchmark::State& st) {
-                     MemoryObjPtr a = byte_buffer(size), b = byte_buffer(size);
-                     std::memset(a->data(), 7, size);
-                     for (auto _ : st) {
-                       std::memcpy(b->data(), a->data(), size);
-                       benchmark::ClobberMemory();
-                     }
-                     st.SetItemsProcessed(st.iterations());
-                     st.SetBytesProcessed(st.iterations() * static_cast<std::int64_t>(size));
-                   })
-      ->Unit(benchmark::kMicrosecond)
-      ->UseRealTime();
+  register_sized(l, size, [size](benchmark::State& st) {
+    MemoryObjPtr a = byte_buffer(size), b = byte_buffer(size);
+    std::memset(a->data(), 7, size);
+    for (auto _ : st) {
+      std::memcpy(b->data(), a->data(), size);
+      benchmark::ClobberMemory();
+    }
+    return true;
+  });
 }
 
 void register_processor(const conformance::ProcessorUnderTest& proc, bool serialize, DType dtype,
                         std::uint64_t size) {
-  register_labeled(labels(serialize, "processor", proc.name, dtype, size),
-                   [proc, serialize, dtype, size](benchmark::State& st) {
-                     try {
-                       SerdeProcessorPtr p = proc.make();
-                       MemoryObjPtr src = make_kv_object(dtype, size, 7);
-                       MemoryObjPtr wire = byte_buffer(p->estimate_serialized_size(src->layout()));
-                       MemoryObjPtr back = MemoryObj::allocate(src->layout());
-                       if (!serialize_round_trip(*p, {src}, {wire})) {
-                         st.SkipWithError("serialize task failed");
-                         return;
-                       }
-                       for (auto _ : st) {
-                         const bool ok = serialize ? serialize_round_trip(*p, {src}, {wire})
-                                                   : deserialize_round_trip(*p, {wire}, {back});
-                         if (!ok) {
-                           st.SkipWithError("serde task failed");
-                           break;
-                         }
-                       }
-                       p->close();
-                     } catch (const std::exception& e) {
-                       st.SkipWithError(e.what());
-                       return;
+  register_sized(labels(serialize, "processor", proc.name, dtype, size), size,
+                 [proc, serialize, dtype, size](benchmark::State& st) {
+                   SerdeProcessorPtr p = proc.make();
+                   MemoryObjPtr src = make_kv_object(dtype, size, 7);
+                   MemoryObjPtr wire = byte_buffer(p->estimate_serialized_size(src->layout()));
+                   MemoryObjPtr back = MemoryObj::allocate(src->layout());
+                   if (!serialize_round_trip(*p, {src}, {wire})) {
+                     st.SkipWithError("serialize task failed");
+                     return false;
+                   }
+                   for (auto _ : st) {
+                     const bool ok = serialize ? serialize_round_trip(*p, {src}, {wire})
+                                               : deserialize_round_trip(*p, {wire}, {back});
+                     if (!ok) {
+                       st.SkipWithError("serde task failed");
+                       break;
                      }
-                     st.SetItemsProcessed(st.iterations());
-                     st.SetBytesProcessed(st.iterations() * static_cast<std::int64_t>(size));
-                   })
-      ->Unit(benchmark::kMicrosecond)
-      ->UseRealTime();
+                   }
+                   p->close();
+                   return true;
+                 });
 }
 
 }  // namespace
 
 void register_serde_suite(const SuiteConfig& c, const conformance::Registry& registry) {
-  const std::vector<std::uint64_t> sizes =
-      c.sizes.empty() ? std::vector<std::uint64_t>{1ull << 20} : c.sizes;
+  const std::vector<std::uint64_t> sizes = c.sizes_or({1ull << 20});
   for (std::uint64_t size : sizes) register_memcpy(size);
   for (const auto& serde : registry.serdes()) {
     for (DType dtype : serde.input_dtypes) {

@@ -57,6 +57,16 @@ struct SuiteConfig {
   // and the L2 adapter type it was registered as; empty: none.
   std::string l2_plugin_impl;
   std::string l2_plugin_type;
+
+  // The object sizes to run: `sizes`, else `defaults`.
+  std::vector<std::uint64_t> sizes_or(std::vector<std::uint64_t> defaults) const {
+    return sizes.empty() ? std::move(defaults) : sizes;
+  }
+  // The batch sizes to run: `batches`, else 1 and 8 (quick) or 1, 8 and 64.
+  std::vector<std::size_t> batches_or_default() const {
+    if (!batches.empty()) return batches;
+    return quick ? std::vector<std::size_t>{1, 8} : std::vector<std::size_t>{1, 8, 64};
+  }
 };
 
 // register_codec_suite()

@@ -309,18 +309,12 @@ void register_case(const std::string& serde, bool store, Impl impl, std::uint64_
 }  // namespace
 
 void register_wrapper_suite(const SuiteConfig& c) {
-  std::vector<std::uint64_t> sizes = c.sizes;
-  if (sizes.empty()) {
-    sizes = c.quick ? std::vector<std::uint64_t>{1ull << 20}
-                    : std::vector<std::uint64_t>{256ull << 10, 1ull << 20, 8ull << 20};
-  }
-  std::vector<std::size_t> batches = c.batches;
-  if (batches.empty()) {
-    batches = c.quick ? std::vector<std::size_t>{1, 8} : std::vector<std::size_t>{1, 8, 64};
-  }
+  const std::vector<std::uint64_t> sizes =
+      c.sizes_or(c.quick ? std::vector<std::uint64_t>{1ull << 20}
+                         : std::vector<std::uint64_t>{256ull << 10, 1ull << 20, 8ull << 20});
   for (std::uint64_t size : sizes) {
     if (size % 2 != 0) continue;  // bfloat16 chunks
-    for (std::size_t batch : batches) {
+    for (std::size_t batch : c.batches_or_default()) {
       // The default grid skips tasks over 128 MiB (8 MiB x 64): one such task takes seconds
       // with the scalar serde and would dominate the run. Explicit --sizes / --batches keep all.
       if (c.sizes.empty() && c.batches.empty() && size * batch > kMaxDefaultTaskBytes) continue;

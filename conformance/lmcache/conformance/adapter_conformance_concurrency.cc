@@ -398,16 +398,7 @@ Verdict ResourcesBoundedOverManyTasks(const AdapterUnderTest& aut) {
                          std::to_string(halfway.fds) + " and " + std::to_string(halfway.threads) +
                          " halfway (a leak per task or every few tasks)");
   }
-  auto held = poll_until(
-      [&]() -> std::optional<std::size_t> {
-        std::size_t n = static_cast<std::size_t>(std::count_if(
-            handed.begin(), handed.end(), [](const auto& w) { return !w.expired(); }));
-        return n <= 2 * kKeys ? std::optional<std::size_t>(n) : std::nullopt;
-      },
-      settle_timeout());
-  if (!held) {
-    std::size_t n = static_cast<std::size_t>(
-        std::count_if(handed.begin(), handed.end(), [](const auto& w) { return !w.expired(); }));
+  if (const std::size_t n = objects_still_held(handed, 2 * kKeys); n > 2 * kKeys) {
     return Verdict::fail("after " + std::to_string(tasks) +
                          " completed tasks the adapter still "
                          "references " +

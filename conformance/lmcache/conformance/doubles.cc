@@ -126,8 +126,8 @@ std::set<std::size_t> AdapterFaults::dropped_load_indices() const {
 ScriptedAdapter::ScriptedAdapter(std::shared_ptr<L2AdapterInterface> inner,
                                  std::shared_ptr<AdapterFaults> faults,
                                  ForwardedCapabilities forwarded)
-    : inner_(std::move(inner)), faults_(std::move(faults)), forwarded_(forwarded) {
-  if (!inner_ || !faults_) throw std::invalid_argument("ScriptedAdapter: null inner or faults");
+    : ForwardingL2Adapter(std::move(inner)), faults_(std::move(faults)), forwarded_(forwarded) {
+  if (!faults_) throw std::invalid_argument("ScriptedAdapter: null faults");
 }
 
 TaskId ScriptedAdapter::submit_store_task(const std::vector<ObjectKey>& keys,
@@ -136,14 +136,14 @@ TaskId ScriptedAdapter::submit_store_task(const std::vector<ObjectKey>& keys,
     throw std::runtime_error("injected inner submit_store failure");
   // Under the lock, so that a pop cannot see the result before the record exists.
   std::lock_guard lock(faults_->mu_);
-  TaskId id = inner_->submit_store_task(keys, objects);
+  TaskId id = inner().submit_store_task(keys, objects);
   faults_->records_.stores[id].keys = keys;
   return id;
 }
 
 std::map<TaskId, L2StoreResult> ScriptedAdapter::pop_completed_store_tasks() {
   std::lock_guard lock(mu_);
-  for (auto& [id, r] : inner_->pop_completed_store_tasks()) {
+  for (auto& [id, r] : inner().pop_completed_store_tasks()) {
     L2StoreResult result = faults_->fail_stores ? L2StoreResult::failure() : r;
     held_.emplace(id, result);
     std::lock_guard records(faults_->mu_);
@@ -158,7 +158,7 @@ void ScriptedAdapter::submit_unlock(const std::vector<ObjectKey>& keys) {
     std::lock_guard lock(faults_->mu_);
     faults_->records_.unlocks.push_back(keys);
   }
-  inner_->submit_unlock(keys);
+  inner().submit_unlock(keys);
 }
 
 void ScriptedAdapter::delete_keys(const std::vector<ObjectKey>& keys) {
@@ -166,17 +166,17 @@ void ScriptedAdapter::delete_keys(const std::vector<ObjectKey>& keys) {
     std::lock_guard lock(faults_->mu_);
     faults_->records_.deletes.push_back(keys);
   }
-  inner_->delete_keys(keys);
+  inner().delete_keys(keys);
 }
 
 AdapterUsage ScriptedAdapter::get_usage() const {
   if (std::optional<AdapterUsage> u = faults_->usage_override()) return *u;
-  return inner_->get_usage();
+  return inner().get_usage();
 }
 
 bool ScriptedAdapter::supports_global_eviction() const {
   const int o = faults_->eviction_override.load();
-  return o < 0 ? inner_->supports_global_eviction() : o == 1;
+  return o < 0 ? inner().supports_global_eviction() : o == 1;
 }
 
 void ScriptedAdapter::register_listener(std::shared_ptr<L2AdapterListener> listener) {
@@ -184,11 +184,11 @@ void ScriptedAdapter::register_listener(std::shared_ptr<L2AdapterListener> liste
     std::lock_guard lock(faults_->mu_);
     ++faults_->records_.listeners_registered;
   }
-  inner_->register_listener(std::move(listener));
+  inner().register_listener(std::move(listener));
 }
 
 Json ScriptedAdapter::report_status() const {
-  Json status = inner_->report_status();
+  Json status = inner().report_status();
   if (long marker = faults_->status_marker.load(); marker >= 0 && status.is_object()) {
     status["scripted_inner_marker"] = marker;
   }
@@ -200,19 +200,19 @@ void ScriptedAdapter::close() {
     std::lock_guard lock(faults_->mu_);
     faults_->records_.closed = true;
   }
-  inner_->close();
+  inner().close();
 }
 
 TaskId ScriptedAdapter::submit_load_task(const std::vector<ObjectKey>& keys,
                                          const std::vector<MemoryObjPtr>& objects) {
   if (faults_->throw_on_submit_load) throw std::runtime_error("injected inner submit_load failure");
-  return inner_->submit_load_task(keys, objects);
+  return inner().submit_load_task(keys, objects);
 }
 
 std::optional<Bitmap> ScriptedAdapter::query_load_result(TaskId id) {
   if (faults_->hold_results) return std::nullopt;
   if (faults_->throw_on_query_load) throw std::runtime_error("injected inner query_load failure");
-  std::optional<Bitmap> bits = inner_->query_load_result(id);
+  std::optional<Bitmap> bits = inner().query_load_result(id);
   if (!bits) return bits;
   return apply_load_faults(std::move(*bits), nullptr);
 }
@@ -220,13 +220,13 @@ std::optional<Bitmap> ScriptedAdapter::query_load_result(TaskId id) {
 TaskId ScriptedAdapter::submit_load_view_task(const std::vector<ObjectKey>& keys) {
   if (!forwarded_.load_views) return L2AdapterInterface::submit_load_view_task(keys);  // throws
   if (faults_->throw_on_submit_load) throw std::runtime_error("injected inner submit_load failure");
-  return inner_->submit_load_view_task(keys);
+  return inner().submit_load_view_task(keys);
 }
 
 std::optional<L2LoadViews> ScriptedAdapter::query_load_view_result(TaskId id) {
   if (faults_->hold_results) return std::nullopt;
   if (faults_->throw_on_query_load) throw std::runtime_error("injected inner query_load failure");
-  std::optional<L2LoadViews> r = inner_->query_load_view_result(id);
+  std::optional<L2LoadViews> r = inner().query_load_view_result(id);
   if (!r) return r;
   r->loaded = apply_load_faults(std::move(r->loaded), &r->views);
   return r;

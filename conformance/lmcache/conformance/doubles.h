@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "lmcache/core/object_key.h"
+#include "lmcache/l2/forwarding_adapter.h"
 #include "lmcache/l2/l2_adapter.h"
 #include "lmcache/serde/forwarding_serde_processor.h"
 #include "lmcache/serde/fp8_serde.h"
@@ -181,25 +182,14 @@ struct ForwardedCapabilities {
   bool load_views = false;
 };
 
-class ScriptedAdapter final : public L2AdapterInterface {
+class ScriptedAdapter final : public ForwardingL2Adapter {
  public:
   ScriptedAdapter(std::shared_ptr<L2AdapterInterface> inner, std::shared_ptr<AdapterFaults> faults,
                   ForwardedCapabilities forwarded = {});
 
-  int get_store_event_fd() const override { return inner_->get_store_event_fd(); }
-  int get_lookup_and_lock_event_fd() const override {
-    return inner_->get_lookup_and_lock_event_fd();
-  }
-  int get_load_event_fd() const override { return inner_->get_load_event_fd(); }
   TaskId submit_store_task(const std::vector<ObjectKey>& keys,
                            const std::vector<MemoryObjPtr>& objects) override;
   std::map<TaskId, L2StoreResult> pop_completed_store_tasks() override;
-  TaskId submit_lookup_and_lock_task(const std::vector<ObjectKey>& keys) override {
-    return inner_->submit_lookup_and_lock_task(keys);
-  }
-  std::optional<Bitmap> query_lookup_and_lock_result(TaskId id) override {
-    return inner_->query_lookup_and_lock_result(id);
-  }
   void submit_unlock(const std::vector<ObjectKey>& keys) override;
   TaskId submit_load_task(const std::vector<ObjectKey>& keys,
                           const std::vector<MemoryObjPtr>& objects) override;
@@ -207,11 +197,10 @@ class ScriptedAdapter final : public L2AdapterInterface {
   std::vector<MemoryObjPtr> lend_store_buffers(const std::vector<ObjectKey>& keys,
                                                const MemoryLayoutDesc& layout) override {
     if (!forwarded_.store_buffers) return {};
-    return inner_->lend_store_buffers(keys, layout);
+    return inner().lend_store_buffers(keys, layout);
   }
-  std::uint64_t lent_bytes_outstanding() const override { return inner_->lent_bytes_outstanding(); }
   bool supports_load_views() const override {
-    return forwarded_.load_views && inner_->supports_load_views();
+    return forwarded_.load_views && inner().supports_load_views();
   }
   TaskId submit_load_view_task(const std::vector<ObjectKey>& keys) override;
   std::optional<L2LoadViews> query_load_view_result(TaskId id) override;
@@ -227,7 +216,6 @@ class ScriptedAdapter final : public L2AdapterInterface {
   // given, follows it.
   Bitmap apply_load_faults(Bitmap bits, std::vector<MemoryObjPtr>* views) const;
 
-  std::shared_ptr<L2AdapterInterface> inner_;
   std::shared_ptr<AdapterFaults> faults_;
   const ForwardedCapabilities forwarded_;
   std::mutex mu_;

@@ -543,11 +543,9 @@ std::ostream& operator<<(std::ostream& os, const SerdeCase& c) {
 }
 
 rc::Gen<SerdeCase> gen_small_serde_case(std::vector<DType> dtypes, LayoutLimits limits) {
+  // A braced list evaluates left to right: the layout is drawn before the seed.
   return rc::gen::exec([dtypes = std::move(dtypes), limits] {
-    SerdeCase c;
-    c.layout = *gen_small_layout(dtypes, limits);
-    c.data_seed = *gen_seed();
-    return c;
+    return SerdeCase{.layout = *gen_small_layout(dtypes, limits), .data_seed = *gen_seed()};
   });
 }
 

@@ -11,9 +11,6 @@
 
 namespace lmcache::conformance {
 
-using ::testing::AssertionFailure;
-using ::testing::AssertionResult;
-using ::testing::AssertionSuccess;
 using namespace conformance_internal;  // the serde check building blocks
 
 namespace {

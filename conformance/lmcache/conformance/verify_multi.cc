@@ -9,9 +9,6 @@
 
 namespace lmcache::conformance {
 
-using ::testing::AssertionFailure;
-using ::testing::AssertionResult;
-using ::testing::AssertionSuccess;
 using namespace conformance_internal;  // the serde check building blocks
 
 MultiSerializerPtr make_multi_serializer(const SerdeUnderTest& serde) {

@@ -160,6 +160,12 @@ L2StoreResult wait_store_once(L2AdapterInterface& w, TaskId id, const std::strin
   return *mine;
 }
 
+void require_stored(L2AdapterInterface& w, const std::vector<ObjectKey>& keys,
+                    const std::vector<MemoryObjPtr>& objs) {
+  require(wait_store_once(w, w.submit_store_task(keys, objs), "store").is_successful(),
+          "store failed");
+}
+
 Bitmap wait_load_once(L2AdapterInterface& w, TaskId id, const std::string& what) {
   std::optional<Bitmap> bits =
       poll_until([&] { return w.query_load_result(id); }, result_timeout());
@@ -297,8 +303,7 @@ Verdict LookupFdIsInners(const WrapperUnderTest& wut, const WrapperRigOptions& r
   return run_rc_property(
       rc_id("LookupFdIsInners", wut, rig_options),
       {.max_success = 1, .shrink = false, .scale_with_depth = false}, [&] {
-        TaskId s = w.submit_store_task({keys[0], keys[1]}, objs);
-        require(wait_store_once(w, s, "store").is_successful(), "store failed");
+        require_stored(w, {keys[0], keys[1]}, objs);
         TaskId l = w.submit_lookup_and_lock_task(keys);
         auto bits = poll_until([&] { return w.query_lookup_and_lock_result(l); }, result_timeout());
         require(bits.has_value(), "lookup never completed");
@@ -442,8 +447,7 @@ Verdict TempsReleased(const WrapperUnderTest& wut, const WrapperRigOptions& rig_
     const std::size_t baseline = rig->l1_used();
     auto keys = make_keys(n, 51);
     auto objs = make_objects(layout, n, 51);
-    TaskId s = w.submit_store_task(keys, objs);
-    require(wait_store_once(w, s, "store").is_successful(), "store failed");
+    require_stored(w, keys, objs);
     require_l1_back(*rig, baseline, "a successful store");
 
     auto other = make_keys(n, 52);

@@ -30,8 +30,7 @@ Verdict CloseFailsInFlightTasks(const WrapperUnderTest& wut, const WrapperRigOpt
         const std::size_t baseline = rig->l1_used();
         auto keys = make_keys(n, 61);
         auto objs = make_objects(layout, n, 61);
-        TaskId s = w.submit_store_task(keys, objs);
-        require(wait_store_once(w, s, "store").is_successful(), "store failed");
+        require_stored(w, keys, objs);
 
         // A store and a load that complete before close() and are left untaken.
         auto early = make_keys(n, 63);
@@ -127,8 +126,7 @@ Verdict CloseReleasesResources(const WrapperUnderTest& wut, const WrapperRigOpti
         L2AdapterInterface& w = *rig->wrapper;
         auto keys = make_keys(n, 91);
         auto objs = make_objects(layout, n, 91);
-        TaskId s = w.submit_store_task(keys, objs);
-        require(wait_store_once(w, s, "store").is_successful(), "store failed");
+        require_stored(w, keys, objs);
         std::vector<MemoryObjPtr> dsts;
         for (std::size_t i = 0; i < n; ++i) dsts.push_back(make_object(layout));
         TaskId l = w.submit_load_task(keys, dsts);
@@ -191,14 +189,7 @@ Verdict ResourcesBoundedOverManyTasks(const WrapperUnderTest& wut,
                                   " tasks the process holds " + grew +
                                   " (before: halfway through); a leak per task or every few "
                                   "tasks, in the wrapper, its inner adapter or its serde");
-        auto held = poll_until(
-            [&]() -> std::optional<std::size_t> {
-              std::size_t n = static_cast<std::size_t>(std::count_if(
-                  handed.begin(), handed.end(), [](const auto& w) { return !w.expired(); }));
-              return n <= 2 * kKeys ? std::optional<std::size_t>(n) : std::nullopt;
-            },
-            settle_timeout());
-        require(held.has_value(),
+        require(objects_still_held(handed, 2 * kKeys) <= 2 * kKeys,
                 "after " + std::to_string(tasks) +
                     " completed tasks the wrapper (or what it owns) still references caller "
                     "objects it was given (they belong to the caller once a task completed)");

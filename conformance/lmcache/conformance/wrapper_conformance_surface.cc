@@ -129,8 +129,7 @@ Verdict PassThroughMatchesInner(const WrapperUnderTest& wut, const WrapperRigOpt
         require(rig->inner->records().listeners_registered == registered + 1,
                 "register_listener() did not reach the inner adapter (listeners track what the "
                 "inner really stores)");
-        TaskId s = w.submit_store_task(keys, objs);
-        require(wait_store_once(w, s, "store").is_successful(), "store failed");
+        require_stored(w, keys, objs);
         std::map<std::string, std::uint64_t> seen = listener->stored();
         for (const auto& key : keys) {
           auto it = seen.find(key.to_string());

@@ -29,13 +29,11 @@ std::shared_ptr<FaultLog> or_private(std::shared_ptr<FaultLog> log) {
 
 void record(FaultLog& log, FaultKind kind, FaultEffect effect,
             std::vector<const MemoryObj*> objects, std::string detail, bool effective = true) {
-  FaultEvent e;
-  e.kind = kind;
-  e.effect = effect;
-  e.objects = std::move(objects);
-  e.detail = std::move(detail);
-  e.effective = effective;
-  log.record(std::move(e));
+  log.record({.kind = kind,
+              .effect = effect,
+              .objects = std::move(objects),
+              .effective = effective,
+              .detail = std::move(detail)});
 }
 
 std::vector<const MemoryObj*> raw(const std::vector<MemoryObjPtr>& objs) {

@@ -74,30 +74,26 @@ const char* FaultInjectL2Adapter::op_name(Op op) {
 void FaultInjectL2Adapter::record(FaultKind kind, FaultEffect effect, const Task& task,
                                   std::vector<ObjectKey> keys, std::string detail, bool effective,
                                   std::vector<const MemoryObj*> objects) {
-  FaultEvent e;
-  e.kind = kind;
-  e.effect = effect;
-  e.keys = std::move(keys);
-  e.objects = std::move(objects);
-  e.effective = effective;
-  e.detail = std::string(op_name(task.op)) + (detail.empty() ? "" : ": " + detail);
-  log_->record(std::move(e));
+  log_->record({.kind = kind,
+                .effect = effect,
+                .keys = std::move(keys),
+                .objects = std::move(objects),
+                .effective = effective,
+                .detail = std::string(op_name(task.op)) + (detail.empty() ? "" : ": " + detail)});
 }
 
 void FaultInjectL2Adapter::record_damage(FaultKind kind, FaultEffect effect, const Task& task,
                                          std::vector<ObjectKey> keys, std::string detail,
                                          std::size_t position, const MemoryObj& obj,
                                          std::optional<std::size_t> first_damaged_byte) {
-  FaultEvent e;
-  e.kind = kind;
-  e.effect = effect;
-  e.keys = std::move(keys);
-  e.objects = {&obj};
-  e.effective = first_damaged_byte.has_value();
-  e.detail = std::string(op_name(task.op)) + ": " + detail;
-  e.damaged_key = task.keys.at(position);
-  e.first_damaged_byte = first_damaged_byte;
-  log_->record(std::move(e));
+  log_->record({.kind = kind,
+                .effect = effect,
+                .keys = std::move(keys),
+                .objects = {&obj},
+                .effective = first_damaged_byte.has_value(),
+                .detail = std::string(op_name(task.op)) + ": " + detail,
+                .damaged_key = task.keys.at(position),
+                .first_damaged_byte = first_damaged_byte});
 }
 
 std::uint64_t FaultInjectL2Adapter::decision_index(Op op, const std::vector<ObjectKey>& keys) {

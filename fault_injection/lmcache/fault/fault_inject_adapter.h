@@ -81,16 +81,13 @@
 #include <vector>
 
 #include "lmcache/core/event_notifier.h"
+#include "lmcache/core/poll_loop.h"
 #include "lmcache/fault/drop_rule.h"
 #include "lmcache/fault/fault_inject_options.h"
 #include "lmcache/fault/fault_log.h"
 #include "lmcache/fault/fault_rng.h"
 #include "lmcache/l2/adapter_registry.h"
 #include "lmcache/l2/l2_adapter_base.h"
-
-namespace lmcache {
-class PollLoop;  // lmcache/core/poll_loop.h
-}  // namespace lmcache
 
 namespace lmcache::fault_internal {
 class PublicationSchedule;  // internal/publication_schedule.h

@@ -126,13 +126,14 @@ struct FaultEvent {
   std::uint64_t seq = 0;
   FaultKind kind = FaultKind::kLoadDrop;
   FaultEffect effect = FaultEffect::kNone;
-  std::vector<ObjectKey> keys;
-  std::vector<const MemoryObj*> objects;
+  // Every member has an initializer, so that a designated initializer may name only some.
+  std::vector<ObjectKey> keys{};
+  std::vector<const MemoryObj*> objects{};
   std::uint64_t scope_tag = 0;
   bool effective = true;
-  std::string detail;
-  std::optional<ObjectKey> damaged_key;
-  std::optional<std::size_t> first_damaged_byte;
+  std::string detail{};
+  std::optional<ObjectKey> damaged_key{};
+  std::optional<std::size_t> first_damaged_byte{};
 
   // "store_fail(fails_task) keys=[...] detail", then " (key <hash> damaged from byte N)".
   std::string to_string() const;

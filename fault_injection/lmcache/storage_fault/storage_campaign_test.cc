@@ -23,12 +23,6 @@ namespace {
 
 using storage_testing::RedisServer;
 
-#define SKIP_WITHOUT_REDIS()                                                       \
-  if (!RedisServer::find_executable()) {                                           \
-    GTEST_SKIP() << "redis-server is not installed (Debian package redis-server; " \
-                    "scripts/install-deps.sh installs it)";                        \
-  }
-
 // The simulated faults mixed in with the real ones (none by default), and the run's seed and
 // length.
 struct Mix {
@@ -132,7 +126,7 @@ TEST(StorageCampaign, RefusesFaultsOverStorageItDidNotCreate) {
 }
 
 TEST(StorageCampaign, EveryRedisFaultStrikesAndTheInvariantsHold) {
-  SKIP_WITHOUT_REDIS();
+  LMCACHE_SKIP_WITHOUT_REDIS();
   StorageCampaign c =
       make_storage_campaign({{"type", "resp"}}, parse_storage_fault_kinds("all", "resp"), 5);
   CampaignSummary s = run(c);
@@ -145,7 +139,7 @@ TEST(StorageCampaign, EveryRedisFaultStrikesAndTheInvariantsHold) {
 // until the breaker's probe after the restart succeeds (waiting out the 100 ms cooldown it
 // gives resp over its own server), and every invariant holds throughout.
 TEST(StorageCampaign, RedisKillOpensTheCircuitBreakerAndItsProbeClosesIt) {
-  SKIP_WITHOUT_REDIS();
+  LMCACHE_SKIP_WITHOUT_REDIS();
   StorageCampaign c = make_storage_campaign({{"type", "resp"}}, {StorageFaultKind::kRedisKill}, 5);
   CampaignSummary s = run(c);
   EXPECT_TRUE(s.passed());
@@ -178,7 +172,7 @@ TEST(StorageCampaign, EveryFileFaultStrikesAndTheInvariantsHold) {
 constexpr Mix kEverySimulatedKind{"all", 0.05};
 
 TEST(StorageCampaign, RedisFaultsMixedWithSimulatedFaultsHold) {
-  SKIP_WITHOUT_REDIS();
+  LMCACHE_SKIP_WITHOUT_REDIS();
   StorageCampaign c =
       make_storage_campaign({{"type", "resp"}}, parse_storage_fault_kinds("all", "resp"), 5);
   CampaignSummary s = run(c, true, 0.2, kEverySimulatedKind);
@@ -231,7 +225,7 @@ TEST(StorageCampaign, ExpectStrikesFlagsAKindThatNeverStruck) {
 
 // A server restarted empty that the campaign is not told about: its misses are unexplained.
 TEST(StorageCampaign, HiddenDataLossIsCaught) {
-  SKIP_WITHOUT_REDIS();
+  LMCACHE_SKIP_WITHOUT_REDIS();
   StorageCampaign c = make_storage_campaign({{"type", "resp"}}, {StorageFaultKind::kRedisKill}, 5);
   c.faults = std::make_shared<EditedSource>(c.faults, [](StorageStrike& s) {
     s.loses_stored = false;

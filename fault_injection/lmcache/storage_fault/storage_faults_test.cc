@@ -17,7 +17,9 @@
 #include "lmcache/fs/fs_adapter.h"
 #include "lmcache/l1/l1_manager.h"
 #include "lmcache/resp/resp_adapter.h"
+#include "lmcache/testing/adapter_waits.h"
 #include "lmcache/testing/redis_server.h"
+#include "lmcache/testing/stored_objects.h"
 #include "lmcache/testing/temp_dir.h"
 #include "lmcache/wrapper/adapter_factory.h"
 
@@ -27,12 +29,8 @@ namespace {
 using namespace std::chrono_literals;
 using storage_testing::RedisServer;
 using storage_testing::TempDir;
-
-#define SKIP_WITHOUT_REDIS()                                                       \
-  if (!RedisServer::find_executable()) {                                           \
-    GTEST_SKIP() << "redis-server is not installed (Debian package redis-server; " \
-                    "scripts/install-deps.sh installs it)";                        \
-  }
+using storage_testing::wait_load;
+using storage_testing::wait_store;
 
 constexpr std::size_t kElems = 4096;  // bf16 elements: 8 KiB wide, 4 KiB as fp8
 
@@ -47,28 +45,19 @@ class Stack {
   }
   ~Stack() { adapter_->close(); }
 
-  // A bf16 object whose values fp8 e4m3 holds exactly, distinct per `seed`.
+  // A bf16 object whose values fp8 e4m3 holds exactly, distinct per `seed` (mod 6).
   static MemoryObjPtr object(int seed) {
-    MemoryObjPtr o = MemoryObj::allocate(MemoryLayoutDesc::single({kElems}, DType::kBFloat16));
-    const std::uint16_t values[] = {0x3F80, 0x3F00, 0xC000, 0x0000, 0x4100, 0xBE80};
-    auto* p = reinterpret_cast<std::uint16_t*>(o->data());
-    for (std::size_t i = 0; i < kElems; ++i) p[i] = values[(i + seed) % 6];
-    return o;
+    return storage_testing::fp8_exact_bf16_object(kElems, static_cast<std::size_t>(seed));
   }
   static ObjectKey key(int i) { return ObjectKey(int_hash_to_bytes(i), "m", 0); }
 
   // Stores key(i) with object(i); true when the stack reports success. Fails the test when no
   // result comes within a generous bound (a hang).
   bool store(int i) {
-    const TaskId id = adapter_->submit_store_task({key(i)}, {object(i)});
-    for (auto end = std::chrono::steady_clock::now() + 30s;
-         std::chrono::steady_clock::now() < end;) {
-      wait_readable(adapter_->get_store_event_fd(), 10ms);
-      auto done = adapter_->pop_completed_store_tasks();
-      if (done.count(id)) return done.at(id).is_successful();
-    }
-    ADD_FAILURE() << "store of key " << i << " never completed";
-    return false;
+    const std::optional<L2StoreResult> r =
+        wait_store(*adapter_, adapter_->submit_store_task({key(i)}, {object(i)}), 30s);
+    if (!r) ADD_FAILURE() << "store of key " << i << " never completed";
+    return r && r->is_successful();
   }
 
   // Loads the keys; the bitmap as a string ("1" hit). Every hit must carry exactly the bytes
@@ -80,13 +69,8 @@ class Stack {
       keys.push_back(key(i));
       dst.push_back(MemoryObj::allocate(MemoryLayoutDesc::single({kElems}, DType::kBFloat16)));
     }
-    const TaskId id = adapter_->submit_load_task(keys, dst);
-    std::optional<Bitmap> bits;
-    for (auto end = std::chrono::steady_clock::now() + 30s;
-         !bits && std::chrono::steady_clock::now() < end;) {
-      wait_readable(adapter_->get_load_event_fd(), 10ms);
-      bits = adapter_->query_load_result(id);
-    }
+    const std::optional<Bitmap> bits =
+        wait_load(*adapter_, adapter_->submit_load_task(keys, dst), 30s);
     if (!bits) {
       ADD_FAILURE() << "load never completed";
       return "(hung)";
@@ -115,6 +99,24 @@ Json fs_config(const std::filesystem::path& base) {
   return {{"type", "fs"}, {"base_path", base.string()}, {"checksum", "crc32"}, {"num_workers", 2}};
 }
 
+// A private redis-server and the stack over it, key 1 already stored.
+class RedisFaults : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    LMCACHE_SKIP_WITHOUT_REDIS();
+    server_.emplace();
+    stack_.emplace(resp_config(*server_));
+    ASSERT_TRUE(stack_->store(1));
+  }
+
+  RedisServer& server() { return *server_; }
+  Stack& stack() { return *stack_; }
+
+ private:
+  std::optional<RedisServer> server_;
+  std::optional<Stack> stack_;  // after server_: closed before the server stops
+};
+
 bool has_temporaries(const std::filesystem::path& base) {
   for (const auto& e : std::filesystem::recursive_directory_iterator(base)) {
     if (e.path().filename().string().find(".tmp.") != std::string::npos) return true;
@@ -134,55 +136,39 @@ TEST(StorageFaultKinds, NamesRoundTripAndNameTheirAdapter) {
   EXPECT_FALSE(storage_fault_from_name("redis_nap").has_value());
 }
 
-TEST(StorageFaults, RedisKillFailsWhatIsInFlightThenLossesAreMisses) {
-  SKIP_WITHOUT_REDIS();
-  RedisServer server;
-  Stack stack(resp_config(server));
-  ASSERT_TRUE(stack.store(1));
-  server.kill();
-  EXPECT_FALSE(stack.store(2)) << "a store to a dead server reported success";
-  EXPECT_EQ(stack.load({1, 2}), "00");
-  server.restart();
-  EXPECT_TRUE(stack.store(2)) << "no reconnect after the restart";
-  EXPECT_EQ(stack.load({1, 2}), "01") << "key 1 died with the server: a miss, not an error";
+TEST_F(RedisFaults, RedisKillFailsWhatIsInFlightThenLossesAreMisses) {
+  server().kill();
+  EXPECT_FALSE(stack().store(2)) << "a store to a dead server reported success";
+  EXPECT_EQ(stack().load({1, 2}), "00");
+  server().restart();
+  EXPECT_TRUE(stack().store(2)) << "no reconnect after the restart";
+  EXPECT_EQ(stack().load({1, 2}), "01") << "key 1 died with the server: a miss, not an error";
 }
 
-TEST(StorageFaults, RedisPauseFailsTasksThenRecoversAndTheFailedStoreStaysInvisible) {
-  SKIP_WITHOUT_REDIS();
-  RedisServer server;
-  Stack stack(resp_config(server));
-  ASSERT_TRUE(stack.store(1));
-  server.pause();
-  EXPECT_FALSE(stack.store(2)) << "a store to a paused server reported success";
-  server.resume();
-  EXPECT_TRUE(stack.store(3));
+TEST_F(RedisFaults, RedisPauseFailsTasksThenRecoversAndTheFailedStoreStaysInvisible) {
+  server().pause();
+  EXPECT_FALSE(stack().store(2)) << "a store to a paused server reported success";
+  server().resume();
+  EXPECT_TRUE(stack().store(3));
   // The paused server may have applied key 2's SET once resumed: the stack must not show it.
-  EXPECT_EQ(stack.load({1, 2, 3}), "101");
+  EXPECT_EQ(stack().load({1, 2, 3}), "101");
 }
 
-TEST(StorageFaults, RedisClientKillCostsNoBatchAndNoData) {
-  SKIP_WITHOUT_REDIS();
-  RedisServer server;
-  Stack stack(resp_config(server));
-  ASSERT_TRUE(stack.store(1));
-  EXPECT_GE(redis_client_kill(server), 1) << "the stack's connections were not there to kill";
+TEST_F(RedisFaults, RedisClientKillCostsNoBatchAndNoData) {
+  EXPECT_GE(redis_client_kill(server()), 1) << "the stack's connections were not there to kill";
   // Each worker finds its killed connection before its next batch uses it and reconnects:
   // neither the next store nor the next load pays for the kill.
-  EXPECT_TRUE(stack.store(2)) << "the first store after CLIENT KILL failed";
-  EXPECT_EQ(stack.load({1, 2}), "11") << "objects stored before CLIENT KILL were lost";
+  EXPECT_TRUE(stack().store(2)) << "the first store after CLIENT KILL failed";
+  EXPECT_EQ(stack().load({1, 2}), "11") << "objects stored before CLIENT KILL were lost";
 }
 
-TEST(StorageFaults, RedisMaxmemoryRefusesStoresWithoutLosingData) {
-  SKIP_WITHOUT_REDIS();
-  RedisServer server;
-  Stack stack(resp_config(server));
-  ASSERT_TRUE(stack.store(1));
-  redis_set_maxmemory(server, 1);  // below what the server already uses: every SET is OOM
-  EXPECT_FALSE(stack.store(2)) << "a SET refused with OOM reported success";
-  EXPECT_EQ(stack.load({1, 2}), "10");
-  redis_set_maxmemory(server, 0);
-  EXPECT_TRUE(stack.store(2));
-  EXPECT_EQ(stack.load({1, 2}), "11");
+TEST_F(RedisFaults, RedisMaxmemoryRefusesStoresWithoutLosingData) {
+  redis_set_maxmemory(server(), 1);  // below what the server already uses: every SET is OOM
+  EXPECT_FALSE(stack().store(2)) << "a SET refused with OOM reported success";
+  EXPECT_EQ(stack().load({1, 2}), "10");
+  redis_set_maxmemory(server(), 0);
+  EXPECT_TRUE(stack().store(2));
+  EXPECT_EQ(stack().load({1, 2}), "11");
 }
 
 TEST(StorageFaults, FsFullDiskFailsTheStoreAndLeavesNoTemporary) {

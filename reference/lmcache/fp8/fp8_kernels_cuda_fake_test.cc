@@ -17,7 +17,6 @@
 #include <cstring>
 #include <limits>
 #include <optional>
-#include <random>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -30,12 +29,15 @@
 #include "lmcache/fp8/internal/fp8_kernels_cuda_backend.h"
 #include "lmcache/fp8/testing/fake_cuda_runtime.h"
 #include "lmcache/fp8/testing/fp8_samples.h"
+#include "lmcache/fp8/testing/kernel_checks.h"
 
 namespace lmcache::fp8 {
 namespace {
 
 using cuda_testing::CudaCall;
 using cuda_testing::FakeCudaRuntime;
+using fp8_internal::DecodeMatches;
+using fp8_internal::EncodeMatches;
 using fp8_internal::first_mismatch;
 using fp8_internal::kCudaErrorIllegalAddress;
 using fp8_internal::kCudaErrorInvalidValue;
@@ -47,6 +49,7 @@ using fp8_internal::kFormats;
 using fp8_internal::kOverflows;
 using fp8_internal::kWideDTypes;
 using fp8_internal::mode_name;
+using fp8_internal::random_bytes;
 using fp8_internal::ScopedCudaRuntimeOverride;
 using ::testing::AllOf;
 using ::testing::HasSubstr;
@@ -60,13 +63,6 @@ constexpr std::size_t kChunk = 4099;
 
 // How the size of one staging buffer appears in messages.
 std::string staging_size() { return "(" + std::to_string(kChunk * 4) + " bytes)"; }
-
-std::vector<std::byte> random_bytes(std::size_t n, std::uint32_t seed) {
-  std::vector<std::byte> out(n);
-  std::mt19937 rng(seed);
-  for (auto& b : out) b = static_cast<std::byte>(rng());
-  return out;
-}
 
 // The message of the exception `f` throws as E ("" if it throws nothing).
 template <class E, class F>
@@ -371,18 +367,10 @@ TEST_F(Fp8CudaFake, HostPipelineMatchesTheReferenceOverSeveralChunks) {
   // Ten chunks (both slots, each reused) and a ragged last one.
   const std::size_t n = 10 * kChunk + 333;
   const auto src = random_bytes(n * 4, 8);
-  const auto want = fp8_internal::reference_encode(src, DType::kFloat32, Fp8Format::kE5M2,
-                                                   Fp8Overflow::kNonSaturating);
-  std::vector<std::uint8_t> got(n);
-  fp8_encode_fast(src, DType::kFloat32, n, got, Fp8Format::kE5M2, Fp8Overflow::kNonSaturating,
-                  kCudaOpt);
-  EXPECT_EQ(first_mismatch(got, want), -1);
-
+  EXPECT_TRUE(
+      EncodeMatches(src, DType::kFloat32, Fp8Format::kE5M2, Fp8Overflow::kNonSaturating, kCudaOpt));
   const std::span<const std::uint8_t> codes(reinterpret_cast<const std::uint8_t*>(src.data()), n);
-  const auto want_dec = fp8_internal::reference_decode(codes, DType::kFloat16, Fp8Format::kE4M3FN);
-  std::vector<std::byte> got_dec(want_dec.size());
-  fp8_decode_fast(codes, n, got_dec, DType::kFloat16, Fp8Format::kE4M3FN, kCudaOpt);
-  EXPECT_EQ(first_mismatch(got_dec, want_dec, 2), -1);
+  EXPECT_TRUE(DecodeMatches(codes, DType::kFloat16, Fp8Format::kE4M3FN, kCudaOpt));
 }
 
 TEST_F(Fp8CudaFake, HostPipelineOddLengthsOnEveryMode) {

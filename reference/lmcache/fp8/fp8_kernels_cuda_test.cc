@@ -31,11 +31,7 @@
 namespace lmcache::fp8 {
 namespace {
 
-using fp8_internal::first_mismatch;
-using fp8_internal::kFormats;
-using fp8_internal::kOverflows;
-using fp8_internal::kWideDTypes;
-using fp8_internal::mode_name;
+using namespace fp8_internal;  // the samples and the reference (testing/fp8_samples.h)
 using ::testing::HasSubstr;
 
 #define LMCACHE_REQUIRE_GPU()                                                             \

@@ -27,67 +27,17 @@
 #include "lmcache/fp8/fp8_kernels_cuda.h"
 #include "lmcache/fp8/internal/fp8_kernels_simd.h"
 #include "lmcache/fp8/testing/fp8_samples.h"
+#include "lmcache/fp8/testing/kernel_checks.h"
 
 namespace lmcache::fp8 {
 namespace {
 
-using fp8_internal::first_mismatch;
-using fp8_internal::kFormats;
-using fp8_internal::kOverflows;
-using fp8_internal::kWideDTypes;
-using fp8_internal::mode_name;
+using namespace fp8_internal;  // the samples, the reference and the checks (testing/)
 using ::testing::HasSubstr;
 
-constexpr KernelOptions kSimd{.threads = 1, .backend = Fp8Backend::kSimd};
+constexpr KernelOptions kSimd = kSimdOneThread;
 
 std::string dtype_str(DType d) { return std::string(dtype_name(d)); }
-
-// AssertionResult streams each value on its own, so std::hex would not stick.
-std::string hex(std::uint32_t v) {
-  char buf[16];
-  std::snprintf(buf, sizeof buf, "0x%X", v);
-  return buf;
-}
-
-// Encodes `src` with the fast kernels and the reference, and reports the first difference.
-::testing::AssertionResult EncodeMatches(std::span<const std::byte> src, DType dtype, Fp8Format f,
-                                         Fp8Overflow o, const KernelOptions& options = kSimd) {
-  const std::size_t n = src.size() / element_size(dtype);
-  const auto want = fp8_internal::reference_encode(src, dtype, f, o);
-  std::vector<std::uint8_t> got(n, 0xA5);
-  fp8_encode_fast(src, dtype, n, got, f, o, options);
-  const long i = first_mismatch(got, want);
-  if (i < 0) return ::testing::AssertionSuccess();
-  std::uint32_t in = 0;
-  std::memcpy(&in, src.data() + i * element_size(dtype), element_size(dtype));
-  return ::testing::AssertionFailure()
-         << dtype_str(dtype) << " " << mode_name(f, o) << " element " << i << " (bits " << hex(in)
-         << "): got " << hex(got[i]) << ", want " << hex(want[i]);
-}
-
-::testing::AssertionResult DecodeMatches(std::span<const std::uint8_t> src, DType dtype,
-                                         Fp8Format f, const KernelOptions& options = kSimd) {
-  const std::size_t elem = element_size(dtype);
-  const auto want = fp8_internal::reference_decode(src, dtype, f);
-  std::vector<std::byte> got(src.size() * elem, std::byte{0xA5});
-  fp8_decode_fast(src, src.size(), got, dtype, f, options);
-  const long i = first_mismatch(got, want, elem);
-  if (i < 0) return ::testing::AssertionSuccess();
-  std::uint32_t g = 0;
-  std::uint32_t w = 0;
-  std::memcpy(&g, got.data() + i * elem, elem);
-  std::memcpy(&w, want.data() + i * elem, elem);
-  return ::testing::AssertionFailure()
-         << fp8_format_name(f) << " -> " << dtype_str(dtype) << " element " << i << " (code "
-         << hex(src[i]) << "): got " << hex(g) << ", want " << hex(w);
-}
-
-std::vector<std::byte> random_bytes(std::size_t n, std::uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::vector<std::byte> out(n);
-  for (auto& b : out) b = static_cast<std::byte>(rng());
-  return out;
-}
 
 // ---------------------------------------------------------------------------------------------
 // Per SIMD target.
@@ -379,12 +329,8 @@ TEST(Fp8Kernels, ScalarAndAutoBackendsMatchReference) {
 TEST(Fp8KernelsConcurrency, ThreadsSplitScalarBackendToo) {
   const std::size_t n = 2 * kMinElementsPerThread + 77;
   const auto src = random_bytes(n * 2, 11);
-  const auto want = fp8_internal::reference_encode(src, DType::kBFloat16, Fp8Format::kE5M2,
-                                                   Fp8Overflow::kSaturating);
-  std::vector<std::uint8_t> got(n);
-  fp8_encode_fast(src, DType::kBFloat16, n, got, Fp8Format::kE5M2, Fp8Overflow::kSaturating,
-                  {.threads = 3, .backend = Fp8Backend::kScalar});
-  EXPECT_EQ(first_mismatch(got, want), -1);
+  EXPECT_TRUE(EncodeMatches(src, DType::kBFloat16, Fp8Format::kE5M2, Fp8Overflow::kSaturating,
+                            {.threads = 3, .backend = Fp8Backend::kScalar}));
 }
 
 // Runs `call` against the reference and the fast kernels on buffers pre-filled with a guard;

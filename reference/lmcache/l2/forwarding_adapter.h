@@ -18,8 +18,10 @@ namespace lmcache {
 
 class ForwardingL2Adapter : public L2AdapterInterface {
  public:
-  // Throws std::invalid_argument when `inner` is null.
-  explicit ForwardingL2Adapter(L2AdapterPtr inner) : inner_(std::move(inner)) {
+  // Throws std::invalid_argument when `inner` is null. The inner adapter may be shared (a test
+  // double whose test keeps inspecting it); an L2AdapterPtr converts.
+  explicit ForwardingL2Adapter(std::shared_ptr<L2AdapterInterface> inner)
+      : inner_(std::move(inner)) {
     if (!inner_) throw std::invalid_argument("ForwardingL2Adapter: inner adapter is null");
   }
 
@@ -71,7 +73,7 @@ class ForwardingL2Adapter : public L2AdapterInterface {
   const L2AdapterInterface& inner() const { return *inner_; }
 
  private:
-  L2AdapterPtr inner_;
+  std::shared_ptr<L2AdapterInterface> inner_;
 };
 
 }  // namespace lmcache

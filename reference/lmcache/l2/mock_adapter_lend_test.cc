@@ -17,6 +17,7 @@
 #include "lmcache/core/event_notifier.h"
 #include "lmcache/l2/forwarding_adapter.h"
 #include "lmcache/l2/mock_adapter.h"
+#include "lmcache/l2/testing/adapter_waits.h"
 
 namespace lmcache {
 namespace {
@@ -49,23 +50,14 @@ L2StoreResult wait_store(L2AdapterInterface& a, TaskId id) {
   return L2StoreResult::failure();
 }
 
-template <class Query>
-std::optional<Bitmap> wait_result(int fd, Query&& query) {
-  const auto deadline = std::chrono::steady_clock::now() + kWait;
-  for (;;) {
-    if (auto r = query()) return r;
-    if (std::chrono::steady_clock::now() >= deadline) return std::nullopt;
-    if (wait_readable(fd, kPoll)) consume_fd(fd);
-  }
-}
-
 // Loads `k` into a fresh buffer of `n` bytes filled with 0xEE; nullopt when the load missed.
 std::optional<std::vector<std::uint8_t>> load_bytes(L2AdapterInterface& a, const ObjectKey& k,
                                                     std::size_t n) {
   auto dst = MemoryObj::allocate(bytes_layout(static_cast<std::int64_t>(n)));
   std::memset(dst->data(), 0xEE, n);
   const TaskId id = a.submit_load_task({k}, {dst});
-  auto bits = wait_result(a.get_load_event_fd(), [&] { return a.query_load_result(id); });
+  auto bits =
+      l2_testing::wait_for_result(a.get_load_event_fd(), [&] { return a.query_load_result(id); });
   EXPECT_TRUE(bits.has_value());
   if (!bits || !bits->test(0)) return std::nullopt;
   const auto* p = reinterpret_cast<const std::uint8_t*>(dst->data());
@@ -74,8 +66,8 @@ std::optional<std::vector<std::uint8_t>> load_bytes(L2AdapterInterface& a, const
 
 bool lookup_hits(L2AdapterInterface& a, const ObjectKey& k) {
   const TaskId id = a.submit_lookup_and_lock_task({k});
-  auto bits = wait_result(a.get_lookup_and_lock_event_fd(),
-                          [&] { return a.query_lookup_and_lock_result(id); });
+  auto bits = l2_testing::wait_for_result(a.get_lookup_and_lock_event_fd(),
+                                          [&] { return a.query_lookup_and_lock_result(id); });
   EXPECT_TRUE(bits.has_value());
   const bool hit = bits && bits->test(0);
   if (hit) a.submit_unlock({k});

@@ -25,6 +25,7 @@
 
 #include "lmcache/core/event_notifier.h"
 #include "lmcache/core/testing/expect_invalid.h"
+#include "lmcache/l2/testing/adapter_waits.h"
 
 namespace lmcache {
 namespace {
@@ -89,24 +90,14 @@ L2StoreResult wait_store(L2AdapterInterface& a, TaskId id) {
   return done.count(id) ? done.at(id) : L2StoreResult::failure();
 }
 
-// Polls a one-shot query until it yields or kWait passes.
-template <class Query>
-std::optional<Bitmap> wait_result(int fd, Query&& query) {
-  const auto deadline = std::chrono::steady_clock::now() + kWait;
-  for (;;) {
-    if (auto r = query()) return r;
-    if (std::chrono::steady_clock::now() >= deadline) return std::nullopt;
-    if (wait_readable(fd, kPoll)) consume_fd(fd);
-  }
-}
-
 std::optional<Bitmap> wait_lookup(L2AdapterInterface& a, TaskId id) {
-  return wait_result(a.get_lookup_and_lock_event_fd(),
-                     [&] { return a.query_lookup_and_lock_result(id); });
+  return l2_testing::wait_for_result(a.get_lookup_and_lock_event_fd(),
+                                     [&] { return a.query_lookup_and_lock_result(id); });
 }
 
 std::optional<Bitmap> wait_load(L2AdapterInterface& a, TaskId id) {
-  return wait_result(a.get_load_event_fd(), [&] { return a.query_load_result(id); });
+  return l2_testing::wait_for_result(a.get_load_event_fd(),
+                                     [&] { return a.query_load_result(id); });
 }
 
 // Stores the pairs and waits; expects success.

@@ -12,6 +12,7 @@
 
 #include "lmcache/core/event_notifier.h"
 #include "lmcache/l2/mock_adapter.h"
+#include "lmcache/l2/testing/adapter_waits.h"
 
 namespace lmcache {
 namespace {
@@ -51,19 +52,10 @@ void store(L2AdapterInterface& a, const std::vector<ObjectKey>& keys,
   FAIL() << "store " << id << " never completed";
 }
 
-template <class Query>
-auto wait_for(int fd, Query&& query) -> decltype(query()) {
-  const auto deadline = std::chrono::steady_clock::now() + kWait;
-  for (;;) {
-    if (auto r = query()) return r;
-    if (std::chrono::steady_clock::now() >= deadline) return std::nullopt;
-    if (wait_readable(fd, kPoll)) consume_fd(fd);
-  }
-}
-
 std::optional<L2LoadViews> view_load(L2AdapterInterface& a, const std::vector<ObjectKey>& keys) {
   const TaskId id = a.submit_load_view_task(keys);
-  return wait_for(a.get_load_event_fd(), [&] { return a.query_load_view_result(id); });
+  return l2_testing::wait_for_result(a.get_load_event_fd(),
+                                     [&] { return a.query_load_view_result(id); });
 }
 
 bool all_bytes(const MemoryObj& o, std::uint8_t value) {
@@ -115,11 +107,11 @@ TEST(MockViews, EachQueryAnswersItsOwnKindOfLoadOnce) {
   store(*a, {key(1)}, {filled(16, 1)});
   const TaskId viewed = a->submit_load_view_task({key(1)});
   const TaskId copied = a->submit_load_task({key(1)}, {filled(16, 0)});
-  std::optional<L2LoadViews> v =
-      wait_for(a->get_load_event_fd(), [&] { return a->query_load_view_result(viewed); });
+  std::optional<L2LoadViews> v = l2_testing::wait_for_result(
+      a->get_load_event_fd(), [&] { return a->query_load_view_result(viewed); });
   ASSERT_TRUE(v.has_value());
-  std::optional<Bitmap> c =
-      wait_for(a->get_load_event_fd(), [&] { return a->query_load_result(copied); });
+  std::optional<Bitmap> c = l2_testing::wait_for_result(
+      a->get_load_event_fd(), [&] { return a->query_load_result(copied); });
   ASSERT_TRUE(c.has_value());
   EXPECT_EQ(c->to_string(), "1");
   // Taken once; the other query never answered either id.
@@ -131,7 +123,7 @@ TEST(MockViews, EachQueryAnswersItsOwnKindOfLoadOnce) {
   // it in place.
   const TaskId later = a->submit_load_view_task({key(1), key(2)});
   bool plain_answered = false;
-  v = wait_for(a->get_load_event_fd(), [&] {
+  v = l2_testing::wait_for_result(a->get_load_event_fd(), [&] {
     if (a->query_load_result(later)) plain_answered = true;
     return a->query_load_view_result(later);
   });

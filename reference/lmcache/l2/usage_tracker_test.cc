@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <map>
 #include <mutex>
 #include <stdexcept>
 #include <string>
@@ -14,6 +15,23 @@ namespace {
 
 ObjectKey key(std::uint32_t i, std::string salt = {}) {
   return ObjectKey(int_hash_to_bytes(i), "model", 0, 0, std::move(salt));
+}
+
+// `t` counts `total` bytes, split by cache salt exactly as `by_salt` (no other salt).
+::testing::AssertionResult UsageIs(const UsageTracker& t, std::uint64_t total,
+                                   const std::map<std::string, std::uint64_t>& by_salt) {
+  const AdapterUsage u = t.get_usage();
+  if (u.total_bytes_used == total && u.bytes_by_cache_salt == by_salt) {
+    return ::testing::AssertionSuccess();
+  }
+  auto salts = [](const std::map<std::string, std::uint64_t>& m) {
+    std::string out;
+    for (const auto& [salt, bytes] : m) out += " '" + salt + "': " + std::to_string(bytes);
+    return "{" + out + " }";
+  };
+  return ::testing::AssertionFailure()
+         << u.total_bytes_used << " bytes, by salt " << salts(u.bytes_by_cache_salt) << "; want "
+         << total << ", " << salts(by_salt);
 }
 
 // Records every call; optionally checks that the tracker's lock is not held while it runs.
@@ -90,23 +108,15 @@ TEST(UsageTracker, ZeroCapacityMeansUnboundedFraction) {
 TEST(UsageTracker, CountsTotalAndPerSalt) {
   UsageTracker t(1000);
   t.notify_stored({key(1, "a"), key(2, "b"), key(3, "a"), key(4)}, {10, 20, 30, 5});
-  AdapterUsage u = t.get_usage();
-  EXPECT_EQ(u.total_bytes_used, 65u);
-  EXPECT_EQ(u.bytes_by_cache_salt.at("a"), 40u);
-  EXPECT_EQ(u.bytes_by_cache_salt.at("b"), 20u);
-  EXPECT_EQ(u.bytes_by_cache_salt.at(""), 5u) << "the empty salt is counted too";
-  EXPECT_DOUBLE_EQ(u.usage_fraction(), 0.065);
+  // The empty salt is counted too.
+  EXPECT_TRUE(UsageIs(t, 65, {{"a", 40}, {"b", 20}, {"", 5}}));
+  EXPECT_DOUBLE_EQ(t.get_usage().usage_fraction(), 0.065);
 
   t.notify_deleted({key(1, "a"), key(2, "b")}, {10, 20});
-  u = t.get_usage();
-  EXPECT_EQ(u.total_bytes_used, 35u);
-  EXPECT_EQ(u.bytes_by_cache_salt.at("a"), 30u);
-  EXPECT_EQ(u.bytes_by_cache_salt.count("b"), 0u) << "a salt at 0 is removed";
+  EXPECT_TRUE(UsageIs(t, 35, {{"a", 30}, {"", 5}})) << "a salt at 0 is removed";
 
   t.notify_deleted({key(3, "a"), key(4)}, {30, 5});
-  u = t.get_usage();
-  EXPECT_EQ(u.total_bytes_used, 0u);
-  EXPECT_TRUE(u.bytes_by_cache_salt.empty());
+  EXPECT_TRUE(UsageIs(t, 0, {}));
   EXPECT_EQ(t.clamp_events(), 0u);
 }
 
@@ -120,16 +130,11 @@ TEST(UsageTracker, OverDeleteClampsAtZero) {
   UsageTracker t;
   t.notify_stored({key(1, "a"), key(2, "b")}, {10, 20});
   t.notify_deleted({key(1, "a")}, {15});  // more than salt "a" holds
-  AdapterUsage u = t.get_usage();
-  EXPECT_EQ(u.total_bytes_used, 15u);
-  EXPECT_EQ(u.bytes_by_cache_salt.count("a"), 0u);
-  EXPECT_EQ(u.bytes_by_cache_salt.at("b"), 20u);
+  EXPECT_TRUE(UsageIs(t, 15, {{"b", 20}}));
   EXPECT_EQ(t.clamp_events(), 1u);
 
   t.notify_deleted({key(2, "b"), key(3, "zz")}, {20, 100});
-  u = t.get_usage();
-  EXPECT_EQ(u.total_bytes_used, 0u);
-  EXPECT_TRUE(u.bytes_by_cache_salt.empty());
+  EXPECT_TRUE(UsageIs(t, 0, {}));
   EXPECT_GE(t.clamp_events(), 2u);
 }
 

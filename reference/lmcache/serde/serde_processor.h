@@ -57,20 +57,14 @@ class SerdeProcessor {
   // task. An inline task draws no id and signals no fd. A caller saves the two hand-offs of a
   // submitted task (to a worker and back), at the price of its own thread's time. Throws what
   // submit_*() throws (lists of different lengths, keys included; after close()).
-  virtual std::optional<bool> serialize_inline(const std::vector<MemoryObjPtr>& srcs,
-                                               const std::vector<MemoryObjPtr>& dsts,
-                                               const std::vector<ObjectKey>& keys) {
-    (void)srcs;
-    (void)dsts;
-    (void)keys;
+  virtual std::optional<bool> serialize_inline(const std::vector<MemoryObjPtr>& /*srcs*/,
+                                               const std::vector<MemoryObjPtr>& /*dsts*/,
+                                               const std::vector<ObjectKey>& /*keys*/) {
     return std::nullopt;
   }
-  virtual std::optional<bool> deserialize_inline(const std::vector<MemoryObjPtr>& srcs,
-                                                 const std::vector<MemoryObjPtr>& dsts,
-                                                 const std::vector<ObjectKey>& keys) {
-    (void)srcs;
-    (void)dsts;
-    (void)keys;
+  virtual std::optional<bool> deserialize_inline(const std::vector<MemoryObjPtr>& /*srcs*/,
+                                                 const std::vector<MemoryObjPtr>& /*dsts*/,
+                                                 const std::vector<ObjectKey>& /*keys*/) {
     return std::nullopt;
   }
 

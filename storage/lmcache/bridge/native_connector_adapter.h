@@ -99,13 +99,10 @@
 #include "lmcache/bridge/key_codec.h"
 #include "lmcache/bridge/native_connector.h"
 #include "lmcache/bridge/native_connector_options.h"
+#include "lmcache/core/poll_loop.h"
 #include "lmcache/l2/l2_adapter.h"
 #include "lmcache/l2/l2_adapter_base.h"
 #include "lmcache/l2/usage_tracker.h"
-
-namespace lmcache {
-class PollLoop;  // lmcache/core/poll_loop.h
-}  // namespace lmcache
 
 namespace lmcache::bridge_internal {
 class BridgeKeys;  // internal/bridge_keys.h

@@ -14,6 +14,7 @@
 #include "lmcache/testing/adapter_waits.h"
 #include "lmcache/testing/bridge_checks.h"
 #include "lmcache/testing/fs_damage.h"
+#include "lmcache/testing/stored_objects.h"
 #include "lmcache/testing/temp_dir.h"
 #include "lmcache/wrapper/adapter_factory.h"
 
@@ -24,11 +25,6 @@ using namespace std::chrono_literals;
 using storage_testing::TempDir;
 using storage_testing::wait_load;
 using storage_testing::wait_store;
-
-// The message of the std::invalid_argument parsing `config` throws (a test failure if none).
-std::string error_of(const Json& config) {
-  return core_internal::invalid_argument_message([&] { FsAdapterConfig::parse(config); });
-}
 
 TEST(FsAdapterConfig, ReadsLmcacheKeysAndDefaults) {
   FsAdapterConfig c = FsAdapterConfig::parse({{"type", "fs"}, {"base_path", "/x/y"}});
@@ -55,28 +51,43 @@ TEST(FsAdapterConfig, ReadsLmcacheKeysAndDefaults) {
 }
 
 TEST(FsAdapterConfig, ErrorsNameTheKey) {
-  EXPECT_NE(error_of({{"base_pth", "/x"}}).find("unknown key 'base_pth'"), std::string::npos);
-  EXPECT_NE(error_of(Json::object()).find("'base_path'"), std::string::npos);
-  EXPECT_NE(error_of({{"base_path", ""}}).find("'base_path'"), std::string::npos);
-  EXPECT_NE(error_of({{"base_path", "/x"}, {"checksum", "md5"}}).find("'checksum'"),
+  EXPECT_NE(core_internal::parse_error<FsAdapterConfig>({{"base_pth", "/x"}})
+                .find("unknown key 'base_pth'"),
             std::string::npos);
-  EXPECT_NE(error_of({{"base_path", "/x"}, {"use_odirect", 1}}).find("'use_odirect'"),
+  EXPECT_NE(core_internal::parse_error<FsAdapterConfig>(Json::object()).find("'base_path'"),
             std::string::npos);
-  EXPECT_NE(error_of({{"base_path", "/x"}, {"num_workers", 0}}).find("'num_workers'"),
+  EXPECT_NE(core_internal::parse_error<FsAdapterConfig>({{"base_path", ""}}).find("'base_path'"),
             std::string::npos);
-  EXPECT_NE(error_of({{"type", "resp"}, {"base_path", "/x"}}).find("'type'"), std::string::npos);
-  EXPECT_NE(error_of({{"base_path", "/x"}, {"layout", "flat"}}).find("'layout'"),
+  EXPECT_NE(core_internal::parse_error<FsAdapterConfig>({{"base_path", "/x"}, {"checksum", "md5"}})
+                .find("'checksum'"),
             std::string::npos);
-  EXPECT_NE(error_of({{"base_path", "/x"}, {"layout", "lmcache"}, {"checksum", "crc32"}})
+  EXPECT_NE(core_internal::parse_error<FsAdapterConfig>({{"base_path", "/x"}, {"use_odirect", 1}})
+                .find("'use_odirect'"),
+            std::string::npos);
+  EXPECT_NE(core_internal::parse_error<FsAdapterConfig>({{"base_path", "/x"}, {"num_workers", 0}})
+                .find("'num_workers'"),
+            std::string::npos);
+  EXPECT_NE(core_internal::parse_error<FsAdapterConfig>({{"type", "resp"}, {"base_path", "/x"}})
+                .find("'type'"),
+            std::string::npos);
+  EXPECT_NE(core_internal::parse_error<FsAdapterConfig>({{"base_path", "/x"}, {"layout", "flat"}})
+                .find("'layout'"),
+            std::string::npos);
+  EXPECT_NE(core_internal::parse_error<FsAdapterConfig>(
+                {{"base_path", "/x"}, {"layout", "lmcache"}, {"checksum", "crc32"}})
                 .find("'checksum' must be \"none\""),
             std::string::npos);
   for (const Json& hw : {Json(0), Json(1.5), Json(-0.2), Json("0.9")}) {
-    EXPECT_NE(error_of({{"base_path", "/x"}, {"high_watermark", hw}}).find("'high_watermark'"),
-              std::string::npos)
+    EXPECT_NE(
+        core_internal::parse_error<FsAdapterConfig>({{"base_path", "/x"}, {"high_watermark", hw}})
+            .find("'high_watermark'"),
+        std::string::npos)
         << hw.dump();
   }
-  EXPECT_NE(error_of({{"base_path", "/x"}, {"min_free_bytes", -1}}).find("'min_free_bytes'"),
-            std::string::npos);
+  EXPECT_NE(
+      core_internal::parse_error<FsAdapterConfig>({{"base_path", "/x"}, {"min_free_bytes", -1}})
+          .find("'min_free_bytes'"),
+      std::string::npos);
 }
 
 TEST(FsAdapterConfig, ReadsLmcachesDiskGuardKeys) {
@@ -145,11 +156,8 @@ TEST(FsAdapter, ComposesWithTheFp8SerdeThroughItsConfig) {
                                       {"checksum", "crc32"},
                                       {"serde", {{"type", "fp8"}}}},
                                      ctx);
-  const std::uint16_t values[] = {0x3F80, 0x3F00, 0xC000, 0x0000, 0x4100, 0xBE80};
   constexpr std::size_t kElems = 4096;
-  MemoryObjPtr src = MemoryObj::allocate(MemoryLayoutDesc::single({kElems}, DType::kBFloat16));
-  auto* p = reinterpret_cast<std::uint16_t*>(src->data());
-  for (std::size_t i = 0; i < kElems; ++i) p[i] = values[i % 6];
+  MemoryObjPtr src = storage_testing::fp8_exact_bf16_object(kElems);
   const ObjectKey key(int_hash_to_bytes(1), "meta-llama/Llama-3.1-8B", 3, 0, "tenant");
   const std::optional<L2StoreResult> stored = wait_store(*a, a->submit_store_task({key}, {src}));
   ASSERT_TRUE(stored && stored->is_successful());
@@ -160,11 +168,7 @@ TEST(FsAdapter, ComposesWithTheFp8SerdeThroughItsConfig) {
     EXPECT_EQ(e.file_size(), kElems + 8) << "one fp8 byte per element plus the crc32 trailer";
   }
   EXPECT_EQ(files, 1u);
-  MemoryObjPtr dst = MemoryObj::allocate(MemoryLayoutDesc::single({kElems}, DType::kBFloat16));
-  const std::optional<Bitmap> bits = wait_load(*a, a->submit_load_task({key}, {dst}));
-  ASSERT_TRUE(bits.has_value());
-  EXPECT_EQ(bits->to_string(), "1");
-  EXPECT_EQ(std::memcmp(src->data(), dst->data(), kElems * 2), 0);
+  EXPECT_EQ(storage_testing::loads_back(*a, key, *src), "");
   a->close();
 }
 

@@ -15,6 +15,7 @@
 #include "lmcache/testing/adapter_waits.h"
 #include "lmcache/testing/bridge_checks.h"
 #include "lmcache/testing/redis_server.h"
+#include "lmcache/testing/stored_objects.h"
 #include "lmcache/wrapper/adapter_factory.h"
 
 namespace lmcache::resp {
@@ -24,17 +25,6 @@ using namespace std::chrono_literals;
 using storage_testing::RedisServer;
 using storage_testing::wait_load;
 using storage_testing::wait_store;
-
-#define SKIP_WITHOUT_REDIS()                                                       \
-  if (!RedisServer::find_executable()) {                                           \
-    GTEST_SKIP() << "redis-server is not installed (Debian package redis-server; " \
-                    "scripts/install-deps.sh installs it)";                        \
-  }
-
-// The message of the std::invalid_argument parsing `config` throws (a test failure if none).
-std::string error_of(const Json& config) {
-  return core_internal::invalid_argument_message([&] { RespAdapterConfig::parse(config); });
-}
 
 TEST(RespAdapterConfig, ReadsLmcacheKeysAndDefaults) {
   RespAdapterConfig c = RespAdapterConfig::parse(
@@ -80,26 +70,45 @@ TEST(RespAdapterConfig, ReadsLmcacheKeysAndDefaults) {
 }
 
 TEST(RespAdapterConfig, ErrorsNameTheKey) {
-  EXPECT_NE(error_of({{"hots", "h"}, {"port", 1}}).find("unknown key 'hots'"), std::string::npos);
-  EXPECT_NE(error_of({{"port", 1}}).find("'host'"), std::string::npos);
-  EXPECT_NE(error_of({{"host", ""}, {"port", 1}}).find("'host'"), std::string::npos);
-  EXPECT_NE(error_of({{"host", "h"}}).find("'port'"), std::string::npos);
-  EXPECT_NE(error_of({{"host", "h"}, {"port", 0}}).find("'port'"), std::string::npos);
-  EXPECT_NE(error_of({{"host", "h"}, {"port", 65536}}).find("'port'"), std::string::npos);
-  EXPECT_NE(error_of({{"host", "h"}, {"port", 1}, {"num_workers", 0}}).find("'num_workers'"),
+  EXPECT_NE(core_internal::parse_error<RespAdapterConfig>({{"hots", "h"}, {"port", 1}})
+                .find("unknown key 'hots'"),
             std::string::npos);
-  EXPECT_NE(error_of({{"host", "h"}, {"port", 1}, {"password", 5}}).find("'password'"),
+  EXPECT_NE(core_internal::parse_error<RespAdapterConfig>({{"port", 1}}).find("'host'"),
             std::string::npos);
-  EXPECT_NE(error_of({{"type", "fs"}, {"host", "h"}, {"port", 1}}).find("'type'"),
+  EXPECT_NE(
+      core_internal::parse_error<RespAdapterConfig>({{"host", ""}, {"port", 1}}).find("'host'"),
+      std::string::npos);
+  EXPECT_NE(core_internal::parse_error<RespAdapterConfig>({{"host", "h"}}).find("'port'"),
             std::string::npos);
-  EXPECT_NE(error_of({{"host", "h"}, {"port", 1}, {"max_capacity_gb", -1}}).find("max_capacity_gb"),
+  EXPECT_NE(
+      core_internal::parse_error<RespAdapterConfig>({{"host", "h"}, {"port", 0}}).find("'port'"),
+      std::string::npos);
+  EXPECT_NE(core_internal::parse_error<RespAdapterConfig>({{"host", "h"}, {"port", 65536}})
+                .find("'port'"),
             std::string::npos);
-  EXPECT_NE(error_of(Json::array()).find("JSON object"), std::string::npos);
+  EXPECT_NE(core_internal::parse_error<RespAdapterConfig>(
+                {{"host", "h"}, {"port", 1}, {"num_workers", 0}})
+                .find("'num_workers'"),
+            std::string::npos);
+  EXPECT_NE(
+      core_internal::parse_error<RespAdapterConfig>({{"host", "h"}, {"port", 1}, {"password", 5}})
+          .find("'password'"),
+      std::string::npos);
+  EXPECT_NE(
+      core_internal::parse_error<RespAdapterConfig>({{"type", "fs"}, {"host", "h"}, {"port", 1}})
+          .find("'type'"),
+      std::string::npos);
+  EXPECT_NE(core_internal::parse_error<RespAdapterConfig>(
+                {{"host", "h"}, {"port", 1}, {"max_capacity_gb", -1}})
+                .find("max_capacity_gb"),
+            std::string::npos);
+  EXPECT_NE(core_internal::parse_error<RespAdapterConfig>(Json::array()).find("JSON object"),
+            std::string::npos);
   const Json base = {{"host", "h"}, {"port", 1}};
   auto with = [&](const char* key, Json v) {
     Json c = base;
     c[key] = std::move(v);
-    return error_of(c);
+    return core_internal::parse_error<RespAdapterConfig>(c);
   };
   EXPECT_NE(with("breaker_threshold", -1).find("'breaker_threshold'"), std::string::npos);
   EXPECT_NE(with("read_io_depth", 1025).find("'read_io_depth'"), std::string::npos);
@@ -120,7 +129,7 @@ TEST(RespAdapter, IsRegisteredUnderLmcachesName) {
 }
 
 TEST(RespAdapter, ComposesWithTheFp8SerdeThroughItsConfig) {
-  SKIP_WITHOUT_REDIS();
+  LMCACHE_SKIP_WITHOUT_REDIS();
   RedisServer server;
   AdapterContext ctx;
   ctx.l1_manager = std::make_shared<L1Manager>(64u << 20);
@@ -130,23 +139,15 @@ TEST(RespAdapter, ComposesWithTheFp8SerdeThroughItsConfig) {
                                       {"num_workers", 2},
                                       {"serde", {{"type", "fp8"}}}},
                                      ctx);
-  // bfloat16 values fp8 e4m3 holds exactly: the round trip gives them back bit for bit.
-  const std::uint16_t values[] = {0x3F80, 0x3F00, 0xC000, 0x0000, 0x4100, 0xBE80};
   constexpr std::size_t kElems = 4096;
-  MemoryObjPtr src = MemoryObj::allocate(MemoryLayoutDesc::single({kElems}, DType::kBFloat16));
-  auto* p = reinterpret_cast<std::uint16_t*>(src->data());
-  for (std::size_t i = 0; i < kElems; ++i) p[i] = values[i % 6];
+  MemoryObjPtr src = storage_testing::fp8_exact_bf16_object(kElems);
   const ObjectKey key(int_hash_to_bytes(1), "meta-llama/Llama-3.1-8B", 3, 0, "tenant");
   const std::optional<L2StoreResult> stored = wait_store(*a, a->submit_store_task({key}, {src}));
   ASSERT_TRUE(stored && stored->is_successful());
   EXPECT_EQ(stored->bytes_transferred(), kElems) << "one fp8 byte per element went to Redis";
   EXPECT_EQ(server.command({"DBSIZE"}).integer, 1);
 
-  MemoryObjPtr dst = MemoryObj::allocate(MemoryLayoutDesc::single({kElems}, DType::kBFloat16));
-  const std::optional<Bitmap> bits = wait_load(*a, a->submit_load_task({key}, {dst}));
-  ASSERT_TRUE(bits.has_value());
-  EXPECT_EQ(bits->to_string(), "1");
-  EXPECT_EQ(std::memcmp(src->data(), dst->data(), kElems * 2), 0);
+  EXPECT_EQ(storage_testing::loads_back(*a, key, *src), "");
   a->close();
 }
 
@@ -160,7 +161,7 @@ MemoryObjPtr bytes_obj(std::size_t n, std::uint8_t fill) {
 }
 
 TEST(RespAdapter, SurvivesAServerRestart) {
-  SKIP_WITHOUT_REDIS();
+  LMCACHE_SKIP_WITHOUT_REDIS();
   RedisServer server;
   // One worker: with two, the load after the restart may meet the other worker's dead
   // connection first, and a get that failed on a dead connection proves no miss.
@@ -189,7 +190,7 @@ TEST(RespAdapter, SurvivesAServerRestart) {
 }
 
 TEST(RespAdapter, ServerOutageOpensTheBreakerAndAProbeAfterTheRestartClosesIt) {
-  SKIP_WITHOUT_REDIS();
+  LMCACHE_SKIP_WITHOUT_REDIS();
   RedisServer server;
   auto a = create_resp_adapter({{"host", server.host()},
                                 {"port", server.port()},
@@ -234,7 +235,7 @@ TEST(RespAdapter, ServerOutageOpensTheBreakerAndAProbeAfterTheRestartClosesIt) {
 }
 
 TEST(RespAdapter, DeadlineFailsTasksOnAPausedServerAndCloseIsPrompt) {
-  SKIP_WITHOUT_REDIS();
+  LMCACHE_SKIP_WITHOUT_REDIS();
   RedisServer server;
   // The connection would wait an hour for the paused server: the bridge's deadline decides.
   auto a = create_resp_adapter({{"host", server.host()},
@@ -258,7 +259,7 @@ TEST(RespAdapter, DeadlineFailsTasksOnAPausedServerAndCloseIsPrompt) {
 class RespBridgeChecks : public ::testing::TestWithParam<storage_testing::BridgeCheck> {};
 
 TEST_P(RespBridgeChecks, Hold) {
-  SKIP_WITHOUT_REDIS();
+  LMCACHE_SKIP_WITHOUT_REDIS();
   RedisServer server;
   storage_testing::BridgeRig rig;
   rig.name = "resp";

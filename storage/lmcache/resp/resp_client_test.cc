@@ -483,14 +483,8 @@ INSTANTIATE_TEST_SUITE_P(Catalogue, RespClientHostile, ::testing::ValuesIn(hosti
 
 // --- Against redis-server --------------------------------------------------------------------
 
-#define SKIP_WITHOUT_REDIS()                                                       \
-  if (!storage_testing::RedisServer::find_executable()) {                          \
-    GTEST_SKIP() << "redis-server is not installed (Debian package redis-server; " \
-                    "scripts/install-deps.sh installs it)";                        \
-  }
-
 TEST(RespClientRedis, PipelinesLargeValuesBothWays) {
-  SKIP_WITHOUT_REDIS();
+  LMCACHE_SKIP_WITHOUT_REDIS();
   storage_testing::RedisServer server;
   RespClient client(server.endpoint());
   // More keys than one pipelining window, sizes from 0 to over 1 MiB.
@@ -524,7 +518,7 @@ TEST(RespClientRedis, PipelinesLargeValuesBothWays) {
 }
 
 TEST(RespClientRedis, WrongTypeIsAServerErrorNotAHang) {
-  SKIP_WITHOUT_REDIS();
+  LMCACHE_SKIP_WITHOUT_REDIS();
   storage_testing::RedisServer server;
   RespClient client(server.endpoint());
   ASSERT_EQ(client.command({"LPUSH", "list", "x"}).integer, 1);

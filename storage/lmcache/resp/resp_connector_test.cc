@@ -26,12 +26,6 @@ using namespace std::chrono_literals;
 using bridge::Completion;
 using storage_testing::RedisServer;
 
-#define SKIP_WITHOUT_REDIS()                                                       \
-  if (!RedisServer::find_executable()) {                                           \
-    GTEST_SKIP() << "redis-server is not installed (Debian package redis-server; " \
-                    "scripts/install-deps.sh installs it)";                        \
-  }
-
 RespConnectorOptions options_for(const RedisServer& server, std::size_t workers = 2,
                                  std::chrono::milliseconds io_timeout = 5000ms) {
   RespConnectorOptions o;
@@ -67,7 +61,7 @@ struct Batch {
 };
 
 TEST(RespConnector, BatchesRoundTripThroughTheWorkers) {
-  SKIP_WITHOUT_REDIS();
+  LMCACHE_SKIP_WITHOUT_REDIS();
   RedisServer server;
   RespConnector c(options_for(server, 3));
   Batch in(10, 4096, 'a');
@@ -100,7 +94,7 @@ TEST(RespConnector, BatchesRoundTripThroughTheWorkers) {
 }
 
 TEST(RespConnector, UnreachableServerCompletesEveryBatchPromptly) {
-  SKIP_WITHOUT_REDIS();
+  LMCACHE_SKIP_WITHOUT_REDIS();
   RespConnectorOptions o;
   {
     RedisServer server;
@@ -121,7 +115,7 @@ TEST(RespConnector, UnreachableServerCompletesEveryBatchPromptly) {
 }
 
 TEST(RespConnector, RecoversAfterTheServerIsKilledAndRestarted) {
-  SKIP_WITHOUT_REDIS();
+  LMCACHE_SKIP_WITHOUT_REDIS();
   RedisServer server;
   RespConnector c(options_for(server, 1));
   Batch b(3, 1024, 'a');
@@ -145,7 +139,7 @@ TEST(RespConnector, RecoversAfterTheServerIsKilledAndRestarted) {
 }
 
 TEST(RespConnector, PausedServerTimesOutThenRecovers) {
-  SKIP_WITHOUT_REDIS();
+  LMCACHE_SKIP_WITHOUT_REDIS();
   RedisServer server;
   RespConnector c(options_for(server, 1, 1000ms));
   ASSERT_TRUE(wait_one(c, c.submit_batch_exists({"a"})).ok);
@@ -159,7 +153,7 @@ TEST(RespConnector, PausedServerTimesOutThenRecovers) {
 }
 
 TEST(RespConnector, CloseIsPromptWithAPausedServer) {
-  SKIP_WITHOUT_REDIS();
+  LMCACHE_SKIP_WITHOUT_REDIS();
   RedisServer server;
   auto c = std::make_unique<RespConnector>(options_for(server, 2, 3600000ms));
   ASSERT_TRUE(wait_one(*c, c->submit_batch_exists({"a"})).ok);
@@ -172,7 +166,7 @@ TEST(RespConnector, CloseIsPromptWithAPausedServer) {
 }
 
 TEST(RespConnector, KilledClientConnectionsAreReplaced) {
-  SKIP_WITHOUT_REDIS();
+  LMCACHE_SKIP_WITHOUT_REDIS();
   RedisServer server;
   RespConnector c(options_for(server, 1));
   ASSERT_TRUE(wait_one(c, c.submit_batch_exists({"a", "b"})).ok);
@@ -189,7 +183,7 @@ TEST(RespConnector, KilledClientConnectionsAreReplaced) {
 }
 
 TEST(RespConnector, ARestartedServerCostsNoBatch) {
-  SKIP_WITHOUT_REDIS();
+  LMCACHE_SKIP_WITHOUT_REDIS();
   RedisServer server;
   RespConnector c(options_for(server, 2));
   ASSERT_TRUE(wait_one(c, c.submit_batch_exists({"a", "b", "c", "d"})).ok);
@@ -204,7 +198,7 @@ TEST(RespConnector, ARestartedServerCostsNoBatch) {
 }
 
 TEST(RespConnector, MaxmemoryRefusalFailsTheSet) {
-  SKIP_WITHOUT_REDIS();
+  LMCACHE_SKIP_WITHOUT_REDIS();
   storage_testing::RedisServerOptions so;
   so.extra_args = {"--maxmemory", "2mb", "--maxmemory-policy", "noeviction"};
   RedisServer server(so);
@@ -217,7 +211,7 @@ TEST(RespConnector, MaxmemoryRefusalFailsTheSet) {
 }
 
 TEST(RespConnector, AuthenticatesWithThePassword) {
-  SKIP_WITHOUT_REDIS();
+  LMCACHE_SKIP_WITHOUT_REDIS();
   storage_testing::RedisServerOptions so;
   so.password = "s3cret";
   RedisServer server(so);
@@ -376,7 +370,7 @@ INSTANTIATE_TEST_SUITE_P(Catalogue, RespConnectorHostile, ::testing::ValuesIn(po
                          });
 
 TEST(RespConnectorConcurrency, ThreadsSubmitThroughOneConnector) {
-  SKIP_WITHOUT_REDIS();
+  LMCACHE_SKIP_WITHOUT_REDIS();
   RedisServer server;
   RespConnector c(options_for(server, 4));
   constexpr int kThreads = 4, kRounds = 20;

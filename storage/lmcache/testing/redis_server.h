@@ -27,6 +27,16 @@
 #include "lmcache/resp/resp_client.h"
 #include "lmcache/testing/temp_dir.h"
 
+// LMCACHE_SKIP_WITHOUT_REDIS()
+//
+// In a gtest test body (or SetUp): skips the test, saying how to install it, when redis-server
+// is not installed. A macro, because GTEST_SKIP() returns from the function it expands in.
+#define LMCACHE_SKIP_WITHOUT_REDIS()                                               \
+  if (!::lmcache::storage_testing::RedisServer::find_executable()) {               \
+    GTEST_SKIP() << "redis-server is not installed (Debian package redis-server; " \
+                    "scripts/install-deps.sh installs it)";                        \
+  }
+
 namespace lmcache::storage_testing {
 
 struct RedisServerOptions {

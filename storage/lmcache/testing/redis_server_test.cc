@@ -7,14 +7,8 @@ namespace {
 
 using resp::RespReply;
 
-#define SKIP_WITHOUT_REDIS()                                                       \
-  if (!RedisServer::find_executable()) {                                           \
-    GTEST_SKIP() << "redis-server is not installed (Debian package redis-server; " \
-                    "scripts/install-deps.sh installs it)";                        \
-  }
-
 TEST(RedisServer, StartsPrivatelyAndStops) {
-  SKIP_WITHOUT_REDIS();
+  LMCACHE_SKIP_WITHOUT_REDIS();
   std::filesystem::path dir;
   int port = 0;
   {
@@ -41,7 +35,7 @@ TEST(RedisServer, StartsPrivatelyAndStops) {
 }
 
 TEST(RedisServer, KillRestartPauseResume) {
-  SKIP_WITHOUT_REDIS();
+  LMCACHE_SKIP_WITHOUT_REDIS();
   RedisServer server;
   const int port = server.port();
   ASSERT_EQ(server.command({"SET", "k", "v"}).str, "OK");
@@ -64,7 +58,7 @@ TEST(RedisServer, KillRestartPauseResume) {
 }
 
 TEST(RedisServer, ExtraArgumentsReachTheServer) {
-  SKIP_WITHOUT_REDIS();
+  LMCACHE_SKIP_WITHOUT_REDIS();
   RedisServerOptions o;
   o.extra_args = {"--maxmemory", "4mb", "--maxmemory-policy", "noeviction"};
   RedisServer server(o);

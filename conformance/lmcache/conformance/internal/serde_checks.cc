@@ -8,10 +8,6 @@
 namespace lmcache::conformance_internal {
 using namespace ::lmcache::conformance;  // the kit's public types
 
-using ::testing::AssertionFailure;
-using ::testing::AssertionResult;
-using ::testing::AssertionSuccess;
-
 std::string where(const MemoryLayoutDesc& layout) {
   return " [input layout " + layout.to_string() + "]";
 }

@@ -22,6 +22,10 @@
 
 namespace lmcache::conformance_internal {
 using namespace ::lmcache::conformance;  // the kit's public types
+// Every check answers in gtest's assertion vocabulary (here for whoever uses this namespace).
+using ::testing::AssertionFailure;
+using ::testing::AssertionResult;
+using ::testing::AssertionSuccess;
 
 // " [input layout ...]", appended to every serde failure message; with the key when it is not
 // probe_key(0).

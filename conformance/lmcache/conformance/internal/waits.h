@@ -6,12 +6,18 @@
 // waits them out.
 #pragma once
 
+#include <algorithm>
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <cstdlib>
+#include <memory>
+#include <optional>
 #include <thread>
+#include <vector>
 
 #include "lmcache/core/event_notifier.h"
+#include "lmcache/core/memory_obj.h"
 
 namespace lmcache::conformance_internal {
 using namespace ::lmcache::conformance;  // the kit's public types
@@ -55,6 +61,25 @@ auto poll_until(Fn&& fn, std::chrono::milliseconds timeout) -> decltype(fn()) {
     std::this_thread::sleep_for(pause);
     if (pause < std::chrono::milliseconds(2)) pause *= 2;
   }
+}
+
+// objects_still_held()
+//
+// Waits up to settle_timeout() for at most `allowed` of `handed` (caller objects given to an
+// implementation, whose tasks have completed) to be alive, and returns how many are alive then.
+inline std::size_t objects_still_held(const std::vector<std::weak_ptr<MemoryObj>>& handed,
+                                      std::size_t allowed) {
+  auto alive = [&] {
+    return static_cast<std::size_t>(
+        std::count_if(handed.begin(), handed.end(), [](const auto& w) { return !w.expired(); }));
+  };
+  poll_until(
+      [&]() -> std::optional<std::size_t> {
+        const std::size_t n = alive();
+        return n <= allowed ? std::optional<std::size_t>(n) : std::nullopt;
+      },
+      settle_timeout());
+  return alive();
 }
 
 // ResultPacer

@@ -83,6 +83,10 @@ std::size_t gen_kv_batch(const MemoryLayoutDesc& layout, std::size_t min_batch =
 
 // Waits for the store result of `id` and checks it is handed out and signalled exactly once.
 L2StoreResult wait_store_once(L2AdapterInterface& w, TaskId id, const std::string& what);
+// Stores the pairs through `w` and fails the case unless the store succeeds, handed out and
+// signalled exactly once.
+void require_stored(L2AdapterInterface& w, const std::vector<ObjectKey>& keys,
+                    const std::vector<MemoryObjPtr>& objs);
 // Waits for the load result of `id` and checks it is handed out and signalled exactly once.
 Bitmap wait_load_once(L2AdapterInterface& w, TaskId id, const std::string& what);
 

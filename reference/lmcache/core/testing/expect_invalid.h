@@ -12,6 +12,8 @@
 #include <string>
 #include <utility>
 
+#include "lmcache/core/config.h"
+
 namespace lmcache::core_internal {
 
 // thrown_message<E>()
@@ -35,6 +37,15 @@ std::string thrown_message(Fn&& fn) {
 template <class Fn>
 std::string invalid_argument_message(Fn&& fn) {
   return thrown_message<std::invalid_argument>(std::forward<Fn>(fn));
+}
+
+// parse_error()
+//
+// The message of the std::invalid_argument Config::parse(config) throws (a test failure when it
+// throws none). A braced JSON literal is a Json.
+template <class Config, class Input = Json>
+std::string parse_error(const Input& config) {
+  return invalid_argument_message([&] { Config::parse(config); });
 }
 
 // expect_invalid()
