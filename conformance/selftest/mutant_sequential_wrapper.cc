@@ -16,6 +16,7 @@
 #include <stdexcept>
 #include <thread>
 
+#include "lmcache/core/close_quietly.h"
 #include "lmcache/core/completion_queue.h"
 #include "lmcache/serde/serde_utils.h"
 #include "mutant_wrapper_support.h"
@@ -51,12 +52,7 @@ class SequentialWrapperImpl final : public L2AdapterInterface {
     if (!inner_ || !serde_ || !l1_) throw std::invalid_argument("sequential wrapper: null part");
     worker_ = std::thread([this] { loop(); });
   }
-  ~SequentialWrapperImpl() override {
-    try {
-      close();
-    } catch (...) {
-    }
-  }
+  ~SequentialWrapperImpl() override { close_quietly(*this); }
 
   int get_store_event_fd() const override { return store_done_.event_fd(); }
   int get_lookup_and_lock_event_fd() const override {
@@ -121,14 +117,8 @@ class SequentialWrapperImpl final : public L2AdapterInterface {
     }
     cv_.notify_all();
     if (worker_.joinable()) worker_.join();
-    try {
-      inner_->close();
-    } catch (...) {
-    }
-    try {
-      serde_->close();
-    } catch (...) {
-    }
+    close_quietly(*inner_);
+    close_quietly(*serde_);
     // The task the worker was running when it stopped, then the queued ones: failed, temps
     // released by the state they were in.
     std::deque<Task> left;

@@ -5,6 +5,7 @@
 
 #include <map>
 
+#include "lmcache/core/close_quietly.h"
 #include "lmcache/serde/async_serde_processor.h"
 #include "lmcache/serde/fp8_serde.h"
 
@@ -105,10 +106,7 @@ WitnessStack::WitnessStack(const WrapperUnderTest& wrapper, bool long_bitmaps, b
 }
 
 WitnessStack::~WitnessStack() {
-  try {
-    if (w) w->close();
-  } catch (...) {
-  }
+  if (w) close_quietly(*w);
 }
 
 void WitnessStack::fill_l1() {

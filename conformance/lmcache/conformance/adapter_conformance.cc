@@ -14,6 +14,7 @@
 #include "lmcache/conformance/internal/report.h"
 #include "lmcache/conformance/internal/waits.h"
 #include "lmcache/conformance/process_stats.h"
+#include "lmcache/core/close_quietly.h"
 #include "lmcache/core/event_notifier.h"
 
 namespace lmcache::conformance {}  // namespace lmcache::conformance
@@ -29,10 +30,7 @@ std::string rc_id(std::string_view property, const AdapterUnderTest& aut) {
 }
 
 Closer::~Closer() {
-  try {
-    if (a) a->close();
-  } catch (...) {
-  }
+  if (a) close_quietly(*a);
 }
 
 std::uint64_t stored_size_of(const AdapterUnderTest& aut, const MemoryLayoutDesc& layout,

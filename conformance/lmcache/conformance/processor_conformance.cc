@@ -20,6 +20,7 @@
 #include "lmcache/conformance/internal/waits.h"
 #include "lmcache/conformance/process_stats.h"
 #include "lmcache/conformance/rapidcheck_driver.h"
+#include "lmcache/core/close_quietly.h"
 #include "lmcache/core/event_notifier.h"
 
 namespace lmcache::conformance {}  // namespace lmcache::conformance
@@ -92,10 +93,7 @@ OwnedProcessor::OwnedProcessor(const ProcessorUnderTest& put) : p(put.make()) {
 }
 
 OwnedProcessor::~OwnedProcessor() {
-  try {
-    if (p) p->close();
-  } catch (...) {
-  }
+  if (p) close_quietly(*p);
 }
 
 std::string rc_id(std::string_view property, const ProcessorUnderTest& put) {

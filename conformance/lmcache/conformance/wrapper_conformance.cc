@@ -17,6 +17,7 @@
 #include "lmcache/conformance/internal/waits.h"
 #include "lmcache/conformance/internal/wrapper_properties.h"
 #include "lmcache/conformance/rapidcheck_driver.h"
+#include "lmcache/core/close_quietly.h"
 #include "lmcache/core/event_notifier.h"
 #include "lmcache/l2/mock_adapter.h"
 
@@ -37,10 +38,7 @@ constexpr std::size_t kBatchElements = std::size_t{1} << 20;
 }  // namespace
 
 Rig::~Rig() {
-  try {
-    if (wrapper) wrapper->close();
-  } catch (...) {
-  }
+  if (wrapper) close_quietly(*wrapper);
 }
 
 std::size_t Rig::l1_used() const { return l1->get_memory_usage().used_bytes; }

@@ -10,6 +10,7 @@
 #include <stdexcept>
 #include <utility>
 
+#include "lmcache/core/close_quietly.h"
 #include "lmcache/core/poll_loop.h"
 #include "lmcache/fault/internal/knobs.h"
 #include "lmcache/fault/internal/publication_schedule.h"
@@ -52,12 +53,7 @@ FaultInjectL2Adapter::FaultInjectL2Adapter(L2AdapterPtr inner, FaultInjectOption
   pump_->start();
 }
 
-FaultInjectL2Adapter::~FaultInjectL2Adapter() {
-  try {
-    close();
-  } catch (...) {
-  }
-}
+FaultInjectL2Adapter::~FaultInjectL2Adapter() { close_quietly(*this); }
 
 const char* FaultInjectL2Adapter::op_name(Op op) {
   switch (op) {
@@ -465,10 +461,7 @@ void FaultInjectL2Adapter::do_close() {
     std::this_thread::sleep_for(std::chrono::milliseconds(options_.slow_close_ms));
   }
   pump_->stop();
-  try {
-    inner().close();
-  } catch (...) {
-  }
+  close_quietly(inner());
   {
     std::lock_guard lock(mu_);
     tasks_.clear();  // unpublished results are dropped, never signalled; release the buffers

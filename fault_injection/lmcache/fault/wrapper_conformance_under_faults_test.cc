@@ -37,6 +37,7 @@
 #include "lmcache/conformance/rapidcheck_driver.h"
 #include "lmcache/conformance/reference_impls.h"
 #include "lmcache/conformance/wrapper_conformance.h"
+#include "lmcache/core/close_quietly.h"
 #include "lmcache/core/event_notifier.h"
 #include "lmcache/core/testing/test_keys.h"
 #include "lmcache/fault/fault_inject_adapter.h"
@@ -424,10 +425,7 @@ conf::Verdict WrapperUnderSeededFaults(
       FaultLog* log;
       std::array<std::uint64_t, kFaultKindCount>* injected;
       ~Closer() {
-        try {
-          w->close();
-        } catch (...) {
-        }
+        close_quietly(*w);
         if (injected) {
           auto counts = log->counts();
           for (std::size_t k = 0; k < kFaultKindCount; ++k) (*injected)[k] += counts[k];

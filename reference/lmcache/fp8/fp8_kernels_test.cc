@@ -18,9 +18,12 @@
 #include <cstdio>
 #include <cstring>
 #include <functional>
+#include <map>
 #include <random>
+#include <span>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "hwy/tests/hwy_gtest.h"
@@ -199,23 +202,66 @@ TEST_P(Fp8KernelsTarget, OddLengthsAndUnalignedPointers) {
   }
 }
 
+// The large cases' inputs and reference outputs are the same for every SIMD target: computed
+// once per process (the reference is scalar code; under ASan it took most of each case).
+struct LargeDecodeCase {
+  std::size_t n = fp8_internal::kStreamMinBytes / 2 + 77;  // 16-bit output: above the minimum
+  std::vector<std::byte> pool = random_bytes(n + 8, 21);
+  std::span<const std::uint8_t> codes() const {
+    return {reinterpret_cast<const std::uint8_t*>(pool.data()), n};
+  }
+  std::map<std::pair<Fp8Format, DType>, std::vector<std::byte>> want;
+};
+const LargeDecodeCase& large_decode_case() {
+  static const LargeDecodeCase c = [] {
+    LargeDecodeCase c;
+    for (Fp8Format f : kFormats) {
+      for (DType d : kWideDTypes) c.want[{f, d}] = reference_decode(c.codes(), d, f);
+    }
+    return c;
+  }();
+  return c;
+}
+
+struct LargeEncodeCase {
+  std::size_t n = fp8_internal::kStreamMinBytes + 45;
+  std::vector<std::byte> pool = random_bytes(n * 2, 23);
+  std::vector<std::byte> f32 = as_bytes(dense_f32_sample(n));
+  std::span<const std::byte> src(DType d) const {
+    return d == DType::kFloat32 ? std::span<const std::byte>(f32.data(), n * 4)
+                                : std::span<const std::byte>(pool.data(), n * 2);
+  }
+  std::map<std::pair<Fp8Format, DType>, std::vector<std::uint8_t>> want;
+};
+const LargeEncodeCase& large_encode_case() {
+  static const LargeEncodeCase c = [] {
+    LargeEncodeCase c;
+    for (Fp8Format f : kFormats) {
+      for (DType d : kWideDTypes) {
+        c.want[{f, d}] = reference_encode(c.src(d), d, f, Fp8Overflow::kSaturating);
+      }
+    }
+    return c;
+  }();
+  return c;
+}
+
 // Outputs of kStreamMinBytes or more take the non-temporal path, which first aligns the
 // destination with scalar stores; check it at an aligned, an element-aligned and an unaligned
 // (ordinary stores) destination, with a ragged tail.
 TEST_P(Fp8KernelsTarget, LargeDecodeWithStreamingStoresMatchesReference) {
-  const std::size_t n = fp8_internal::kStreamMinBytes / 2 + 77;  // 16-bit output: above
-  const auto pool = random_bytes(n + 8, 21);
-  const std::span<const std::uint8_t> codes(reinterpret_cast<const std::uint8_t*>(pool.data()), n);
+  const LargeDecodeCase& c = large_decode_case();
+  const std::size_t n = c.n;
   for (Fp8Format f : kFormats) {
     for (DType d : kWideDTypes) {
       const std::size_t elem = element_size(d);
-      const auto want = fp8_internal::reference_decode(codes, d, f);
+      const auto& want = c.want.at({f, d});
       std::vector<std::byte> buf(n * elem + 128);
       const std::size_t misalign = reinterpret_cast<std::uintptr_t>(buf.data()) % 64;
       std::byte* aligned = buf.data() + (64 - misalign) % 64;  // 64-byte aligned
       for (std::size_t offset : {std::size_t{0}, elem, std::size_t{1}}) {
         const std::span<std::byte> out(aligned + offset, n * elem);
-        fp8_decode_fast(codes, n, out, d, f, kSimd);
+        fp8_decode_fast(c.codes(), n, out, d, f, kSimd);
         EXPECT_EQ(first_mismatch(std::span<const std::byte>(out), want, elem), -1)
             << fp8_format_name(f) << " -> " << dtype_str(d) << " offset " << offset;
       }
@@ -228,22 +274,17 @@ TEST_P(Fp8KernelsTarget, LargeDecodeWithStreamingStoresMatchesReference) {
 // dtype and format (one pass for e5m2, two for e4m3fn) at an aligned destination and two
 // that need a head.
 TEST_P(Fp8KernelsTarget, LargeEncodeWithStreamingStoresMatchesReference) {
-  const std::size_t n = fp8_internal::kStreamMinBytes + 45;
-  const auto pool = random_bytes(n * 2, 23);
-  const auto f32 = fp8_internal::as_bytes(fp8_internal::dense_f32_sample(n));
+  const LargeEncodeCase& c = large_encode_case();
+  const std::size_t n = c.n;
   for (DType d : kWideDTypes) {
-    const std::span<const std::byte> src = d == DType::kFloat32
-                                               ? std::span<const std::byte>(f32.data(), n * 4)
-                                               : std::span<const std::byte>(pool.data(), n * 2);
-    ASSERT_GE(d == DType::kFloat32 ? f32.size() : pool.size(), n * element_size(d));
     for (Fp8Format f : kFormats) {
-      const auto want = fp8_internal::reference_encode(src, d, f, Fp8Overflow::kSaturating);
+      const auto& want = c.want.at({f, d});
       std::vector<std::uint8_t> buf(n + 128);
       const std::size_t misalign = reinterpret_cast<std::uintptr_t>(buf.data()) % 64;
       std::uint8_t* aligned = buf.data() + (64 - misalign) % 64;
       for (std::size_t offset : {0, 1, 63}) {
         const std::span<std::uint8_t> out(aligned + offset, n);
-        fp8_encode_fast(src, d, n, out, f, Fp8Overflow::kSaturating, kSimd);
+        fp8_encode_fast(c.src(d), d, n, out, f, Fp8Overflow::kSaturating, kSimd);
         EXPECT_EQ(first_mismatch(std::span<const std::uint8_t>(out), want), -1)
             << dtype_str(d) << " " << fp8_format_name(f) << " offset " << offset;
       }

@@ -10,6 +10,7 @@
 #include <string>
 #include <utility>
 
+#include "lmcache/core/close_quietly.h"
 #include "lmcache/core/handoff_probe.h"
 #include "lmcache/core/poll_loop.h"
 
@@ -494,14 +495,8 @@ void SerdeL2AdapterWrapper::close() {
   loop_->stop();
   std::lock_guard drain(drain_mu_);
   // (2) Close the components we own; they stop touching temps before returning.
-  try {
-    inner_->close();
-  } catch (...) {
-  }
-  try {
-    serde_->close();
-  } catch (...) {
-  }
+  close_quietly(*inner_);
+  close_quietly(*serde_);
   // (3)+(4) Release every temp by phase, then fail every task still in flight exactly once.
   std::unordered_map<TaskId, TaskPtr> remaining;
   {

@@ -18,6 +18,7 @@
 
 #include "lmcache/bridge/internal/bridge_keys.h"
 #include "lmcache/bridge/internal/native_connector_tasks.h"
+#include "lmcache/core/close_quietly.h"
 #include "lmcache/core/poll_loop.h"
 
 namespace lmcache::bridge {
@@ -58,20 +59,12 @@ NativeConnectorL2Adapter::NativeConnectorL2Adapter(ErasedConnectorPtr connector,
                                        loop_options, [this] { return next_deadline(); });
     loop_->start();
   } catch (...) {
-    try {
-      connector_->close();
-    } catch (...) {
-    }
+    close_quietly(*connector_);
     throw;
   }
 }
 
-NativeConnectorL2Adapter::~NativeConnectorL2Adapter() {
-  try {
-    close();
-  } catch (...) {
-  }
-}
+NativeConnectorL2Adapter::~NativeConnectorL2Adapter() { close_quietly(*this); }
 
 void NativeConnectorL2Adapter::check_open_locked(const char* what) const {
   if (closed_) {
@@ -453,10 +446,7 @@ void NativeConnectorL2Adapter::do_close() {
   }
   // (1) Stop and join the loop, (2) close the connector: it stops touching buffers.
   if (loop_) loop_->stop();
-  try {
-    connector_->close();
-  } catch (...) {
-  }
+  close_quietly(*connector_);
   // (3) Fail what is pending, exactly once; (4) release every buffer kept; (5) close our fds.
   Outbox out;
   std::unordered_map<std::uint64_t, Batch> dropped;

@@ -11,6 +11,7 @@
 #include <stdexcept>
 #include <thread>
 
+#include "lmcache/core/close_quietly.h"
 #include "lmcache/core/event_notifier.h"
 #include "lmcache/testing/connector_faults.h"
 
@@ -80,10 +81,7 @@ bool holds(const MemoryObj& o, std::size_t n, std::uint8_t seed) {
 struct Closer {
   L2AdapterInterface* a;
   ~Closer() {
-    try {
-      if (a != nullptr) a->close();
-    } catch (...) {
-    }
+    if (a != nullptr) close_quietly(*a);
   }
 };
 
@@ -357,10 +355,7 @@ std::string check_deadline_fails_hung_tasks(const BridgeRig& rig) {
     auto done = std::make_shared<std::promise<void>>();
     std::future<void> closed = done->get_future();
     std::thread([bridge, done] {
-      try {
-        bridge->close();
-      } catch (...) {
-      }
+      close_quietly(*bridge);
       done->set_value();
     }).detach();
     require(closed.wait_for(scaled(10s)) == std::future_status::ready,
