@@ -1,11 +1,11 @@
 // File: lmcache/l2/forwarding_adapter.h
 //
-// ForwardingL2Adapter: a decorator base (RocksDB's *Wrapper idiom). It owns an inner adapter
-// and forwards every call to it; a decorator overrides only what it changes (fault injection,
-// instrumentation, test doubles). Event fds are the inner's, so a decorator that rewrites
-// results should do so when they are popped or queried. Load views are not forwarded (the
-// default: no views): a decorator that changes loads would otherwise be bypassed by them; one
-// that wants them forwards the three view members itself.
+// ForwardingL2Adapter: a decorator base (RocksDB's *Wrapper idiom). It holds an inner adapter
+// (owned, or shared with whoever made it) and forwards every call to it; a decorator overrides only
+// what it changes (fault injection, instrumentation, test doubles). Event fds are the inner's, so a
+// decorator that rewrites results should do so when they are popped or queried. Load views are not
+// forwarded (the default: no views): a decorator that changes loads would otherwise be bypassed by
+// them; one that wants them forwards the three view members itself.
 #pragma once
 
 #include <memory>

@@ -73,13 +73,13 @@ inline std::size_t objects_still_held(const std::vector<std::weak_ptr<MemoryObj>
     return static_cast<std::size_t>(
         std::count_if(handed.begin(), handed.end(), [](const auto& w) { return !w.expired(); }));
   };
-  poll_until(
+  const std::optional<std::size_t> settled = poll_until(
       [&]() -> std::optional<std::size_t> {
         const std::size_t n = alive();
         return n <= allowed ? std::optional<std::size_t>(n) : std::nullopt;
       },
       settle_timeout());
-  return alive();
+  return settled ? *settled : alive();
 }
 
 // ResultPacer
