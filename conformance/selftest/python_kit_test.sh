@@ -5,7 +5,8 @@
 # in-memory L2 adapter) pass every property, and the adapter's own test (memory_adapter_test.py)
 # passes; every Python mutant (conformance/selftest/python_mutants.py, one bug each) fails at
 # least one of the properties whose contract it breaks; a spec that cannot be loaded is a
-# usage error (exit 2) naming what went wrong, with the Python traceback's last frames.
+# usage error (exit 2) naming what went wrong, with the Python traceback's last frames; a crash and
+# a hang inside a Python implementation are that property's Fail.
 set -u
 BIN=${1:?usage: $0 <lmcache-conform> <source dir> <python3>}
 SRC=${2:?}
@@ -106,5 +107,46 @@ expect2 "has no attribute 'nope'" "$TMP/bad.py:nope"
 expect2 "expected a (Serializer, Deserializer) pair" "$TMP/bad.py:not_an_implementation"
 expect2 "in helper" "$TMP/bad.py:raises"
 expect2 "expected MODULE:FACTORY" "no_colon_here"
+
+# 4. A crash or a hang inside a Python implementation is that property's Fail, as for a plugin,
+# though its process was forked from the runner's fork server (docs/python.md, "Process").
+cat >"$TMP/faulty.py" <<PYEOF
+import os, signal, sys, time
+sys.path.insert(0, "$EX")
+import checksum_serde as base
+
+class Crashing(base.ChecksumSerializer):
+    def serialize(self, src, dst, key):
+        os.kill(os.getpid(), signal.SIGSEGV)
+
+class Hanging(base.ChecksumSerializer):
+    def serialize(self, src, dst, key):
+        time.sleep(3600)
+
+def crashes():
+    return Crashing(), base.ChecksumDeserializer()
+
+def hangs():
+    return Hanging(), base.ChecksumDeserializer()
+PYEOF
+"$BIN" --depth quick -q --timeout 20 --json "$TMP/faulty.json" \
+  --filter 'py_faulty_crashes.RoundTrip:py_faulty_hangs.RoundTrip' \
+  --python "$TMP/faulty.py:crashes" --python "$TMP/faulty.py:hangs" >"$TMP/faulty.out" 2>&1
+rc=$?
+[[ $rc -eq 1 ]] || fail "crash and hang: exit $rc, want 1: $(tail -n 5 "$TMP/faulty.out")"
+"$PY" - "$TMP/faulty.json" <<'PYEOF' || FAILED=1
+import json, sys
+report = json.load(open(sys.argv[1]))
+want = {"py_faulty_crashes": "crashed with signal SIGSEGV", "py_faulty_hangs": "hang (timeout after 20 s)"}
+for impl in report["implementations"]:
+    if impl["name"] not in want:
+        continue
+    props = impl["properties"]
+    if len(props) != 1 or props[0]["status"] != "Fail" or want[impl["name"]] not in props[0]["message"]:
+        sys.exit(f"FAIL: {impl['name']}: want one Fail saying '{want[impl['name']]}', got {props}")
+    del want[impl["name"]]
+if want:
+    sys.exit(f"FAIL: crash and hang: not in the report: {sorted(want)}")
+PYEOF
 
 exit $FAILED

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "adapter_config_source.h"
+#include "fork_server.h"
 #include "lmcache/conformance/adapter_conformance.h"
 #include "lmcache/conformance/descriptors.h"
 #include "lmcache/conformance/processor_conformance.h"
@@ -81,6 +82,14 @@ int run_child(int argc, char** argv) {
     return 4;
   }
   const std::string mode = argv[2];
+  if (mode == "fork-server") {
+    return serve_forks(argv[0], [](std::vector<std::string> args) {
+      std::vector<char*> cargs;
+      for (auto& a : args) cargs.push_back(a.data());
+      cargs.push_back(nullptr);
+      return run_child(static_cast<int>(args.size()), cargs.data());
+    });
+  }
   // The list child checked that a connector can store; a property's child leaves the
   // connector's first use to the property (store_preflight.h).
   if (mode == "run") ::setenv(kStorePreflightOffEnv, "1", 1);

@@ -10,6 +10,9 @@
 //       reason on stderr when SRC cannot be loaded.
 //   lmcache-conform --child run --source SRC --kind KIND --impl NAME --property PROP --out FILE
 //       runs Registered/<Suite>.<PROP>/<NAME> and writes gtest's JSON report to FILE.
+//   lmcache-conform --child fork-server
+//       starts the embedded interpreter once and forks `run` children from itself for
+//       --python sources (fork_server.h).
 #pragma once
 
 namespace lmcache::conformance::tools {

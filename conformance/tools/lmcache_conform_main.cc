@@ -32,6 +32,7 @@
 #include "adapter_config_source.h"
 #include "child.h"
 #include "cli_support.h"
+#include "fork_server.h"
 #include "lmcache/conformance/depth.h"
 #include "lmcache/conformance/plugin_abi.h"
 #include "lmcache/conformance/properties.h"
@@ -41,6 +42,7 @@
 #include "rc_params.h"
 #include "reference_storage.h"
 #include "report.h"
+#include "spawn.h"
 
 namespace lmcache::conformance::tools {
 namespace {
@@ -166,46 +168,6 @@ std::string tail(const std::string& path, std::size_t lines) {
   return out;
 }
 
-// fork + exec of this binary with `args`, stdout and stderr to `log`, RC_PARAMS and the depth
-// in the env.
-pid_t spawn(const std::string& exe, const std::vector<std::string>& args, const std::string& log,
-            const std::string& rc_params, const std::string& depth) {
-  // Everything the child needs is built before fork(): only async-signal-safe calls after it.
-  std::vector<std::string> argv_s = {exe};
-  argv_s.insert(argv_s.end(), args.begin(), args.end());
-  std::vector<char*> argv;
-  for (auto& a : argv_s) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  std::vector<std::string> env_s;
-  for (char** e = environ; *e != nullptr; ++e) {
-    if (std::strncmp(*e, "RC_PARAMS=", 10) != 0 &&
-        std::strncmp(*e, "LMCACHE_CONFORMANCE_DEPTH=", 26) != 0) {
-      env_s.emplace_back(*e);
-    }
-  }
-  env_s.push_back("RC_PARAMS=" + rc_params);
-  if (!depth.empty()) env_s.push_back("LMCACHE_CONFORMANCE_DEPTH=" + depth);
-  std::vector<char*> envp;
-  for (auto& e : env_s) envp.push_back(e.data());
-  envp.push_back(nullptr);
-  // The log was checked (check_output_path()); O_NOFOLLOW keeps a link made since from being
-  // followed.
-  int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
-  pid_t pid = fork();
-  if (pid == 0) {
-    setpgid(0, 0);  // the whole group is killed on a timeout
-    if (fd >= 0) {
-      dup2(fd, STDOUT_FILENO);
-      dup2(fd, STDERR_FILENO);
-    }
-    execve(exe.c_str(), argv.data(), envp.data());
-    _exit(127);
-  }
-  if (pid > 0) setpgid(pid, pid);
-  if (fd >= 0) close(fd);
-  return pid;
-}
-
 // Waits for `pid` up to `timeout_s`; kills its process group on a timeout.
 void wait_child(pid_t pid, double timeout_s, int* status, bool* timed_out) {
   auto deadline = Clock::now() + std::chrono::duration<double>(timeout_s);
@@ -241,7 +203,7 @@ std::string list_source(const std::string& exe, const std::string& source, const
   } catch (const std::invalid_argument& e) {
     return std::string("cannot keep the logs of loading ") + source + ": " + e.what();
   }
-  pid_t pid = spawn(exe, {"--child", "list", "--source", source, "--out", out}, log, "", "");
+  pid_t pid = spawn_child(exe, {"--child", "list", "--source", source, "--out", out}, log, "", "");
   if (pid < 0) return "cannot fork to load " + source;
   int status = 0;
   bool timed_out = false;
@@ -577,6 +539,8 @@ int run_main(int argc, char** argv) {
   }
 
   // Run the jobs, at most o.jobs at a time.
+  std::unique_ptr<ForkServer> python_forks;
+  bool python_forks_tried = false;
   std::size_t next = 0, finished = 0;
   std::vector<std::size_t> running;
   std::vector<PropertyResult> results(jobs.size());
@@ -585,11 +549,21 @@ int run_main(int argc, char** argv) {
       Job& j = jobs[next];
       const Impl& im = impls[j.impl_index];
       j.start = Clock::now();
-      j.pid =
-          spawn(exe,
-                {"--child", "run", "--source", im.source, "--kind", std::string(kind_name(im.kind)),
-                 "--impl", im.name, "--property", j.property, "--out", j.out_json},
-                j.log, o.rc_params, o.depth);
+      const std::vector<std::string> args = {
+          "--child", "run",   "--source",   im.source,  "--kind", std::string(kind_name(im.kind)),
+          "--impl",  im.name, "--property", j.property, "--out",  j.out_json};
+      j.pid = -1;
+      if (python::is_python_source(im.source) && python::python_support_built()) {
+        // One interpreter start for all of the run's Python jobs (fork_server.h); without
+        // the server each job starts its own.
+        if (!python_forks_tried) {
+          python_forks_tried = true;
+          python_forks =
+              ForkServer::start(exe, (dir / "fork_server.log").string(), o.rc_params, o.depth);
+        }
+        if (python_forks) j.pid = python_forks->fork_job(args, j.log);
+      }
+      if (j.pid < 0) j.pid = spawn_child(exe, args, j.log, o.rc_params, o.depth);
       running.push_back(next++);
     }
     for (auto it = running.begin(); it != running.end();) {
@@ -618,7 +592,7 @@ int run_main(int argc, char** argv) {
           : is_adapter_config_source(im.source)
               ? "--adapter " +
                     shell_quote(im.source.substr(std::string_view(kAdapterConfigPrefix).size()))
-          : im.source.rfind(python::kPythonSourcePrefix, 0) == 0
+          : python::is_python_source(im.source)
               ? "--python " + shell_quote(im.source.substr(
                                   std::string_view(python::kPythonSourcePrefix).size()))
           : im.source.rfind(kConnectorPluginPrefix, 0) == 0

@@ -119,7 +119,7 @@ std::string load_source(const std::string& source, Registry& registry) {
     }
     return {};
   }
-  if (source.rfind(python::kPythonSourcePrefix, 0) == 0) {
+  if (python::is_python_source(source)) {
     return python::register_python_source(
         source.substr(std::string_view(python::kPythonSourcePrefix).size()), registry);
   }

@@ -35,18 +35,26 @@ IN=/dev/null
 expect_rc 0 "list" "$BIN" list
 grep -qx fp8 "$TMP/out" || fail "list does not name fp8: $(cat "$TMP/out")"
 
-# encode bf16 -> e4m3fn: one byte per element, PyTorch's codes.
-IN=$TMP/bf16.raw
-expect_rc 0 "encode e4m3fn" "$BIN" encode --config "$E4M3" --dtype bfloat16
-cp "$TMP/out" "$TMP/e4m3.bin"
-[[ $(hex "$TMP/e4m3.bin") == 0030383c404448b8 ]] || fail "e4m3fn codes: $(hex "$TMP/e4m3.bin")"
+# encode_codes <what> <config> <dtype> <raw input> <codes, hex> <copy to>: encodes the input and
+# checks PyTorch's codes, one byte per element.
+encode_codes() {
+  local what=$1 config=$2 dtype=$3 codes=$5 copy=$6
+  IN=$4
+  expect_rc 0 "encode $what" "$BIN" encode --config "$config" --dtype "$dtype"
+  cp "$TMP/out" "$copy"
+  [[ $(hex "$copy") == "$codes" ]] || fail "$what codes: $(hex "$copy")"
+}
+# decodes_to <what> <config> <dtype> <codes file> <raw expected>: decodes exactly.
+decodes_to() {
+  IN=$4
+  expect_rc 0 "decode $1" "$BIN" decode --config "$2" --dtype "$3"
+  cmp -s "$TMP/out" "$5" || fail "$1 differs: $(hex "$TMP/out")"
+}
 
-# decode back to bfloat16 and float32: exact.
-IN=$TMP/e4m3.bin
-expect_rc 0 "decode e4m3fn -> bfloat16" "$BIN" decode --config "$E4M3" --dtype bfloat16
-cmp -s "$TMP/out" "$TMP/bf16.raw" || fail "bf16 round trip differs: $(hex "$TMP/out")"
-expect_rc 0 "decode e4m3fn -> float32" "$BIN" decode --config "$E4M3" --dtype float32
-cmp -s "$TMP/out" "$TMP/f32.raw" || fail "f32 decode differs: $(hex "$TMP/out")"
+# bf16 -> e4m3fn, back to bfloat16 and float32 exactly.
+encode_codes e4m3fn "$E4M3" bfloat16 "$TMP/bf16.raw" 0030383c404448b8 "$TMP/e4m3.bin"
+decodes_to "e4m3fn -> bfloat16" "$E4M3" bfloat16 "$TMP/e4m3.bin" "$TMP/bf16.raw"
+decodes_to "e4m3fn -> float32" "$E4M3" float32 "$TMP/e4m3.bin" "$TMP/f32.raw"
 expect_rc 0 "decode --count 8 (agrees)" "$BIN" decode --config "$E4M3" --dtype bfloat16 --count 8
 cmp -s "$TMP/out" "$TMP/bf16.raw" || fail "--count 8 output: $(hex "$TMP/out")"
 # A --count that disagrees with the frame is the option's fault, said so (not a frame error).
@@ -55,13 +63,8 @@ grep -q -- "--count 3 disagrees with the input: a frame of 3 bfloat16 elements i
   fail "--count 3 message: $(cat "$TMP/err")"
 
 # e5m2 from float32, and back.
-IN=$TMP/f32.raw
-expect_rc 0 "encode e5m2" "$BIN" encode --config "$E5M2" --dtype float32
-cp "$TMP/out" "$TMP/e5m2.bin"
-[[ $(hex "$TMP/e5m2.bin") == 00383c3e404244bc ]] || fail "e5m2 codes: $(hex "$TMP/e5m2.bin")"
-IN=$TMP/e5m2.bin
-expect_rc 0 "decode e5m2" "$BIN" decode --config "$E5M2" --dtype float32
-cmp -s "$TMP/out" "$TMP/f32.raw" || fail "e5m2 round trip differs: $(hex "$TMP/out")"
+encode_codes e5m2 "$E5M2" float32 "$TMP/f32.raw" 00383c3e404244bc "$TMP/e5m2.bin"
+decodes_to "e5m2 -> float32" "$E5M2" float32 "$TMP/e5m2.bin" "$TMP/f32.raw"
 
 # Empty input is zero elements.
 IN=/dev/null

@@ -14,6 +14,16 @@ using namespace conformance_internal;  // the serde check building blocks
 
 namespace {
 
+// The estimate `s` gives for `layout`, into *bytes; a failure naming what estimate() threw.
+AssertionResult estimated(const Serializer& s, const MemoryLayoutDesc& layout, const ObjectKey& key,
+                          std::size_t* bytes) {
+  std::string error;
+  std::optional<std::size_t> est = estimate(s, layout, &error);
+  if (!est) return AssertionFailure() << error << where(layout, key);
+  *bytes = *est;
+  return AssertionSuccess();
+}
+
 // Deserializes `bytes`, serialize()'s own output, into `dst`: a failure when deserialize()
 // throws or writes outside `dst`.
 AssertionResult deserialize_own_output(Deserializer& d, const GuardedObject& bytes,
@@ -39,21 +49,20 @@ void QualityReport::Merge(const QualityReport& other) {
 AssertionResult verify_serialize_deterministic(const SerdeUnderTest& serde, const MemoryObj& src,
                                                const ObjectKey& key) {
   SerializerPtr first = serde.make_serializer();
-  std::string error;
-  auto est = estimate(*first, src.layout(), &error);
-  if (!est) return AssertionFailure() << error << where(src.layout(), key);
+  std::size_t est = 0;
+  if (AssertionResult r = estimated(*first, src.layout(), key, &est); !r) return r;
   // The same values in buffers with different junk past the layout: only the layout's bytes
   // may matter.
   const std::size_t slack = junk_slack(src.layout());
   MemoryObjPtr junk_a = clone_object(src, slack, 31);
   MemoryObjPtr junk_b = clone_object(src, slack + 7, 32);
   SerializeOutcome runs[4];
-  runs[0] = run_serialize(*first, src, *est, 21, key);
-  runs[1] = run_serialize(*first, src, *est, 22, key);  // same instance, different stale bytes
+  runs[0] = run_serialize(*first, src, est, 21, key);
+  runs[1] = run_serialize(*first, src, est, 22, key);  // same instance, different stale bytes
   SerializerPtr fresh = serde.make_serializer();
-  runs[2] = run_serialize(*fresh, src, *est, 23, key);
-  runs[3] = run_serialize(*fresh, *junk_a, *est, 24, key);
-  SerializeOutcome with_b = run_serialize(*fresh, *junk_b, *est, 25, key);
+  runs[2] = run_serialize(*fresh, src, est, 23, key);
+  runs[3] = run_serialize(*fresh, *junk_a, est, 24, key);
+  SerializeOutcome with_b = run_serialize(*fresh, *junk_b, est, 25, key);
   const char* names[4] = {"the first call", "a second call on the same instance",
                           "a call on a fresh instance",
                           "a call whose source buffer holds junk past its layout"};
@@ -89,15 +98,14 @@ AssertionResult verify_serialize_thread_safe(const SerdeUnderTest& serde, const 
 AssertionResult verify_estimate_is_upper_bound(const SerdeUnderTest& serde, const MemoryObj& src,
                                                const ObjectKey& key) {
   SerializerPtr s = serde.make_serializer();
-  std::string error;
-  auto est = estimate(*s, src.layout(), &error);
-  if (!est) return AssertionFailure() << error << where(src.layout(), key);
+  std::size_t est = 0;
+  if (AssertionResult r = estimated(*s, src.layout(), key, &est); !r) return r;
   // Room well past the estimate, so an under-estimate shows as a count, not as an overrun.
-  std::size_t room = 2 * *est + 2 * src.layout().total_bytes() + 64;
+  std::size_t room = 2 * est + 2 * src.layout().total_bytes() + 64;
   SerializeOutcome out = run_serialize(*s, src, room, 7, key);
   if (!out.error.empty()) return AssertionFailure() << out.error << where(src.layout(), key);
-  if (out.count > *est) {
-    return AssertionFailure() << "estimate_serialized_size() = " << *est
+  if (out.count > est) {
+    return AssertionFailure() << "estimate_serialized_size() = " << est
                               << " is not an upper bound: serialize() wrote " << out.count
                               << " bytes" << where(src.layout(), key);
   }
@@ -112,31 +120,29 @@ AssertionResult verify_estimate_depends_on_layout_only(const SerdeUnderTest& ser
            << "verify_estimate_depends_on_layout_only needs two objects of one layout";
   }
   const MemoryLayoutDesc& layout = a.layout();
-  std::string error;
   SerializerPtr s = serde.make_serializer();
-  auto e0 = estimate(*s, layout, &error);
-  if (!e0) return AssertionFailure() << error << where(layout, key);
-  std::size_t room = 2 * *e0 + 2 * layout.total_bytes() + 64;
-  std::optional<std::size_t> seen[2];
+  std::size_t e0 = 0;
+  if (AssertionResult r = estimated(*s, layout, key, &e0); !r) return r;
+  std::size_t room = 2 * e0 + 2 * layout.total_bytes() + 64;
   const MemoryObj* inputs[2] = {&a, &b};
   for (int i = 0; i < 2; ++i) {
     SerializeOutcome out = run_serialize(*s, *inputs[i], room, 7, key);
     if (!out.error.empty()) return AssertionFailure() << out.error << where(layout, key);
-    seen[i] = estimate(*s, layout, &error);
-    if (!seen[i]) return AssertionFailure() << error << where(layout, key);
-    if (*seen[i] != *e0) {
+    std::size_t seen = 0;
+    if (AssertionResult r = estimated(*s, layout, key, &seen); !r) return r;
+    if (seen != e0) {
       return AssertionFailure() << "estimate_serialized_size() depends on more than the layout: "
-                                << *e0 << " before, " << *seen[i] << " after serializing input "
+                                << e0 << " before, " << seen << " after serializing input "
                                 << (i == 0 ? "A" : "B") << " of the same layout"
                                 << where(layout, key);
     }
   }
   SerializerPtr fresh = serde.make_serializer();
-  auto ef = estimate(*fresh, layout, &error);
-  if (!ef) return AssertionFailure() << error << where(layout, key);
-  if (*ef != *e0) {
-    return AssertionFailure() << "estimate_serialized_size() differs between instances: " << *e0
-                              << " vs " << *ef << where(layout, key);
+  std::size_t ef = 0;
+  if (AssertionResult r = estimated(*fresh, layout, key, &ef); !r) return r;
+  if (ef != e0) {
+    return AssertionFailure() << "estimate_serialized_size() differs between instances: " << e0
+                              << " vs " << ef << where(layout, key);
   }
   return AssertionSuccess();
 }
@@ -160,10 +166,9 @@ AssertionResult verify_bytes_past_count_untouched(const SerdeUnderTest& serde, c
                                                   const ObjectKey& key) {
   const MemoryLayoutDesc& layout = src.layout();
   SerializerPtr s = serde.make_serializer();
-  std::string error;
-  auto est = estimate(*s, layout, &error);
-  if (!est) return AssertionFailure() << error << where(layout, key);
-  const std::size_t physical = *est + 32;
+  std::size_t est = 0;
+  if (AssertionResult r = estimated(*s, layout, key, &est); !r) return r;
+  const std::size_t physical = est + 32;
   GuardedObject dst = GuardedObject::Bytes(physical, 41);
   std::vector<std::byte> before = dst.snapshot();
   MemoryObjPtr input = clone_object(src);
@@ -194,10 +199,9 @@ AssertionResult verify_short_buffer_rejected(const SerdeUnderTest& serde, const 
                                              std::size_t shortfall, const ObjectKey& key) {
   const MemoryLayoutDesc& layout = src.layout();
   SerializerPtr s = serde.make_serializer();
-  std::string error;
-  auto est = estimate(*s, layout, &error);
-  if (!est) return AssertionFailure() << error << where(layout, key);
-  SerializeOutcome full = run_serialize(*s, src, *est + 64, 7, key);
+  std::size_t est = 0;
+  if (AssertionResult r = estimated(*s, layout, key, &est); !r) return r;
+  SerializeOutcome full = run_serialize(*s, src, est + 64, 7, key);
   if (!full.error.empty()) return AssertionFailure() << full.error << where(layout, key);
   if (full.count == 0) return AssertionSuccess();  // nothing can be short of 0 bytes
   std::size_t size = full.count > shortfall ? full.count - shortfall : 0;

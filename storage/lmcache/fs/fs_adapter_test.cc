@@ -157,18 +157,16 @@ TEST(FsAdapter, ComposesWithTheFp8SerdeThroughItsConfig) {
                                       {"serde", {{"type", "fp8"}}}},
                                      ctx);
   constexpr std::size_t kElems = 4096;
-  MemoryObjPtr src = storage_testing::fp8_exact_bf16_object(kElems);
-  const ObjectKey key(int_hash_to_bytes(1), "meta-llama/Llama-3.1-8B", 3, 0, "tenant");
-  const std::optional<L2StoreResult> stored = wait_store(*a, a->submit_store_task({key}, {src}));
-  ASSERT_TRUE(stored && stored->is_successful());
-  EXPECT_EQ(stored->bytes_transferred(), kElems);
+  const storage_testing::StoredSample sample = storage_testing::store_fp8_exact_sample(*a, kElems);
+  ASSERT_TRUE(sample.stored && sample.stored->is_successful());
+  EXPECT_EQ(sample.stored->bytes_transferred(), kElems);
   std::size_t files = 0;
   for (auto& e : std::filesystem::directory_iterator(dir.path())) {
     ++files;
     EXPECT_EQ(e.file_size(), kElems + 8) << "one fp8 byte per element plus the crc32 trailer";
   }
   EXPECT_EQ(files, 1u);
-  EXPECT_EQ(storage_testing::loads_back(*a, key, *src), "");
+  EXPECT_EQ(storage_testing::loads_back(*a, sample.key, *sample.object), "");
   a->close();
 }
 

@@ -140,14 +140,12 @@ TEST(RespAdapter, ComposesWithTheFp8SerdeThroughItsConfig) {
                                       {"serde", {{"type", "fp8"}}}},
                                      ctx);
   constexpr std::size_t kElems = 4096;
-  MemoryObjPtr src = storage_testing::fp8_exact_bf16_object(kElems);
-  const ObjectKey key(int_hash_to_bytes(1), "meta-llama/Llama-3.1-8B", 3, 0, "tenant");
-  const std::optional<L2StoreResult> stored = wait_store(*a, a->submit_store_task({key}, {src}));
-  ASSERT_TRUE(stored && stored->is_successful());
-  EXPECT_EQ(stored->bytes_transferred(), kElems) << "one fp8 byte per element went to Redis";
+  const storage_testing::StoredSample sample = storage_testing::store_fp8_exact_sample(*a, kElems);
+  ASSERT_TRUE(sample.stored && sample.stored->is_successful());
+  EXPECT_EQ(sample.stored->bytes_transferred(), kElems) << "one fp8 byte per element went to Redis";
   EXPECT_EQ(server.command({"DBSIZE"}).integer, 1);
 
-  EXPECT_EQ(storage_testing::loads_back(*a, key, *src), "");
+  EXPECT_EQ(storage_testing::loads_back(*a, sample.key, *sample.object), "");
   a->close();
 }
 

@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <cstring>
 #include <optional>
+#include <utility>
 
 #include "lmcache/testing/adapter_waits.h"
 
@@ -17,6 +18,13 @@ MemoryObjPtr fp8_exact_bf16_object(std::size_t elements, std::size_t seed) {
   auto* p = reinterpret_cast<std::uint16_t*>(o->data());
   for (std::size_t i = 0; i < elements; ++i) p[i] = kValues[(i + seed) % kCount];
   return o;
+}
+
+StoredSample store_fp8_exact_sample(L2AdapterInterface& a, std::size_t elements) {
+  MemoryObjPtr object = fp8_exact_bf16_object(elements);
+  ObjectKey key(int_hash_to_bytes(1), "meta-llama/Llama-3.1-8B", 3, 0, "tenant");
+  std::optional<L2StoreResult> stored = wait_store(a, a.submit_store_task({key}, {object}));
+  return {std::move(object), std::move(key), std::move(stored)};
 }
 
 std::string loads_back(L2AdapterInterface& a, const ObjectKey& key, const MemoryObj& want) {

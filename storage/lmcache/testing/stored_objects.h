@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstddef>
+#include <optional>
 #include <string>
 
 #include "lmcache/core/memory_obj.h"
@@ -16,6 +17,17 @@ namespace lmcache::storage_testing {
 // the fp8 serde loads back bit for bit; `seed` rotates the pattern (seeds 0 to 5 give distinct
 // objects).
 MemoryObjPtr fp8_exact_bf16_object(std::size_t elements, std::size_t seed = 0);
+
+// store_fp8_exact_sample()
+//
+// Stores fp8_exact_bf16_object(elements) through `a` under a key with every field set, and waits
+// for its result (nullopt: none within 20 s).
+struct StoredSample {
+  MemoryObjPtr object;
+  ObjectKey key;
+  std::optional<L2StoreResult> stored;
+};
+StoredSample store_fp8_exact_sample(L2AdapterInterface& a, std::size_t elements);
 
 // loads_back()
 //

@@ -1,5 +1,7 @@
 #include "lmcache/conformance/python/python_source.h"
 
+#include <unistd.h>
+
 #include <nlohmann/json.hpp>
 
 #include <memory>
@@ -187,6 +189,28 @@ void register_adapter(const PyRef& factory, const std::string& name, const Json&
 }  // namespace
 
 bool python_support_built() { return true; }
+
+std::string start_interpreter() {
+  try {
+    ensure_interpreter();
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return {};
+}
+
+pid_t fork_with_interpreter() {
+  if (!Py_IsInitialized()) return fork();
+  py::gil_scoped_acquire gil;
+  PyOS_BeforeFork();
+  const pid_t pid = fork();
+  if (pid == 0) {
+    PyOS_AfterFork_Child();
+  } else {
+    PyOS_AfterFork_Parent();
+  }
+  return pid;
+}
 
 std::string register_python_source(const std::string& spec, Registry& registry) {
   try {

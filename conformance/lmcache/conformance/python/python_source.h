@@ -12,6 +12,8 @@
 // comes from lmcache_conformance.declare() on the factory.
 #pragma once
 
+#include <sys/types.h>
+
 #include <string>
 
 #include "lmcache/conformance/registry.h"
@@ -21,6 +23,11 @@ namespace lmcache::conformance::python {
 // The source prefix the runner gives a --python spec (the spec follows it).
 inline constexpr const char* kPythonSourcePrefix = "python:";
 
+// Whether the runner's `source` is a --python spec.
+inline bool is_python_source(const std::string& source) {
+  return source.rfind(kPythonSourcePrefix, 0) == 0;
+}
+
 // register_python_source()
 //
 // Starts the embedded interpreter (once per process), imports the factory of `spec`
@@ -28,6 +35,21 @@ inline constexpr const char* kPythonSourcePrefix = "python:";
 // the implementations above to `registry`. Returns "" on success, else why not (the Python
 // exception and the last frames of its traceback, an unknown kind, a bad claim).
 std::string register_python_source(const std::string& spec, Registry& registry);
+
+// start_interpreter()
+//
+// Starts the embedded interpreter and imports the kit's package (torch with it), as
+// register_python_source() does first, without loading any implementation: what the runner's
+// fork server (conformance/tools/fork_server.h) does once, so that each property's process
+// forked from it starts with Python already up. "" on success, else why not.
+std::string start_interpreter();
+
+// fork_with_interpreter()
+//
+// fork(), with the embedded interpreter's fork hooks around it when it runs (PyOS_BeforeFork,
+// then PyOS_AfterFork_Child or _Parent, the GIL held, as os.fork() does), so that the new
+// process can go on using an interpreter started before the fork. Returns what fork() returns.
+pid_t fork_with_interpreter();
 
 // python_support_built()
 //
