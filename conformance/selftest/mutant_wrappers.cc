@@ -12,6 +12,7 @@
 #include "lmcache/core/event_notifier.h"
 #include "lmcache/l2/forwarding_adapter.h"
 #include "lmcache/l2/mock_adapter.h"
+#include "lmcache/l2/testing/load_rewriting_adapter.h"
 #include "lmcache/serde/async_serde_processor.h"
 #include "lmcache/serde/forwarding_serde_processor.h"
 #include "lmcache/serde/fp8_serde.h"
@@ -101,31 +102,20 @@ class FirstEstimateProcessor final : public ForwardingSerdeProcessor {
 };
 
 // An inner adapter whose load bitmaps are cut or padded to the batch size.
-class BitmapFixingInner final : public ForwardingL2Adapter {
+class BitmapFixingInner final : public l2_testing::LoadRewritingAdapter {
  public:
-  using ForwardingL2Adapter::ForwardingL2Adapter;
-  TaskId submit_load_task(const std::vector<ObjectKey>& keys,
-                          const std::vector<MemoryObjPtr>& objects) override {
-    TaskId id = ForwardingL2Adapter::submit_load_task(keys, objects);
-    std::lock_guard lock(mu_);
-    sizes_[id] = keys.size();
-    return id;
-  }
-  std::optional<Bitmap> query_load_result(TaskId id) override {
-    std::optional<Bitmap> bits = ForwardingL2Adapter::query_load_result(id);
-    if (!bits) return bits;
-    std::lock_guard lock(mu_);
-    Bitmap fixed(sizes_[id]);
+  using LoadRewritingAdapter::LoadRewritingAdapter;
+
+ protected:
+  std::optional<Bitmap> rewrite_load_result(std::size_t, std::size_t keys,
+                                            std::optional<Bitmap> inner) override {
+    if (!inner) return inner;
+    Bitmap fixed(keys);
     for (std::size_t i = 0; i < fixed.size(); ++i) {
-      if (bits->test(i)) fixed.set(i);
+      if (inner->test(i)) fixed.set(i);
     }
-    sizes_.erase(id);
     return fixed;
   }
-
- private:
-  std::mutex mu_;
-  std::map<TaskId, std::size_t> sizes_;
 };
 
 // An inner adapter whose every lend also borrows a spare set "for the next store", which is

@@ -24,6 +24,17 @@ AssertionResult estimated(const Serializer& s, const MemoryLayoutDesc& layout, c
   return AssertionSuccess();
 }
 
+// serialize()'s output for `src` under `key`, from a fresh serializer of `serde`, into a buffer
+// of exactly its estimate (into *out, the estimate into *est); a failure naming what went wrong.
+AssertionResult serialized_at_estimate(const SerdeUnderTest& serde, const MemoryObj& src,
+                                       const ObjectKey& key, SerializeOutcome* out,
+                                       std::size_t* est) {
+  SerializerPtr s = serde.make_serializer();
+  *out = serialize_at_estimate(*s, src, est, key);
+  if (!out->error.empty()) return AssertionFailure() << out->error << where(src.layout(), key);
+  return AssertionSuccess();
+}
+
 // Deserializes `bytes`, serialize()'s own output, into `dst`: a failure when deserialize()
 // throws or writes outside `dst`.
 AssertionResult deserialize_own_output(Deserializer& d, const GuardedObject& bytes,
@@ -150,11 +161,10 @@ AssertionResult verify_estimate_depends_on_layout_only(const SerdeUnderTest& ser
 AssertionResult verify_serde_round_trip(const SerdeUnderTest& serde, const MemoryObj& src,
                                         QualityReport* quality, const ObjectKey& key) {
   const MemoryLayoutDesc& layout = src.layout();
-  SerializerPtr s = serde.make_serializer();
   DeserializerPtr d = serde.make_deserializer();
+  SerializeOutcome out;
   std::size_t est = 0;
-  SerializeOutcome out = serialize_at_estimate(*s, src, &est, key);
-  if (!out.error.empty()) return AssertionFailure() << out.error << where(layout, key);
+  if (AssertionResult r = serialized_at_estimate(serde, src, key, &out, &est); !r) return r;
   // Narrowed to the count, with junk past it, as a temp that held an estimate comes back.
   GuardedObject bytes = serialized_buffer(out.bytes, std::max(est, out.count) + junk_slack(layout));
   GuardedObject dst(layout, layout.total_bytes(), 31);  // stale bytes: every one must be written
@@ -229,11 +239,10 @@ AssertionResult verify_deserialize_writes_only_destination(const SerdeUnderTest&
                                                            const MemoryObj& src,
                                                            const ObjectKey& key) {
   const MemoryLayoutDesc& layout = src.layout();
-  SerializerPtr s = serde.make_serializer();
   DeserializerPtr d = serde.make_deserializer();
+  SerializeOutcome out;
   std::size_t est = 0;
-  SerializeOutcome out = serialize_at_estimate(*s, src, &est, key);
-  if (!out.error.empty()) return AssertionFailure() << out.error << where(layout, key);
+  if (AssertionResult r = serialized_at_estimate(serde, src, key, &out, &est); !r) return r;
   GuardedObject bytes = serialized_buffer(out.bytes, out.bytes.size());  // exact size
   std::vector<std::byte> bytes_before = bytes.snapshot();
   GuardedObject dst(layout, layout.total_bytes(), 61);
@@ -252,11 +261,10 @@ AssertionResult verify_deserialize_writes_only_destination(const SerdeUnderTest&
 AssertionResult verify_short_source_rejected(const SerdeUnderTest& serde, const MemoryObj& src,
                                              std::size_t shortfall, const ObjectKey& key) {
   const MemoryLayoutDesc& layout = src.layout();
-  SerializerPtr s = serde.make_serializer();
   DeserializerPtr d = serde.make_deserializer();
+  SerializeOutcome out;
   std::size_t est = 0;
-  SerializeOutcome out = serialize_at_estimate(*s, src, &est, key);
-  if (!out.error.empty()) return AssertionFailure() << out.error << where(layout, key);
+  if (AssertionResult r = serialized_at_estimate(serde, src, key, &out, &est); !r) return r;
   if (out.count == 0) return AssertionSuccess();
   std::size_t size = out.count > shortfall ? out.count - shortfall : 0;
   // Two sources: the truncated bytes alone, and every byte still in the buffer but size()

@@ -11,6 +11,7 @@
 #include <thread>
 #include <utility>
 
+#include "lmcache/l2/testing/load_rewriting_adapter.h"
 #include "lmcache/serde/serde_utils.h"
 
 namespace lmcache::fault {
@@ -51,28 +52,16 @@ class SuccessOnFailureAdapter final : public ForwardingL2Adapter {
   }
 };
 
-class NeverCompleteAdapter final : public ForwardingL2Adapter {
+// The third load never completes: its result is taken from the inner and dropped.
+class NeverCompleteAdapter final : public l2_testing::LoadRewritingAdapter {
  public:
-  using ForwardingL2Adapter::ForwardingL2Adapter;
-  TaskId submit_load_task(const std::vector<ObjectKey>& keys,
-                          const std::vector<MemoryObjPtr>& objects) override {
-    TaskId id = ForwardingL2Adapter::submit_load_task(keys, objects);
-    std::lock_guard lock(mu_);
-    if (++loads_ == 3) swallowed_.insert(id);
-    return id;
-  }
-  std::optional<Bitmap> query_load_result(TaskId id) override {
-    {
-      std::lock_guard lock(mu_);
-      if (swallowed_.count(id)) return std::nullopt;
-    }
-    return ForwardingL2Adapter::query_load_result(id);
-  }
+  using LoadRewritingAdapter::LoadRewritingAdapter;
 
- private:
-  std::mutex mu_;
-  int loads_ = 0;
-  std::set<TaskId> swallowed_;
+ protected:
+  std::optional<Bitmap> rewrite_load_result(std::size_t index, std::size_t,
+                                            std::optional<Bitmap> inner) override {
+    return index == 2 ? std::nullopt : inner;
+  }
 };
 
 class L1LeakAdapter final : public ForwardingL2Adapter {
