@@ -133,10 +133,10 @@ endfunction()
 # binary's own sources compile at -O0, still instrumented: the code under test is the libraries'
 # (built at the build type's level), the test sources are mostly gtest and RapidCheck templates,
 # and -O0 halves their compile time under ASan+UBSan (README.md, "How long scripts/test.sh
-# takes"). OPTIMIZED keeps the build type's level for a binary whose own loops do the work (the
-# exhaustive fp8 checks: 4x slower at -O0 under ASan).
+# takes"). OPTIMIZED_SOURCES (a subset of SOURCES) keep the build type's level: sources whose own
+# loops do the work (the exhaustive fp8 checks: 4x slower at -O0 under ASan).
 function(_lmcache_gtest_executable name caller unparsed)
-  cmake_parse_arguments(ARG "OPTIMIZED" "" "SOURCES;DEPS;DEFINITIONS" ${ARGN})
+  cmake_parse_arguments(ARG "" "" "SOURCES;DEPS;DEFINITIONS;OPTIMIZED_SOURCES" ${ARGN})
   if(unparsed)
     message(FATAL_ERROR "${caller}(${name}): unknown arguments ${unparsed}")
   endif()
@@ -144,13 +144,17 @@ function(_lmcache_gtest_executable name caller unparsed)
   target_link_libraries(${name} PRIVATE ${ARG_DEPS} GTest::gtest GTest::gmock GTest::gtest_main
                                         lmcache_build_flags)
   target_compile_definitions(${name} PRIVATE ${ARG_DEFINITIONS})
-  if(LMCACHE_SANITIZE AND NOT ARG_OPTIMIZED)
+  if(LMCACHE_SANITIZE AND NOT ARG_OPTIMIZED_SOURCES)
     target_compile_options(${name} PRIVATE -O0)
+  elseif(LMCACHE_SANITIZE)
+    set(plain ${ARG_SOURCES})
+    list(REMOVE_ITEM plain ${ARG_OPTIMIZED_SOURCES})
+    set_property(SOURCE ${plain} APPEND PROPERTY COMPILE_OPTIONS -O0)
   endif()
 endfunction()
 
 # lmcache_add_test(<name> SOURCES ... DEPS ... LABELS ... [DEFINITIONS ...] [TIMEOUT s]
-#                  [CONCURRENCY] [OPTIMIZED])
+#                  [CONCURRENCY] [OPTIMIZED_SOURCES ...])
 # DEFINITIONS: private compile definitions (a build without tests has no target to give them
 # to, so they are passed here rather than set afterwards). One gtest binary = one ctest entry
 # carrying LABELS (per-binary, not per-case: each process pays libtorch's start-up). CONCURRENCY declares that the binary holds thread-heavy cases;
@@ -159,19 +163,16 @@ endfunction()
 # TSan build (LMCACHE_SANITIZE=thread) only those run, as `<name>.concurrency` (label
 # "concurrency"). In other builds a unit ctest `<name>.concurrency_subset` fails when a
 # CONCURRENCY binary has no such case, or when another binary has one that TSan would skip
-# (cmake/concurrency_subset.sh). OPTIMIZED: see _lmcache_gtest_executable.
+# (cmake/concurrency_subset.sh). OPTIMIZED_SOURCES: see _lmcache_gtest_executable.
 function(lmcache_add_test name)
   if(NOT LMCACHE_BUILD_TESTS)
     return()
   endif()
-  cmake_parse_arguments(ARG "CONCURRENCY;OPTIMIZED" "TIMEOUT" "SOURCES;DEPS;LABELS;DEFINITIONS"
-    ${ARGN})
-  set(optimized)
-  if(ARG_OPTIMIZED)
-    set(optimized OPTIMIZED)
-  endif()
+  cmake_parse_arguments(ARG "CONCURRENCY" "TIMEOUT"
+    "SOURCES;DEPS;LABELS;DEFINITIONS;OPTIMIZED_SOURCES" ${ARGN})
   _lmcache_gtest_executable(${name} lmcache_add_test "${ARG_UNPARSED_ARGUMENTS}"
-    SOURCES ${ARG_SOURCES} DEPS ${ARG_DEPS} DEFINITIONS ${ARG_DEFINITIONS} ${optimized})
+    SOURCES ${ARG_SOURCES} DEPS ${ARG_DEPS} DEFINITIONS ${ARG_DEFINITIONS}
+    OPTIMIZED_SOURCES ${ARG_OPTIMIZED_SOURCES})
   if(NOT ARG_TIMEOUT)
     set(ARG_TIMEOUT 600)
   endif()
