@@ -163,15 +163,36 @@ endfunction()
 # TSan build (LMCACHE_SANITIZE=thread) only those run, as `<name>.concurrency` (label
 # "concurrency"). In other builds a unit ctest `<name>.concurrency_subset` fails when a
 # CONCURRENCY binary has no such case, or when another binary has one that TSan would skip
-# (cmake/concurrency_subset.sh). OPTIMIZED_SOURCES: see _lmcache_gtest_executable.
+# (cmake/concurrency_subset.sh). The TSan build compiles only the sources that can hold such a
+# case: every source not named *_test.cc, and each *_test.cc whose text says "Concurrency"
+# (read at configure time; an edit of it configures again). OPTIMIZED_SOURCES: see
+# _lmcache_gtest_executable.
 function(lmcache_add_test name)
   if(NOT LMCACHE_BUILD_TESTS)
     return()
   endif()
   cmake_parse_arguments(ARG "CONCURRENCY" "TIMEOUT"
     "SOURCES;DEPS;LABELS;DEFINITIONS;OPTIMIZED_SOURCES" ${ARGN})
+  set(sources ${ARG_SOURCES})
+  if(LMCACHE_SANITIZE STREQUAL "thread")
+    set(sources)
+    foreach(source ${ARG_SOURCES})
+      if(source MATCHES "_test\\.cc$")
+        get_filename_component(path ${source} ABSOLUTE)
+        set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${path})
+        file(STRINGS ${path} concurrency_lines REGEX "Concurrency" LIMIT_COUNT 1)
+        if(NOT concurrency_lines)
+          continue()
+        endif()
+      endif()
+      list(APPEND sources ${source})
+    endforeach()
+    if(NOT sources)
+      set(sources ${ARG_SOURCES})  # a binary with no concurrency case still links
+    endif()
+  endif()
   _lmcache_gtest_executable(${name} lmcache_add_test "${ARG_UNPARSED_ARGUMENTS}"
-    SOURCES ${ARG_SOURCES} DEPS ${ARG_DEPS} DEFINITIONS ${ARG_DEFINITIONS}
+    SOURCES ${sources} DEPS ${ARG_DEPS} DEFINITIONS ${ARG_DEFINITIONS}
     OPTIMIZED_SOURCES ${ARG_OPTIMIZED_SOURCES})
   if(NOT ARG_TIMEOUT)
     set(ARG_TIMEOUT 600)
@@ -196,7 +217,8 @@ function(lmcache_add_test name)
     set(expect expect-none)
   endif()
   set_tests_properties(${name} PROPERTIES LABELS "${labels}" TIMEOUT ${ARG_TIMEOUT})
-  add_test(NAME ${name}.concurrency_subset COMMAND bash ${subset} $<TARGET_FILE:${name}> ${expect})
+  add_test(NAME ${name}.concurrency_subset
+    COMMAND bash ${subset} $<TARGET_FILE:${name}> ${expect} ${CMAKE_BINARY_DIR})
   set_tests_properties(${name}.concurrency_subset PROPERTIES LABELS unit TIMEOUT 60)
 endfunction()
 
