@@ -558,8 +558,14 @@ int run_main(int argc, char** argv) {
         // the server each job starts its own.
         if (!python_forks_tried) {
           python_forks_tried = true;
-          python_forks =
-              ForkServer::start(exe, (dir / "fork_server.log").string(), o.rc_params, o.depth);
+          // Its log is written only where a regular file or nothing is, as the jobs' logs.
+          const std::string log = (dir / "fork_server.log").string();
+          try {
+            check_output_path(log);
+            python_forks = ForkServer::start(exe, log, o.rc_params, o.depth);
+          } catch (const std::invalid_argument&) {
+            // Without the server each job starts its own interpreter.
+          }
         }
         if (python_forks) j.pid = python_forks->fork_job(args, j.log);
       }
