@@ -9,11 +9,9 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <chrono>
 #include <cstdint>
 #include <cstdlib>
 #include <iostream>
-#include <thread>
 
 #include "lmcache/conformance/python/python_source.h"
 #include "spawn.h"
@@ -92,8 +90,7 @@ std::int64_t fork_job_process(const std::vector<std::string>& request, const std
       close(pid_pipe[1]);
       close(kServerFd);
       setpgid(0, 0);  // as spawn_child(): a timeout kills the job's whole group
-      const int log =
-          open(request[0].c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+      const int log = open_child_log(request[0]);
       if (log >= 0) {
         dup2(log, STDOUT_FILENO);
         dup2(log, STDERR_FILENO);
@@ -171,16 +168,9 @@ void ForkServer::fail() {
 
 ForkServer::~ForkServer() {
   if (socket_ >= 0) close(socket_);  // the end of the requests: the server exits
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
   int status = 0;
-  while (waitpid(pid_, &status, WNOHANG) == 0) {
-    if (std::chrono::steady_clock::now() > deadline) {
-      kill(-pid_, SIGKILL);
-      waitpid(pid_, &status, 0);
-      return;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
+  bool timed_out = false;
+  wait_child(pid_, 10, &status, &timed_out);
 }
 
 int serve_forks(const std::string& program,

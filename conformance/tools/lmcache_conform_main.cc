@@ -168,23 +168,6 @@ std::string tail(const std::string& path, std::size_t lines) {
   return out;
 }
 
-// Waits for `pid` up to `timeout_s`; kills its process group on a timeout.
-void wait_child(pid_t pid, double timeout_s, int* status, bool* timed_out) {
-  auto deadline = Clock::now() + std::chrono::duration<double>(timeout_s);
-  *timed_out = false;
-  for (;;) {
-    pid_t r = waitpid(pid, status, WNOHANG);
-    if (r == pid) return;
-    if (Clock::now() > deadline) {
-      kill(-pid, SIGKILL);
-      waitpid(pid, status, 0);
-      *timed_out = true;
-      return;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-}
-
 std::string signal_name(int sig) {
   const char* abbrev = sigabbrev_np(sig);
   const char* desc = strsignal(sig);

@@ -20,10 +20,11 @@ inline constexpr const char* kConnectorPluginPrefix = "connector-plugin:";
 // load_source()
 //
 // Registers the implementations of `source` ("reference", a plugin path, kConnectorPluginPrefix
-// and a plugin path, or python::kPythonSourcePrefix and a --python spec) into `registry`. Returns an empty string on success, else why it failed
-// (dlopen error, missing entry point, version mismatch, registration error; for a connector
-// plugin also: it exports no LMCACHE_CONFORMANCE_CONNECTOR_SYMBOL_V2, or registered no adapter of
-// the name that returns). A connector plugin also gets the wrapper suite over its connector:
+// and a plugin path, or python::kPythonSourcePrefix and a --python spec) into `registry`. Returns
+// an empty string on success, else why it failed (dlopen error, missing entry point, version
+// mismatch, registration error; for a connector plugin also: it exports no
+// LMCACHE_CONFORMANCE_CONNECTOR_SYMBOL_V2, or registered no adapter of the name that returns). A
+// connector plugin also gets the wrapper suite over its connector:
 // "<name>_fp8_wrapper", the reference fp8 wrapper with the bridge below the kit's scripted inner
 // double, shadowed by the kit's mock (storage_testing::ShadowedAdapter). The plugin stays loaded
 // for the life of the process.

@@ -1,9 +1,13 @@
 #include "spawn.h"
 
 #include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstring>
+#include <thread>
 
 extern char** environ;
 
@@ -30,9 +34,7 @@ pid_t spawn_child(const std::string& exe, const std::vector<std::string>& args,
   std::vector<char*> envp;
   for (auto& e : env_s) envp.push_back(e.data());
   envp.push_back(nullptr);
-  // The log was checked (check_output_path()); O_NOFOLLOW keeps a link made since from being
-  // followed.
-  int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+  int fd = open_child_log(log);
   std::vector<int> moved(pass_fds.size(), -1);  // allocated before fork()
   pid_t pid = fork();
   if (pid == 0) {
@@ -53,6 +55,27 @@ pid_t spawn_child(const std::string& exe, const std::vector<std::string>& args,
   if (pid > 0) setpgid(pid, pid);
   if (fd >= 0) close(fd);
   return pid;
+}
+
+int open_child_log(const std::string& log) {
+  // The log was checked (check_output_path()); O_NOFOLLOW keeps a link made since from being
+  // followed.
+  return open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+}
+
+void wait_child(pid_t pid, double timeout_s, int* status, bool* timed_out) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+  *timed_out = false;
+  for (;;) {
+    if (waitpid(pid, status, WNOHANG) == pid) return;
+    if (std::chrono::steady_clock::now() > deadline) {
+      kill(-pid, SIGKILL);
+      waitpid(pid, status, 0);
+      *timed_out = true;
+      return;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
 }
 
 }  // namespace lmcache::conformance::tools

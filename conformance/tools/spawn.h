@@ -24,4 +24,16 @@ pid_t spawn_child(const std::string& exe, const std::vector<std::string>& args,
                   const std::string& log, const std::string& rc_params, const std::string& depth,
                   const std::vector<std::pair<int, int>>& pass_fds = {});
 
+// open_child_log()
+//
+// Opens `log` for a child's stdout and stderr (created or truncated, never through a link made
+// since the runner checked the path); the fd, or -1.
+int open_child_log(const std::string& log);
+
+// wait_child()
+//
+// Waits for child `pid` up to `timeout_s` seconds; on a timeout kills its process group and
+// reaps it (*timed_out = true). *status is waitpid()'s.
+void wait_child(pid_t pid, double timeout_s, int* status, bool* timed_out);
+
 }  // namespace lmcache::conformance::tools
