@@ -1,6 +1,7 @@
 #include "lmcache/conformance/adapter_conformance.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <stdexcept>
@@ -168,8 +169,13 @@ Verdict results_survive_close(const AdapterUnderTest& aut) {
     a->close();
     return Verdict::fail("store task " + std::to_string(first) + " did not complete");
   }
-  // Its notify: taken, so that the wait below sees the next store's and not this one's.
-  collect_notifies(a->get_store_event_fd(), 1);
+  // Its notify: taken, so that the wait below sees the next store's and not this one's (one
+  // left on the fd would end that wait at once, before the next store completed).
+  if (const std::uint64_t n = collect_notifies(a->get_store_event_fd(), 1); n != 1) {
+    a->close();
+    return Verdict::fail("store task " + std::to_string(first) + " completed with " +
+                         std::to_string(n) + " notifies on the store fd (expected 1)");
+  }
   // Completed, never taken: a store of the other key and a load of the stored one.
   TaskId store = a->submit_store_task({keys[1]}, {objs[1]});
   MemoryObjPtr dst = make_object(layout);

@@ -127,8 +127,8 @@ Verdict ConcurrentSubmitters(const AdapterUnderTest& aut) {
           if (--submitters_left == 0) submitted_all = true;
           if (t >= 2) return;
           // A popper: until every store is in, pop and keep what comes.
-          auto deadline = std::chrono::steady_clock::now() + result_timeout();
-          while (std::chrono::steady_clock::now() < deadline) {
+          auto deadline = wait_deadline(result_timeout());
+          while (!deadline.expired()) {
             std::map<TaskId, L2StoreResult> got = a.pop_completed_store_tasks();
             {
               std::lock_guard lock(popped_mu);

@@ -197,9 +197,9 @@ void run_notify_scenario(SerdeProcessor& p, const std::vector<std::vector<Memory
     std::uint64_t notified = 0;
     std::size_t taken = 0;
     std::vector<bool> done(ids.size(), false);
-    auto deadline = std::chrono::steady_clock::now() + result_timeout();
+    auto deadline = wait_deadline(result_timeout());
     while (taken < ids.size()) {
-      if (std::chrono::steady_clock::now() > deadline) {
+      if (deadline.expired()) {
         fail_case(std::to_string(ids.size() - taken) + " of " + std::to_string(ids.size()) + " " +
                   dir_name(d) + " tasks did not complete within " +
                   std::to_string(result_timeout().count()) + " ms");

@@ -7,6 +7,7 @@
 #include "lmcache/conformance/plain_objects.h"
 #include "lmcache/conformance/probe_keys.h"
 #include "lmcache/core/event_notifier.h"
+#include "lmcache/core/stall_tolerant_deadline.h"
 
 namespace lmcache::conformance {
 
@@ -16,12 +17,12 @@ std::string first_store_problem(L2AdapterInterface& adapter, std::chrono::millis
   MemoryObjPtr object = make_object(byte_layout(64));
   const TaskId id = adapter.submit_store_task({key}, {object});
   std::optional<L2StoreResult> result;
-  const auto deadline = std::chrono::steady_clock::now() + limit;
+  StallTolerantDeadline deadline(limit);
   while (!result) {
     for (auto& [done, r] : adapter.pop_completed_store_tasks()) {
       if (done == id) result = r;
     }
-    if (result || std::chrono::steady_clock::now() >= deadline) break;
+    if (result || deadline.expired()) break;
     wait_readable(adapter.get_store_event_fd(), std::chrono::milliseconds(50));
   }
   std::string problem;

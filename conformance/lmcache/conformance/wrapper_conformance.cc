@@ -137,16 +137,16 @@ std::size_t gen_kv_batch(const MemoryLayoutDesc& layout, std::size_t min_batch) 
 
 L2StoreResult wait_store_once(L2AdapterInterface& w, TaskId id, const std::string& what) {
   std::optional<L2StoreResult> mine;
-  auto deadline = std::chrono::steady_clock::now() + result_timeout();
+  auto deadline = wait_deadline(result_timeout());
   ResultPacer pacer(w.get_store_event_fd());
   while (!mine) {
     for (auto& [tid, r] : w.pop_completed_store_tasks()) {
       if (tid == id) mine = r;
     }
     if (mine) break;
-    require(std::chrono::steady_clock::now() < deadline,
-            what + ": store task " + std::to_string(id) + " never completed (within " +
-                std::to_string(result_timeout().count()) + " ms)");
+    require(!deadline.expired(), what + ": store task " + std::to_string(id) +
+                                     " never completed (within " +
+                                     std::to_string(result_timeout().count()) + " ms)");
     pacer.wait();
   }
   std::uint64_t n = collect_notifies(w.get_store_event_fd(), 1);

@@ -6,6 +6,8 @@
 #include <string>
 #include <thread>
 
+#include "lmcache/core/stall_tolerant_deadline.h"
+
 namespace lmcache {
 namespace {
 
@@ -35,10 +37,9 @@ ProcessResources ProcessResources::take() { return {open_fd_count(), thread_coun
 
 ProcessResources wait_for_resources(const ProcessResources& baseline,
                                     std::chrono::milliseconds timeout) {
-  using Clock = std::chrono::steady_clock;
-  const auto deadline = Clock::now() + timeout;
+  StallTolerantDeadline deadline(timeout);
   ProcessResources now = ProcessResources::take();
-  while ((now.fds > baseline.fds || now.threads > baseline.threads) && Clock::now() < deadline) {
+  while ((now.fds > baseline.fds || now.threads > baseline.threads) && !deadline.expired()) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
     now = ProcessResources::take();
   }

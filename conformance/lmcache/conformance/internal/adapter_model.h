@@ -163,7 +163,7 @@ struct AdapterSut {
   std::map<TaskId, L2StoreResult> wait_stores(const std::vector<TaskId>& ids,
                                               const std::string& what) {
     std::map<TaskId, L2StoreResult> mine;
-    auto deadline = std::chrono::steady_clock::now() + result_timeout();
+    auto deadline = wait_deadline(result_timeout());
     ResultPacer pacer(adapter->get_store_event_fd());
     for (;;) {
       for (auto& [tid, r] : adapter->pop_completed_store_tasks()) {
@@ -177,10 +177,9 @@ struct AdapterSut {
         if (std::find(ids.begin(), ids.end(), tid) != ids.end()) mine.emplace(tid, r);
       }
       if (mine.size() == ids.size()) break;
-      require(std::chrono::steady_clock::now() < deadline,
-              what + ": " + std::to_string(ids.size() - mine.size()) +
-                  " store task(s) did not complete within " +
-                  std::to_string(result_timeout().count()) + " ms");
+      require(!deadline.expired(), what + ": " + std::to_string(ids.size() - mine.size()) +
+                                       " store task(s) did not complete within " +
+                                       std::to_string(result_timeout().count()) + " ms");
       pacer.wait();
     }
     if (on(kOneShot)) {
@@ -271,8 +270,8 @@ struct AdapterSut {
                 {"load", adapter->get_load_event_fd(), loads}};
     for (auto& f : fds) {
       std::uint64_t n = consume_fd(f.fd);
-      auto deadline = std::chrono::steady_clock::now() + signal_grace();
-      while (n < f.expected && std::chrono::steady_clock::now() < deadline) {
+      auto deadline = wait_deadline(signal_grace());
+      while (n < f.expected && !deadline.expired()) {
         wait_readable(f.fd, std::chrono::milliseconds(10));
         n += consume_fd(f.fd);
       }
@@ -306,13 +305,13 @@ struct AdapterSut {
     if (!on(kLocks) || !aut->capabilities.reports_lock_count) return;
     const std::uint64_t expected = m.locks.size();
     std::optional<std::uint64_t> got;
-    auto deadline = std::chrono::steady_clock::now() + settle_timeout();
+    auto deadline = wait_deadline(settle_timeout());
     do {
       got = locked_key_count(*adapter);
       require(got.has_value(), "report_status() has no \"locked_key_count\"");
       if (*got == expected) return;
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    } while (std::chrono::steady_clock::now() < deadline);
+    } while (!deadline.expired());
     fail_case(std::string("after ") + after + ", report_status().locked_key_count = " +
               std::to_string(*got) + " but " + std::to_string(expected) +
               " keys hold lookup locks (each hit locks once, a key twice in a batch twice; each "

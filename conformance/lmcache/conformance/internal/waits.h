@@ -18,6 +18,7 @@
 
 #include "lmcache/core/event_notifier.h"
 #include "lmcache/core/memory_obj.h"
+#include "lmcache/core/stall_tolerant_deadline.h"
 
 namespace lmcache::conformance_internal {
 using namespace ::lmcache::conformance;  // the kit's public types
@@ -47,17 +48,27 @@ inline std::chrono::milliseconds settle_timeout() { return scaled(2s); }
 // How long to watch for a notify that must not come (a double or cross notify).
 inline constexpr std::chrono::milliseconds kSettle = 30ms;
 
+// wait_deadline()
+//
+// The deadline of a wait that allows an implementation `budget`: whole-machine stalls the
+// waiter sees (a paused VM, an oversubscribed CI machine) do not count, up to scaled(30 s) of
+// them (lmcache/core/stall_tolerant_deadline.h). Check it every few milliseconds: a longer gap
+// between two checks counts as a stall.
+inline StallTolerantDeadline wait_deadline(std::chrono::milliseconds budget) {
+  return StallTolerantDeadline(budget, StallTolerantDeadline::kDefaultMaxGap, scaled(30s));
+}
+
 // poll_until()
 //
 // Calls `fn` (returning an optional) until it has a value or `timeout` passes, backing off from
 // 50 us to 2 ms between calls.
 template <class Fn>
 auto poll_until(Fn&& fn, std::chrono::milliseconds timeout) -> decltype(fn()) {
-  auto deadline = std::chrono::steady_clock::now() + timeout;
+  auto deadline = wait_deadline(timeout);
   auto pause = std::chrono::microseconds(50);
   for (;;) {
     if (auto v = fn()) return v;
-    if (std::chrono::steady_clock::now() >= deadline) return fn();
+    if (deadline.expired()) return fn();
     std::this_thread::sleep_for(pause);
     if (pause < std::chrono::milliseconds(2)) pause *= 2;
   }
@@ -113,8 +124,8 @@ class ResultPacer {
 inline std::uint64_t collect_notifies(int fd, std::uint64_t expected, std::uint64_t already = 0,
                                       std::chrono::milliseconds grace = signal_grace()) {
   std::uint64_t total = already + consume_fd(fd);
-  auto deadline = std::chrono::steady_clock::now() + grace;
-  while (total < expected && std::chrono::steady_clock::now() < deadline) {
+  auto deadline = wait_deadline(grace);
+  while (total < expected && !deadline.expired()) {
     wait_readable(fd, 10ms);
     total += consume_fd(fd);
   }
