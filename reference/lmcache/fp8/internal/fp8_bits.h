@@ -48,25 +48,23 @@
 
 namespace lmcache::fp8_internal::fp8_bits {
 
-// The constants of one fp8 format.
+// The constants of one fp8 format: mantissa bits, exponent bias, the code an overflow becomes
+// when not saturating, and the largest finite code.
+template <std::uint32_t kMant, std::uint32_t kBiasFp8, std::uint32_t kOverflow,
+          std::uint32_t kMaxFiniteCode>
+struct Fp8Constants {
+  static constexpr std::uint32_t kMantBits = kMant;
+  static constexpr std::uint32_t kBias = kBiasFp8;
+  static constexpr std::uint32_t kOverflowCode = kOverflow;
+  static constexpr std::uint32_t kMaxFinite = kMaxFiniteCode;
+};
+
 template <Fp8Format kFormat>
 struct Fp8Traits;
-
-template <>
-struct Fp8Traits<Fp8Format::kE4M3FN> {
-  static constexpr std::uint32_t kMantBits = 3;
-  static constexpr std::uint32_t kBias = 7;
-  static constexpr std::uint32_t kOverflowCode = 0x7F;  // N: NaN
-  static constexpr std::uint32_t kMaxFinite = 0x7E;     // 448
-};
-
-template <>
-struct Fp8Traits<Fp8Format::kE5M2> {
-  static constexpr std::uint32_t kMantBits = 2;
-  static constexpr std::uint32_t kBias = 15;
-  static constexpr std::uint32_t kOverflowCode = 0x7C;  // N: inf
-  static constexpr std::uint32_t kMaxFinite = 0x7B;     // 57344
-};
+template <>  // overflow: NaN (0x7F); largest finite 0x7E = 448
+struct Fp8Traits<Fp8Format::kE4M3FN> : Fp8Constants<3, 7, 0x7F, 0x7E> {};
+template <>  // overflow: inf (0x7C); largest finite 0x7B = 57344
+struct Fp8Traits<Fp8Format::kE5M2> : Fp8Constants<2, 15, 0x7C, 0x7B> {};
 
 // The constants of one source float format (the bits live in the low kWidth bits of a u32).
 template <std::uint32_t kMant, std::uint32_t kBiasSrc, std::uint32_t kWidthBits>
