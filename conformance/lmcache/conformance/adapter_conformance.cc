@@ -180,8 +180,8 @@ Verdict results_survive_close(const AdapterUnderTest& aut) {
   TaskId store = a->submit_store_task({keys[1]}, {objs[1]});
   MemoryObjPtr dst = make_object(layout);
   TaskId load = a->submit_load_task({keys[0]}, {dst});
-  const bool signalled = wait_readable(a->get_store_event_fd(), result_timeout()) &&
-                         wait_readable(a->get_load_event_fd(), result_timeout());
+  const bool signalled = wait_signalled(a->get_store_event_fd(), result_timeout()) &&
+                         wait_signalled(a->get_load_event_fd(), result_timeout());
   // The fds say a result is stored; give a second task of one kind time to follow.
   std::this_thread::sleep_for(kSettle);
   a->close();

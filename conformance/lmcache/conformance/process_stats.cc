@@ -2,11 +2,15 @@
 
 #include <fcntl.h>
 
+#include "lmcache/conformance/internal/waits.h"
+
 namespace lmcache::conformance {
 
 std::string resources_left_over(const ProcessResources& baseline,
                                 std::chrono::milliseconds timeout) {
-  return resources_problem(baseline, wait_for_resources(baseline, timeout));
+  return resources_problem(
+      baseline, wait_for_resources(baseline, timeout,
+                                   conformance_internal::scaled(std::chrono::seconds(30))));
 }
 
 bool is_open_fd(int fd) { return fd >= 0 && fcntl(fd, F_GETFD) != -1; }

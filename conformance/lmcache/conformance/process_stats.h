@@ -17,7 +17,8 @@ namespace lmcache::conformance {
 // resources_left_over()
 //
 // Waits until the counts are back to `baseline` or `timeout` passes (a joined thread can linger
-// in /proc for a moment). Returns an empty string on success, else what is left, e.g.
+// in /proc for a moment; whole-machine stalls do not count, as for the kit's other waits:
+// conformance/README.md). Returns an empty string on success, else what is left, e.g.
 // "1 fd(s) and 0 thread(s) more than before (fds 12 -> 13, threads 3 -> 3)".
 std::string resources_left_over(const ProcessResources& baseline,
                                 std::chrono::milliseconds timeout = std::chrono::seconds(2));

@@ -291,7 +291,7 @@ Verdict OneShotQueries(const ProcessorUnderTest& put) {
     collect_notifies(p->get_serialize_event_fd(), 1);
     MemoryObjPtr temp2 = temp_for(*p, layout);
     TaskId s2 = p->submit_serialize({src}, {temp2}, probe_keys(1));
-    require(wait_readable(p->get_serialize_event_fd(), result_timeout()),
+    require(wait_signalled(p->get_serialize_event_fd(), result_timeout()),
             "serialize fd never signalled");
     auto cross = p->query_deserialize_result(s2);
     require(!cross, "query_deserialize_result() answered for serialize task " + std::to_string(s2));

@@ -17,7 +17,8 @@ namespace lmcache::conformance {
 // first_store_problem()
 //
 // Stores one 64-byte object through `adapter` under probe_key(0) (the adapter's namespace should
-// be fresh: key_namespace.h), waits for its result for at most `limit`, and deletes the key
+// be fresh: key_namespace.h), waits for its result for at most `limit` (whole-machine stalls
+// excluded, up to 30 s: lmcache/core/stall_tolerant_deadline.h), and deletes the key
 // again (delete_keys(); a bridge over a connector without deletes only hides it). Returns ""
 // when the store succeeded; otherwise what went wrong, in words, naming the first error the
 // implementation reported meanwhile (error_notes.h) when there is one, e.g.

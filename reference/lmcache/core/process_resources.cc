@@ -36,8 +36,9 @@ std::size_t thread_count() { return count_entries("/proc/self/task", false); }
 ProcessResources ProcessResources::take() { return {open_fd_count(), thread_count()}; }
 
 ProcessResources wait_for_resources(const ProcessResources& baseline,
-                                    std::chrono::milliseconds timeout) {
-  StallTolerantDeadline deadline(timeout);
+                                    std::chrono::milliseconds timeout,
+                                    std::chrono::milliseconds max_stalls) {
+  StallTolerantDeadline deadline(timeout, StallTolerantDeadline::kDefaultMaxGap, max_stalls);
   ProcessResources now = ProcessResources::take();
   while ((now.fds > baseline.fds || now.threads > baseline.threads) && !deadline.expired()) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));

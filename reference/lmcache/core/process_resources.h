@@ -40,9 +40,11 @@ struct ProcessResources {
 //
 // Re-reads the counts until neither exceeds `baseline` or `timeout` passes (a joined thread can
 // linger in /proc for a moment, and a closed fd in a just-exited thread's table), and returns
-// the last counts read. Never throws.
-ProcessResources wait_for_resources(const ProcessResources& baseline,
-                                    std::chrono::milliseconds timeout = std::chrono::seconds(1));
+// the last counts read. Whole-machine stalls do not count against `timeout`, up to
+// `max_stalls` of them (lmcache/core/stall_tolerant_deadline.h). Never throws.
+ProcessResources wait_for_resources(
+    const ProcessResources& baseline, std::chrono::milliseconds timeout = std::chrono::seconds(1),
+    std::chrono::milliseconds max_stalls = std::chrono::seconds(30));
 
 // resources_problem()
 //

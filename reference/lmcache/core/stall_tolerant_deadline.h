@@ -43,16 +43,19 @@ class StallTolerantDeadline {
 
   // expired()
   //
-  // Whether the budget is spent at `now` (default: the clock's now). Call it between the steps
-  // of a wait, at least every `max_gap`; `now` must not go backwards from the last call.
+  // Whether the budget is spent at `now` (default: the clock's now); once true, it stays true.
+  // Call it between the steps of a wait, checks at most `max_gap` apart; `now` must not go
+  // backwards from the last call.
   bool expired(Clock::time_point now = Clock::now()) {
+    if (expired_) return true;
     if (const Clock::duration gap = now - last_check_; gap > max_gap_) {
       const Clock::duration extension = gap < extension_left_ ? gap : extension_left_;
       end_ += extension;
       extension_left_ -= extension;
     }
     last_check_ = now;
-    return now >= end_;
+    expired_ = now >= end_;
+    return expired_;
   }
 
  private:
@@ -60,6 +63,7 @@ class StallTolerantDeadline {
   Clock::time_point last_check_;
   Clock::duration max_gap_;
   Clock::duration extension_left_;
+  bool expired_ = false;
 };
 
 }  // namespace lmcache

@@ -24,6 +24,7 @@ TEST(StallTolerantDeadline, ExpiresAfterItsBudgetWhenCheckedOften) {
   now += 10ms;
   EXPECT_TRUE(d.expired(now));
   EXPECT_TRUE(d.expired(now + 1ms));  // stays expired
+  EXPECT_TRUE(d.expired(now + 5s));   // even after a gap that would have been a stall
 }
 
 TEST(StallTolerantDeadline, AGapAboveMaxGapDoesNotCount) {

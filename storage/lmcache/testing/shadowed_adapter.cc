@@ -6,6 +6,7 @@
 #include <string>
 
 #include "lmcache/core/event_notifier.h"
+#include "lmcache/core/stall_tolerant_deadline.h"
 
 namespace lmcache::storage_testing {
 
@@ -19,11 +20,11 @@ using namespace std::chrono_literals;
 // took a core from the adapters under test while a wrapper stored).
 template <class Poll>
 auto wait_for(Poll&& poll, int fd, const char* what) {
-  const auto deadline = std::chrono::steady_clock::now() + 10s;
+  StallTolerantDeadline deadline(10s);
   for (;;) {
     consume_fd(fd);
     if (auto r = poll()) return *r;
-    if (std::chrono::steady_clock::now() >= deadline) {
+    if (deadline.expired()) {
       throw std::runtime_error(std::string("ShadowedAdapter: the shadow's ") + what +
                                " did not complete");
     }

@@ -32,7 +32,8 @@ class ShadowedAdapter final : public ForwardingL2Adapter {
   // Throws std::invalid_argument for a null primary or shadow.
   ShadowedAdapter(L2AdapterPtr primary, L2AdapterPtr shadow);
 
-  // Stores into the shadow and waits for it (up to 10 s; std::runtime_error past it), then
+  // Stores into the shadow and waits for it (up to 10 s, whole-machine stalls excluded:
+  // lmcache/core/stall_tolerant_deadline.h; std::runtime_error past it), then
   // submits to the primary and returns the primary's id.
   TaskId submit_store_task(const std::vector<ObjectKey>& keys,
                            const std::vector<MemoryObjPtr>& objects) override;

@@ -58,6 +58,18 @@ inline StallTolerantDeadline wait_deadline(std::chrono::milliseconds budget) {
   return StallTolerantDeadline(budget, StallTolerantDeadline::kDefaultMaxGap, scaled(30s));
 }
 
+// wait_signalled()
+//
+// Whether `fd` becomes readable within `budget` (a wait_deadline(): stalls excluded). Does not
+// consume the counter.
+inline bool wait_signalled(int fd, std::chrono::milliseconds budget) {
+  auto deadline = wait_deadline(budget);
+  while (!wait_readable(fd, 10ms)) {
+    if (deadline.expired()) return false;
+  }
+  return true;
+}
+
 // poll_until()
 //
 // Calls `fn` (returning an optional) until it has a value or `timeout` passes, backing off from

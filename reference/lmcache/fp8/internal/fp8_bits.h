@@ -59,11 +59,16 @@ struct Fp8Constants {
   static constexpr std::uint32_t kMaxFinite = kMaxFiniteCode;
 };
 
+// Fp8Traits<kFormat>: the Fp8Constants of one format.
 template <Fp8Format kFormat>
 struct Fp8Traits;
-template <>  // overflow: NaN (0x7F); largest finite 0x7E = 448
+
+// Overflow: NaN (0x7F); largest finite 0x7E = 448.
+template <>
 struct Fp8Traits<Fp8Format::kE4M3FN> : Fp8Constants<3, 7, 0x7F, 0x7E> {};
-template <>  // overflow: inf (0x7C); largest finite 0x7B = 57344
+
+// Overflow: inf (0x7C); largest finite 0x7B = 57344.
+template <>
 struct Fp8Traits<Fp8Format::kE5M2> : Fp8Constants<2, 15, 0x7C, 0x7B> {};
 
 // The constants of one source float format (the bits live in the low kWidth bits of a u32).
