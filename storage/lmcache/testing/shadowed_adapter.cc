@@ -44,6 +44,7 @@ TaskId ShadowedAdapter::submit_store_task(const std::vector<ObjectKey>& keys,
   if (keys.size() != objects.size()) {  // malformed batches are the primary's to reject
     return ForwardingL2Adapter::submit_store_task(keys, objects);
   }
+  std::shared_lock open(shadow_open_);
   const TaskId sid = shadow_->submit_store_task(keys, objects);
   // Several threads may store at once (a wrapper stores from its submitters and from its loop):
   // whichever pops the shadow's results keeps the others' for them.
@@ -60,6 +61,7 @@ TaskId ShadowedAdapter::submit_store_task(const std::vector<ObjectKey>& keys,
         return result;
       },
       shadow_->get_store_event_fd(), "store");
+  open.unlock();
   // Registered before the primary can complete it (under the lock pops take too).
   std::lock_guard lock(mu_);
   const TaskId id = ForwardingL2Adapter::submit_store_task(keys, objects);
@@ -83,9 +85,12 @@ std::map<TaskId, L2StoreResult> ShadowedAdapter::pop_completed_store_tasks() {
 }
 
 TaskId ShadowedAdapter::submit_lookup_and_lock_task(const std::vector<ObjectKey>& keys) {
-  const TaskId sid = shadow_->submit_lookup_and_lock_task(keys);
-  wait_for([&] { return shadow_->query_lookup_and_lock_result(sid); },
-           shadow_->get_lookup_and_lock_event_fd(), "lookup");
+  {
+    std::shared_lock open(shadow_open_);
+    const TaskId sid = shadow_->submit_lookup_and_lock_task(keys);
+    wait_for([&] { return shadow_->query_lookup_and_lock_result(sid); },
+             shadow_->get_lookup_and_lock_event_fd(), "lookup");
+  }
   return ForwardingL2Adapter::submit_lookup_and_lock_task(keys);
 }
 
@@ -101,6 +106,7 @@ void ShadowedAdapter::delete_keys(const std::vector<ObjectKey>& keys) {
 
 void ShadowedAdapter::close() {
   ForwardingL2Adapter::close();
+  std::unique_lock open(shadow_open_);
   shadow_->close();
 }
 

@@ -16,12 +16,14 @@
 // sent, re-stores included). Everything else is the primary's.
 //
 // Thread safety: as the primary's; the shadow must be thread-safe too. Stores from several
-// threads at once each get their own shadow result (shadowed_adapter_test.cc).
+// threads at once each get their own shadow result (shadowed_adapter_test.cc). close() waits
+// for the submits still waiting on the shadow, so that none reads a closed shadow fd.
 #pragma once
 
 #include <map>
 #include <memory>
 #include <mutex>
+#include <shared_mutex>
 
 #include "lmcache/l2/forwarding_adapter.h"
 
@@ -47,6 +49,8 @@ class ShadowedAdapter final : public ForwardingL2Adapter {
 
  private:
   L2AdapterPtr shadow_;
+  // Held shared while a submit waits on the shadow; close() takes it to close the shadow.
+  std::shared_mutex shadow_open_;
   std::mutex mu_;
   std::map<TaskId, L2StoreResult> shadow_results_;  // by the primary's id
   std::mutex shadow_mu_;

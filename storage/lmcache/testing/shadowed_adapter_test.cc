@@ -2,9 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <map>
 #include <mutex>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -73,6 +75,42 @@ TEST(ShadowedAdapter, ConcurrentStoresEachGetTheirShadowResult) {
     EXPECT_EQ(results.at(id).bytes_transferred(), bytes) << "store " << id;
   }
   a.close();
+}
+
+// close() while other threads store: it waits for the stores waiting on the shadow (none reads
+// the shadow's fds once closed), and every store after it throws std::logic_error, as the
+// primary's would.
+TEST(ShadowedAdapter, CloseWhileStoringEndsEveryStoreCleanly) {
+  ShadowedAdapter a(fast_mock(), fast_mock());
+  constexpr int kThreads = 3;
+  std::atomic<int> stored{0};
+  std::mutex mu;
+  std::vector<std::string> other_errors;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 100000; ++i) {
+        try {
+          a.submit_store_task({key_of(t * 100000 + i)}, {core_internal::bytes_of(64)});
+          stored.fetch_add(1);
+        } catch (const std::logic_error&) {
+          return;  // closed
+        } catch (const std::exception& e) {
+          std::lock_guard lock(mu);
+          other_errors.push_back(e.what());
+          return;
+        }
+      }
+    });
+  }
+  while (stored.load() < 3 * kThreads) std::this_thread::yield();
+  a.close();
+  for (auto& th : threads) th.join();
+  EXPECT_TRUE(other_errors.empty()) << other_errors.size()
+                                    << " stores threw something other than std::logic_error, "
+                                       "the first: "
+                                    << other_errors.front();
+  EXPECT_THROW(a.submit_store_task({key_of(-1)}, {core_internal::bytes_of(64)}), std::logic_error);
 }
 
 }  // namespace
