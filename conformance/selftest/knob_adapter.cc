@@ -95,6 +95,7 @@ class KnobAdapter final : public ViewRewritingAdapter {
     }
     TaskId inner = ForwardingL2Adapter::submit_store_task(map_keys(keys), objs);
     std::lock_guard lock(mu_);
+    if (++stores_ == k_.late_pool_fd_at_store) late_pool_ = std::make_unique<EventNotifier>();
     store_keys_[inner] = {keys, fresh_sizes};
     if (!k_.racy_store_ids) return inner;
     outer_of_[inner] = id;
@@ -342,6 +343,7 @@ class KnobAdapter final : public ViewRewritingAdapter {
     if (extra_ && !k_.close_leaks_fd) extra_->close();
     join_helpers();
     std::lock_guard lock(mu_);
+    if (late_pool_) late_pool_->close();
     history_.clear();
     first_lent_.clear();
   }
@@ -395,6 +397,8 @@ class KnobAdapter final : public ViewRewritingAdapter {
   std::map<TaskId, std::pair<std::vector<ObjectKey>, std::vector<std::uint64_t>>> store_keys_;
   std::map<TaskId, TaskId> outer_of_;
   std::map<TaskId, L2StoreResult> completed_;
+  std::size_t stores_ = 0;                    // under mu_
+  std::unique_ptr<EventNotifier> late_pool_;  // under mu_
   std::unordered_set<ObjectKey> present_;
   std::unordered_map<ObjectKey, std::uint64_t> sizes_;
   std::uint64_t own_usage_ = 0;

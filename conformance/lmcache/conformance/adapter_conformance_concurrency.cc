@@ -333,7 +333,8 @@ Verdict ConcurrentFirstUse(const AdapterUnderTest& aut) {
 Verdict ResourcesBoundedOverManyTasks(const AdapterUnderTest& aut) {
   // Rounds of: store 4 keys, load them, look them up, unlock them, delete them. The counts are
   // taken after the first rounds, halfway and at the end: a pool that grows to its size does so
-  // early; a leak keeps growing.
+  // early (or, if it grew late, holds still over the rounds run to confirm); a leak keeps
+  // growing.
   const std::size_t rounds = std::max<std::size_t>(8, current_profile().resource_tasks / 4);
   constexpr std::size_t kKeys = 4;
   L2AdapterPtr adapter = aut.make();
@@ -390,13 +391,24 @@ Verdict ResourcesBoundedOverManyTasks(const AdapterUnderTest& aut) {
     if (std::string e = round(r); !e.empty()) return Verdict::fail(e);
     if (r == rounds / 2) halfway = ProcessResources::take();
   }
-  if (std::string grew = resources_left_over(halfway, settle_timeout()); !grew.empty()) {
-    ProcessResources end = ProcessResources::take();
+  // Grown since halfway: as many rounds again tell a pool that grew late from a leak.
+  std::string round_error;
+  const std::string grew = growth_past_halfway(
+      halfway,
+      [&]() -> std::string {
+        for (std::size_t r = rounds; r < 2 * rounds; ++r) {
+          if (std::string e = round(r); !e.empty()) return e;
+        }
+        return {};
+      },
+      settle_timeout(), &round_error);
+  if (!round_error.empty()) return Verdict::fail(round_error);
+  if (!grew.empty()) {
     return Verdict::fail("the adapter keeps growing: after " + std::to_string(tasks) +
-                         " tasks the process holds " + std::to_string(end.fds) + " fds and " +
-                         std::to_string(end.threads) + " threads, against " +
-                         std::to_string(halfway.fds) + " and " + std::to_string(halfway.threads) +
-                         " halfway (a leak per task or every few tasks)");
+                         " tasks the process holds " + grew +
+                         " (before: halfway through the first " + std::to_string(rounds) +
+                         " rounds; it grew again over as many rounds more): a leak per task or "
+                         "every few tasks");
   }
   if (const std::size_t n = objects_still_held(handed, 2 * kKeys); n > 2 * kKeys) {
     return Verdict::fail("after " + std::to_string(tasks) +

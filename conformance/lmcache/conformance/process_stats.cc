@@ -2,6 +2,8 @@
 
 #include <fcntl.h>
 
+#include <utility>
+
 #include "lmcache/conformance/internal/waits.h"
 
 namespace lmcache::conformance {
@@ -11,6 +13,19 @@ std::string resources_left_over(const ProcessResources& baseline,
   return resources_problem(
       baseline, wait_for_resources(baseline, timeout,
                                    conformance_internal::scaled(std::chrono::seconds(30))));
+}
+
+std::string growth_past_halfway(const ProcessResources& halfway,
+                                const std::function<std::string()>& more_rounds,
+                                std::chrono::milliseconds timeout, std::string* round_error) {
+  if (resources_left_over(halfway, timeout).empty()) return "";
+  const ProcessResources before_more = ProcessResources::take();
+  if (std::string e = more_rounds(); !e.empty()) {
+    *round_error = std::move(e);
+    return "";
+  }
+  if (resources_left_over(before_more, timeout).empty()) return "";
+  return resources_problem(halfway, ProcessResources::take());
 }
 
 bool is_open_fd(int fd) { return fd >= 0 && fcntl(fd, F_GETFD) != -1; }

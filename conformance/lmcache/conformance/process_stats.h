@@ -7,6 +7,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <span>
 #include <string>
 
@@ -22,6 +23,20 @@ namespace lmcache::conformance {
 // "1 fd(s) and 0 thread(s) more than before (fds 12 -> 13, threads 3 -> 3)".
 std::string resources_left_over(const ProcessResources& baseline,
                                 std::chrono::milliseconds timeout = std::chrono::seconds(2));
+
+// growth_past_halfway()
+//
+// For a property that runs rounds of tasks and took the counts `halfway` through them: "" when
+// the process is back to those counts within `timeout` (resources_left_over()). Otherwise it
+// runs `more_rounds` (as many rounds again as the whole run had, so that a leak every few tasks
+// shows again; it returns an error text for a round that failed, which is put in *round_error
+// and ends the check with "") and looks again against the counts before them: a pool that grew
+// late to its bound (a connection each worker opens on its first task, which a worker may first
+// take late in a run on a loaded machine) holds still, and "" is returned; a leak grows again,
+// and what the process holds more than `halfway` is returned, as resources_left_over() says it.
+std::string growth_past_halfway(const ProcessResources& halfway,
+                                const std::function<std::string()>& more_rounds,
+                                std::chrono::milliseconds timeout, std::string* round_error);
 
 // is_open_fd()
 //

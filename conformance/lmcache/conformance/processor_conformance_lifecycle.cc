@@ -159,7 +159,8 @@ Verdict UseAfterClose(const ProcessorUnderTest& put) {
 Verdict ResourcesBoundedOverManyTasks(const ProcessorUnderTest& put) {
   // Waves of 8 tasks in flight (serializes and deserializes, one in four failing), every result
   // taken before the next wave. The counts are taken after a warm-up wave, halfway and at the
-  // end: a pool that grows to its size does so before halfway; a leak keeps growing.
+  // end: a pool that grows to its size does so early (or, if it grew late, holds still over the
+  // waves run to confirm); a leak keeps growing.
   const std::size_t total = current_profile().resource_tasks;
   constexpr std::size_t kWave = 8;
   OwnedProcessor p(put);
@@ -219,14 +220,27 @@ Verdict ResourcesBoundedOverManyTasks(const ProcessorUnderTest& put) {
     if (std::string e = run_wave(w); !e.empty()) return Verdict::fail(e);
     if (w == waves / 2) halfway = ProcessResources::take();
   }
-  // Settle: a joined thread or a closed fd can linger in /proc for a moment.
-  if (std::string grew = resources_left_over(halfway, settle_timeout()); !grew.empty()) {
-    ProcessResources end = ProcessResources::take();
+  // Settle: a joined thread or a closed fd can linger in /proc for a moment. Grown since
+  // halfway: as many waves again tell a pool that grew late from a leak.
+  std::string wave_error;
+  const std::string grew = growth_past_halfway(
+      halfway,
+      [&]() -> std::string {
+        for (std::size_t w = waves; w < 2 * waves; ++w) {
+          if (std::string e = run_wave(w); !e.empty()) return e;
+        }
+        return {};
+      },
+      settle_timeout(), &wave_error);
+  if (!wave_error.empty()) return Verdict::fail(wave_error);
+  if (!grew.empty()) {
     return Verdict::fail("the processor keeps growing: after " + std::to_string(done) +
-                         " tasks it holds " + std::to_string(end.fds) + " fds and " +
-                         std::to_string(end.threads) + " threads in the process, against " +
-                         std::to_string(halfway.fds) + " and " + std::to_string(halfway.threads) +
-                         " halfway (a leak per task or every few tasks)");
+                         " tasks the process holds " + grew +
+                         " (before: halfway through the "
+                         "first " +
+                         std::to_string(waves) +
+                         " waves; it grew again over as many "
+                         "waves more): a leak per task or every few tasks");
   }
   auto held = poll_until(
       [&]() -> std::optional<std::size_t> {

@@ -149,7 +149,8 @@ Verdict ResourcesBoundedOverManyTasks(const WrapperUnderTest& wut,
       rc_id("ResourcesBoundedOverManyTasks", wut, rig_options),
       {.max_success = 1, .shrink = false, .scale_with_depth = false}, [&] {
         // Rounds of a store and a load of 4 keys, every fourth store failing at one pair. The
-        // counts are taken after the first rounds, halfway and at the end.
+        // counts are taken after the first rounds, halfway and at the end (and, where they grew,
+        // after as many rounds again: a pool that grew late holds still, a leak grows again).
         const std::size_t rounds = std::max<std::size_t>(8, current_profile().resource_tasks / 2);
         constexpr std::size_t kKeys = 4;
         const MemoryLayoutDesc layout = MemoryLayoutDesc::single({8, 17}, DType::kFloat16);
@@ -158,11 +159,11 @@ Verdict ResourcesBoundedOverManyTasks(const WrapperUnderTest& wut,
         const std::size_t baseline = rig->l1_used();
         std::vector<std::weak_ptr<MemoryObj>> handed;
         std::size_t tasks = 0;
-        ProcessResources halfway;
-        for (std::size_t r = 0; r < rounds; ++r) {
-          const std::string at = "round " + std::to_string(r + 1) + " of " +
-                                 std::to_string(rounds) + " (" + std::to_string(tasks) +
-                                 " tasks done)";
+        auto run_round = [&](std::size_t r) {
+          const std::string at = "round " + std::to_string(r + 1) +
+                                 (r < rounds ? " of " + std::to_string(rounds)
+                                             : std::string(" (run to confirm a growth)")) +
+                                 " (" + std::to_string(tasks) + " tasks done)";
           auto keys = make_keys(kKeys, 1000 + r);
           auto objs = make_objects(layout, kKeys, r);
           const bool fails = r % 4 == 3;
@@ -182,13 +183,27 @@ Verdict ResourcesBoundedOverManyTasks(const WrapperUnderTest& wut,
           for (auto& d : dsts) handed.push_back(d);
           tasks += 2;
           require_l1_back(*rig, baseline, at);
+        };
+        ProcessResources halfway;
+        for (std::size_t r = 0; r < rounds; ++r) {
+          run_round(r);
           if (r == rounds / 2) halfway = ProcessResources::take();
         }
-        std::string grew = resources_left_over(halfway, settle_timeout());
+        // Grown since halfway: as many rounds again tell a pool that grew late from a leak.
+        std::string round_error;  // the rounds fail through require()
+        const std::string grew = growth_past_halfway(
+            halfway,
+            [&]() -> std::string {
+              for (std::size_t r = rounds; r < 2 * rounds; ++r) run_round(r);
+              return {};
+            },
+            settle_timeout(), &round_error);
         require(grew.empty(), "the wrapper keeps growing: after " + std::to_string(tasks) +
                                   " tasks the process holds " + grew +
-                                  " (before: halfway through); a leak per task or every few "
-                                  "tasks, in the wrapper, its inner adapter or its serde");
+                                  " (before: halfway through the first " + std::to_string(rounds) +
+                                  " rounds; it grew again over as many rounds more): a leak per "
+                                  "task or every few tasks, in the wrapper, its inner adapter or "
+                                  "its serde");
         require(objects_still_held(handed, 2 * kKeys) <= 2 * kKeys,
                 "after " + std::to_string(tasks) +
                     " completed tasks the wrapper (or what it owns) still references caller "
