@@ -392,20 +392,11 @@ Verdict ResourcesBoundedOverManyTasks(const AdapterUnderTest& aut) {
     if (r == rounds / 2) halfway = ProcessResources::take();
   }
   // Grown since halfway: as many rounds again tell a pool that grew late from a leak.
-  std::string round_error;
-  const std::string grew = growth_past_halfway(
-      halfway,
-      [&]() -> std::string {
-        for (std::size_t r = rounds; r < 2 * rounds; ++r) {
-          if (std::string e = round(r); !e.empty()) return e;
-        }
-        return {};
-      },
-      settle_timeout(), &round_error);
-  if (!round_error.empty()) return Verdict::fail(round_error);
-  if (!grew.empty()) {
+  const HalfwayGrowth growth = growth_past_halfway(halfway, rounds, round, settle_timeout());
+  if (!growth.round_error.empty()) return Verdict::fail(growth.round_error);
+  if (!growth.grew.empty()) {
     return Verdict::fail("the adapter keeps growing: after " + std::to_string(tasks) +
-                         " tasks the process holds " + grew +
+                         " tasks the process holds " + growth.grew +
                          " (before: halfway through the first " + std::to_string(rounds) +
                          " rounds; it grew again over as many rounds more): a leak per task or "
                          "every few tasks");

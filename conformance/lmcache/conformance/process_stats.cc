@@ -2,8 +2,6 @@
 
 #include <fcntl.h>
 
-#include <utility>
-
 #include "lmcache/conformance/internal/waits.h"
 
 namespace lmcache::conformance {
@@ -15,17 +13,20 @@ std::string resources_left_over(const ProcessResources& baseline,
                                    conformance_internal::scaled(std::chrono::seconds(30))));
 }
 
-std::string growth_past_halfway(const ProcessResources& halfway,
-                                const std::function<std::string()>& more_rounds,
-                                std::chrono::milliseconds timeout, std::string* round_error) {
-  if (resources_left_over(halfway, timeout).empty()) return "";
+HalfwayGrowth growth_past_halfway(const ProcessResources& halfway, std::size_t rounds,
+                                  const std::function<std::string(std::size_t)>& round,
+                                  std::chrono::milliseconds timeout) {
+  if (resources_left_over(halfway, timeout).empty()) return {};
   const ProcessResources before_more = ProcessResources::take();
-  if (std::string e = more_rounds(); !e.empty()) {
-    *round_error = std::move(e);
-    return "";
+  HalfwayGrowth growth;
+  for (std::size_t r = rounds; r < 2 * rounds; ++r) {
+    growth.round_error = round(r);
+    if (!growth.round_error.empty()) return growth;
   }
-  if (resources_left_over(before_more, timeout).empty()) return "";
-  return resources_problem(halfway, ProcessResources::take());
+  if (!resources_left_over(before_more, timeout).empty()) {
+    growth.grew = resources_problem(halfway, ProcessResources::take());
+  }
+  return growth;
 }
 
 bool is_open_fd(int fd) { return fd >= 0 && fcntl(fd, F_GETFD) != -1; }

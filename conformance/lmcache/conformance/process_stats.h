@@ -7,6 +7,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstddef>
 #include <functional>
 #include <span>
 #include <string>
@@ -26,17 +27,22 @@ std::string resources_left_over(const ProcessResources& baseline,
 
 // growth_past_halfway()
 //
-// For a property that runs rounds of tasks and took the counts `halfway` through them: "" when
-// the process is back to those counts within `timeout` (resources_left_over()). Otherwise it
-// runs `more_rounds` (as many rounds again as the whole run had, so that a leak every few tasks
-// shows again; it returns an error text for a round that failed, which is put in *round_error
-// and ends the check with "") and looks again against the counts before them: a pool that grew
-// late to its bound (a connection each worker opens on its first task, which a worker may first
-// take late in a run on a loaded machine) holds still, and "" is returned; a leak grows again,
-// and what the process holds more than `halfway` is returned, as resources_left_over() says it.
-std::string growth_past_halfway(const ProcessResources& halfway,
-                                const std::function<std::string()>& more_rounds,
-                                std::chrono::milliseconds timeout, std::string* round_error);
+// For a property that ran `rounds` rounds of tasks (round(r) runs round r and returns an error
+// text when it failed) and took the counts `halfway` through them. Nothing when the process is
+// back to those counts within `timeout` (resources_left_over()). Otherwise it runs as many rounds
+// again, round(rounds) .. round(2 * rounds - 1), so that a leak every few tasks shows again, and
+// looks against the counts before them: a pool that grew late to its bound (a connection each
+// worker opens on its first task, which a worker may first take late in a run on a loaded
+// machine) holds still, and nothing is reported; a leak grows again, and `grew` says what the
+// process holds more than `halfway`, as resources_left_over() does. A round that fails ends the
+// check with its text in `round_error`.
+struct HalfwayGrowth {
+  std::string round_error;
+  std::string grew;
+};
+HalfwayGrowth growth_past_halfway(const ProcessResources& halfway, std::size_t rounds,
+                                  const std::function<std::string(std::size_t)>& round,
+                                  std::chrono::milliseconds timeout);
 
 // is_open_fd()
 //

@@ -222,25 +222,14 @@ Verdict ResourcesBoundedOverManyTasks(const ProcessorUnderTest& put) {
   }
   // Settle: a joined thread or a closed fd can linger in /proc for a moment. Grown since
   // halfway: as many waves again tell a pool that grew late from a leak.
-  std::string wave_error;
-  const std::string grew = growth_past_halfway(
-      halfway,
-      [&]() -> std::string {
-        for (std::size_t w = waves; w < 2 * waves; ++w) {
-          if (std::string e = run_wave(w); !e.empty()) return e;
-        }
-        return {};
-      },
-      settle_timeout(), &wave_error);
-  if (!wave_error.empty()) return Verdict::fail(wave_error);
-  if (!grew.empty()) {
+  const HalfwayGrowth growth = growth_past_halfway(halfway, waves, run_wave, settle_timeout());
+  if (!growth.round_error.empty()) return Verdict::fail(growth.round_error);
+  if (!growth.grew.empty()) {
     return Verdict::fail("the processor keeps growing: after " + std::to_string(done) +
-                         " tasks the process holds " + grew +
-                         " (before: halfway through the "
-                         "first " +
-                         std::to_string(waves) +
-                         " waves; it grew again over as many "
-                         "waves more): a leak per task or every few tasks");
+                         " tasks the process holds " + growth.grew +
+                         " (before: halfway through the first " + std::to_string(waves) +
+                         " waves; it grew again over as many waves more): a leak per task or "
+                         "every few tasks");
   }
   auto held = poll_until(
       [&]() -> std::optional<std::size_t> {
