@@ -182,11 +182,26 @@ class KnobAdapter final : public ViewRewritingAdapter {
         if (empty_keys_.count(asked[i])) bits->clear(i);
       }
     }
+    if (k_.unlock_releases_every_lock) {
+      for (std::size_t i : bits->set_indices()) ++locks_held_[map_key(lookup_keys_[id][i])];
+    }
     return bits;
   }
 
   void submit_unlock(const std::vector<ObjectKey>& keys) override {
     std::vector<ObjectKey> ks = map_keys(keys);
+    if (k_.unlock_releases_every_lock) {
+      // One unlock of a key releases as many locks as it holds, as if locks were a flag.
+      std::vector<ObjectKey> all;
+      std::lock_guard lock(mu_);
+      for (auto& key : ks) {
+        auto it = locks_held_.find(key);
+        if (it == locks_held_.end()) continue;
+        all.insert(all.end(), it->second, key);
+        locks_held_.erase(it);
+      }
+      ks = all;
+    }
     if (k_.unlock_dedups_keys) {
       std::vector<ObjectKey> unique;
       for (auto& key : ks) {
@@ -202,6 +217,11 @@ class KnobAdapter final : public ViewRewritingAdapter {
     keep(objects);
     TaskId id = ForwardingL2Adapter::submit_load_task(map_keys(keys), objects);
     std::lock_guard lock(mu_);
+    if (k_.load_ids_own_counter) {
+      const TaskId own = next_load_id_++;
+      inner_load_of_[own] = id;
+      id = own;
+    }
     issued_loads_.insert(id);
     if (k_.load_ids_16_bit) {
       const TaskId short_id = id & 0xFFFF;
@@ -223,10 +243,25 @@ class KnobAdapter final : public ViewRewritingAdapter {
       std::lock_guard lock(mu_);
       if (!issued_loads_.count(id)) throw std::out_of_range("no load task " + std::to_string(id));
     }
-    if (k_.load_ids_16_bit) {
+    const TaskId asked = id;
+    if (k_.load_ids_16_bit || k_.load_ids_own_counter) {
       std::lock_guard lock(mu_);
       auto it = inner_load_of_.find(id);
       if (it != inner_load_of_.end()) id = it->second;
+    }
+    if (k_.load_result_after_notify) {
+      // The worker notifies, then files the result: the first query after the notify finds
+      // nothing, a later one finds it.
+      std::lock_guard lock(mu_);
+      if (auto it = filed_loads_.find(asked); it != filed_loads_.end()) {
+        std::optional<Bitmap> filed = std::move(it->second);
+        filed_loads_.erase(it);
+        return filed;
+      }
+      if (std::optional<Bitmap> inner = ForwardingL2Adapter::query_load_result(id)) {
+        filed_loads_.emplace(asked, std::move(*inner));
+      }
+      return std::nullopt;
     }
     std::optional<Bitmap> bits = ForwardingL2Adapter::query_load_result(id);
     if (!bits) return bits;
@@ -393,6 +428,9 @@ class KnobAdapter final : public ViewRewritingAdapter {
   std::map<TaskId, std::vector<ObjectKey>> lookup_keys_;
   std::map<TaskId, Bitmap> answered_;
   std::set<TaskId> issued_loads_;
+  TaskId next_load_id_ = 0;                                // load_ids_own_counter
+  std::map<TaskId, Bitmap> filed_loads_;                   // load_result_after_notify
+  std::unordered_map<ObjectKey, std::size_t> locks_held_;  // unlock_releases_every_lock
   std::map<TaskId, std::vector<MemoryObjPtr>> load_dsts_;
   std::map<TaskId, std::pair<std::vector<ObjectKey>, std::vector<std::uint64_t>>> store_keys_;
   std::map<TaskId, TaskId> outer_of_;

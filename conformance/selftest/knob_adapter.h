@@ -46,6 +46,10 @@ struct AdapterKnobs {
   bool empty_values_missing = false;    // a 0-byte value reads as "no such key" on lookup
   bool drops_results_at_close = false;  // untaken store and load results dropped by close()
   bool load_ids_16_bit = false;         // load ids kept in 16 bits
+  // Blind-trial classes: bugs vendors wrote without seeing the kit.
+  bool load_ids_own_counter = false;        // loads numbered 0, 1, ... apart from stores
+  bool load_result_after_notify = false;    // a load's result shows up only after its notify
+  bool unlock_releases_every_lock = false;  // an unlock of a key drops all of its locks
   // Not a bug: a pool that reaches its bound late (a connection a worker opens on its first
   // task): one eventfd opened by the store with this 1-based number, kept until close().
   std::size_t late_pool_fd_at_store = 0;

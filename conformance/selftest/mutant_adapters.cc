@@ -472,6 +472,34 @@ void add_adapter_mutants(std::vector<Mutant>& out) {
         const TaskId later = a.submit_load_task({key(9)}, {object(0)});
         return later == first ? "a load 65,536 tasks later got the first load's id" : "";
       }));
+  // Found by vendors' implementations written without seeing the kit.
+  add(out, "adapter_load_ids_own_counter", BugClass::kState, "OneShotResults",
+      "numbers loads 0, 1, ... with a counter of their own: the first store and the first load "
+      "share id 0",
+      {.load_ids_own_counter = true}, with_adapter([](L2AdapterInterface& a) -> std::string {
+        const TaskId s = a.submit_store_task({key(1)}, {object(1)});
+        const TaskId l = a.submit_load_task({key(2)}, {object(0)});
+        return s == l ? "a store and a load both got id " + std::to_string(s) : "";
+      }));
+  add(out, "load_result_after_notify", BugClass::kFailureOrder, "EachKindSignalsItsFd",
+      "the worker notifies the load fd, then files the result: a consumer woken by the fd "
+      "finds nothing",
+      {.load_result_after_notify = true}, with_adapter([](L2AdapterInterface& a) -> std::string {
+        store_then_check(a, 1);
+        const TaskId id = a.submit_load_task({key(0)}, {object(0)});
+        if (!wait_readable(a.get_load_event_fd(), 5s)) return {};
+        return a.query_load_result(id) ? "" : "the load fd was signalled before its result";
+      }));
+  add(out, "unlock_releases_every_lock", BugClass::kFailureOrder, "LookupLocks",
+      "an unlock of a key releases every lock it holds, not one",
+      {.unlock_releases_every_lock = true}, with_adapter([](L2AdapterInterface& a) -> std::string {
+        store_then_check(a, 1);
+        lookup(a, {key(0)});
+        lookup(a, {key(0)});
+        a.submit_unlock({key(0)});
+        std::this_thread::sleep_for(20ms);
+        return locked(a) == 1 ? "" : "a key locked twice and unlocked once holds no lock";
+      }));
 }
 
 }  // namespace lmcache::conformance::selftest

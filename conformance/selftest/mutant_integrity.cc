@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <cctype>
 #include <cstring>
 #include <memory>
 #include <mutex>
@@ -296,6 +297,12 @@ ObjectKey hash_as_c_string(const ObjectKey& k) {
 ObjectKey salt_prefix_8(const ObjectKey& k) { return with_salt(k, k.cache_salt().substr(0, 8)); }
 // The HKDF info built in a 64-byte salt buffer.
 ObjectKey salt_capped_64(const ObjectKey& k) { return with_salt(k, k.cache_salt().substr(0, 64)); }
+// Derived keys cached under the salt with its letters lower-cased.
+ObjectKey salt_case_folded(const ObjectKey& k) {
+  std::string salt = k.cache_salt();
+  for (char& ch : salt) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  return with_salt(k, std::move(salt));
+}
 // The AAD built without kv_rank.
 ObjectKey without_kv_rank(const ObjectKey& k) {
   return ObjectKey(k.chunk_hash(), k.model_name(), 0, k.object_group_id(), k.cache_salt());
@@ -646,6 +653,19 @@ void add_integrity_mutants(std::vector<Mutant>& out) {
               b("12345678", "m", 0, 0, "tenant-a2");
           return loads(impl.serde, *frame_of(impl.serde, a), b)
                      ? "tenant-a1's frame loaded as tenant-a2"
+                     : "";
+        }));
+  }
+  {
+    out.push_back(mutant(
+        "salt_cache_ignores_case", ImplementationKind::kSerde, BugClass::kState,
+        "IntegrityOtherSaltRejected",
+        "derived keys are cached under the case-folded salt: 'Tenant-A' and 'tenant-a' share a key",
+        key_mapping(aesgcm, &salt_case_folded), aesgcm, [](const Impl& impl) -> std::string {
+          const ObjectKey a("12345678", "m", 0, 0, "Tenant-A"),
+              b("12345678", "m", 0, 0, "tenant-a");
+          return loads(impl.serde, *frame_of(impl.serde, a), b)
+                     ? "Tenant-A's frame loaded as tenant-a"
                      : "";
         }));
   }

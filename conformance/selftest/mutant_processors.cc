@@ -59,12 +59,16 @@ struct ProcessorKnobs {
   bool flaky_every_97th_task = false;   // one task in 97 (process-wide) reports false
   // Over the checksum serde (key-binding) instead of fp8: what the key mutants need.
   bool over_checksum = false;
-  bool key_of_first_pair = false;    // every pair of a task gets keys[0]
-  bool ignores_keys = false;         // every pair gets one default key, in both directions
-  bool temps_rounded_up = false;     // temps narrowed to the count rounded up to 8 bytes
-  bool ids_16_bit = false;           // task ids kept in 16 bits
-  bool key_count_unchecked = false;  // only srcs and dsts are compared; keys may be any length
-  bool rounds_toward_zero = false;   // fp8 codes rounded toward zero, not to nearest even
+  bool key_of_first_pair = false;       // every pair of a task gets keys[0]
+  bool ignores_keys = false;            // every pair gets one default key, in both directions
+  bool temps_rounded_up = false;        // temps narrowed to the count rounded up to 8 bytes
+  bool ids_16_bit = false;              // task ids kept in 16 bits
+  bool key_count_unchecked = false;     // only srcs and dsts are compared; keys may be any length
+  bool rounds_toward_zero = false;      // fp8 codes rounded toward zero, not to nearest even
+  bool ids_per_direction = false;       // serialize and deserialize each count from 0
+  bool pads_past_count = false;         // zeroes dst up to an 8-byte boundary past the count
+  bool empty_batch_dropped = false;     // an empty batch gets an id and never completes
+  bool frames_first_pair_size = false;  // every pair serialized as if of the first's layout
 };
 
 // Clears the mantissa bits e4m3fn drops (20 of a float32's, 4 of a bfloat16's), so that the
@@ -171,7 +175,8 @@ class KnobQueueProcessor final : public SerdeProcessor {
     // A mismatch let through (accept_mismatched) runs with the kit's probe keys.
     if (keys.size() < srcs.size()) keys = probe_keys(srcs.size());
     lock.unlock();
-    TaskId id = next_id();
+    TaskId id = k_.ids_per_direction && !serialize ? next_deserialize_id_.fetch_add(1) : next_id();
+    if (k_.empty_batch_dropped && srcs.empty()) return id;  // nothing to run, nothing signalled
     lock.lock();
     queue_.push_back([this, serialize, id, srcs = std::move(srcs), dsts = std::move(dsts),
                       keys = std::move(keys)] { run(serialize, id, srcs, dsts, keys); });
@@ -189,6 +194,11 @@ class KnobQueueProcessor final : public SerdeProcessor {
       const ObjectKey& key = k_.ignores_keys ? kDefaultKey : keys[k_.key_of_first_pair ? 0 : i];
       if (serialize) {
         MemoryObjPtr src = srcs[i];
+        if (k_.frames_first_pair_size && src->layout() != srcs[0]->layout()) {
+          // The batch's size taken from its first pair: a larger pair is cut, a smaller padded.
+          src = MemoryObj::allocate(srcs[0]->layout());
+          std::memcpy(src->data(), srcs[i]->data(), std::min(src->size(), srcs[i]->size()));
+        }
         if (k_.rounds_toward_zero) {
           src = MemoryObj::allocate(srcs[i]->layout());
           std::memcpy(src->data(), srcs[i]->data(), srcs[i]->size());
@@ -196,6 +206,10 @@ class KnobQueueProcessor final : public SerdeProcessor {
         }
         std::size_t written = ser_->serialize(*src, to, key);
         if (k_.temps_rounded_up) written = std::min(to.physical_size(), (written + 7) / 8 * 8);
+        if (k_.pads_past_count) {
+          const std::size_t padded = std::min(to.physical_size(), (written + 7) / 8 * 8);
+          std::memset(to.physical_bytes().data() + written, 0, padded - written);
+        }
         if (!k_.no_narrowing) to.set_used_size(written);
       } else {
         deser_->deserialize(*srcs[i], to, key);
@@ -299,6 +313,7 @@ class KnobQueueProcessor final : public SerdeProcessor {
   const SerializerPtr ser_;
   const DeserializerPtr deser_;
   std::atomic<TaskId> next_id_{0};
+  std::atomic<TaskId> next_deserialize_id_{0};  // ids_per_direction only
   std::atomic<std::size_t> cursor_{0};
   EventNotifier ser_fd_;
   EventNotifier deser_fd_;
@@ -528,6 +543,52 @@ void add_processor_mutants(std::vector<Mutant>& out) {
           return {};
         }
         return "a deserialize of 1 pair with 3 keys was accepted";
+      }));
+  add(out, "ids_per_direction", BugClass::kState, "OneShotQueries",
+      "one id counter per direction: the first serialize and the first deserialize are both 0, "
+      "and a query of either direction takes the other's result",
+      {.ids_per_direction = true}, with_processor([](SerdeProcessor& p) -> std::string {
+        TaskId s = p.submit_serialize({input(1)}, {temp()}, probe_keys(1));
+        TaskId d = p.submit_deserialize({temp(0)}, {MemoryObj::allocate(kLayout)}, probe_keys(1));
+        return s == d ? "a serialize and a deserialize task both got id " + std::to_string(s) : "";
+      }));
+  add(out, "pads_past_count", BugClass::kSizes, "SerializeThenDeserialize",
+      "serialize zero-pads each temp to an 8-byte boundary past the count it reports",
+      {.pads_past_count = true}, with_processor([](SerdeProcessor& p) -> std::string {
+        // 9 float32 elements: 9 fp8 bytes, 7 of padding to the next multiple of 8.
+        MemoryObjPtr src = MemoryObj::allocate(MemoryLayoutDesc::single({3, 3}, DType::kFloat32));
+        std::memset(src->data(), 0, src->size());
+        MemoryObjPtr t = temp(100);
+        std::memset(t->physical_bytes().data(), 0x5A, 100);
+        run_task(p, true, {src}, {t});
+        const std::size_t n = t->size();
+        for (std::size_t b = n; b < 100; ++b) {
+          if (t->physical_bytes()[b] != std::byte{0x5A}) {
+            return "byte " + std::to_string(b) + " past the count " + std::to_string(n) +
+                   " changed";
+          }
+        }
+        return {};
+      }));
+  add(out, "empty_batch_dropped", BugClass::kSizes, "OneNotifyPerTask",
+      "an empty batch gets an id but is never queued: no result, no notify",
+      {.empty_batch_dropped = true}, with_processor([](SerdeProcessor& p) -> std::string {
+        TaskId id = p.submit_serialize({}, {}, {});
+        return wait_result(p, true, id) ? "" : "an empty batch never completed";
+      }));
+  add(out, "frames_first_pair_size", BugClass::kSizes, "SerializeThenDeserialize",
+      "serializes every pair of a batch as if it had the first pair's layout",
+      {.frames_first_pair_size = true}, with_processor([](SerdeProcessor& p) -> std::string {
+        const MemoryLayoutDesc small = MemoryLayoutDesc::single({2, 2}, DType::kFloat32);
+        MemoryObjPtr a = MemoryObj::allocate(small), b = input(1);
+        std::memset(a->data(), 0, a->size());
+        MemoryObjPtr ta = temp(p.estimate_serialized_size(small)), tb = temp();
+        run_task(p, true, {a, b}, {ta, tb});
+        MemoryObjPtr out = MemoryObj::allocate(kLayout);
+        run_task(p, false, {tb}, {out});
+        return std::memcmp(out->data(), b->data(), b->size()) == 0
+                   ? ""
+                   : "the second, larger pair did not decode to its input";
       }));
   add(out, "estimate_too_small", BugClass::kSizes, "SerializeThenDeserialize",
       "estimates 0 bytes for everything", {.zero_estimate = true},

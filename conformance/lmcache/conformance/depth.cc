@@ -34,10 +34,10 @@ Depth current_depth() {
 }
 
 const DepthProfile& depth_profile(Depth depth) {
-  // Groups: 2^14, 2^21 and 2^23 elements at most; KV chunks up to 1 MiB, 16 MiB and 72 MiB
+  // Groups: 2^14, 2^21 and 2^23 elements at most; KV chunks up to 2 MiB, 16 MiB and 72 MiB
   // (past 2^24 elements of every dtype but float32, and 2^24 + float32 elements). Batches: past
   // one bitmap byte at every depth, past 64 keys from standard on.
-  static const DepthProfile kQuick{0.35, std::size_t{1} << 14, std::size_t{1} << 20, 16, 100, 25};
+  static const DepthProfile kQuick{0.35, std::size_t{1} << 14, std::size_t{2} << 20, 16, 100, 25};
   static const DepthProfile kStandard{2.0, std::size_t{1} << 21, std::size_t{16} << 20, 80, 320,
                                       40};
   static const DepthProfile kExhaustive{6.0, std::size_t{1} << 23, std::size_t{72} << 20, 260, 1200,

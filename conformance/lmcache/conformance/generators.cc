@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <cctype>
 #include <cstring>
 #include <limits>
 #include <stdexcept>
@@ -456,7 +457,7 @@ rc::Gen<ObjectKey> gen_key_varied_in(ObjectKey key, KeyField field) {
         break;
       }
       case KeyField::kCacheSalt: {
-        const int how = salt.empty() ? 1 : *uniform_in_range(0, 4);
+        const int how = salt.empty() ? 1 : *uniform_in_range(0, 5);
         if (how == 0) {  // the last byte changed: same length, same prefix
           salt.back() = static_cast<char>(salt.back() == 'q' ? 'r' : 'q');
         } else if (how == 1) {  // one byte appended, or the last replaced at the limit
@@ -467,8 +468,17 @@ rc::Gen<ObjectKey> gen_key_varied_in(ObjectKey key, KeyField field) {
           }
         } else if (how == 2) {  // the last byte removed: a prefix of the original
           salt.pop_back();
-        } else {  // emptied
+        } else if (how == 3) {  // emptied
           salt.clear();
+        } else {  // the letters' case flipped: a key cache on a case-folded salt confuses them
+          bool flipped = false;
+          for (char& ch : salt) {
+            if (std::isalpha(static_cast<unsigned char>(ch))) {
+              ch = static_cast<char>(ch ^ 0x20);
+              flipped = true;
+            }
+          }
+          if (!flipped) salt.back() = static_cast<char>(salt.back() == 'q' ? 'r' : 'q');
         }
         break;
       }
@@ -491,9 +501,14 @@ std::vector<ObjectKey> key_family(std::uint64_t seed, std::size_t n) {
   std::vector<ObjectKey> keys;
   keys.reserve(n);
   // Field values indexed by how many times a field has been varied, so every key is new.
+  // The base hash's length by seed: LMCache's 16 and 32 bytes and lengths past them, so that a
+  // key cut to a prefix of its hash (the first 32 bytes of a 64-byte hash) confuses siblings
+  // whose last byte differs.
+  static constexpr std::size_t kBaseHashLengths[] = {16, 64, 33, 32, 48, 16, 40};
+  const std::size_t base_length = kBaseHashLengths[seed % std::size(kBaseHashLengths)];
   for (std::size_t i = 0; i < n; ++i) {
     if (i == 0) {
-      keys.emplace_back(hash_bytes(seed, 16), "conformance-model", 0, 0, "");
+      keys.emplace_back(hash_bytes(seed, base_length), "conformance-model", 0, 0, "");
       continue;
     }
     const ObjectKey& from = keys[(i - 1) / 2];  // a tree: each key has a parent one field away

@@ -169,7 +169,8 @@ const char* key_field_name(KeyField field);
 // one byte changed at any position (the first 8 and past them), a byte appended or removed, or
 // a NUL appended; the model name with its last byte changed or one appended; kv_rank +-1,
 // negated or an extreme; object_group_id +-1 or an extreme; the cache salt with its last byte
-// changed, one byte appended or removed (a shared prefix), or emptied / filled.
+// changed, one byte appended or removed (a shared prefix), emptied / filled, or its letters'
+// case flipped ("Tenant-A" for "tenant-a").
 rc::Gen<ObjectKey> gen_key_varied_in(ObjectKey key, KeyField field);
 
 // padded_prefix_differs()
@@ -181,7 +182,8 @@ bool padded_prefix_differs(const std::string& a, const std::string& b, std::size
 
 // key_family()
 //
-// `n` distinct valid keys built from `seed`: key 0 is a base key and each next key differs from
+// `n` distinct valid keys built from `seed`: key 0 is a base key (its hash 16 to 64 bytes long,
+// by seed) and each next key differs from
 // an earlier one in exactly one field (cycling through chunk_hash content, chunk_hash length,
 // model_name, kv_rank, object_group_id, cache_salt), so an implementation that ignores a field
 // confuses two keys of the family.

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstring>
 #include <latch>
+#include <map>
 #include <set>
 #include <stdexcept>
 #include <string>
@@ -178,6 +179,9 @@ std::size_t pairs_within(const MemoryLayoutDesc& layout, std::size_t max_pairs,
 // notifies, the results and their order per direction, and the decoded values.
 void run_notify_scenario(SerdeProcessor& p, const std::vector<std::vector<MemoryObjPtr>>& batches) {
   std::vector<std::vector<MemoryObjPtr>> temps, outs;
+  // Every id the processor handed out, with its direction: one counter numbers both directions
+  // (docs/async-completion.md, rule 4), so no two tasks of one processor share an id.
+  std::map<TaskId, Dir> issued;
   for (Dir d : {Dir::kSerialize, Dir::kDeserialize}) {
     const int fd = fd_of(p, d);
     std::vector<TaskId> ids;
@@ -192,6 +196,11 @@ void run_notify_scenario(SerdeProcessor& p, const std::vector<std::vector<Memory
         outs.push_back(dsts);
         ids.push_back(submit_of(p, d, temps[t], dsts));
       }
+      const auto [it, fresh] = issued.emplace(ids.back(), d);
+      require(fresh, std::string(dir_name(d)) + " task " + std::to_string(t) + " got id " +
+                         std::to_string(ids.back()) + ", which an earlier " + dir_name(it->second) +
+                         " task of this processor has: one counter numbers both directions "
+                         "(docs/async-completion.md, rule 4), so an id names one task");
     }
     // Scan: every notify read must already have its result stored.
     std::uint64_t notified = 0;
@@ -265,7 +274,8 @@ Verdict OneNotifyPerTask(const ProcessorUnderTest& put) {
     std::vector<std::vector<MemoryObjPtr>> batches;
     std::uint64_t seed = 1;
     for (int t = 0; t < tasks; ++t) {
-      const std::size_t pairs = *gen_batch_size(max_pairs);
+      // An empty batch is a task too: an id, a true result and one notify (docs/serde.md).
+      const std::size_t pairs = *uniform_in_range(0, 7) == 0 ? 0 : *gen_batch_size(max_pairs);
       std::vector<MemoryObjPtr> batch;
       for (std::size_t i = 0; i < pairs; ++i) batch.push_back(safe_input(layout, seed++));
       batches.push_back(batch);
@@ -280,6 +290,34 @@ Verdict OneShotQueries(const ProcessorUnderTest& put) {
     MemoryLayoutDesc layout = gen_processor_layout(put, 1u << 16);
     OwnedProcessor p(put);
     MemoryObjPtr src = safe_input(layout, 3);
+    // The first task of each direction, both completed and untaken: neither direction's query
+    // answers the other's id (or takes its result), also where per-direction counters would
+    // number both 0.
+    {
+      TaskId s0 = p->submit_serialize({src}, {temp_for(*p, layout)}, probe_keys(1));
+      TaskId d0 = p->submit_deserialize({make_object(byte_layout(0))}, {make_object(layout)},
+                                        probe_keys(1));
+      require(wait_signalled(p->get_serialize_event_fd(), result_timeout()) &&
+                  wait_signalled(p->get_deserialize_event_fd(), result_timeout()),
+              "a serialize and a deserialize task did not both signal within " +
+                  std::to_string(result_timeout().count()) + " ms");
+      require(!p->query_deserialize_result(s0),
+              "query_deserialize_result(" + std::to_string(s0) +
+                  ") answered for the serialize task of that id (the first deserialize task "
+                  "has id " +
+                  std::to_string(d0) +
+                  "): one counter numbers both directions, so an id names one task");
+      require(!p->query_serialize_result(d0),
+              "query_serialize_result(" + std::to_string(d0) +
+                  ") answered for the deserialize task of that id (the first serialize task has "
+                  "id " +
+                  std::to_string(s0) + ")");
+      require(take_result(*p, Dir::kSerialize, s0, "OneShotQueries"), "serialize returned false");
+      require(!take_result(*p, Dir::kDeserialize, d0, "a failing deserialize"),
+              "a deserialize from an empty source completed true");
+      collect_notifies(p->get_serialize_event_fd(), 1);
+      collect_notifies(p->get_deserialize_event_fd(), 1);
+    }
     MemoryObjPtr temp = temp_for(*p, layout);
     TaskId s1 = p->submit_serialize({src}, {temp}, probe_keys(1));
     require(take_result(*p, Dir::kSerialize, s1, "OneShotQueries"), "serialize returned false");
@@ -584,49 +622,95 @@ Verdict SerializeThenDeserialize(const ProcessorUnderTest& put) {
       rc_id("SerializeThenDeserialize", put), {.max_success = 20, .shrink = false}, [&] {
         const DepthProfile& profile = current_profile();
         MemoryLayoutDesc layout = gen_processor_layout(put, profile.max_group_elements);
-        const std::size_t pairs =
-            *gen_batch_size(pairs_within(layout, profile.max_batch, profile.max_group_elements));
+        const std::size_t max_pairs =
+            pairs_within(layout, profile.max_batch, profile.max_group_elements);
+        std::size_t pairs = *gen_batch_size(max_pairs);
+        // Half the batches mix in a second layout, no larger than the first: it leads the
+        // batch, the first layout follows it, the rest are drawn (a later pair larger than the
+        // first, and smaller ones after larger): each pair is framed by its own size.
+        std::vector<MemoryLayoutDesc> layouts(pairs, layout);
+        if (max_pairs >= 2 && *uniform_in_range(0, 2) == 1) {
+          pairs = std::max<std::size_t>(pairs, 2);
+          const MemoryLayoutDesc other =
+              gen_processor_layout(put, std::max<std::size_t>(layout.total_elements(), 16));
+          layouts.assign(pairs, layout);
+          for (auto& l : layouts) {
+            if (*uniform_in_range(0, 2) == 1) l = other;
+          }
+          layouts[0] = other;
+          layouts[1] = layout;
+        }
         OwnedProcessor p(put);
-        const std::size_t estimate = p->estimate_serialized_size(layout);
         const std::vector<ObjectKey> keys = gen_pair_keys(pairs);
         std::vector<MemoryObjPtr> inputs, temps, roomy, outs;
         for (std::size_t i = 0; i < pairs; ++i) {
-          inputs.push_back(safe_input(layout, 29 + i));
+          inputs.push_back(safe_input(layouts[i], 29 + i));
           // Temps start as junk, different in each: a byte inside the narrowed size that a
           // serialize leaves unwritten shows as a difference between the two.
-          temps.push_back(junk_temp_for(*p, layout, 1000 + i));
+          temps.push_back(junk_temp_for(*p, layouts[i], 1000 + i));
           // The same serialize into a temp with more capacity must narrow to the same size.
-          roomy.push_back(junk_temp_for(*p, layout, 2000 + i, 64 + i));
-          outs.push_back(make_object(layout));
+          roomy.push_back(junk_temp_for(*p, layouts[i], 2000 + i, 64 + i));
+          outs.push_back(make_object(layouts[i]));
         }
-        const std::string what = std::to_string(pairs) + " pair(s) of " + layout.to_string();
+        // What each temp held before: bytes past the count a serialize reports stay as they
+        // were, as the serde's own contract says (docs/serde.md).
+        auto snapshot = [](const std::vector<MemoryObjPtr>& objs) {
+          std::vector<std::vector<std::byte>> out;
+          for (const auto& o : objs) {
+            auto bytes = o->physical_bytes();
+            out.emplace_back(bytes.begin(), bytes.end());
+          }
+          return out;
+        };
+        const auto temps_before = snapshot(temps);
+        const auto roomy_before = snapshot(roomy);
+        const std::string what = std::to_string(pairs) + " pair(s) of " +
+                                 (layouts == std::vector<MemoryLayoutDesc>(pairs, layout)
+                                      ? layout.to_string()
+                                      : "mixed layouts, the first " + layouts[0].to_string());
         TaskId s = p->submit_serialize(inputs, temps, keys);
         TaskId r = p->submit_serialize(inputs, roomy, keys);
         require(take_result(*p, Dir::kSerialize, s, "serialize"),
-                "serialize of " + what + " into estimate-sized temps (" + std::to_string(estimate) +
-                    " bytes) completed false");
+                "serialize of " + what + " into estimate-sized temps completed false");
         require(take_result(*p, Dir::kSerialize, r, "serialize"),
                 "serialize of " + what + " into temps larger than the estimate completed false");
         for (std::size_t i = 0; i < pairs; ++i) {
-          require(temps[i]->size() <= estimate, "after serialize, temp " + std::to_string(i) +
+          const std::size_t estimate = p->estimate_serialized_size(layouts[i]);
+          const std::string pair =
+              "pair " + std::to_string(i) + " (" + layouts[i].to_string() + ")";
+          require(temps[i]->size() <= estimate, "after serialize, the temp of " + pair +
                                                     " reports " + std::to_string(temps[i]->size()) +
                                                     " bytes, more than the " +
                                                     std::to_string(estimate) + "-byte estimate");
           require(serialized_difference(put, *temps[i], *roomy[i]).empty(),
-                  "the same input serialized into a temp of " + std::to_string(estimate) +
-                      " bytes reports " + std::to_string(temps[i]->size()) +
-                      " bytes, into one of " + std::to_string(roomy[i]->physical_size()) +
-                      " bytes " + std::to_string(roomy[i]->size()) +
+                  "the same input (" + pair + ") serialized into a temp of " +
+                      std::to_string(estimate) + " bytes reports " +
+                      std::to_string(temps[i]->size()) + " bytes, into one of " +
+                      std::to_string(roomy[i]->physical_size()) + " bytes " +
+                      std::to_string(roomy[i]->size()) +
                       " (or other bytes): a serialized temp must be narrowed to the bytes "
                       "written, whatever its capacity");
+          for (auto [obj, before] :
+               {std::pair{&temps[i], &temps_before[i]}, std::pair{&roomy[i], &roomy_before[i]}}) {
+            auto now = (*obj)->physical_bytes();
+            for (std::size_t b = (*obj)->size(); b < now.size(); ++b) {
+              require(now[b] == (*before)[b], "serialize of " + pair + " narrowed its " +
+                                                  std::to_string(now.size()) + "-byte temp to " +
+                                                  std::to_string((*obj)->size()) +
+                                                  " bytes but changed byte " + std::to_string(b) +
+                                                  " past that count (bytes of dst past the written "
+                                                  "count are left untouched)");
+            }
+          }
         }
         TaskId d = p->submit_deserialize(temps, outs, keys);
         require(take_result(*p, Dir::kDeserialize, d, "deserialize"),
                 "deserialize of the processor's own output (" + what + ") completed false");
         for (std::size_t i = 0; i < pairs; ++i) {
           std::string m = decoded_mismatch(*inputs[i], *outs[i]);
-          require(m.empty(), "pair " + std::to_string(i) + " of " + std::to_string(pairs) +
-                                 " did not come back as its own input: " + m);
+          require(m.empty(), "pair " + std::to_string(i) + " of " + std::to_string(pairs) + " (" +
+                                 layouts[i].to_string() +
+                                 ") did not come back as its own input: " + m);
         }
       });
 }

@@ -278,7 +278,8 @@ Verdict IntegrityNoncesDistinct(const SerdeUnderTest& serde) {
   // keys vary (salts, chunks). A nonce drawn from per-instance state, a clock or an unlocked
   // counter repeats somewhere among them.
   return run_rc_property(
-      rc_id("IntegrityNoncesDistinct", serde), {.max_success = 1, .scale_with_depth = false}, [&] {
+      rc_id("IntegrityNoncesDistinct", serde),
+      {.max_success = 1, .shrink = false, .scale_with_depth = false}, [&] {
         MemoryObjPtr src =
             make_source(SerdeCase{MemoryLayoutDesc::single({1}, serde.input_dtypes.front()), 1},
                         value_spec_for(serde));

@@ -16,6 +16,7 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "lmcache/conformance/buffers.h"
@@ -26,6 +27,15 @@
 
 namespace lmcache::conformance_internal::adapter_properties {
 using namespace ::lmcache::conformance;  // the kit's public types
+
+// Task ids are unique per adapter (docs/l2-adapter.md): a store and a load never share one, so a
+// query of either kind can never take the other's result. (Lookups may be numbered apart: the
+// wrapper's are its inner adapter's.)
+inline constexpr const char* kNotifyBeforeResult =
+    "a notify came before its result (a result is stored before its fd is notified: "
+    "docs/async-completion.md, rule 2)";
+inline constexpr const char* kIdsNameOneTask =
+    "(a store and a load of one adapter never share an id: docs/l2-adapter.md, task ids)";
 
 // Records every listener call, for the per-command checks.
 class RecordingListener final : public L2AdapterListener {
@@ -117,6 +127,8 @@ struct AdapterSut {
   std::uint64_t seed = 0;
   std::shared_ptr<RecordingListener> listener;
   std::set<TaskId> store_ids, lookup_ids, load_ids, popped_store_ids;
+  // Notifies the waits read (store, lookup, load) that check_fds() has not counted yet.
+  std::uint64_t announced_[3] = {0, 0, 0};
   AdapterModel last_model;  // the model after the last command run, for the final checks
 
   bool on(unsigned c) const { return (checks & c) != 0; }
@@ -154,8 +166,12 @@ struct AdapterSut {
     for (int k : idx) objs.push_back(content(k));
     TaskId id = adapter->submit_store_task(keys_of(idx), objs);
     const bool fresh = store_ids.insert(id).second;
-    if (on(kOneShot))
+    if (on(kOneShot)) {
       require(fresh, what + ": submit_store_task() reused id " + std::to_string(id));
+      require(!load_ids.count(id), what + ": submit_store_task() returned id " +
+                                       std::to_string(id) + ", which a load of this adapter has " +
+                                       kIdsNameOneTask);
+    }
     return id;
   }
 
@@ -166,6 +182,9 @@ struct AdapterSut {
     auto deadline = wait_deadline(result_timeout());
     ResultPacer pacer(adapter->get_store_event_fd());
     for (;;) {
+      // The notifies read so far announce results that must be there now (the command's
+      // stores are the only ones in flight).
+      if (on(kFds)) announced_[0] += consume_fd(adapter->get_store_event_fd());
       for (auto& [tid, r] : adapter->pop_completed_store_tasks()) {
         if (on(kOneShot)) {
           require(store_ids.count(tid) == 1, what + ": pop_completed_store_tasks() returned id " +
@@ -176,6 +195,10 @@ struct AdapterSut {
         }
         if (std::find(ids.begin(), ids.end(), tid) != ids.end()) mine.emplace(tid, r);
       }
+      require(!on(kFds) || mine.size() >= announced_[0],
+              what + ": the store fd counted " + std::to_string(announced_[0]) +
+                  " notifies but pop_completed_store_tasks() had handed out " +
+                  std::to_string(mine.size()) + " result(s): " + kNotifyBeforeResult);
       if (mine.size() == ids.size()) break;
       require(!deadline.expired(), what + ": " + std::to_string(ids.size() - mine.size()) +
                                        " store task(s) did not complete within " +
@@ -201,12 +224,40 @@ struct AdapterSut {
     }
     TaskId id = adapter->submit_load_task(keys_of(idx), *dsts);
     const bool fresh = load_ids.insert(id).second;
-    if (on(kOneShot)) require(fresh, what + ": submit_load_task() reused id " + std::to_string(id));
+    if (on(kOneShot)) {
+      require(fresh, what + ": submit_load_task() reused id " + std::to_string(id));
+      require(!store_ids.count(id), what + ": submit_load_task() returned id " +
+                                        std::to_string(id) +
+                                        ", which a store of this adapter has " + kIdsNameOneTask);
+    }
     return id;
   }
 
+  // wait_announced()
+  //
+  // Waits for the result `query` gives, reading the task's fd before each query: once a notify
+  // was read the result must be there (one task of its kind in flight). With kFds only; the
+  // notifies read count towards check_fds().
+  template <class Query>
+  auto wait_announced(int kind, int fd, Query query, const std::string& what) {
+    if (!on(kFds)) return poll_until(query, result_timeout());
+    auto deadline = wait_deadline(result_timeout());
+    for (;;) {
+      wait_readable(fd, std::chrono::milliseconds(2));
+      const std::uint64_t n = consume_fd(fd);
+      announced_[kind] += n;
+      auto r = query();
+      if (r) return r;
+      require(announced_[kind] == 0,
+              what + ": its fd counted " + std::to_string(announced_[kind]) +
+                  " notify(s) but the result was not there: " + kNotifyBeforeResult);
+      if (deadline.expired()) return r;
+    }
+  }
+
   Bitmap wait_load(TaskId id, const std::string& what) {
-    auto bits = poll_until([&] { return adapter->query_load_result(id); }, result_timeout());
+    auto bits = wait_announced(
+        2, adapter->get_load_event_fd(), [&] { return adapter->query_load_result(id); }, what);
     require(bits.has_value(), what + " did not complete");
     if (on(kOneShot)) {
       require(!adapter->query_load_result(id),
@@ -268,8 +319,9 @@ struct AdapterSut {
     } fds[3] = {{"store", adapter->get_store_event_fd(), stores},
                 {"lookup", adapter->get_lookup_and_lock_event_fd(), lookups},
                 {"load", adapter->get_load_event_fd(), loads}};
-    for (auto& f : fds) {
-      std::uint64_t n = consume_fd(f.fd);
+    for (std::size_t kind = 0; kind < 3; ++kind) {
+      auto& f = fds[kind];
+      std::uint64_t n = std::exchange(announced_[kind], 0) + consume_fd(f.fd);
       auto deadline = wait_deadline(signal_grace());
       while (n < f.expected && !deadline.expired()) {
         wait_readable(f.fd, std::chrono::milliseconds(10));

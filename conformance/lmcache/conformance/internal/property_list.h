@@ -79,9 +79,11 @@
   X(DistinctEventFds,                                                                            \
     "the serialize and deserialize fds are valid and distinct, also across instances")           \
   X(OneNotifyPerTask,                                                                            \
-    "each completed task adds exactly one notify to its direction's fd, after its result")       \
+    "each completed task, an empty batch included, adds exactly one notify to its direction's "  \
+    "fd, after its result; no two tasks of either direction get the same id")                    \
   X(OneShotQueries,                                                                              \
-    "a result, true or false, is returned exactly once; the other direction never returns it")   \
+    "a result, true or false, is returned exactly once; the other direction never returns it, "  \
+    "also while its own task of a like number is completed and untaken")                         \
   X(UnknownIdsGiveNone, "queries of ids never issued return none and never throw")               \
   X(FailureReportedAsFalse,                                                                      \
     "a task with a failing pair at any position (first, middle, last) completes false and is "   \
@@ -99,8 +101,9 @@
     "srcs, dsts and keys of different lengths (each list in turn one shorter or longer, empty "  \
     "included, both directions) give std::invalid_argument and no task")                         \
   X(SerializeThenDeserialize,                                                                    \
-    "batches serialize into estimate-sized temps, narrowed to a size that does not depend on "   \
-    "the temp's capacity, and deserialize back to the input values, pair by pair")               \
+    "batches, some of mixed layouts, serialize into estimate-sized temps, narrowed to a size "   \
+    "that does not depend on the temp's capacity, with no byte past it changed, and "            \
+    "deserialize back to the input values, pair by pair")                                        \
   X(KeysFollowTheirPairs,                                                                        \
     "pairs serialized in one batch under keys of their own deserialize alone, in reverse and "   \
     "in shuffled batches, each under its own key, to their own values")                          \
@@ -124,9 +127,11 @@
   X(UnknownIdsGiveNone,                                                                            \
     "queries of ids never issued return none, pops return nothing, nothing throws")                \
   X(OneShotResults,                                                                                \
-    "[stateful] every store result is popped once, every query answers once, never cross-kind")    \
+    "[stateful] every store result is popped once, every query answers once, never cross-kind; "   \
+    "a store and a load never share an id")                                                        \
   X(EachKindSignalsItsFd,                                                                          \
-    "[stateful] each completed task notifies its kind's fd exactly once and no other fd")          \
+    "[stateful] each completed task notifies its kind's fd exactly once and no other fd, after "   \
+    "its result")                                                                                  \
   X(StoreReportsBytes,                                                                             \
     "[stateful] stores succeed; bytes_transferred lies between the new and all bytes stored "      \
     "(a key twice in a batch, or in two stores in flight, counts once)")                           \
@@ -137,8 +142,8 @@
     "[stateful] load bit i is set exactly for stored keys; their bytes (size() bytes of a "        \
     "narrowed object) come back, the other destinations stay untouched")                           \
   X(LookupLocks,                                                                                   \
-    "[stateful] every lookup hit takes a lock (a key twice in a batch takes two) and each "        \
-    "unlocked occurrence releases one (reports_lock_count)")                                       \
+    "[stateful] every lookup hit takes a lock (a key twice in a batch or in two lookups takes "    \
+    "two) and each unlocked occurrence releases one (reports_lock_count)")                         \
   X(UsageMatchesStoredBytes,                                                                       \
     "[stateful] get_usage() equals the bytes of the stored keys, in total and per cache_salt")     \
   X(ListenersCalled, "[stateful] listeners see every store (with sizes), load hit and delete")     \
