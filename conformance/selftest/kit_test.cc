@@ -4,11 +4,13 @@
 // exactly as a vendor instantiates the suites.
 #include <algorithm>
 #include <bit>
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <set>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -290,6 +292,26 @@ TEST(RapidCheck, TheReasonIsKeptWhenTheReplayPasses) {
   EXPECT_NE(v.message.find("the broken rule, said once"), std::string::npos) << v.message;
   EXPECT_NE(v.message.find("passed when it was replayed"), std::string::npos) << v.message;
   EXPECT_EQ(v.message.find("no exceptions thrown"), std::string::npos) << v.message;
+}
+
+TEST(RapidCheck, ShrinkingStopsWhenItsBudgetIsSpent) {
+  // Every case whose two numbers (up to a billion) add up to 1000 or more fails, and each
+  // evaluation takes at least 20 ms: shrinking the larger toward 1000 halves its distance
+  // per accepted step, dozens of evaluations, more than a 200 ms budget holds. The Fail keeps
+  // the first failing case's rule and says that shrinking stopped.
+  Verdict v = run_rc_property(
+      "Selftest.SlowShrink/none",
+      {.max_success = 5, .shrink = true, .shrink_budget = std::chrono::milliseconds(200)}, [] {
+        const int a = *rc::gen::inRange(0, 1'000'000'000);
+        const int b = *rc::gen::inRange(0, 1'000'000'000);
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        require(a < 1000 - b,
+                "the slow rule broke for " + std::to_string(a) + " and " + std::to_string(b));
+      });
+  ASSERT_EQ(v.status, Status::kFail);
+  EXPECT_NE(v.message.find("the slow rule broke for "), std::string::npos) << v.message;
+  EXPECT_NE(v.message.find("shrinking stopped after 200 ms"), std::string::npos) << v.message;
+  EXPECT_FALSE(v.rc_params.empty());
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -1,12 +1,15 @@
 #include "lmcache/conformance/rapidcheck_driver.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <random>
 #include <sstream>
+#include <string>
 
 #include <rapidcheck/detail/Configuration.h>
 #include <rapidcheck/detail/TestListener.h>
@@ -17,13 +20,32 @@ namespace lmcache::conformance {
 
 namespace {
 
-// The kit reports through the Verdict; RapidCheck's own progress output would only be noise
-// in the child processes' logs.
-class SilentListener final : public rc::detail::TestListener {
+// Thrown out of RapidCheck's shrink loop (which has no stop of its own) when the budget is spent.
+struct ShrinkBudgetSpent {
+  int tried = 0;
+};
+
+// The kit reports through the Verdict, so the listener prints nothing (RapidCheck's progress
+// output would only be noise in the child processes' logs); it ends shrinking once the budget
+// since the first failing case is spent.
+class BudgetListener final : public rc::detail::TestListener {
  public:
-  void onTestCaseFinished(const rc::detail::CaseDescription&) override {}
-  void onShrinkTried(const rc::detail::CaseDescription&, bool) override {}
+  explicit BudgetListener(std::chrono::milliseconds budget) : budget_(budget) {}
+  void onTestCaseFinished(const rc::detail::CaseDescription& d) override {
+    if (d.result.type == rc::detail::CaseResult::Type::Failure) {
+      failed_at_ = std::chrono::steady_clock::now();
+    }
+  }
+  void onShrinkTried(const rc::detail::CaseDescription&, bool) override {
+    ++tried_;
+    if (std::chrono::steady_clock::now() - failed_at_ > budget_) throw ShrinkBudgetSpent{tried_};
+  }
   void onTestFinished(const rc::detail::TestMetadata&, const rc::detail::TestResult&) override {}
+
+ private:
+  const std::chrono::milliseconds budget_;
+  std::chrono::steady_clock::time_point failed_at_;
+  int tried_ = 0;
 };
 
 // What the failing evaluations said. RapidCheck describes a failure by evaluating its minimal
@@ -37,6 +59,12 @@ class FailureRecorder {
     if (!last_failed_) return;
     if (first_.empty()) first_ = r.description;
     last_ = r.description;
+  }
+
+  // The first failing evaluation's message.
+  std::string First() const {
+    std::lock_guard lock(mu_);
+    return first_;
   }
 
   // The rule to report for a failure RapidCheck describes as `described`.
@@ -98,18 +126,32 @@ Verdict check_rc_property(std::string_view id, const RcOptions& options,
   TestMetadata metadata;
   metadata.id = std::string(id);
   metadata.description = metadata.id;
-  SilentListener listener;
+  BudgetListener listener(options.shrink_budget);
   // Every evaluation of a case passes through here, the replays of the shrunk case included.
   auto seen = std::make_shared<FailureRecorder>();
   const Property recorded = rc::gen::map(property, [seen](CaseDescription d) {
     seen->Record(d.result);
     return d;
   });
-  TestResult result =
-      checkProperty(recorded, metadata, config.testParams, listener, config.reproduce);
-
   Verdict verdict;
   verdict.rc_seed = config.testParams.seed;
+  std::optional<TestResult> checked;
+  try {
+    checked.emplace(
+        checkProperty(recorded, metadata, config.testParams, listener, config.reproduce));
+  } catch (const ShrinkBudgetSpent& spent) {
+    verdict.status = Status::kFail;
+    verdict.message = seen->First() + "\n(shrinking stopped after " +
+                      std::to_string(options.shrink_budget.count()) + " ms and " +
+                      std::to_string(spent.tried) +
+                      " tried cases: the case above is the first that failed, not a minimal one; "
+                      "the seed reproduces it)";
+    Configuration replay;
+    replay.testParams = config.testParams;
+    verdict.rc_params = configToMinimalString(replay);
+    return verdict;
+  }
+  const TestResult& result = *checked;
   if (result.is<SuccessResult>()) return verdict;
 
   verdict.status = Status::kFail;

@@ -19,6 +19,7 @@
 //          --gtest_filter='*SerdeConformance.RoundTrip/my_serde'
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -41,6 +42,10 @@ struct RcOptions {
   // Multiply max_success by the depth's case_factor (depth.h); off for properties whose case
   // count is part of their design (one scenario run once).
   bool scale_with_depth = true;
+  // How long shrinking may take after the first failing case, in wall time. Past it, the Fail
+  // reports that case's rule, unshrunk: a property that is slow over a slow implementation
+  // (a Python serde) would otherwise spend its whole time limit shrinking and end as a hang.
+  std::chrono::milliseconds shrink_budget{60'000};
 };
 
 // check_rc_property()
