@@ -28,12 +28,13 @@
 namespace lmcache::conformance_internal::adapter_properties {
 using namespace ::lmcache::conformance;  // the kit's public types
 
-// Task ids are unique per adapter (docs/l2-adapter.md): a store and a load never share one, so a
-// query of either kind can never take the other's result. (Lookups may be numbered apart: the
-// wrapper's are its inner adapter's.)
+// A result is stored before its fd is notified, so a wait that read a notify finds it at once.
 inline constexpr const char* kNotifyBeforeResult =
     "a notify came before its result (a result is stored before its fd is notified: "
     "docs/async-completion.md, rule 2)";
+// Task ids are unique per adapter (docs/l2-adapter.md): a store and a load never share one, so a
+// query of either kind can never take the other's result. (Lookups may be numbered apart: the
+// wrapper's are its inner adapter's.)
 inline constexpr const char* kIdsNameOneTask =
     "(a store and a load of one adapter never share an id: docs/l2-adapter.md, task ids)";
 
