@@ -397,6 +397,19 @@ bool loads(const SerdeUnderTest& s, const MemoryObj& frame, const ObjectKey& key
   return true;
 }
 
+// A serde that sees every key through `map` (the bug), with its witness: a frame made under `a`
+// must not load under `b`, a key the bug confuses with `a`. `loaded` says what happened if it did.
+Mutant key_confusion_mutant(std::string name, BugClass bug_class, std::string property,
+                            std::string bug, const Impl& base, KeyMap map, ObjectKey a, ObjectKey b,
+                            std::string loaded) {
+  return mutant(std::move(name), ImplementationKind::kSerde, bug_class, std::move(property),
+                std::move(bug), key_mapping(base, map), base,
+                [a = std::move(a), b = std::move(b),
+                 loaded = std::move(loaded)](const Impl& impl) -> std::string {
+                  return loads(impl.serde, *frame_of(impl.serde, a), b) ? loaded : "";
+                });
+}
+
 }  // namespace
 
 void add_integrity_mutants(std::vector<Mutant>& out) {
@@ -584,19 +597,12 @@ void add_integrity_mutants(std::vector<Mutant>& out) {
                                       : "";
                          }));
   }
-  {
-    out.push_back(mutant(
-        "checksum_fingerprint_c_string", ImplementationKind::kSerde, BugClass::kSizes,
-        "IntegrityOtherChunkRejected",
-        "the fingerprint is copied as a C string: it stops at the hash's first NUL byte",
-        key_mapping(checksum, &hash_as_c_string), checksum, [](const Impl& impl) -> std::string {
-          const ObjectKey a(std::string("ab\0cdefg", 8), "m", 0);
-          const ObjectKey b(std::string("ab\0xyzwv", 8), "m", 0);
-          return loads(impl.serde, *frame_of(impl.serde, a), b)
-                     ? "a frame loaded under a hash that differs after a NUL byte"
-                     : "";
-        }));
-  }
+  out.push_back(key_confusion_mutant(
+      "checksum_fingerprint_c_string", BugClass::kSizes, "IntegrityOtherChunkRejected",
+      "the fingerprint is copied as a C string: it stops at the hash's first NUL byte", checksum,
+      &hash_as_c_string, ObjectKey(std::string("ab\0cdefg", 8), "m", 0),
+      ObjectKey(std::string("ab\0xyzwv", 8), "m", 0),
+      "a frame loaded under a hash that differs after a NUL byte"));
   {
     Impl i = checksum;
     i.serde.make_serializer = [] { return std::make_shared<LittleEndianHashSerializer>(); };
@@ -642,59 +648,29 @@ void add_integrity_mutants(std::vector<Mutant>& out) {
                                       : "";
                          }));
   }
-  {
-    out.push_back(mutant(
-        "aesgcm_key_cache_by_salt_prefix", ImplementationKind::kSerde, BugClass::kState,
-        "IntegrityOtherSaltRejected",
-        "derived keys are cached under the salt's first 8 bytes: tenants sharing a prefix share a "
-        "key",
-        key_mapping(aesgcm, &salt_prefix_8), aesgcm, [](const Impl& impl) -> std::string {
-          const ObjectKey a("12345678", "m", 0, 0, "tenant-a1"),
-              b("12345678", "m", 0, 0, "tenant-a2");
-          return loads(impl.serde, *frame_of(impl.serde, a), b)
-                     ? "tenant-a1's frame loaded as tenant-a2"
-                     : "";
-        }));
-  }
-  {
-    out.push_back(mutant(
-        "salt_cache_ignores_case", ImplementationKind::kSerde, BugClass::kState,
-        "IntegrityOtherSaltRejected",
-        "derived keys are cached under the case-folded salt: 'Tenant-A' and 'tenant-a' share a key",
-        key_mapping(aesgcm, &salt_case_folded), aesgcm, [](const Impl& impl) -> std::string {
-          const ObjectKey a("12345678", "m", 0, 0, "Tenant-A"),
-              b("12345678", "m", 0, 0, "tenant-a");
-          return loads(impl.serde, *frame_of(impl.serde, a), b)
-                     ? "Tenant-A's frame loaded as tenant-a"
-                     : "";
-        }));
-  }
-  {
-    out.push_back(mutant(
-        "aesgcm_salt_capped_at_64_bytes", ImplementationKind::kSerde, BugClass::kSizes,
-        "IntegrityOtherSaltRejected",
-        "the HKDF info is built in a 64-byte salt buffer: long salts that share 64 bytes share a "
-        "key",
-        key_mapping(aesgcm, &salt_capped_64), aesgcm, [](const Impl& impl) -> std::string {
-          const ObjectKey a("12345678", "m", 0, 0, std::string(127, 'x') + "y");
-          const ObjectKey b("12345678", "m", 0, 0, std::string(127, 'x') + "z");
-          return loads(impl.serde, *frame_of(impl.serde, a), b)
-                     ? "a frame of a 128-byte salt loaded under one that differs in its last byte"
-                     : "";
-        }));
-  }
-  {
-    out.push_back(
-        mutant("aesgcm_aad_skips_kv_rank", ImplementationKind::kSerde, BugClass::kData,
-               "IntegrityOtherKeyFieldRejected",
-               "bind_key's associated data is built without kv_rank: a frame moves to another rank",
-               key_mapping(bound, &without_kv_rank), bound, [](const Impl& impl) -> std::string {
-                 const ObjectKey a("12345678", "m", 1), b("12345678", "m", 2);
-                 return loads(impl.serde, *frame_of(impl.serde, a), b)
-                            ? "a frame of kv_rank 1 loaded under kv_rank 2"
-                            : "";
-               }));
-  }
+  out.push_back(key_confusion_mutant(
+      "aesgcm_key_cache_by_salt_prefix", BugClass::kState, "IntegrityOtherSaltRejected",
+      "derived keys are cached under the salt's first 8 bytes: tenants sharing a prefix share a "
+      "key",
+      aesgcm, &salt_prefix_8, ObjectKey("12345678", "m", 0, 0, "tenant-a1"),
+      ObjectKey("12345678", "m", 0, 0, "tenant-a2"), "tenant-a1's frame loaded as tenant-a2"));
+  out.push_back(key_confusion_mutant(
+      "salt_cache_ignores_case", BugClass::kState, "IntegrityOtherSaltRejected",
+      "derived keys are cached under the case-folded salt: 'Tenant-A' and 'tenant-a' share a key",
+      aesgcm, &salt_case_folded, ObjectKey("12345678", "m", 0, 0, "Tenant-A"),
+      ObjectKey("12345678", "m", 0, 0, "tenant-a"), "Tenant-A's frame loaded as tenant-a"));
+  out.push_back(key_confusion_mutant(
+      "aesgcm_salt_capped_at_64_bytes", BugClass::kSizes, "IntegrityOtherSaltRejected",
+      "the HKDF info is built in a 64-byte salt buffer: long salts that share 64 bytes share a "
+      "key",
+      aesgcm, &salt_capped_64, ObjectKey("12345678", "m", 0, 0, std::string(127, 'x') + "y"),
+      ObjectKey("12345678", "m", 0, 0, std::string(127, 'x') + "z"),
+      "a frame of a 128-byte salt loaded under one that differs in its last byte"));
+  out.push_back(key_confusion_mutant(
+      "aesgcm_aad_skips_kv_rank", BugClass::kData, "IntegrityOtherKeyFieldRejected",
+      "bind_key's associated data is built without kv_rank: a frame moves to another rank", bound,
+      &without_kv_rank, ObjectKey("12345678", "m", 1), ObjectKey("12345678", "m", 2),
+      "a frame of kv_rank 1 loaded under kv_rank 2"));
   {
     Impl i = aesgcm;
     i.serde.make_deserializer = [make = aesgcm.serde.make_deserializer] {

@@ -629,11 +629,13 @@ Verdict SerializeThenDeserialize(const ProcessorUnderTest& put) {
         // batch, the first layout follows it, the rest are drawn (a later pair larger than the
         // first, and smaller ones after larger): each pair is framed by its own size.
         std::vector<MemoryLayoutDesc> layouts(pairs, layout);
+        bool mixed = false;
         if (max_pairs >= 2 && *uniform_in_range(0, 2) == 1) {
           pairs = std::max<std::size_t>(pairs, 2);
           const MemoryLayoutDesc other =
               gen_processor_layout(put, std::max<std::size_t>(layout.total_elements(), 16));
-          layouts.assign(pairs, layout);
+          mixed = !(other == layout);
+          layouts.resize(pairs, layout);
           for (auto& l : layouts) {
             if (*uniform_in_range(0, 2) == 1) l = other;
           }
@@ -664,10 +666,9 @@ Verdict SerializeThenDeserialize(const ProcessorUnderTest& put) {
         };
         const auto temps_before = snapshot(temps);
         const auto roomy_before = snapshot(roomy);
-        const std::string what = std::to_string(pairs) + " pair(s) of " +
-                                 (layouts == std::vector<MemoryLayoutDesc>(pairs, layout)
-                                      ? layout.to_string()
-                                      : "mixed layouts, the first " + layouts[0].to_string());
+        const std::string what =
+            std::to_string(pairs) + " pair(s) of " +
+            (mixed ? "mixed layouts, the first " + layouts[0].to_string() : layout.to_string());
         TaskId s = p->submit_serialize(inputs, temps, keys);
         TaskId r = p->submit_serialize(inputs, roomy, keys);
         require(take_result(*p, Dir::kSerialize, s, "serialize"),

@@ -47,41 +47,51 @@ __device__ __forceinline__ std::uint32_t load_wide(const void* src, std::size_t 
   }
 }
 
-template <int kKind, Fp8Format kFormat, bool kSat, bool kVec>
-__global__ void encode_kernel(const void* __restrict__ src, std::size_t n,
-                              std::uint8_t* __restrict__ dst) {
+// The grid-stride walk of both kernels: with kVec, groups of 4 elements (group g is elements
+// 4g to 4g+3), then the last n % 4 elements one by one; without, every element one by one.
+template <bool kVec, class Group, class Element>
+__device__ __forceinline__ void grid_stride(std::size_t n, Group&& group, Element&& element) {
   const std::size_t tid = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
   const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
   std::size_t done = 0;
   if constexpr (kVec) {
     const std::size_t groups = n / 4;
-    for (std::size_t g = tid; g < groups; g += stride) {
-      std::uint32_t in[4];
-      if constexpr (kKind == kWideF32) {
-        const uint4 v = static_cast<const uint4*>(src)[g];
-        in[0] = v.x;
-        in[1] = v.y;
-        in[2] = v.z;
-        in[3] = v.w;
-      } else {
-        const uint2 v = static_cast<const uint2*>(src)[g];
-        in[0] = v.x & 0xFFFFu;
-        in[1] = v.x >> 16;
-        in[2] = v.y & 0xFFFFu;
-        in[3] = v.y >> 16;
-      }
-      std::uint32_t out = 0;
-#pragma unroll
-      for (int k = 0; k < 4; ++k) {
-        out |= static_cast<std::uint32_t>(encode_value<kKind, kFormat, kSat>(in[k])) << (8 * k);
-      }
-      reinterpret_cast<std::uint32_t*>(dst)[g] = out;
-    }
+    for (std::size_t g = tid; g < groups; g += stride) group(g);
     done = groups * 4;
   }
-  for (std::size_t i = done + tid; i < n; i += stride) {
-    dst[i] = encode_value<kKind, kFormat, kSat>(load_wide<kKind>(src, i));
-  }
+  for (std::size_t i = done + tid; i < n; i += stride) element(i);
+}
+
+template <int kKind, Fp8Format kFormat, bool kSat, bool kVec>
+__global__ void encode_kernel(const void* __restrict__ src, std::size_t n,
+                              std::uint8_t* __restrict__ dst) {
+  grid_stride<kVec>(
+      n,
+      [&](std::size_t g) {
+        std::uint32_t in[4];
+        if constexpr (kKind == kWideF32) {
+          const uint4 v = static_cast<const uint4*>(src)[g];
+          in[0] = v.x;
+          in[1] = v.y;
+          in[2] = v.z;
+          in[3] = v.w;
+        } else {
+          const uint2 v = static_cast<const uint2*>(src)[g];
+          in[0] = v.x & 0xFFFFu;
+          in[1] = v.x >> 16;
+          in[2] = v.y & 0xFFFFu;
+          in[3] = v.y >> 16;
+        }
+        std::uint32_t out = 0;
+#pragma unroll
+        for (int k = 0; k < 4; ++k) {
+          out |= static_cast<std::uint32_t>(encode_value<kKind, kFormat, kSat>(in[k])) << (8 * k);
+        }
+        reinterpret_cast<std::uint32_t*>(dst)[g] = out;
+      },
+      [&](std::size_t i) {
+        dst[i] = encode_value<kKind, kFormat, kSat>(load_wide<kKind>(src, i));
+      });
 }
 
 template <int kKind, Fp8Format kFormat>
@@ -98,34 +108,30 @@ __device__ __forceinline__ std::uint32_t decode_value(std::uint8_t code) {
 template <int kKind, Fp8Format kFormat, bool kVec>
 __global__ void decode_kernel(const std::uint8_t* __restrict__ src, std::size_t n,
                               void* __restrict__ dst) {
-  const std::size_t tid = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
-  const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
-  std::size_t done = 0;
-  if constexpr (kVec) {
-    const std::size_t groups = n / 4;
-    for (std::size_t g = tid; g < groups; g += stride) {
-      const std::uint32_t codes = reinterpret_cast<const std::uint32_t*>(src)[g];
-      std::uint32_t out[4];
+  grid_stride<kVec>(
+      n,
+      [&](std::size_t g) {
+        const std::uint32_t codes = reinterpret_cast<const std::uint32_t*>(src)[g];
+        std::uint32_t out[4];
 #pragma unroll
-      for (int k = 0; k < 4; ++k) {
-        out[k] = decode_value<kKind, kFormat>(static_cast<std::uint8_t>(codes >> (8 * k)));
-      }
-      if constexpr (kKind == kWideF32) {
-        static_cast<uint4*>(dst)[g] = make_uint4(out[0], out[1], out[2], out[3]);
-      } else {
-        static_cast<uint2*>(dst)[g] = make_uint2(out[0] | (out[1] << 16), out[2] | (out[3] << 16));
-      }
-    }
-    done = groups * 4;
-  }
-  for (std::size_t i = done + tid; i < n; i += stride) {
-    const std::uint32_t v = decode_value<kKind, kFormat>(src[i]);
-    if constexpr (kKind == kWideF32) {
-      static_cast<std::uint32_t*>(dst)[i] = v;
-    } else {
-      static_cast<std::uint16_t*>(dst)[i] = static_cast<std::uint16_t>(v);
-    }
-  }
+        for (int k = 0; k < 4; ++k) {
+          out[k] = decode_value<kKind, kFormat>(static_cast<std::uint8_t>(codes >> (8 * k)));
+        }
+        if constexpr (kKind == kWideF32) {
+          static_cast<uint4*>(dst)[g] = make_uint4(out[0], out[1], out[2], out[3]);
+        } else {
+          static_cast<uint2*>(dst)[g] =
+              make_uint2(out[0] | (out[1] << 16), out[2] | (out[3] << 16));
+        }
+      },
+      [&](std::size_t i) {
+        const std::uint32_t v = decode_value<kKind, kFormat>(src[i]);
+        if constexpr (kKind == kWideF32) {
+          static_cast<std::uint32_t*>(dst)[i] = v;
+        } else {
+          static_cast<std::uint16_t*>(dst)[i] = static_cast<std::uint16_t>(v);
+        }
+      });
 }
 
 unsigned blocks_for(std::size_t work_items) {
