@@ -20,6 +20,7 @@
 #include "knob_adapter.h"
 #include "lmcache/conformance/adapter_conformance.h"
 #include "lmcache/conformance/depth.h"
+#include "lmcache/conformance/freed_memory.h"
 #include "lmcache/conformance/processor_conformance.h"
 #include "lmcache/conformance/properties.h"
 #include "lmcache/conformance/serde_conformance.h"
@@ -36,6 +37,10 @@ void PrintTo(const Mutant& m, std::ostream* os) {
 }
 
 namespace {
+
+// The suites run in this process, as they do in lmcache-conform's children: keep what is freed
+// (freed_memory.h). Before main(), so that every test finds it set.
+[[maybe_unused]] const bool kKeepsFreedMemory = (keep_freed_memory(), true);
 
 constexpr ImplementationKind kKinds[] = {ImplementationKind::kSerde, ImplementationKind::kProcessor,
                                          ImplementationKind::kAdapter,

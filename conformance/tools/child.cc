@@ -1,7 +1,5 @@
 #include "child.h"
 
-#include <malloc.h>
-
 #include <csignal>
 #include <cstdlib>
 #include <iostream>
@@ -15,6 +13,7 @@
 #include "fork_server.h"
 #include "lmcache/conformance/adapter_conformance.h"
 #include "lmcache/conformance/descriptors.h"
+#include "lmcache/conformance/freed_memory.h"
 #include "lmcache/conformance/processor_conformance.h"
 #include "lmcache/conformance/properties.h"
 #include "lmcache/conformance/registry.h"
@@ -72,17 +71,6 @@ int list(const std::string& out_path) {
   return 0;
 }
 
-// The properties allocate and free buffers of every size from bytes to chunk-sized MiB, case
-// after case. glibc hands blocks above a threshold (which moves with what was freed) back to
-// the kernel when they are freed, so the next case faults every page in afresh, and each
-// unmap interrupts every vCPU that runs one of the child's threads: on a VM that is much of a
-// storage property's time. A child lives for one property, so it keeps what it freed instead.
-// Where malloc is not glibc's (a sanitizer's), mallopt() changes nothing.
-void keep_freed_memory() {
-  (void)::mallopt(M_MMAP_THRESHOLD, 32 << 20);  // the largest glibc accepts
-  (void)::mallopt(M_TRIM_THRESHOLD, 1 << 30);
-}
-
 }  // namespace
 
 int run_child(int argc, char** argv) {
@@ -90,6 +78,7 @@ int run_child(int argc, char** argv) {
   // ignore SIGPIPE, and an ignored signal stays ignored across exec): a connector that writes
   // into a dead connection without MSG_NOSIGNAL dies here as it would there.
   std::signal(SIGPIPE, SIG_DFL);
+  // A child lives for one property (or serves forks): it keeps what it frees (freed_memory.h).
   keep_freed_memory();
   if (argc < 3) {
     std::cerr << "lmcache-conform --child: missing mode\n";
