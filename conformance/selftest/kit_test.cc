@@ -62,6 +62,16 @@ class ScopedEnv {
   std::string saved_;
 };
 
+// Whether malloc is a sanitizer's (gcc says so with __SANITIZE_*__, clang with __has_feature).
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define LMCONF_SANITIZER_MALLOC 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || \
+    __has_feature(memory_sanitizer)
+#define LMCONF_SANITIZER_MALLOC 1
+#endif
+#endif
+
 long minor_faults() {
   rusage u{};
   getrusage(RUSAGE_SELF, &u);
@@ -69,7 +79,7 @@ long minor_faults() {
 }
 
 TEST(FreedMemory, ABlockFreedIsReusedWithoutFaultingIn) {
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#ifdef LMCONF_SANITIZER_MALLOC
   GTEST_SKIP() << "a sanitizer's allocator, which keep_freed_memory() leaves alone";
 #else
   keep_freed_memory();
