@@ -72,11 +72,13 @@ class ScopedEnv {
 #endif
 #endif
 
+#ifndef LMCONF_SANITIZER_MALLOC
 long minor_faults() {
   rusage u{};
   getrusage(RUSAGE_SELF, &u);
   return u.ru_minflt;
 }
+#endif
 
 TEST(FreedMemory, ABlockFreedIsReusedWithoutFaultingIn) {
 #ifdef LMCONF_SANITIZER_MALLOC
