@@ -14,14 +14,20 @@
 #include <thread>
 #include <vector>
 
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <poll.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include "lmcache/conformance/adapter_conformance.h"
 #include "lmcache/conformance/buffers.h"
 #include "lmcache/conformance/depth.h"
 #include "lmcache/conformance/freed_memory.h"
 #include "lmcache/conformance/generators.h"
+#include "lmcache/conformance/internal/hostile_resp_peer.h"
 #include "lmcache/conformance/plugin_abi.h"
 #include "lmcache/conformance/processor_conformance.h"
 #include "lmcache/conformance/rapidcheck_driver.h"
@@ -103,6 +109,122 @@ TEST(FreedMemory, ABlockFreedIsReusedWithoutFaultingIn) {
   EXPECT_LT(faults, static_cast<long>(kBytes / 4096 / 8))
       << "a freed 8 MiB block was faulted in again";
 #endif
+}
+
+// A client of the kit's hostile peer (HostilePeerFailsCleanly), on a plain socket.
+class PeerClient {
+ public:
+  explicit PeerClient(std::uint16_t port) : fd_(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) {
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    addr.sin_port = htons(port);
+    connected_ = fd_ >= 0 && ::connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
+  }
+  ~PeerClient() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  bool connected() const { return connected_; }
+  bool send(const std::string& data) {
+    return ::send(fd_, data.data(), data.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(data.size());
+  }
+  // Up to `n` bytes, fewer when the peer closes, resets or sends nothing for `quiet`.
+  std::string read(std::size_t n, std::chrono::milliseconds quiet = std::chrono::seconds(10)) {
+    std::string out;
+    char buf[4096];
+    while (out.size() < n && ready(quiet)) {
+      const ssize_t got = ::recv(fd_, buf, std::min(sizeof(buf), n - out.size()), 0);
+      if (got <= 0) break;
+      out.append(buf, static_cast<std::size_t>(got));
+    }
+    return out;
+  }
+  // Whether the peer has ended the connection (EOF or a reset), waiting up to 10 s.
+  bool ended() {
+    char c;
+    return ready(std::chrono::seconds(10)) && ::recv(fd_, &c, 1, 0) <= 0;
+  }
+
+ private:
+  // Whether a recv() would not block: bytes, an EOF or an error (a reset sets POLLERR without
+  // POLLIN, which wait_readable() does not count).
+  bool ready(std::chrono::milliseconds timeout) {
+    pollfd p{fd_, POLLIN, 0};
+    return ::poll(&p, 1, static_cast<int>(timeout.count())) > 0;
+  }
+
+  int fd_;
+  bool connected_ = false;
+};
+
+std::string resp_command(const std::vector<std::string>& args) {
+  std::string out = "*" + std::to_string(args.size()) + "\r\n";
+  for (const std::string& a : args) out += "$" + std::to_string(a.size()) + "\r\n" + a + "\r\n";
+  return out;
+}
+
+TEST(HostileRespPeer, AnswersTheHandshakeThenEachDataCommandWithItsMisbehaviour) {
+  using conformance_internal::HostileRespPeer;
+  using conformance_internal::Misbehaviour;
+  ASSERT_GE(conformance_internal::misbehaviours().size(), 10u);
+  for (const Misbehaviour& m : conformance_internal::misbehaviours()) {
+    SCOPED_TRACE(m.name);
+    HostileRespPeer peer(m);
+    PeerClient client(peer.port());
+    ASSERT_TRUE(client.connected());
+    // The handshake, the way clients send it: lower case, one command inline.
+    ASSERT_TRUE(client.send(resp_command({"auth", "user", "secret"}) + "PING\r\n" +
+                            resp_command({"HELLO", "3"}) + resp_command({"SELECT", "0"})));
+    const std::string handshake = "+OK\r\n+PONG\r\n-ERR unknown command 'HELLO'\r\n+OK\r\n";
+    EXPECT_EQ(client.read(handshake.size()), handshake);
+    EXPECT_EQ(peer.data_requests(), 0u);
+    // A SET of a 1 MiB value, sent in pieces that split its header and value: one answer.
+    const std::string set = resp_command({"SET", "key", std::string(1 << 20, 'v')});
+    for (std::size_t at = 0; at < set.size(); at += 65537) {
+      ASSERT_TRUE(client.send(set.substr(at, 65537)));
+    }
+    EXPECT_EQ(client.read(m.reply.size()), m.reply);
+    // The count goes up before the reply is queued; an empty reply is over when the peer resets.
+    if (m.then == Misbehaviour::Then::kReset) {
+      EXPECT_TRUE(client.ended());
+    }
+    EXPECT_EQ(peer.data_requests(), 1u);
+    switch (m.then) {
+      case Misbehaviour::Then::kAgain:
+        ASSERT_TRUE(client.send(resp_command({"GET", "key"})));
+        EXPECT_EQ(client.read(m.reply.size()), m.reply);
+        EXPECT_EQ(peer.data_requests(), 2u);
+        break;
+      case Misbehaviour::Then::kSilence:
+        ASSERT_TRUE(client.send(resp_command({"GET", "key"})));
+        EXPECT_EQ(client.read(1, std::chrono::milliseconds(50)), "");
+        EXPECT_EQ(peer.data_requests(), 1u);
+        break;
+      case Misbehaviour::Then::kClose:
+        EXPECT_TRUE(client.ended());
+        break;
+      case Misbehaviour::Then::kReset:
+        break;
+    }
+  }
+}
+
+TEST(HostileRespPeer, InputItCannotParseIsAnsweredOnceThenIgnored) {
+  conformance_internal::Misbehaviour m{"error_reply", "-ERR no\r\n",
+                                       conformance_internal::Misbehaviour::Then::kAgain};
+  conformance_internal::HostileRespPeer peer(m);
+  PeerClient client(peer.port());
+  ASSERT_TRUE(client.connected());
+  // A bulk length no request has, then a line past the peer's bound.
+  ASSERT_TRUE(client.send("*1\r\n$-5\r\n" + resp_command({"GET", "k"})));
+  EXPECT_EQ(client.read(m.reply.size()), m.reply);
+  EXPECT_EQ(client.read(1, std::chrono::milliseconds(50)), "");
+  EXPECT_EQ(peer.data_requests(), 1u);
+  PeerClient other(peer.port());
+  ASSERT_TRUE(other.connected());
+  ASSERT_TRUE(other.send(std::string(4096, 'x')));
+  EXPECT_EQ(other.read(m.reply.size()), m.reply);
+  EXPECT_EQ(peer.data_requests(), 2u);
 }
 
 TEST(Registry, RejectsDuplicateAndInvalidNames) {

@@ -21,6 +21,7 @@
 #include "lmcache/core/event_notifier.h"
 #include "lmcache/l2/forwarding_adapter.h"
 #include "lmcache/l2/mock_adapter.h"
+#include "lmcache/resp/resp_adapter.h"
 #include "mutants_internal.h"
 
 namespace lmcache::conformance::selftest {
@@ -97,6 +98,11 @@ class KnobAdapter final : public ViewRewritingAdapter {
     std::lock_guard lock(mu_);
     if (++stores_ == k_.late_pool_fd_at_store) late_pool_ = std::make_unique<EventNotifier>();
     store_keys_[inner] = {keys, fresh_sizes};
+    if (k_.store_failure_reported_done) {
+      std::uint64_t sent = 0;
+      for (const auto& o : objects) sent += o->size();
+      sent_bytes_[inner] = sent;
+    }
     if (!k_.racy_store_ids) return inner;
     outer_of_[inner] = id;
     return id;
@@ -110,6 +116,14 @@ class KnobAdapter final : public ViewRewritingAdapter {
       TaskId id = k_.racy_store_ids ? outer_of_[inner] : inner;
       L2StoreResult result = r;
       if (k_.zero_bytes && result.is_successful()) result = L2StoreResult::success(0);
+      if (k_.store_failure_reported_done && !result.is_successful()) {
+        result = L2StoreResult::success(sent_bytes_[inner]);  // the reply was never read
+      }
+      sent_bytes_.erase(inner);
+      if (k_.failed_store_never_completes && !result.is_successful()) {
+        store_keys_.erase(inner);  // the worker that saw the error is gone with the task
+        continue;
+      }
       auto& [keys, fresh] = store_keys_[inner];
       if (result.is_successful()) {
         for (auto& key : keys) {
@@ -439,6 +453,7 @@ class KnobAdapter final : public ViewRewritingAdapter {
   std::unique_ptr<EventNotifier> late_pool_;  // under mu_
   std::unordered_set<ObjectKey> present_;
   std::unordered_map<ObjectKey, std::uint64_t> sizes_;
+  std::map<TaskId, std::uint64_t> sent_bytes_;  // store_failure_reported_done
   std::uint64_t own_usage_ = 0;
   std::atomic<std::uint64_t> racy_usage_{0};
   std::atomic<TaskId> next_id_{0};
@@ -465,6 +480,12 @@ AdapterUnderTest make_knob_adapter(AdapterKnobs k) {
         std::make_unique<MockL2Adapter>(MockL2AdapterOptions{.max_capacity_bytes = 1ull << 30,
                                                              .bandwidth_bytes_per_sec = 1ull << 40,
                                                              .lend_load_views = true}),
+        k);
+  };
+  // Over the kit's hostile RESP peers, the same decorator over the reference resp adapter.
+  a.make_over_resp_peer = [k](std::uint16_t port) -> L2AdapterPtr {
+    return std::make_unique<KnobAdapter>(
+        resp::create_resp_adapter(Json{{"type", "resp"}, {"host", "127.0.0.1"}, {"port", port}}),
         k);
   };
   a.capabilities.reports_lock_count = true;

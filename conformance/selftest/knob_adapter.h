@@ -50,6 +50,11 @@ struct AdapterKnobs {
   bool load_ids_own_counter = false;        // loads numbered 0, 1, ... apart from stores
   bool load_result_after_notify = false;    // a load's result shows up only after its notify
   bool unlock_releases_every_lock = false;  // an unlock of a key drops all of its locks
+  // Hostile peers (HostilePeerFailsCleanly): stores whose storage failed.
+  bool store_failure_reported_done = false;   // a failed store is handed out as done, its bytes
+                                              // counted (a SET whose reply is never read)
+  bool failed_store_never_completes = false;  // a failed store is never handed out (the worker
+                                              // that met the error exits with its task)
   // Not a bug: a pool that reaches its bound late (a connection a worker opens on its first
   // task): one eventfd opened by the store with this 1-based number, kept until close().
   std::size_t late_pool_fd_at_store = 0;
@@ -58,7 +63,8 @@ struct AdapterKnobs {
 // make_knob_adapter()
 //
 // "decorated_mock": a fresh MockL2Adapter (1 GiB, lending load views) under the knobs `k`
-// on every make(); with no knob set, a correct adapter.
+// on every make(), and the reference "resp" adapter under them on every make_over_resp_peer();
+// with no knob set, a correct adapter.
 AdapterUnderTest make_knob_adapter(AdapterKnobs k);
 
 }  // namespace lmcache::conformance::selftest

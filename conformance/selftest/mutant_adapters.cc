@@ -11,6 +11,7 @@
 
 #include "knob_adapter.h"
 #include "lmcache/conformance/process_stats.h"
+#include "lmcache/testing/fake_resp_server.h"
 #include "mutants.h"
 #include "mutants_internal.h"
 
@@ -87,6 +88,22 @@ std::function<std::string(const Impl&)> with_adapter(AdapterWitness w) {
       a->close();
     } catch (...) {  // the second_close_throws mutant
     }
+    return r;
+  };
+}
+
+// The witness `w` over the mutant's make_over_resp_peer(), against a server that refuses every
+// command with Redis's -OOM (maxmemory reached), the one failure an honest server gives.
+std::function<std::string(const Impl&)> over_refusing_server(AdapterWitness w) {
+  return [w](const Impl& i) {
+    storage_testing::FakeRespServer server([](storage_testing::FakeRespServer::Conn& c) {
+      for (auto r = c.request(); !r.empty(); r = c.request()) {
+        if (!c.send("-OOM command not allowed when used memory > 'maxmemory'.\r\n")) return;
+      }
+    });
+    L2AdapterPtr a = i.adapter.make_over_resp_peer(static_cast<std::uint16_t>(server.port()));
+    std::string r = w(*a);
+    a->close();
     return r;
   };
 }
@@ -499,6 +516,23 @@ void add_adapter_mutants(std::vector<Mutant>& out) {
         a.submit_unlock({key(0)});
         std::this_thread::sleep_for(20ms);
         return locked(a) == 1 ? "" : "a key locked twice and unlocked once holds no lock";
+      }));
+  // Hostile peers: a store the server refused.
+  add(out, "store_failure_reported_done", BugClass::kData, "HostilePeerFailsCleanly",
+      "a store is reported done whatever the server answered (a SET whose reply is never read): "
+      "an -OOM refusal under maxmemory counts as stored",
+      {.store_failure_reported_done = true},
+      over_refusing_server([](L2AdapterInterface& a) -> std::string {
+        auto r = store(a, {key(1)}, {object(1)});
+        return r && r->is_successful() ? "a store the server refused with -OOM was reported done"
+                                       : "";
+      }));
+  add(out, "failed_store_never_completes", BugClass::kFailureOrder, "HostilePeerFailsCleanly",
+      "a store the server answers with an error never completes: the worker that met the error "
+      "exits with its task (as LMCache's own connector does when its server is unreachable)",
+      {.failed_store_never_completes = true},
+      over_refusing_server([](L2AdapterInterface& a) -> std::string {
+        return store(a, {key(1)}, {object(1)}) ? "" : "a store the server refused never completed";
       }));
 }
 

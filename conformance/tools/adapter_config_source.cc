@@ -35,6 +35,13 @@ WrapperUnderTest live_wrapper(Json config, const std::string& stem, bool namespa
   return w;
 }
 
+// The adapter of `config`, with an L1 for the serde wrapper's temps when it has a "serde".
+L2AdapterPtr build_adapter(const Json& config) {
+  AdapterContext ctx;
+  ctx.l1_manager = std::make_shared<L1Manager>(256u << 20);
+  return create_l2_adapter(config, ctx);
+}
+
 }  // namespace
 
 bool is_adapter_config_source(const std::string& source) {
@@ -80,9 +87,7 @@ std::string register_adapter_config(const Json& config, const std::string& stem,
   auto make = [config, namespaced, user_ns]() -> L2AdapterPtr {
     Json c = config;
     if (namespaced) c["key_namespace"] = fresh_key_namespace(user_ns);
-    AdapterContext ctx;
-    ctx.l1_manager = std::make_shared<L1Manager>(256u << 20);  // the serde wrapper's temps
-    return create_l2_adapter(c, ctx);
+    return build_adapter(c);
   };
   // Build one now: a config its type refuses is reported here, naming the key, not per property.
   try {
@@ -108,6 +113,16 @@ std::string register_adapter_config(const Json& config, const std::string& stem,
       Json c = config;
       c["key_namespace"] = fresh_key_namespace(user_ns);
       return {create_l2_adapter(c), create_l2_adapter(c)};
+    };
+  }
+  if (type == resp::kRespAdapterType) {
+    // The same config pointed at the kit's hostile peers (HostilePeerFailsCleanly): the
+    // deployment's own deadlines and breaker face them.
+    a.make_over_resp_peer = [config](std::uint16_t port) -> L2AdapterPtr {
+      Json c = config;
+      c["host"] = "127.0.0.1";
+      c["port"] = port;
+      return build_adapter(c);
     };
   }
   try {

@@ -6,7 +6,8 @@
 // gets fresh adapters built from the config with create_l2_adapter(); for the storage types
 // ("resp", "fs") every adapter gets a key namespace of its own (the config's, if any, plus a
 // per-run, per-process, per-instance suffix), so a property that needs a clean store sees one
-// and never touches keys it did not write.
+// and never touches keys it did not write. A "resp" config is also pointed at the kit's hostile
+// RESP peers (AdapterUnderTest::make_over_resp_peer: the config with "host" and "port" replaced).
 #pragma once
 
 #include <string>

@@ -224,6 +224,13 @@ struct AdapterUnderTest {
   // The reference adapter whose storage format this adapter's must be (a vendor "resp" or
   // "fs" adapter, or a native connector the reference bridge also drives); empty: none.
   ReferenceAdapter reference;
+
+  // For an adapter that speaks RESP to a server (the "resp" type, or a vendor's adapter of that
+  // kind): a fresh adapter configured for the server at 127.0.0.1:`port`, otherwise as make()
+  // builds it. AdapterConformance.HostilePeerFailsCleanly runs it over peers of the kit's that
+  // give no data command a valid answer (docs/l2-adapter.md, "Hostile peers"). Empty: that
+  // property is NotSupported. `lmcache-conform --adapter` fills it for a "resp" config.
+  std::function<L2AdapterPtr(std::uint16_t port)> make_over_resp_peer;
 };
 
 // WrapperUnderTest

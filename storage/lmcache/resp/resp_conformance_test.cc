@@ -59,8 +59,21 @@ L2AdapterPtr resp_fp8_wrapper() {
   return create_l2_adapter(c, ctx);
 }
 
+// The bridge over RespConnector, also pointed at the kit's hostile peers
+// (AdapterConformance.HostilePeerFailsCleanly).
+conformance::AdapterUnderTest resp_descriptor() {
+  conformance::AdapterUnderTest a = conformance::bridge_descriptor("resp", &resp_bridge);
+  a.make_over_resp_peer = [](std::uint16_t port) -> L2AdapterPtr {
+    Json c = config();
+    c["host"] = "127.0.0.1";
+    c["port"] = port;
+    return create_l2_adapter(c);
+  };
+  return a;
+}
+
 INSTANTIATE_TEST_SUITE_P(Resp, AdapterConformance,
-                         ::testing::Values(conformance::bridge_descriptor("resp", &resp_bridge),
+                         ::testing::Values(resp_descriptor(),
                                            conformance::fp8_wrapped_descriptor("wrapper_resp_fp8",
                                                                                &resp_fp8_wrapper)),
                          conformance::ParamName());

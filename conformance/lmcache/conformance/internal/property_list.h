@@ -184,6 +184,11 @@
     "process survives (no SIGPIPE), each result is handed out at most once, no store or load "     \
     "query throws (a lookup's may throw std::logic_error), and nothing writes into a load's "      \
     "destination once close() has returned")                                                       \
+  X(HostilePeerFailsCleanly,                                                                       \
+    "over a RESP peer that answers no data command validly (error and null replies, oversized, "   \
+    "negative or garbled lengths, an endless line, a reply cut short or reset), every store "      \
+    "fails, every lookup and load misses, each within 30 s, and close() returns "                  \
+    "(make_over_resp_peer; NotSupported without it)")                                              \
   X(LentBufferWrittenOnce,                                                                         \
     "lent store buffers come as asked, pairwise disjoint and disjoint from every buffer still "    \
     "lent or stored; the adapter leaves what the caller writes alone, and every key loads back "   \

@@ -1,0 +1,78 @@
+// File: lmcache/conformance/internal/hostile_resp_peer.h
+//
+// HostileRespPeer: a RESP server on 127.0.0.1 (an ephemeral port) that never gives a valid
+// answer to a data command, for AdapterConformance.HostilePeerFailsCleanly (docs/l2-adapter.md,
+// "Hostile peers"). It answers the connection's handshake as Redis does (AUTH, SELECT, CLIENT:
+// +OK; PING: +PONG; HELLO: an unknown-command error, as a RESP2 server), and every other request
+// (SET, GET, EXISTS, MGET, DEL, whatever the adapter sends) with one misbehaviour of the
+// catalogue: an error reply, a null, oversized or negative lengths, garbage, an endless line, a
+// reply cut short by a close or a reset.
+//
+// One thread serves every connection with poll(); requests are parsed as they stream in, values
+// skipped, never held, so the peer's memory stays bounded whatever the adapter sends.
+//
+// Thread safety: port() and data_requests() from any thread.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace lmcache::conformance_internal {
+
+// Misbehaviour
+//
+// What the peer sends in place of a data command's reply, and what it does next.
+struct Misbehaviour {
+  enum class Then : std::uint8_t {
+    kAgain,    // answers every later data request the same way (error and null replies)
+    kSilence,  // keeps the connection open and answers nothing more (what a client reads as an
+               // incomplete reply it must refuse, or wait out by its own deadline)
+    kClose,    // closes the connection once the bytes are out
+    kReset,    // resets the connection (RST) once the bytes are out
+  };
+  std::string name;   // for messages: "error_reply", "bulk_of_4_GiB", ...
+  std::string reply;  // the bytes sent in place of the reply
+  Then then = Then::kAgain;
+};
+
+// misbehaviours()
+//
+// The catalogue: error replies (a generic -ERR, Redis's -OOM under maxmemory, -WRONGTYPE), a
+// null bulk, an empty array, bulk lengths of 4 GiB and of a terabyte, an array of 10^8 elements,
+// negative lengths other than -1, lengths and integers with garbage, an unknown type byte, a
+// line of 100 KiB with no end, a bulk cut short by a close and by a reset, and a reset before
+// any byte. None of them is a reply that reports a value stored or found.
+const std::vector<Misbehaviour>& misbehaviours();
+
+class HostileRespPeer {
+ public:
+  // Listens on 127.0.0.1 and starts serving. Throws std::runtime_error when it cannot listen.
+  explicit HostileRespPeer(Misbehaviour misbehaviour);
+  // Stops serving and closes every connection (an adapter still connected sees a hang-up).
+  ~HostileRespPeer();
+  HostileRespPeer(const HostileRespPeer&) = delete;
+  HostileRespPeer& operator=(const HostileRespPeer&) = delete;
+
+  std::uint16_t port() const { return port_; }
+  // Data requests answered with the misbehaviour so far (handshake commands not counted).
+  std::uint64_t data_requests() const { return data_requests_.load(); }
+
+ private:
+  struct Connection;
+  void serve();
+  // Parses what `c` sent and queues the answers.
+  void consume(Connection& c, const char* data, std::size_t n);
+  void answer(Connection& c, const std::string& command);
+
+  const Misbehaviour misbehaviour_;
+  int listen_fd_ = -1;
+  std::uint16_t port_ = 0;
+  std::atomic<bool> stop_{false};
+  std::atomic<std::uint64_t> data_requests_{0};
+  std::thread thread_;
+};
+
+}  // namespace lmcache::conformance_internal
