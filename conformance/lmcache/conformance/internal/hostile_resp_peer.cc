@@ -63,6 +63,8 @@ const std::vector<Misbehaviour>& misbehaviours() {
       {"cut_short", "$10\r\nabc", Then::kClose},
       {"reset_mid_reply", "$10\r\nabc", Then::kReset},
       {"reset_at_once", "", Then::kReset},
+      {"hang_up_at_accept", "", Then::kHangUpAtAccept},
+      {"not_listening", "", Then::kNotListening},
   };
   return all;
 }
@@ -99,13 +101,18 @@ HostileRespPeer::HostileRespPeer(Misbehaviour misbehaviour)
                              std::strerror(err));
   }
   port_ = ntohs(addr.sin_port);
+  if (misbehaviour_.then == Misbehaviour::Then::kNotListening) {
+    ::close(listen_fd_);  // the port stays this process's choice, with no one behind it
+    listen_fd_ = -1;
+    return;
+  }
   thread_ = std::thread([this] { serve(); });
 }
 
 HostileRespPeer::~HostileRespPeer() {
   stop_ = true;
-  thread_.join();
-  ::close(listen_fd_);
+  if (thread_.joinable()) thread_.join();
+  if (listen_fd_ >= 0) ::close(listen_fd_);
 }
 
 void HostileRespPeer::answer(Connection& c, const std::string& command) {
@@ -134,6 +141,8 @@ void HostileRespPeer::answer(Connection& c, const std::string& command) {
       c.ignore_input = c.close_after_flush = true;
       return;
     case Misbehaviour::Then::kReset:
+    case Misbehaviour::Then::kHangUpAtAccept:  // never gets here: closed at accept
+    case Misbehaviour::Then::kNotListening:    // never gets here: nothing accepted
       c.ignore_input = c.reset_after_flush = true;
       return;
   }
@@ -208,7 +217,8 @@ void HostileRespPeer::serve() {
     const std::size_t polled = conns.size();
     if (fds[0].revents & POLLIN) {
       const int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
-      if (fd >= 0 && conns.size() < kMaxConnections) {
+      const bool hang_up = misbehaviour_.then == Misbehaviour::Then::kHangUpAtAccept;
+      if (fd >= 0 && !hang_up && conns.size() < kMaxConnections) {
         conns.push_back(std::make_unique<Connection>());
         conns.back()->fd = fd;
       } else if (fd >= 0) {

@@ -32,6 +32,9 @@ struct Misbehaviour {
                // incomplete reply it must refuse, or wait out by its own deadline)
     kClose,    // closes the connection once the bytes are out
     kReset,    // resets the connection (RST) once the bytes are out
+    // Not a reply: the server's connections themselves (`reply` unused).
+    kHangUpAtAccept,  // closes every connection as soon as it is accepted
+    kNotListening,    // nothing listens on the port: every connect is refused
   };
   std::string name;   // for messages: "error_reply", "bulk_of_4_GiB", ...
   std::string reply;  // the bytes sent in place of the reply
@@ -43,13 +46,15 @@ struct Misbehaviour {
 // The catalogue: error replies (a generic -ERR, Redis's -OOM under maxmemory, -WRONGTYPE), a
 // null bulk, an empty array, bulk lengths of 4 GiB and of a terabyte, an array of 10^8 elements,
 // negative lengths other than -1, lengths and integers with garbage, an unknown type byte, a
-// line of 100 KiB with no end, a bulk cut short by a close and by a reset, and a reset before
-// any byte. None of them is a reply that reports a value stored or found.
+// line of 100 KiB with no end, a bulk cut short by a close and by a reset, a reset before any
+// byte, a server that hangs up on every connection it accepts, and one that is not there (the
+// port refuses connections). None of them reports a value stored or found.
 const std::vector<Misbehaviour>& misbehaviours();
 
 class HostileRespPeer {
  public:
-  // Listens on 127.0.0.1 and starts serving. Throws std::runtime_error when it cannot listen.
+  // Listens on 127.0.0.1 and starts serving (kNotListening: takes a port and closes it again).
+  // Throws std::runtime_error when it cannot listen.
   explicit HostileRespPeer(Misbehaviour misbehaviour);
   // Stops serving and closes every connection (an adapter still connected sees a hang-up).
   ~HostileRespPeer();

@@ -186,7 +186,8 @@
     "destination once close() has returned")                                                       \
   X(HostilePeerFailsCleanly,                                                                       \
     "over a RESP peer that answers no data command validly (error and null replies, oversized, "   \
-    "negative or garbled lengths, an endless line, a reply cut short or reset), every store "      \
+    "negative or garbled lengths, an endless line, a reply cut short or reset, a hang-up at "      \
+    "accept, a port that refuses), every store "                                                   \
     "fails, every lookup and load misses, each within 30 s, and close() returns "                  \
     "(make_over_resp_peer; NotSupported without it)")                                              \
   X(LentBufferWrittenOnce,                                                                         \
