@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "lmcache/core/event_notifier.h"
+#include "lmcache/l2/adapter_registry.h"
 #include "lmcache/l2/forwarding_adapter.h"
 #include "lmcache/l2/mock_adapter.h"
 #include "lmcache/resp/resp_adapter.h"
@@ -31,6 +32,9 @@ namespace {
 using namespace std::chrono_literals;
 
 std::atomic<std::uint64_t> g_loads{0};
+
+// The adapter type of config_ignores_unknown_keys.
+constexpr const char* kLenientType = "selftest_lenient_mock";
 
 ObjectKey without_rank(const ObjectKey& k) {
   return ObjectKey(k.chunk_hash(), k.model_name(), 0, k.object_group_id(), k.cache_salt());
@@ -488,6 +492,21 @@ AdapterUnderTest make_knob_adapter(AdapterKnobs k) {
         resp::create_resp_adapter(Json{{"type", "resp"}, {"host", "127.0.0.1"}, {"port", port}}),
         k);
   };
+  a.config = Json{{"type", "mock"}, {"max_size_gb", 1}, {"lend_load_views", true}};
+  if (k.config_ignores_unknown_keys) {
+    static std::once_flag registered;
+    std::call_once(registered, [] {
+      register_l2_adapter_type(kLenientType, [](const Json& config, const AdapterContext&) {
+        MockL2AdapterOptions options;
+        options.max_capacity_bytes =
+            static_cast<std::uint64_t>(config.value("max_size_gb", 1.0) * (1ull << 30));
+        options.bandwidth_bytes_per_sec = 1ull << 40;
+        options.lend_load_views = config.value("lend_load_views", false);
+        return std::make_unique<MockL2Adapter>(options);  // whatever else it holds is ignored
+      });
+    });
+    a.config = Json{{"type", kLenientType}, {"max_size_gb", 1}, {"lend_load_views", true}};
+  }
   a.capabilities.reports_lock_count = true;
   return a;
 }

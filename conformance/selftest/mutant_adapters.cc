@@ -11,6 +11,7 @@
 
 #include "knob_adapter.h"
 #include "lmcache/conformance/process_stats.h"
+#include "lmcache/l2/adapter_registry.h"
 #include "lmcache/testing/fake_resp_server.h"
 #include "mutants.h"
 #include "mutants_internal.h"
@@ -517,6 +518,19 @@ void add_adapter_mutants(std::vector<Mutant>& out) {
         std::this_thread::sleep_for(20ms);
         return locked(a) == 1 ? "" : "a key locked twice and unlocked once holds no lock";
       }));
+  add(out, "config_ignores_unknown_keys", BugClass::kData, "ConfigTyposRejected",
+      "the adapter type reads the config keys it knows and ignores the rest: a misspelt "
+      "\"max_size_g\" leaves the default in place and nothing says so",
+      {.config_ignores_unknown_keys = true}, [](const Impl& i) -> std::string {
+        Json c = *i.adapter.config;
+        c["max_size_g"] = 2;
+        try {
+          create_registered_l2_adapter(c)->close();
+        } catch (const std::invalid_argument&) {
+          return {};
+        }
+        return "a config with the misspelt key \"max_size_g\" built an adapter";
+      });
   // Hostile peers: a store the server refused.
   add(out, "store_failure_reported_done", BugClass::kData, "HostilePeerFailsCleanly",
       "a store is reported done whatever the server answered (a SET whose reply is never read): "

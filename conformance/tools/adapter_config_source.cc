@@ -105,6 +105,7 @@ std::string register_adapter_config(const Json& config, const std::string& stem,
   if (!fp8) a.capabilities.reports_lock_count = namespaced;
   a.name = stem + (fp8 ? "_fp8" : "");
   a.make = make;
+  a.config = config;
   if (namespaced && !fp8) {
     // The reference adapter of the same type over the same store and namespace: the adapter
     // built from the config is held to the reference's storage format (MatchesReference).

@@ -24,6 +24,7 @@
 #include <utility>
 #include <vector>
 
+#include "lmcache/core/config.h"
 #include "lmcache/core/dtype.h"
 #include "lmcache/core/memory_layout.h"
 #include "lmcache/core/memory_obj.h"
@@ -231,6 +232,13 @@ struct AdapterUnderTest {
   // give no data command a valid answer (docs/l2-adapter.md, "Hostile peers"). Empty: that
   // property is NotSupported. `lmcache-conform --adapter` fills it for a "resp" config.
   std::function<L2AdapterPtr(std::uint16_t port)> make_over_resp_peer;
+
+  // The JSON config the adapter is built from with create_l2_adapter() ("serde" object
+  // included), when it is built from one. AdapterConformance.ConfigTyposRejected adds a
+  // misspelt key beside each of its keys and requires an error naming it (docs/l2-adapter.md:
+  // a typo must not be silently ignored). Empty: that property is NotSupported.
+  // `lmcache-conform --adapter` fills it with the config given.
+  std::optional<Json> config;
 };
 
 // WrapperUnderTest

@@ -292,6 +292,12 @@ AdapterUnderTest reference_mock_adapter() {
   AdapterUnderTest a;
   a.name = "mock";
   a.make = [] { return make_mock(false); };
+  // The same adapter as the registry builds it (ConfigTyposRejected).
+  a.config = Json{{"type", "mock"},
+                  {"max_size_gb", 1},
+                  {"mock_bandwidth_gb", 1024},
+                  {"lend_load_views", true},
+                  {"run_when_idle", false}};
   a.capabilities.reports_lock_count = true;
   a.object_dtypes = {DType::kUInt8, DType::kFloat32, DType::kBFloat16};
   return a;
@@ -301,6 +307,7 @@ AdapterUnderTest reference_mock_run_when_idle_adapter() {
   AdapterUnderTest a = reference_mock_adapter();
   a.name = "mock_run_when_idle";
   a.make = [] { return make_mock(true); };
+  (*a.config)["run_when_idle"] = true;
   return a;
 }
 

@@ -190,6 +190,10 @@
     "accept, a port that refuses), every store "                                                   \
     "fails, every lookup and load misses, each within 30 s, and close() returns "                  \
     "(make_over_resp_peer; NotSupported without it)")                                              \
+  X(ConfigTyposRejected,                                                                           \
+    "a config with a misspelt key beside any of its keys (at the top and in its \"serde\"), or "   \
+    "with a key no config has, is refused with an error naming that key (config; NotSupported "    \
+    "without it)")                                                                                 \
   X(LentBufferWrittenOnce,                                                                         \
     "lent store buffers come as asked, pairwise disjoint and disjoint from every buffer still "    \
     "lent or stored; the adapter leaves what the caller writes alone, and every key loads back "   \
