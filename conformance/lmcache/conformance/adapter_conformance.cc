@@ -40,7 +40,8 @@ std::uint64_t stored_size_of(const AdapterUnderTest& aut, const MemoryLayoutDesc
 }
 
 std::vector<TaskId> pop_stores_until(L2AdapterInterface& a, const std::vector<TaskId>& ids,
-                                     std::map<TaskId, L2StoreResult>* got) {
+                                     std::map<TaskId, L2StoreResult>* got,
+                                     std::chrono::milliseconds timeout) {
   auto missing = [&] {
     std::vector<TaskId> out;
     for (TaskId id : ids) {
@@ -53,7 +54,7 @@ std::vector<TaskId> pop_stores_until(L2AdapterInterface& a, const std::vector<Ta
         for (auto& kv : a.pop_completed_store_tasks()) got->insert(kv);
         return missing().empty() ? std::optional<bool>(true) : std::nullopt;
       },
-      result_timeout());
+      timeout);
   return missing();
 }
 

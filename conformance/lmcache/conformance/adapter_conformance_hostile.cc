@@ -67,17 +67,13 @@ void run_case(const AdapterUnderTest& aut, const Misbehaviour& m) {
   Closer closer{a.get()};
 
   const TaskId store_id = a->submit_store_task(keys, objs);
-  const std::optional<L2StoreResult> stored = poll_until(
-      [&]() -> std::optional<L2StoreResult> {
-        auto done = a->pop_completed_store_tasks();
-        auto it = done.find(store_id);
-        return it == done.end() ? std::nullopt : std::optional<L2StoreResult>(it->second);
-      },
-      hostile_timeout());
-  require(stored.has_value(), who + "the store" + late);
-  require(!stored->is_successful(), who + "the store is reported done (" +
-                                        std::to_string(stored->bytes_transferred()) +
-                                        " bytes), but no reply of the peer said so");
+  std::map<TaskId, L2StoreResult> popped;
+  require(pop_stores_until(*a, {store_id}, &popped, hostile_timeout()).empty(),
+          who + "the store" + late);
+  const L2StoreResult& stored = popped.at(store_id);
+  require(!stored.is_successful(), who + "the store is reported done (" +
+                                       std::to_string(stored.bytes_transferred()) +
+                                       " bytes), but no reply of the peer said so");
 
   const TaskId lookup_id = a->submit_lookup_and_lock_task(keys);
   const std::optional<Bitmap> found =

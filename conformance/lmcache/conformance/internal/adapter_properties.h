@@ -6,6 +6,7 @@
 // checks enabled) and adapter_conformance_concurrency.cc (concurrent submitters and resources).
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -15,6 +16,7 @@
 
 #include "lmcache/conformance/descriptors.h"
 #include "lmcache/conformance/internal/property_list.h"
+#include "lmcache/conformance/internal/waits.h"
 #include "lmcache/conformance/status.h"
 
 namespace lmcache::conformance_internal::adapter_properties {
@@ -58,10 +60,11 @@ struct Closer {
 std::uint64_t stored_size_of(const AdapterUnderTest& aut, const MemoryLayoutDesc& layout,
                              std::size_t used);
 
-// Pops store results until `ids` are all in (or the time limit passes); adds what it popped to
+// Pops store results until `ids` are all in (or `timeout` passes); adds what it popped to
 // `*got`. Returns the ids that did not complete.
 std::vector<TaskId> pop_stores_until(L2AdapterInterface& a, const std::vector<TaskId>& ids,
-                                     std::map<TaskId, L2StoreResult>* got);
+                                     std::map<TaskId, L2StoreResult>* got,
+                                     std::chrono::milliseconds timeout = result_timeout());
 
 // Blocking helpers over one adapter (defined in adapter_conformance_reference.cc); `who` opens
 // the failure message. store_all() requires the store to complete and succeed; wait_lookup()
