@@ -28,6 +28,7 @@
 #include "lmcache/conformance/freed_memory.h"
 #include "lmcache/conformance/generators.h"
 #include "lmcache/conformance/internal/hostile_resp_peer.h"
+#include "lmcache/conformance/internal/sealed_corruption.h"
 #include "lmcache/conformance/plugin_abi.h"
 #include "lmcache/conformance/processor_conformance.h"
 #include "lmcache/conformance/rapidcheck_driver.h"
@@ -36,6 +37,7 @@
 #include "lmcache/conformance/verify.h"
 #include "lmcache/conformance/wrapper_as_adapter.h"
 #include "lmcache/conformance/wrapper_conformance.h"
+#include "lmcache/serde/lmcr_record.h"
 #include "mutants.h"
 
 namespace lmcache::conformance::selftest {
@@ -236,6 +238,116 @@ TEST(HostileRespPeer, InputItCannotParseIsAnsweredOnceThenIgnored) {
   ASSERT_TRUE(other.send(std::string(4096, 'x')));
   EXPECT_EQ(other.read(m.reply.size()), m.reply);
   EXPECT_EQ(peer.data_requests(), 2u);
+}
+
+// An LMCR record of `n` pattern bytes as the reference writes it (4 KiB chunks, level 1).
+std::vector<std::byte> lmcr_record_of(std::size_t n, LmcrFraming framing) {
+  std::vector<std::byte> input(n);
+  for (std::size_t i = 0; i < n; ++i) input[i] = static_cast<std::byte>((i * 7 + 3) & 0xffu);
+  const LmcrEncodeOptions options{framing, 4096, 1};
+  std::vector<std::byte> out(lmcr_max_record_size(n, options));
+  out.resize(lmcr_encode(input, out, options));
+  return out;
+}
+
+TEST(SealedCorruption, EveryEditPassesTheCrcsAndReachesTheChecksBehindThem) {
+  const std::vector<std::string> header_fields = {"version",           "codec",       "framing",
+                                                  "transform",         "header_size", "record_size",
+                                                  "uncompressed_size", "chunk_count", "flags"};
+  const std::vector<std::string> descriptor_fields = {"offset", "compressed size",
+                                                      "uncompressed size", "CRC-32", "flags"};
+  for (LmcrFraming framing : {LmcrFraming::kRaw, LmcrFraming::kGzip}) {
+    for (std::size_t n :
+         {std::size_t{0}, std::size_t{1}, std::size_t{4096}, 3 * std::size_t{4096} + 5}) {
+      SCOPED_TRACE(std::to_string(n) + " bytes, framing " +
+                   std::to_string(static_cast<int>(framing)));
+      const std::vector<std::byte> record = lmcr_record_of(n, framing);
+      const auto plan = conformance_internal::sealed_corruption_plan("lmcr", record, 7);
+      ASSERT_FALSE(plan.empty());
+      std::string all;
+      std::size_t payload_edits = 0;
+      for (const auto& edit : plan) {
+        SCOPED_TRACE(edit.description);
+        all += edit.description + "\n";
+        MemoryObjPtr copy = make_object(byte_layout(record.size()));
+        std::memcpy(copy->data(), record.data(), record.size());
+        {
+          conformance_internal::ScopedPatches patched(*copy, edit.patches);
+          EXPECT_NE(std::memcmp(copy->data(), record.data(), record.size()), 0);
+          std::vector<std::byte> out(n);
+          const bool payload =
+              edit.description.find("payload and header CRCs") != std::string::npos;
+          payload_edits += payload;
+          try {
+            lmcr_decode(std::span<const std::byte>(copy->data(), record.size()), out);
+            // Only an edit that leaves a valid record may stand: a stream edit (a gzip member's
+            // header has bytes zlib ignores), or the other framing of a record with no chunk.
+            const bool framing_of_empty =
+                n == 0 && edit.description.rfind("header field framing", 0) == 0;
+            EXPECT_TRUE(payload || framing_of_empty) << "an edited header was accepted";
+          } catch (const LmcrError& e) {
+            // Re-sealed: the CRCs hold, a check behind them refuses.
+            const std::string what = e.what();
+            EXPECT_EQ(what.find("header CRC mismatch"), std::string::npos) << what;
+            EXPECT_EQ(what.find("payload CRC mismatch"), std::string::npos) << what;
+          }
+        }
+        EXPECT_EQ(std::memcmp(copy->data(), record.data(), record.size()), 0);
+      }
+      for (const std::string& f : header_fields) {
+        EXPECT_NE(all.find("header field " + f + " "), std::string::npos) << f;
+      }
+      if (n > 0) {
+        for (const std::string& f : descriptor_fields) {
+          EXPECT_NE(all.find("descriptor " + f + " "), std::string::npos) << f;
+        }
+        EXPECT_GE(payload_edits, 3u);
+      }
+      // The same seed, the same plan.
+      const auto again = conformance_internal::sealed_corruption_plan("lmcr", record, 7);
+      ASSERT_EQ(again.size(), plan.size());
+      for (std::size_t i = 0; i < plan.size(); ++i) {
+        EXPECT_EQ(again[i].description, plan[i].description);
+      }
+    }
+  }
+}
+
+TEST(SealedCorruption, OnlyLmcrRecordsWithAnIntactHeaderGetAPlan) {
+  std::vector<std::byte> record = lmcr_record_of(5000, LmcrFraming::kGzip);
+  EXPECT_TRUE(conformance_internal::sealed_corruption_plan("checksum", record, 1).empty());
+  EXPECT_TRUE(conformance_internal::sealed_corruption_plan(
+                  "lmcr", std::span<const std::byte>(record).first(43), 1)
+                  .empty());
+  record[41] ^= std::byte{1};  // the flags, not re-sealed: the header CRC no longer holds
+  EXPECT_TRUE(conformance_internal::sealed_corruption_plan("lmcr", record, 1).empty());
+  conformance_internal::reseal_lmcr_header(record);
+  EXPECT_FALSE(conformance_internal::sealed_corruption_plan("lmcr", record, 1).empty());
+  try {
+    lmcr_parse_header(record);
+    ADD_FAILURE() << "non-zero flags were accepted";
+  } catch (const LmcrError& e) {
+    EXPECT_EQ(std::string(e.what()).find("CRC"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(conformance_internal::reseal_lmcr_header(std::span<std::byte>(record).first(20)),
+               std::invalid_argument);
+}
+
+TEST(SealedCorruption, ScopedPatchesRefuseWhatReachesPastTheObject) {
+  MemoryObjPtr obj = make_object(byte_layout(8));
+  std::memset(obj->data(), 0, 8);
+  const std::vector<conformance_internal::BytePatch> past = {
+      {2, {std::byte{1}}}, {6, {std::byte{1}, std::byte{2}, std::byte{3}}}};
+  EXPECT_THROW(conformance_internal::ScopedPatches(*obj, past), std::invalid_argument);
+  for (int i = 0; i < 8; ++i) EXPECT_EQ(obj->data()[i], std::byte{0}) << "written before refusing";
+  {
+    // Overlapping patches come back to the original bytes.
+    conformance_internal::ScopedPatches p(*obj,
+                                          {{1, {std::byte{9}, std::byte{9}}}, {2, {std::byte{7}}}});
+    EXPECT_EQ(obj->data()[1], std::byte{9});
+    EXPECT_EQ(obj->data()[2], std::byte{7});
+  }
+  for (int i = 0; i < 8; ++i) EXPECT_EQ(obj->data()[i], std::byte{0});
 }
 
 TEST(Registry, RejectsDuplicateAndInvalidNames) {

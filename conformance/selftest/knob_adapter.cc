@@ -33,8 +33,9 @@ using namespace std::chrono_literals;
 
 std::atomic<std::uint64_t> g_loads{0};
 
-// The adapter type of config_ignores_unknown_keys.
+// The adapter types of config_ignores_unknown_keys and config_flag_kind_unchecked.
 constexpr const char* kLenientType = "selftest_lenient_mock";
+constexpr const char* kKindBlindType = "selftest_kind_blind_mock";
 
 ObjectKey without_rank(const ObjectKey& k) {
   return ObjectKey(k.chunk_hash(), k.model_name(), 0, k.object_group_id(), k.cache_salt());
@@ -506,6 +507,25 @@ AdapterUnderTest make_knob_adapter(AdapterKnobs k) {
       });
     });
     a.config = Json{{"type", kLenientType}, {"max_size_gb", 1}, {"lend_load_views", true}};
+  }
+  if (k.config_flag_kind_unchecked) {
+    static std::once_flag registered;
+    std::call_once(registered, [] {
+      register_l2_adapter_type(kKindBlindType, [](const Json& config, const AdapterContext&) {
+        MockL2AdapterOptions options{.max_capacity_bytes = 1ull << 30,
+                                     .bandwidth_bytes_per_sec = 1ull << 40};
+        for (const auto& [key, value] : config.items()) {
+          if (key == "lend_load_views") {
+            options.lend_load_views = value.is_boolean() && value.get<bool>();  // the bug
+          } else if (key != "type") {
+            throw std::invalid_argument(std::string(kKindBlindType) + ": unknown key '" + key +
+                                        "'");
+          }
+        }
+        return std::make_unique<MockL2Adapter>(options);
+      });
+    });
+    a.config = Json{{"type", kKindBlindType}, {"lend_load_views", true}};
   }
   a.capabilities.reports_lock_count = true;
   return a;

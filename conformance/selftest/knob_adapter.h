@@ -58,6 +58,9 @@ struct AdapterKnobs {
   // Configs (ConfigTyposRejected): the adapter's type reads the keys it knows and ignores the
   // rest, as `config.get("num_workers", 8)` does.
   bool config_ignores_unknown_keys = false;
+  // Configs (ConfigValueKindsChecked): the adapter's type refuses unknown keys, but reads its
+  // flag as `v.is_boolean() && v.get<bool>()`: anything but a boolean is a silent false.
+  bool config_flag_kind_unchecked = false;
   // Not a bug: a pool that reaches its bound late (a connection a worker opens on its first
   // task): one eventfd opened by the store with this 1-based number, kept until close().
   std::size_t late_pool_fd_at_store = 0;
@@ -67,8 +70,8 @@ struct AdapterKnobs {
 //
 // "decorated_mock": a fresh MockL2Adapter (1 GiB, lending load views) under the knobs `k`
 // on every make(), and the reference "resp" adapter under them on every make_over_resp_peer();
-// its config is the registry's "mock" (config_ignores_unknown_keys: a type of the self-test's
-// that ignores keys it does not know). With no knob set, a correct adapter.
+// its config is the registry's "mock" (config_ignores_unknown_keys, config_flag_kind_unchecked:
+// a type of the self-test's with that bug). With no knob set, a correct adapter.
 AdapterUnderTest make_knob_adapter(AdapterKnobs k);
 
 }  // namespace lmcache::conformance::selftest

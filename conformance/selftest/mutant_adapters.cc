@@ -531,6 +531,19 @@ void add_adapter_mutants(std::vector<Mutant>& out) {
         }
         return "a config with the misspelt key \"max_size_g\" built an adapter";
       });
+  add(out, "config_flag_kind_unchecked", BugClass::kData, "ConfigValueKindsChecked",
+      "the adapter type refuses unknown keys but reads its flag as `is_boolean() && get<bool>()`: "
+      "\"lend_load_views\": \"yes\" (or an object) silently turns load views off",
+      {.config_flag_kind_unchecked = true}, [](const Impl& i) -> std::string {
+        Json c = *i.adapter.config;
+        c["lend_load_views"] = "yes";
+        try {
+          create_registered_l2_adapter(c)->close();
+        } catch (const std::invalid_argument&) {
+          return {};
+        }
+        return "a config with \"lend_load_views\": \"yes\" built an adapter";
+      });
   // Hostile peers: a store the server refused.
   add(out, "store_failure_reported_done", BugClass::kData, "HostilePeerFailsCleanly",
       "a store is reported done whatever the server answered (a SET whose reply is never read): "

@@ -1,11 +1,17 @@
-// AdapterConformance.ConfigTyposRejected: a config with a key the adapter type does not know is
-// refused, naming that key (docs/l2-adapter.md, "The registry and configs": a typo must not be
-// silently ignored). A deployment that writes "num_worker" for "num_workers", or "fp8_dtyp" in
-// its "serde" object, otherwise runs with defaults it never chose and nothing says so.
+// The config properties (docs/l2-adapter.md, "The registry and configs"): a config that says
+// something the adapter type cannot honour is refused with an error naming the key, never run
+// with defaults the deployment did not choose.
 //
-// Built from the descriptor's config (AdapterUnderTest::config) with create_l2_adapter(): beside
-// each of its keys (at the top and in its "serde" object) that key misspelt, with its value,
-// and a key no config has, one variant at a time.
+// AdapterConformance.ConfigTyposRejected: a key the adapter type does not know. A deployment
+// that writes "num_worker" for "num_workers", or "fp8_dtyp" in its "serde" object, otherwise
+// runs with defaults it never chose and nothing says so.
+// AdapterConformance.ConfigValueKindsChecked: a value of a kind its key cannot hold (a word
+// where a number or a flag belongs; a number for "type" or "serde"). A reader that takes
+// anything but `true` for false, or lets its JSON library's "type must be number" escape without
+// the key, leaves the deployment guessing which of its keys is wrong.
+//
+// Built from the descriptor's config (AdapterUnderTest::config) with create_l2_adapter(), one
+// variant at a time, at the top and in the config's "serde" object.
 #include <exception>
 #include <memory>
 #include <optional>
@@ -64,12 +70,14 @@ void add_variants(const Json& object, const std::string& where, Place&& place,
   out.push_back({place(std::move(changed)), kForeignKey, where});
 }
 
-std::vector<Variant> variants(const Json& config) {
+// The variants of `config` that `add` makes of its top level and of its "serde" object.
+template <class Add>
+std::vector<Variant> variants(const Json& config, Add&& add) {
   std::vector<Variant> out;
-  add_variants(
+  add(
       config, "", [](Json c) { return c; }, out);
   if (config.contains("serde") && config["serde"].is_object()) {
-    add_variants(
+    add(
         config["serde"], " in \"serde\"",
         [&](Json serde) {
           Json c = config;
@@ -81,19 +89,39 @@ std::vector<Variant> variants(const Json& config) {
   return out;
 }
 
-}  // namespace
+// The value of another kind tried for `key`, where no reader of the key may take it for
+// anything: a string that is no number where a number belongs, a string that is no flag where
+// a flag belongs, the number 7 for "type" and for the "serde" object (the project's own readers).
+// Strings and objects of the type's own keys are left alone: a key may take a string or an
+// object for one setting ("tls": true or {...}), and nothing is a wrong kind for both.
+std::optional<Json> other_kind(const std::string& key, const Json& value, bool top) {
+  if (key == "type" || (top && key == "serde")) return Json(7);
+  // A word no key's name is likely to be part of, so that an error quoting the value does not
+  // pass for one naming the key.
+  if (value.is_boolean() || value.is_number()) return Json("~lmcache-conform~");
+  return std::nullopt;
+}
 
-Verdict ConfigTyposRejected(const AdapterUnderTest& aut) {
-  if (!aut.config) {
-    return Verdict::not_supported(
-        "the descriptor names no config the adapter is built from (AdapterUnderTest::config)");
+// The variants of `object` with one value at a time of another kind.
+template <class Place>
+void add_kind_variants(const Json& object, const std::string& where, Place&& place,
+                       std::vector<Variant>& out) {
+  for (const auto& [key, value] : object.items()) {
+    if (std::optional<Json> other = other_kind(key, value, where.empty())) {
+      Json changed = object;
+      changed[key] = std::move(*other);
+      out.push_back({place(std::move(changed)), key, where});
+    }
   }
-  if (!aut.config->is_object()) {
-    return Verdict::fail("AdapterUnderTest::config is not a JSON object: " + aut.config->dump());
-  }
-  for (const Variant& v : variants(*aut.config)) {
-    const std::string what =
-        "a config with the key \"" + v.key + "\"" + v.where + " (" + v.config.dump() + ")";
+}
+
+// Runs every variant: a Fail naming the first that builds an adapter, or whose error does not
+// name its key (`what` says what the variant holds: "the key", "a value of another kind at").
+Verdict require_refused(const std::vector<Variant>& all, const std::string& what,
+                        const std::string& accepted) {
+  for (const Variant& v : all) {
+    const std::string which =
+        "a config with " + what + " \"" + v.key + "\"" + v.where + " (" + v.config.dump() + ")";
     AdapterContext ctx;
     ctx.l1_manager = std::make_shared<L1Manager>(64u << 20);  // a "serde" wrapper's temps
     try {
@@ -101,11 +129,38 @@ Verdict ConfigTyposRejected(const AdapterUnderTest& aut) {
       if (a) a->close();
     } catch (const std::exception& e) {
       if (std::string(e.what()).find(v.key) != std::string::npos) continue;
-      return Verdict::fail(what + " is refused, but the error does not name the key: " + e.what());
+      return Verdict::fail(which + " is refused, but the error does not name the key: " + e.what());
     }
-    return Verdict::fail(what + " builds an adapter: an unknown key is silently ignored");
+    return Verdict::fail(which + " builds an adapter: " + accepted);
   }
   return Verdict::pass();
+}
+
+// NotSupported without a config, a Fail when it is not an object, else nothing.
+std::optional<Verdict> config_usable(const AdapterUnderTest& aut) {
+  if (!aut.config) {
+    return Verdict::not_supported(
+        "the descriptor names no config the adapter is built from (AdapterUnderTest::config)");
+  }
+  if (!aut.config->is_object()) {
+    return Verdict::fail("AdapterUnderTest::config is not a JSON object: " + aut.config->dump());
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+Verdict ConfigTyposRejected(const AdapterUnderTest& aut) {
+  if (std::optional<Verdict> v = config_usable(aut)) return *v;
+  return require_refused(variants(*aut.config, [](auto&&... a) { add_variants(a...); }), "the key",
+                         "an unknown key is silently ignored");
+}
+
+Verdict ConfigValueKindsChecked(const AdapterUnderTest& aut) {
+  if (std::optional<Verdict> v = config_usable(aut)) return *v;
+  return require_refused(variants(*aut.config, [](auto&&... a) { add_kind_variants(a...); }),
+                         "a value of another kind at",
+                         "a value its key cannot hold is silently taken");
 }
 
 }  // namespace lmcache::conformance_internal::adapter_properties

@@ -235,8 +235,9 @@ struct AdapterUnderTest {
 
   // The JSON config the adapter is built from with create_l2_adapter() ("serde" object
   // included), when it is built from one. AdapterConformance.ConfigTyposRejected adds a
-  // misspelt key beside each of its keys and requires an error naming it (docs/l2-adapter.md:
-  // a typo must not be silently ignored). Empty: that property is NotSupported.
+  // misspelt key beside each of its keys, ConfigValueKindsChecked gives each key a value of
+  // another kind, and both require an error naming the key (docs/l2-adapter.md: a typo must not
+  // be silently ignored). Empty: those properties are NotSupported.
   // `lmcache-conform --adapter` fills it with the config given.
   std::optional<Json> config;
 };

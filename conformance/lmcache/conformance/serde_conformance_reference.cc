@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstring>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,7 @@
 #include "lmcache/conformance/depth.h"
 #include "lmcache/conformance/generators.h"
 #include "lmcache/conformance/internal/reference_checks.h"
+#include "lmcache/conformance/internal/sealed_corruption.h"
 #include "lmcache/conformance/internal/serde_checks.h"
 #include "lmcache/conformance/internal/serde_properties.h"
 
@@ -91,6 +93,18 @@ Verdict MatchesReference(const SerdeUnderTest& serde) {
       require_same_verdict(*my_deser, *ref_deser, *copy.obj(), layout, c.key, ref.type,
                            describe(k));
       copy.restore();
+    }
+    // Edits behind the format's own checksums (LMCR's fields, descriptors and streams, each
+    // with its CRCs re-sealed): the checks a reader makes past its CRCs give the reference's
+    // verdict too. Header edits are refused before any inflating; large frames take a sample.
+    const std::vector<SealedCorruption> sealed = sealed_corruption_plan(
+        ref.type, std::span<const std::byte>(frame.bytes.data(), frame.bytes.size()), seed);
+    const std::size_t limit = frame.count <= kSweepBytes ? sealed.size() : 64;
+    const std::size_t step = sealed.size() <= limit ? 1 : (sealed.size() + limit - 1) / limit;
+    for (std::size_t i = seed % step; i < sealed.size(); i += step) {
+      ScopedPatches patched(*my_frame, sealed[i].patches);
+      require_same_verdict(*my_deser, *ref_deser, *my_frame, layout, c.key, ref.type,
+                           sealed[i].description);
     }
     // The frame read under keys that differ from its own in one field.
     for (KeyField field : kAllKeyFields) {

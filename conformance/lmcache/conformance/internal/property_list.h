@@ -194,6 +194,10 @@
     "a config with a misspelt key beside any of its keys (at the top and in its \"serde\"), or "   \
     "with a key no config has, is refused with an error naming that key (config; NotSupported "    \
     "without it)")                                                                                 \
+  X(ConfigValueKindsChecked,                                                                       \
+    "a config with a value of a kind its key cannot hold (a word where a number or a flag "        \
+    "belongs, a number for \"type\" or \"serde\"), at the top and in its \"serde\", is refused "   \
+    "with an error naming that key (config; NotSupported without it)")                             \
   X(LentBufferWrittenOnce,                                                                         \
     "lent store buffers come as asked, pairwise disjoint and disjoint from every buffer still "    \
     "lent or stored; the adapter leaves what the caller writes alone, and every key loads back "   \
