@@ -493,7 +493,8 @@ AdapterUnderTest make_knob_adapter(AdapterKnobs k) {
         resp::create_resp_adapter(Json{{"type", "resp"}, {"host", "127.0.0.1"}, {"port", port}}),
         k);
   };
-  a.config = Json{{"type", "mock"}, {"max_size_gb", 1}, {"lend_load_views", true}};
+  a.config = Json{
+      {"type", "mock"}, {"max_size_gb", 1}, {"mock_bandwidth_gb", 1024}, {"lend_load_views", true}};
   if (k.config_ignores_unknown_keys) {
     static std::once_flag registered;
     std::call_once(registered, [] {

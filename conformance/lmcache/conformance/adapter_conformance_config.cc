@@ -115,6 +115,14 @@ void add_kind_variants(const Json& object, const std::string& where, Place&& pla
   }
 }
 
+// Builds `config` with create_l2_adapter() and closes what it built; throws what it throws.
+void build_and_close(const Json& config) {
+  AdapterContext ctx;
+  ctx.l1_manager = std::make_shared<L1Manager>(64u << 20);  // a "serde" wrapper's temps
+  L2AdapterPtr a = create_l2_adapter(config, ctx);
+  if (a) a->close();
+}
+
 // Runs every variant: a Fail naming the first that builds an adapter, or whose error does not
 // name its key (`what` says what the variant holds: "the key", "a value of another kind at").
 Verdict require_refused(const std::vector<Variant>& all, const std::string& what,
@@ -122,11 +130,8 @@ Verdict require_refused(const std::vector<Variant>& all, const std::string& what
   for (const Variant& v : all) {
     const std::string which =
         "a config with " + what + " \"" + v.key + "\"" + v.where + " (" + v.config.dump() + ")";
-    AdapterContext ctx;
-    ctx.l1_manager = std::make_shared<L1Manager>(64u << 20);  // a "serde" wrapper's temps
     try {
-      L2AdapterPtr a = create_l2_adapter(v.config, ctx);
-      if (a) a->close();
+      build_and_close(v.config);
     } catch (const std::exception& e) {
       if (std::string(e.what()).find(v.key) != std::string::npos) continue;
       return Verdict::fail(which + " is refused, but the error does not name the key: " + e.what());
@@ -136,7 +141,9 @@ Verdict require_refused(const std::vector<Variant>& all, const std::string& what
   return Verdict::pass();
 }
 
-// NotSupported without a config, a Fail when it is not an object, else nothing.
+// NotSupported without a config, a Fail when it is not an object or is refused as it is (every
+// variant would then be refused for that reason, and the property would prove nothing), else
+// nothing.
 std::optional<Verdict> config_usable(const AdapterUnderTest& aut) {
   if (!aut.config) {
     return Verdict::not_supported(
@@ -144,6 +151,12 @@ std::optional<Verdict> config_usable(const AdapterUnderTest& aut) {
   }
   if (!aut.config->is_object()) {
     return Verdict::fail("AdapterUnderTest::config is not a JSON object: " + aut.config->dump());
+  }
+  try {
+    build_and_close(*aut.config);
+  } catch (const std::exception& e) {
+    return Verdict::fail("AdapterUnderTest::config (" + aut.config->dump() +
+                         ") is refused as it is: " + e.what());
   }
   return std::nullopt;
 }
