@@ -45,6 +45,7 @@ std::vector<Mutant> all_mutants() {
   std::vector<Mutant> all;
   add_serde_mutants(all);
   add_integrity_mutants(all);
+  add_lmcr_mutants(all);
   add_processor_mutants(all);
   add_adapter_mutants(all);
   add_connector_mutants(all);

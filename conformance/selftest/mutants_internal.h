@@ -24,11 +24,22 @@ namespace lmcache::conformance::selftest {
 
 void add_serde_mutants(std::vector<Mutant>& out);
 void add_integrity_mutants(std::vector<Mutant>& out);
+void add_lmcr_mutants(std::vector<Mutant>& out);
 void add_processor_mutants(std::vector<Mutant>& out);
 void add_adapter_mutants(std::vector<Mutant>& out);
 void add_connector_mutants(std::vector<Mutant>& out);
 void add_wrapper_mutants(std::vector<Mutant>& out);
 void add_sequential_wrapper_mutants(std::vector<Mutant>& out);
+
+// The serde families' shared pieces (mutant_integrity.cc).
+// serde_impl(): an Impl holding serde `s`.
+Impl serde_impl(SerdeUnderTest s);
+// frame_of(): `s`'s frame of an `n`-byte pattern object (from `seed`) under `key`, narrowed.
+MemoryObjPtr frame_of(const SerdeUnderTest& s, const ObjectKey& key, std::uint8_t seed = 1,
+                      std::size_t n = 16);
+// loads(): whether `s` reads `frame` under `key` into an `n`-byte object without throwing.
+bool loads(const SerdeUnderTest& s, const MemoryObj& frame, const ObjectKey& key,
+           std::size_t n = 16);
 
 // submits_share_an_id()
 //
