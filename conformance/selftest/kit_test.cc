@@ -313,6 +313,40 @@ TEST(SealedCorruption, EveryEditPassesTheCrcsAndReachesTheChecksBehindThem) {
   }
 }
 
+TEST(SealedCorruption, ASampledPlanIsEvenlySpreadOverTheWholePlan) {
+  const std::vector<std::byte> record = lmcr_record_of(3 * 4096 + 5, LmcrFraming::kGzip);
+  const auto whole = conformance_internal::sealed_corruption_plan("lmcr", record, 7);
+  ASSERT_GT(whole.size(), 64u);
+  EXPECT_TRUE(conformance_internal::sealed_corruption_plan("lmcr", record, 7, 0).empty());
+  EXPECT_EQ(conformance_internal::sealed_corruption_plan("lmcr", record, 7, whole.size()).size(),
+            whole.size());
+  const std::size_t step = (whole.size() + 63) / 64;
+  for (std::uint64_t seed : {std::uint64_t{7}, std::uint64_t{8}, std::uint64_t{1000}}) {
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    const auto full = conformance_internal::sealed_corruption_plan("lmcr", record, seed);
+    const auto sample = conformance_internal::sealed_corruption_plan("lmcr", record, seed, 64);
+    ASSERT_LE(sample.size(), 64u);
+    ASSERT_GE(sample.size(), whole.size() / step - 1);
+    // Every step-th edit of the full plan, from a start the seed picks, built alike.
+    const std::size_t start = seed % step;
+    for (std::size_t i = 0; i < sample.size(); ++i) {
+      ASSERT_LT(start + i * step, full.size());
+      const auto& expected = full[start + i * step];
+      EXPECT_EQ(sample[i].description, expected.description);
+      ASSERT_EQ(sample[i].patches.size(), expected.patches.size());
+      for (std::size_t p = 0; p < expected.patches.size(); ++p) {
+        EXPECT_EQ(sample[i].patches[p].offset, expected.patches[p].offset);
+        EXPECT_EQ(sample[i].patches[p].bytes, expected.patches[p].bytes);
+      }
+    }
+    // The sample reaches the plan's last part (the streams' payload edits), not its head alone.
+    EXPECT_GE(start + (sample.size() - 1) * step + step, full.size());
+    EXPECT_TRUE(std::any_of(sample.begin(), sample.end(), [](const auto& edit) {
+      return edit.description.find("payload and header CRCs") != std::string::npos;
+    }));
+  }
+}
+
 TEST(SealedCorruption, OnlyLmcrRecordsWithAnIntactHeaderGetAPlan) {
   std::vector<std::byte> record = lmcr_record_of(5000, LmcrFraming::kGzip);
   EXPECT_TRUE(conformance_internal::sealed_corruption_plan("checksum", record, 1).empty());

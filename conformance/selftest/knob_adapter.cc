@@ -23,6 +23,8 @@
 #include "lmcache/l2/forwarding_adapter.h"
 #include "lmcache/l2/mock_adapter.h"
 #include "lmcache/resp/resp_adapter.h"
+#include "lmcache/serde/chain_serde.h"
+#include "lmcache/serde/serde_registry.h"
 #include "mutants_internal.h"
 
 namespace lmcache::conformance::selftest {
@@ -36,6 +38,8 @@ std::atomic<std::uint64_t> g_loads{0};
 // The adapter types of config_ignores_unknown_keys and config_flag_kind_unchecked.
 constexpr const char* kLenientType = "selftest_lenient_mock";
 constexpr const char* kKindBlindType = "selftest_kind_blind_mock";
+// The serde type of config_stage_keys_unchecked.
+constexpr const char* kStageBlindSerde = "selftest_stage_blind_chain";
 
 ObjectKey without_rank(const ObjectKey& k) {
   return ObjectKey(k.chunk_hash(), k.model_name(), 0, k.object_group_id(), k.cache_salt());
@@ -527,6 +531,33 @@ AdapterUnderTest make_knob_adapter(AdapterKnobs k) {
       });
     });
     a.config = Json{{"type", kKindBlindType}, {"lend_load_views", true}};
+  }
+  if (k.config_stage_keys_unchecked) {
+    static std::once_flag registered;
+    std::call_once(registered, [] {
+      register_serde_factory(kStageBlindSerde, [](const Json& kwargs) {
+        for (const auto& [key, value] : kwargs.items()) {
+          if (key != "stages" && key != "max_workers") {
+            throw std::invalid_argument(std::string(kStageBlindSerde) + ": unknown key '" + key +
+                                        "'");
+          }
+        }
+        Json chain = kwargs;
+        for (Json& stage : chain["stages"]) {
+          // The bug: whatever a stage holds besides the keys its type reads is dropped.
+          Json known{{"type", stage.at("type")}};
+          for (const char* key : {"fp8_dtype", "overflow", "master_key_path", "aes_bits"}) {
+            if (stage.contains(key)) known[key] = stage[key];
+          }
+          stage = std::move(known);
+        }
+        return make_chain_serde_processor(chain);
+      });
+    });
+    (*a.config)["serde"] =
+        Json{{"type", kStageBlindSerde},
+             {"stages", Json::array({Json{{"type", "fp8"}, {"fp8_dtype", "float8_e4m3fn"}},
+                                     Json{{"type", "checksum"}}})}};
   }
   a.capabilities.reports_lock_count = true;
   return a;

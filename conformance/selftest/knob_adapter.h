@@ -61,6 +61,10 @@ struct AdapterKnobs {
   // Configs (ConfigValueKindsChecked): the adapter's type refuses unknown keys, but reads its
   // flag as `v.is_boolean() && v.get<bool>()`: anything but a boolean is a silent false.
   bool config_flag_kind_unchecked = false;
+  // Configs (ConfigTyposRejected, in a "serde" object's "stages"): the adapter's config carries a
+  // composite serde of the self-test's that refuses unknown keys of its own but drops those of
+  // each stage before building it, as a reader that validates one level only does.
+  bool config_stage_keys_unchecked = false;
   // Not a bug: a pool that reaches its bound late (a connection a worker opens on its first
   // task): one eventfd opened by the store with this 1-based number, kept until close().
   std::size_t late_pool_fd_at_store = 0;
@@ -71,7 +75,8 @@ struct AdapterKnobs {
 // "decorated_mock": a fresh MockL2Adapter (1 GiB, lending load views) under the knobs `k`
 // on every make(), and the reference "resp" adapter under them on every make_over_resp_peer();
 // its config is the registry's "mock" (config_ignores_unknown_keys, config_flag_kind_unchecked:
-// a type of the self-test's with that bug). With no knob set, a correct adapter.
+// a type of the self-test's with that bug; config_stage_keys_unchecked: the mock with a serde
+// type of the self-test's with that bug). With no knob set, a correct adapter.
 AdapterUnderTest make_knob_adapter(AdapterKnobs k);
 
 }  // namespace lmcache::conformance::selftest

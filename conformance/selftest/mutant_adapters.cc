@@ -11,8 +11,10 @@
 
 #include "knob_adapter.h"
 #include "lmcache/conformance/process_stats.h"
+#include "lmcache/l1/l1_manager.h"
 #include "lmcache/l2/adapter_registry.h"
 #include "lmcache/testing/fake_resp_server.h"
+#include "lmcache/wrapper/adapter_factory.h"
 #include "mutants.h"
 #include "mutants_internal.h"
 
@@ -543,6 +545,22 @@ void add_adapter_mutants(std::vector<Mutant>& out) {
           return {};
         }
         return "a config with \"lend_load_views\": \"yes\" built an adapter";
+      });
+  add(out, "config_stage_keys_unchecked", BugClass::kData, "ConfigTyposRejected",
+      "a composite serde in the adapter's \"serde\" object refuses unknown keys of its own but "
+      "drops whatever else each of its \"stages\" holds: a misspelt \"fp8_dtpye\" in a stage "
+      "builds with the default format",
+      {.config_stage_keys_unchecked = true}, [](const Impl& i) -> std::string {
+        Json c = *i.adapter.config;
+        c["serde"]["stages"][0]["fp8_dtpye"] = "float8_e5m2";
+        try {
+          AdapterContext ctx;
+          ctx.l1_manager = std::make_shared<L1Manager>(16u << 20);
+          create_l2_adapter(c, ctx)->close();
+        } catch (const std::invalid_argument&) {
+          return {};
+        }
+        return "a config with the misspelt key \"fp8_dtpye\" in a stage built an adapter";
       });
   // Hostile peers: a store the server refused.
   add(out, "store_failure_reported_done", BugClass::kData, "HostilePeerFailsCleanly",

@@ -28,19 +28,21 @@ bool is_adapter_config_source(const std::string& source);
 // load_adapter_config_source()
 //
 // Registers the adapter of the config in `source` into `registry` as "config_<type>" (plus
-// "_fp8" when it carries an fp8 serde); with an fp8 serde also the wrapper
-// "config_<type>_fp8_wrapper": the reference fp8 wrapper whose wrapper properties run with the
-// config's adapter (without its serde) live below the kit's inner double
-// (WrapperUnderTest::decorate_inner). Returns an empty string on success, else why not: the
-// JSON does not parse or is not an object, "type" is missing or unknown, the config is refused
-// by its type (its error names the key), or its "serde" is not one whose round trip the kit
-// knows (none, or "fp8" with the default e4m3fn format).
+// "_fp8" when it carries an fp8 serde, "_fp8_chain" for a chain of fp8 and lossless stages);
+// with an fp8 serde also the wrapper "config_<type>_fp8_wrapper": the reference fp8 wrapper
+// whose wrapper properties run with the config's adapter (without its serde) live below the
+// kit's inner double (WrapperUnderTest::decorate_inner). Returns an empty string on success,
+// else why not: the JSON does not parse or is not an object, "type" is missing or unknown, the
+// config is refused by its type (its error names the key), or its "serde" is not one whose round
+// trip the kit knows (none; "fp8" with the default e4m3fn format; a "chain" whose first stage is
+// that and whose other stages are checksum, aesgcm or encrypt, which give back what they took
+// and add a frame of a fixed size).
 std::string load_adapter_config_source(const std::string& source, Registry& registry);
 
 // register_adapter_config()
 //
 // What load_adapter_config_source() registers for a parsed config, named `<stem>`,
-// `<stem>_fp8` and `<stem>_fp8_wrapper` instead of "config_<type>..." (the reference storage
+// `<stem>_fp8`, `<stem>_fp8_chain` and `<stem>_fp8_wrapper` instead of "config_<type>..." (the reference storage
 // source names them after the type alone). Returns "" or why not, as above.
 std::string register_adapter_config(const Json& config, const std::string& stem,
                                     Registry& registry);

@@ -2,7 +2,8 @@
 # adapter_config_test.sh <lmcache-conform> fs|resp: runs `lmcache-conform --adapter` against a
 # live store made here (a temporary directory; or a private redis-server on a free 127.0.0.1
 # port, no persistence, in a temporary directory), raw and under the fp8 serde (the adapter
-# suite, and the wrapper suite over the live store). A key the run did not write is planted
+# suite, and the wrapper suite over the live store); fs also under a chain of fp8 and checksum,
+# and refusing a serde whose round trip the kit does not know. A key the run did not write is planted
 # first and must be untouched afterwards (per-run key namespaces).
 # Exit 77 (ctest: skipped) when redis-server is not installed.
 set -euo pipefail
@@ -20,7 +21,8 @@ case $type in
     mkdir -p "$tmp/cache"
     printf 'not the kit'\''s' >"$tmp/cache/foreign.data"
     configs=("{\"type\":\"fs\",\"base_path\":\"$tmp/cache\",\"checksum\":\"crc32\"}"
-             "{\"type\":\"fs\",\"base_path\":\"$tmp/cache\",\"serde\":{\"type\":\"fp8\"}}")
+             "{\"type\":\"fs\",\"base_path\":\"$tmp/cache\",\"serde\":{\"type\":\"fp8\"}}"
+             "{\"type\":\"fs\",\"base_path\":\"$tmp/cache\",\"serde\":{\"type\":\"chain\",\"stages\":[{\"type\":\"fp8\"},{\"type\":\"checksum\"}]}}")
     check_foreign() { [[ $(cat "$tmp/cache/foreign.data") == "not the kit's" ]]; }
     ;;
   resp)
@@ -58,5 +60,15 @@ if failed or not wrapper or len(passed) != len(wrapper):
     sys.exit(f"{name}: {len(passed)} of {len(wrapper)} wrapper properties passed; failed: {failed}")
 print(f"{name}: {len(passed)} wrapper properties passed over the live store")
 PY
+if [[ $type == fs ]]; then
+  # A chain of fp8 and lossless stages: the kit knows its round trip and the frame's size.
+  grep -q '"config_fs_fp8_chain"' "$tmp/report.json" || { echo "no fp8 chain column"; exit 1; }
+  # A serde whose round trip the kit does not know is refused, saying why (exit 2).
+  rc=0
+  "$conform" --adapter "{\"type\":\"fs\",\"base_path\":\"$tmp/cache\",\"serde\":{\"type\":\"checksum\"}}" \
+    --list >"$tmp/refused.log" 2>&1 || rc=$?
+  [[ $rc == 2 ]] && grep -q 'is not supported' "$tmp/refused.log" ||
+    { echo "a checksum serde was not refused (exit $rc):"; cat "$tmp/refused.log"; exit 1; }
+fi
 check_foreign || { echo "a key the run did not write was changed"; exit 1; }
 echo "lmcache-conform --adapter passes against a live $type store"

@@ -161,6 +161,31 @@ std::string load_reference_storage_source(const std::string& source, Registry& r
     } catch (const std::exception& e) {
       return std::string("reference storage (key file processors): ") + e.what();
     }
+    // A deployment's whole serde stack in one adapter config: a chain ending in aesgcm with its
+    // key file, and the wrapper's own options. The config properties reach every stage's keys and
+    // the "serde_wrapper" object; the rest of the suite runs the stack over the mock.
+    const Json stack{
+        {"type", "mock"},
+        {"max_size_gb", 1},
+        {"mock_bandwidth_gb", 1024},
+        {"serde",
+         {{"type", "chain"},
+          {"stages", Json::array({Json{{"type", "fp8"}, {"fp8_dtype", "float8_e4m3fn"}},
+                                  Json{{"type", "checksum"}},
+                                  Json{{"type", "aesgcm"},
+                                       {"master_key_path", key},
+                                       {"aes_bits", 256},
+                                       {"bind_key", true}}})},
+          {"max_workers", 2}}},
+        {"serde_wrapper",
+         {{"inline_serialize_max_bytes", "auto"},
+          {"inline_deserialize_max_bytes", 1 << 20},
+          {"handoff_cost_us", 20},
+          {"finish_on_submit", true},
+          {"poll_timeout_ms", 50}}}};
+    if (std::string e = register_adapter_config(stack, "mock", registry); !e.empty()) {
+      return "reference storage (mock_fp8_chain): " + e;
+    }
   }
   return {};
 }

@@ -11,11 +11,14 @@
 // the key, leaves the deployment guessing which of its keys is wrong.
 //
 // Built from the descriptor's config (AdapterUnderTest::config) with create_l2_adapter(), one
-// variant at a time, at the top and in the config's "serde" object.
+// variant at a time, at the top, in the config's "serde" and "serde_wrapper" objects and in each
+// stage of a serde's "stages" list.
 #include <exception>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -52,10 +55,12 @@ std::optional<std::string> misspelling(const std::string& key, const Json& objec
   return std::nullopt;
 }
 
-// The variants of `object` (the config, or its "serde" object, rebuilt into the config by
-// `place`).
-template <class Place>
-void add_variants(const Json& object, const std::string& where, Place&& place,
+// Rebuilds the whole config around a changed copy of one of its objects.
+using Place = std::function<Json(Json)>;
+
+// The variants of `object` (the config, or one of its nested objects, rebuilt into the config by
+// `place`) with a misspelt copy of each key and a foreign key.
+void add_variants(const Json& object, const std::string& where, const Place& place,
                   std::vector<Variant>& out) {
   for (const auto& [key, value] : object.items()) {
     if (key == "type" || key == "serde") continue;
@@ -70,22 +75,49 @@ void add_variants(const Json& object, const std::string& where, Place&& place,
   out.push_back({place(std::move(changed)), kForeignKey, where});
 }
 
-// The variants of `config` that `add` makes of its top level and of its "serde" object.
+// The variants `add` makes of `object` and of each object nested in it that the project's
+// schema defines: at the top, the "serde" object and the "serde_wrapper" object (docs/wrapper.md);
+// in a serde object, each object of its "stages" list (a chain's, docs/integrity.md). A type's
+// own nested objects are left alone: what they hold is the type's rule (docs/l2-adapter.md).
+template <class Add>
+void add_nested_variants(const Json& object, const std::string& where, bool top, const Place& place,
+                         Add& add, std::vector<Variant>& out) {
+  add(object, where, place, out);
+  const auto nested = [&](const std::string& key, const std::string& inner_where, bool is_serde) {
+    const Place inner_place = [&, key](Json changed) {
+      Json c = object;
+      c[key] = std::move(changed);
+      return place(std::move(c));
+    };
+    add_nested_variants(object[key], inner_where, false, inner_place, add, out);
+    if (!is_serde || !object[key].contains("stages") || !object[key]["stages"].is_array()) {
+      return;
+    }
+    const Json& stages = object[key]["stages"];
+    for (std::size_t i = 0; i < stages.size(); ++i) {
+      if (!stages[i].is_object()) continue;
+      const Place stage_place = [&, i](Json changed) {
+        Json serde = object[key];
+        serde["stages"][i] = std::move(changed);
+        return inner_place(std::move(serde));
+      };
+      add(stages[i], inner_where + ".\"stages\"[" + std::to_string(i) + "]", stage_place, out);
+    }
+  };
+  if (!top) return;
+  for (const char* key : {"serde", "serde_wrapper"}) {
+    if (object.contains(key) && object[key].is_object()) {
+      nested(key, std::string(" in \"") + key + "\"", std::string_view(key) == "serde");
+    }
+  }
+}
+
+// The variants of `config` that `add` makes of it and of its nested objects.
 template <class Add>
 std::vector<Variant> variants(const Json& config, Add&& add) {
   std::vector<Variant> out;
-  add(
-      config, "", [](Json c) { return c; }, out);
-  if (config.contains("serde") && config["serde"].is_object()) {
-    add(
-        config["serde"], " in \"serde\"",
-        [&](Json serde) {
-          Json c = config;
-          c["serde"] = std::move(serde);
-          return c;
-        },
-        out);
-  }
+  add_nested_variants(
+      config, "", true, [](Json c) { return c; }, add, out);
   return out;
 }
 
@@ -95,7 +127,7 @@ std::vector<Variant> variants(const Json& config, Add&& add) {
 // Strings and objects of the type's own keys are left alone: a key may take a string or an
 // object for one setting ("tls": true or {...}), and nothing is a wrong kind for both.
 std::optional<Json> other_kind(const std::string& key, const Json& value, bool top) {
-  if (key == "type" || (top && key == "serde")) return Json(7);
+  if (key == "type" || (top && (key == "serde" || key == "serde_wrapper"))) return Json(7);
   // A word no key's name is likely to be part of, so that an error quoting the value does not
   // pass for one naming the key.
   if (value.is_boolean() || value.is_number()) return Json("~lmcache-conform~");
@@ -103,8 +135,7 @@ std::optional<Json> other_kind(const std::string& key, const Json& value, bool t
 }
 
 // The variants of `object` with one value at a time of another kind.
-template <class Place>
-void add_kind_variants(const Json& object, const std::string& where, Place&& place,
+void add_kind_variants(const Json& object, const std::string& where, const Place& place,
                        std::vector<Variant>& out) {
   for (const auto& [key, value] : object.items()) {
     if (std::optional<Json> other = other_kind(key, value, where.empty())) {
@@ -165,14 +196,13 @@ std::optional<Verdict> config_usable(const AdapterUnderTest& aut) {
 
 Verdict ConfigTyposRejected(const AdapterUnderTest& aut) {
   if (std::optional<Verdict> v = config_usable(aut)) return *v;
-  return require_refused(variants(*aut.config, [](auto&&... a) { add_variants(a...); }), "the key",
+  return require_refused(variants(*aut.config, add_variants), "the key",
                          "an unknown key is silently ignored");
 }
 
 Verdict ConfigValueKindsChecked(const AdapterUnderTest& aut) {
   if (std::optional<Verdict> v = config_usable(aut)) return *v;
-  return require_refused(variants(*aut.config, [](auto&&... a) { add_kind_variants(a...); }),
-                         "a value of another kind at",
+  return require_refused(variants(*aut.config, add_kind_variants), "a value of another kind at",
                          "a value its key cannot hold is silently taken");
 }
 

@@ -372,6 +372,10 @@ void register_reference_implementations(Registry& registry) {
       "fp8_e5m2", R"({"type": "fp8", "fp8_dtype": "float8_e5m2", "max_workers": 2})"));
   registry.add_processor(
       registry_processor("checksum", R"({"type": "checksum", "max_workers": 2})"));
+  // lmcr as a deployment's "serde" object builds it (its config reader and factory).
+  registry.add_processor(registry_processor(
+      "lmcr_gzip",
+      R"({"type": "lmcr", "framing": "gzip", "chunk_size": 4096, "level": 1, "max_workers": 2})"));
   // The saturating overflow mode, held to the reference serde of the same config.
   ProcessorUnderTest saturating = registry_processor(
       "fp8_e4m3fn", R"({"type": "fp8", "overflow": "saturating", "max_workers": 2})");

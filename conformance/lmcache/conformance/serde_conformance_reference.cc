@@ -7,6 +7,7 @@
 // LMCache cannot read, or a corruption one side lets through, is a Fail naming the case.
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <optional>
 #include <span>
 #include <string>
@@ -98,13 +99,12 @@ Verdict MatchesReference(const SerdeUnderTest& serde) {
     // with its CRCs re-sealed): the checks a reader makes past its CRCs give the reference's
     // verdict too. Header edits are refused before any inflating; large frames take a sample.
     const std::vector<SealedCorruption> sealed = sealed_corruption_plan(
-        ref.type, std::span<const std::byte>(frame.bytes.data(), frame.bytes.size()), seed);
-    const std::size_t limit = frame.count <= kSweepBytes ? sealed.size() : 64;
-    const std::size_t step = sealed.size() <= limit ? 1 : (sealed.size() + limit - 1) / limit;
-    for (std::size_t i = seed % step; i < sealed.size(); i += step) {
-      ScopedPatches patched(*my_frame, sealed[i].patches);
+        ref.type, std::span<const std::byte>(frame.bytes.data(), frame.bytes.size()), seed,
+        frame.count <= kSweepBytes ? std::numeric_limits<std::size_t>::max() : 64);
+    for (const SealedCorruption& edit : sealed) {
+      ScopedPatches patched(*my_frame, edit.patches);
       require_same_verdict(*my_deser, *ref_deser, *my_frame, layout, c.key, ref.type,
-                           sealed[i].description);
+                           edit.description);
     }
     // The frame read under keys that differ from its own in one field.
     for (KeyField field : kAllKeyFields) {

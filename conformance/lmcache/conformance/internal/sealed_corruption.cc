@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <climits>
 #include <cstring>
+#include <functional>
 #include <stdexcept>
 
 #include "lmcache/serde/lmcr_record.h"
@@ -160,15 +161,21 @@ std::string bytes_range(std::size_t at, std::size_t width) {
   return "bytes " + std::to_string(at) + ".." + std::to_string(at + width - 1);
 }
 
-std::vector<SealedCorruption> lmcr_plan(const Record& r, std::uint64_t seed) {
-  std::vector<SealedCorruption> plan;
+// The plan's edits, each built only when called: a caller that samples a large record's plan
+// copies its header and runs its CRCs for the edits it keeps alone.
+using EditMaker = std::function<SealedCorruption()>;
+
+std::vector<EditMaker> lmcr_plan(const Record& r, std::uint64_t seed) {
+  std::vector<EditMaker> plan;
   for (const Field& f : kHeaderFields) {
     const std::uint64_t v = read_le(r.bytes, f.offset, f.width);
     for (std::uint64_t x : candidate_values(v, f.width)) {
-      plan.push_back(header_edit(r, f.offset, f.width, x,
-                                 std::string("header field ") + f.name + " (" +
-                                     bytes_range(f.offset, f.width) + ") set to " +
-                                     std::to_string(x) + " from " + std::to_string(v)));
+      plan.push_back([&r, f, v, x] {
+        return header_edit(r, f.offset, f.width, x,
+                           std::string("header field ") + f.name + " (" +
+                               bytes_range(f.offset, f.width) + ") set to " + std::to_string(x) +
+                               " from " + std::to_string(v));
+      });
     }
   }
   const std::size_t n = r.chunks.size();
@@ -183,10 +190,12 @@ std::vector<SealedCorruption> lmcr_plan(const Record& r, std::uint64_t seed) {
       const std::vector<std::uint64_t> values =
           f.offset == 16 ? std::vector<std::uint64_t>{v ^ 1u} : candidate_values(v, f.width);
       for (std::uint64_t x : values) {
-        plan.push_back(header_edit(r, base + f.offset, f.width, x,
-                                   "chunk " + std::to_string(i) + "'s descriptor " + f.name + " (" +
-                                       bytes_range(base + f.offset, f.width) + ") set to " +
-                                       std::to_string(x) + " from " + std::to_string(v)));
+        plan.push_back([&r, base, i, f, v, x] {
+          return header_edit(r, base + f.offset, f.width, x,
+                             "chunk " + std::to_string(i) + "'s descriptor " + f.name + " (" +
+                                 bytes_range(base + f.offset, f.width) + ") set to " +
+                                 std::to_string(x) + " from " + std::to_string(v));
+        });
       }
     }
   }
@@ -205,19 +214,23 @@ std::vector<SealedCorruption> lmcr_plan(const Record& r, std::uint64_t seed) {
     for (std::size_t pos : positions) {
       const std::size_t at = static_cast<std::size_t>(c.offset) + pos;
       const unsigned bit = static_cast<unsigned>((x >> 20) % 8);
-      plan.push_back(payload_edit(r, at, r.bytes[at] ^ static_cast<std::byte>(1u << bit),
-                                  "bit " + std::to_string(bit) + " of byte " + std::to_string(pos) +
-                                      " of chunk " + std::to_string(i) + "'s stream (record byte " +
-                                      std::to_string(at) + ") flipped"));
+      plan.push_back([&r, at, bit, pos, i] {
+        return payload_edit(r, at, r.bytes[at] ^ static_cast<std::byte>(1u << bit),
+                            "bit " + std::to_string(bit) + " of byte " + std::to_string(pos) +
+                                " of chunk " + std::to_string(i) + "'s stream (record byte " +
+                                std::to_string(at) + ") flipped");
+      });
     }
   }
   // An alignment gap (after the descriptors or after a chunk) given a non-zero byte.
   std::size_t end = r.header_size;
   for (std::size_t i = 0; i < n; ++i) {
     if (r.chunks[i].offset > end) {
-      plan.push_back(payload_edit(r, end, std::byte{0x5a},
-                                  "the gap byte at " + std::to_string(end) + " before chunk " +
-                                      std::to_string(i) + " set to 0x5a"));
+      plan.push_back([&r, end, i] {
+        return payload_edit(r, end, std::byte{0x5a},
+                            "the gap byte at " + std::to_string(end) + " before chunk " +
+                                std::to_string(i) + " set to 0x5a");
+      });
       break;
     }
     end = static_cast<std::size_t>(r.chunks[i].offset) + r.chunks[i].compressed_size;
@@ -229,10 +242,15 @@ std::vector<SealedCorruption> lmcr_plan(const Record& r, std::uint64_t seed) {
 
 std::vector<SealedCorruption> sealed_corruption_plan(std::string_view type,
                                                      std::span<const std::byte> frame,
-                                                     std::uint64_t seed) {
+                                                     std::uint64_t seed, std::size_t most) {
   Record r;
-  if (type != "lmcr" || !parse(frame, r)) return {};
-  return lmcr_plan(r, seed);
+  if (type != "lmcr" || !parse(frame, r) || most == 0) return {};
+  const std::vector<EditMaker> makers = lmcr_plan(r, seed);
+  // Every step-th edit from a seeded start: the sample spans every kind of edit.
+  const std::size_t step = makers.size() <= most ? 1 : (makers.size() + most - 1) / most;
+  std::vector<SealedCorruption> plan;
+  for (std::size_t i = seed % step; i < makers.size(); i += step) plan.push_back(makers[i]());
+  return plan;
 }
 
 void reseal_lmcr_header(std::span<std::byte> record) {

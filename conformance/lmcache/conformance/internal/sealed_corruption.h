@@ -13,6 +13,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <span>
 #include <string>
 #include <string_view>
@@ -43,10 +44,12 @@ struct SealedCorruption {
 // chunks' streams flipped at their start, middle and end, and a non-zero byte in an alignment
 // gap -- each with the header CRC (and, for payload edits, the payload CRC) recomputed. Empty for
 // any other type and for a frame that holds no LMCR record whose header CRC holds. `seed` picks
-// the middle chunk's stream position.
-std::vector<SealedCorruption> sealed_corruption_plan(std::string_view type,
-                                                     std::span<const std::byte> frame,
-                                                     std::uint64_t seed);
+// the middle chunk's stream position. A plan of more than `most` edits is sampled: every
+// ceil(size / most)-th edit from a seeded start, so the sample spans every kind, and only the
+// edits kept are built (each copies the header and runs the CRCs over the record).
+std::vector<SealedCorruption> sealed_corruption_plan(
+    std::string_view type, std::span<const std::byte> frame, std::uint64_t seed,
+    std::size_t most = std::numeric_limits<std::size_t>::max());
 
 // reseal_lmcr_header()
 //
