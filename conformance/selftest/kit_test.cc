@@ -165,6 +165,11 @@ std::string resp_command(const std::vector<std::string>& args) {
   return out;
 }
 
+// A RESP bulk reply of `n` bytes of the hostile peer's filler.
+std::string bulk_of(std::size_t n) {
+  return "$" + std::to_string(n) + "\r\n" + std::string(n, 'v') + "\r\n";
+}
+
 TEST(HostileRespPeer, AnswersTheHandshakeThenEachDataCommandWithItsMisbehaviour) {
   using conformance_internal::HostileRespPeer;
   using conformance_internal::Misbehaviour;
@@ -194,7 +199,11 @@ TEST(HostileRespPeer, AnswersTheHandshakeThenEachDataCommandWithItsMisbehaviour)
     for (std::size_t at = 0; at < set.size(); at += 65537) {
       ASSERT_TRUE(client.send(set.substr(at, 65537)));
     }
-    EXPECT_EQ(client.read(m.reply.size()), m.reply);
+    // A Value misbehaviour answers with a bulk of another length than the value SET.
+    const std::string reply = m.value == Misbehaviour::Value::kShorter  ? bulk_of(1 << 19)
+                              : m.value == Misbehaviour::Value::kLonger ? bulk_of((1 << 20) + 1)
+                                                                        : m.reply;
+    EXPECT_EQ(client.read(reply.size()), reply);
     // The count goes up before the reply is queued; an empty reply is over when the peer resets.
     if (m.then == Misbehaviour::Then::kReset) {
       EXPECT_TRUE(client.ended());
@@ -203,7 +212,7 @@ TEST(HostileRespPeer, AnswersTheHandshakeThenEachDataCommandWithItsMisbehaviour)
     switch (m.then) {
       case Misbehaviour::Then::kAgain:
         ASSERT_TRUE(client.send(resp_command({"GET", "key"})));
-        EXPECT_EQ(client.read(m.reply.size()), m.reply);
+        EXPECT_EQ(client.read(reply.size()), reply);
         EXPECT_EQ(peer.data_requests(), 2u);
         break;
       case Misbehaviour::Then::kSilence:
@@ -218,6 +227,33 @@ TEST(HostileRespPeer, AnswersTheHandshakeThenEachDataCommandWithItsMisbehaviour)
       case Misbehaviour::Then::kHangUpAtAccept:
       case Misbehaviour::Then::kNotListening:
         break;
+    }
+  }
+}
+
+TEST(HostileRespPeer, AValueReplyFollowsTheLastValueSetOnAnyConnection) {
+  using conformance_internal::Misbehaviour;
+  for (Misbehaviour::Value value : {Misbehaviour::Value::kShorter, Misbehaviour::Value::kLonger}) {
+    const bool shorter = value == Misbehaviour::Value::kShorter;
+    SCOPED_TRACE(shorter ? "shorter" : "longer");
+    conformance_internal::HostileRespPeer peer(
+        Misbehaviour{"value", "", Misbehaviour::Then::kAgain, value});
+    PeerClient first(peer.port());
+    PeerClient second(peer.port());
+    ASSERT_TRUE(first.connected() && second.connected());
+    // Before any SET there is no length to differ from: an error, never a value.
+    ASSERT_TRUE(first.send(resp_command({"GET", "k"})));
+    const std::string error = first.read(5);
+    EXPECT_EQ(error, "-ERR ");
+    first.read(200, std::chrono::milliseconds(50));
+    // Each SET sizes what answers every later request, on every connection (an adapter's pool).
+    for (std::size_t n : {std::size_t{0}, std::size_t{1}, std::size_t{7}, std::size_t{4096}}) {
+      SCOPED_TRACE(n);
+      ASSERT_TRUE(first.send(resp_command({"SET", "k", std::string(n, 'x'), "PX", "100"})));
+      const std::string want = bulk_of(shorter ? (n == 0 ? 1 : n / 2) : n + 1);
+      EXPECT_EQ(first.read(want.size()), want);
+      ASSERT_TRUE(second.send(resp_command({"GET", "k"})));
+      EXPECT_EQ(second.read(want.size()), want);
     }
   }
 }

@@ -20,11 +20,12 @@ namespace lmcache::conformance_internal {
 namespace {
 
 // Bounds that keep the peer's memory fixed whatever a client sends.
-constexpr std::size_t kMaxLine = 1024;        // a header line ("*3", "$1048576")
-constexpr std::size_t kMaxCommandName = 32;   // bytes of the first argument kept
-constexpr long long kMaxBulk = 1ll << 32;     // a value the peer is willing to skip
-constexpr std::size_t kMaxConnections = 256;  // more are closed as they come
-constexpr int kPollMillis = 20;               // how soon the destructor is noticed
+constexpr std::size_t kMaxLine = 1024;            // a header line ("*3", "$1048576")
+constexpr std::size_t kMaxCommandName = 32;       // bytes of the first argument kept
+constexpr long long kMaxBulk = 1ll << 32;         // a value the peer is willing to skip
+constexpr std::size_t kMaxConnections = 256;      // more are closed as they come
+constexpr int kPollMillis = 20;                   // how soon the destructor is noticed
+constexpr long long kMaxValueReply = 64ll << 20;  // the largest value a Value reply echoes
 
 // The number after a header's type byte ("*3" -> 3); -1 when it is not one.
 long long header_length(const std::string& line) {
@@ -65,6 +66,8 @@ const std::vector<Misbehaviour>& misbehaviours() {
       {"reset_at_once", "", Then::kReset},
       {"hang_up_at_accept", "", Then::kHangUpAtAccept},
       {"not_listening", "", Then::kNotListening},
+      {"value_shorter_than_stored", "", Then::kAgain, Misbehaviour::Value::kShorter},
+      {"value_longer_than_stored", "", Then::kAgain, Misbehaviour::Value::kLonger},
   };
   return all;
 }
@@ -74,6 +77,7 @@ struct HostileRespPeer::Connection {
   int fd = -1;
   std::string line;           // the header line being read
   long long args_left = 0;    // bulk arguments still to come in this request
+  long long args_total = 0;   // bulk arguments of this request
   long long body_left = 0;    // bytes of the current bulk still to skip
   int crlf_left = 0;          // the bulk's "\r\n" still to skip
   bool first_arg = false;     // the next bulk is the command's name
@@ -130,7 +134,7 @@ void HostileRespPeer::answer(Connection& c, const std::string& command) {
     return;
   }
   ++data_requests_;
-  c.out += misbehaviour_.reply;
+  c.out += misbehaviour_.value == Misbehaviour::Value::kNone ? misbehaviour_.reply : value_reply();
   switch (misbehaviour_.then) {
     case Misbehaviour::Then::kAgain:
       return;
@@ -146,6 +150,15 @@ void HostileRespPeer::answer(Connection& c, const std::string& command) {
       c.ignore_input = c.reset_after_flush = true;
       return;
   }
+}
+
+std::string HostileRespPeer::value_reply() const {
+  if (last_set_bytes_ < 0) return "-ERR the kit's hostile peer has no value yet\r\n";
+  if (last_set_bytes_ > kMaxValueReply) return "-ERR the kit's hostile peer: value too large\r\n";
+  const long long n = misbehaviour_.value == Misbehaviour::Value::kLonger ? last_set_bytes_ + 1
+                      : last_set_bytes_ == 0                              ? 1
+                                                                          : last_set_bytes_ / 2;
+  return "$" + std::to_string(n) + "\r\n" + std::string(static_cast<std::size_t>(n), 'v') + "\r\n";
 }
 
 void HostileRespPeer::consume(Connection& c, const char* data, std::size_t n) {
@@ -189,13 +202,15 @@ void HostileRespPeer::consume(Connection& c, const char* data, std::size_t n) {
       }
       const long long args = header_length(line);
       if (args < 0) return unparsable();
-      c.args_left = args;
+      c.args_left = c.args_total = args;
       c.first_arg = true;
       c.command.clear();
       continue;
     }
     const long long bulk = line.empty() || line[0] != '$' ? -1 : header_length(line);
     if (bulk < 0 || bulk > kMaxBulk) return unparsable();
+    // SET's third argument is the value: its length sizes the Value replies.
+    if (c.args_total - c.args_left == 2 && upper(c.command) == "SET") last_set_bytes_ = bulk;
     --c.args_left;
     c.in_name = c.first_arg;
     c.first_arg = false;

@@ -36,9 +36,20 @@ struct Misbehaviour {
     kHangUpAtAccept,  // closes every connection as soon as it is accepted
     kNotListening,    // nothing listens on the port: every connect is refused
   };
+  // A reply made from what the adapter sent: a bulk value whose length differs from that of the
+  // last value the adapter SET (`reply` unused). It answers every data request (a SET with a bulk
+  // is a reply of the wrong kind, an EXISTS likewise), and a GET with a value of the wrong length
+  // for the object asked: a client that takes it for the object's bytes reports a load that
+  // never happened. Before any SET the peer answers an error.
+  enum class Value : std::uint8_t {
+    kNone,     // `reply` as it is
+    kShorter,  // half the last SET value's length, rounded down (one byte when it was empty)
+    kLonger,   // one byte more than the last SET value
+  };
   std::string name;   // for messages: "error_reply", "bulk_of_4_GiB", ...
   std::string reply;  // the bytes sent in place of the reply
   Then then = Then::kAgain;
+  Value value = Value::kNone;
 };
 
 // misbehaviours()
@@ -48,7 +59,8 @@ struct Misbehaviour {
 // negative lengths other than -1, lengths and integers with garbage, an unknown type byte, a
 // line of 100 KiB with no end, a bulk cut short by a close and by a reset, a reset before any
 // byte, a server that hangs up on every connection it accepts, and one that is not there (the
-// port refuses connections). None of them reports a value stored or found.
+// port refuses connections); values shorter and longer than the one the adapter stored. None of
+// them reports a value stored or found.
 const std::vector<Misbehaviour>& misbehaviours();
 
 class HostileRespPeer {
@@ -71,12 +83,15 @@ class HostileRespPeer {
   // Parses what `c` sent and queues the answers.
   void consume(Connection& c, const char* data, std::size_t n);
   void answer(Connection& c, const std::string& command);
+  // The reply of a Value misbehaviour, from the last SET value's length.
+  std::string value_reply() const;
 
   const Misbehaviour misbehaviour_;
   int listen_fd_ = -1;
   std::uint16_t port_ = 0;
   std::atomic<bool> stop_{false};
   std::atomic<std::uint64_t> data_requests_{0};
+  long long last_set_bytes_ = -1;  // the serving thread's only
   std::thread thread_;
 };
 
