@@ -18,13 +18,16 @@
 #include <unordered_set>
 #include <vector>
 
+#include "lmcache/conformance/testing/stored_damage.h"
 #include "lmcache/core/event_notifier.h"
+#include "lmcache/fs/fs_adapter.h"
 #include "lmcache/l2/adapter_registry.h"
 #include "lmcache/l2/forwarding_adapter.h"
 #include "lmcache/l2/mock_adapter.h"
 #include "lmcache/resp/resp_adapter.h"
 #include "lmcache/serde/chain_serde.h"
 #include "lmcache/serde/serde_registry.h"
+#include "lmcache/testing/temp_dir.h"
 #include "mutants_internal.h"
 
 namespace lmcache::conformance::selftest {
@@ -105,6 +108,7 @@ class KnobAdapter final : public ViewRewritingAdapter {
     }
     TaskId inner = ForwardingL2Adapter::submit_store_task(map_keys(keys), objs);
     std::lock_guard lock(mu_);
+    if (k_.damaged_object_loads) stored_.insert(keys.begin(), keys.end());
     if (++stores_ == k_.late_pool_fd_at_store) late_pool_ = std::make_unique<EventNotifier>();
     store_keys_[inner] = {keys, fresh_sizes};
     if (k_.store_failure_reported_done) {
@@ -246,6 +250,7 @@ class KnobAdapter final : public ViewRewritingAdapter {
       id = own;
     }
     issued_loads_.insert(id);
+    if (k_.damaged_object_loads) load_keys_[id] = keys;
     if (k_.load_ids_16_bit) {
       const TaskId short_id = id & 0xFFFF;
       inner_load_of_[short_id] = id;  // a later task with the same low bits takes the slot
@@ -289,6 +294,14 @@ class KnobAdapter final : public ViewRewritingAdapter {
     std::optional<Bitmap> bits = ForwardingL2Adapter::query_load_result(id);
     if (!bits) return bits;
     if (k_.load_ignores_bitmap) bits = Bitmap(bits->size(), bits->size());
+    if (k_.damaged_object_loads) {
+      std::lock_guard lock(mu_);
+      const std::vector<ObjectKey> keys = std::move(load_keys_[id]);
+      load_keys_.erase(id);
+      for (std::size_t i = 0; i < keys.size() && i < bits->size(); ++i) {
+        if (stored_.count(keys[i])) bits->set(i);  // the bug: whatever the store gave back
+      }
+    }
     if (k_.bitmap_in_one_byte) bits = low_byte(*bits);
     if (k_.flaky_every_40th_load && ++g_loads % 40 == 0) {
       auto hits = bits->set_indices();
@@ -303,6 +316,10 @@ class KnobAdapter final : public ViewRewritingAdapter {
   }
 
   void delete_keys(const std::vector<ObjectKey>& keys) override {
+    if (k_.damaged_object_loads) {
+      std::lock_guard lock(mu_);
+      for (const ObjectKey& k : keys) stored_.erase(k);
+    }
     if (k_.racy_usage_counter) {
       // What the deleted keys held, read before the delete, subtracted read-then-write.
       std::uint64_t freed = 0;
@@ -461,6 +478,8 @@ class KnobAdapter final : public ViewRewritingAdapter {
   std::size_t stores_ = 0;                    // under mu_
   std::unique_ptr<EventNotifier> late_pool_;  // under mu_
   std::unordered_set<ObjectKey> present_;
+  std::unordered_set<ObjectKey> stored_;                // damaged_object_loads
+  std::map<TaskId, std::vector<ObjectKey>> load_keys_;  // damaged_object_loads
   std::unordered_map<ObjectKey, std::uint64_t> sizes_;
   std::map<TaskId, std::uint64_t> sent_bytes_;  // store_failure_reported_done
   std::uint64_t own_usage_ = 0;
@@ -497,6 +516,15 @@ AdapterUnderTest make_knob_adapter(AdapterKnobs k) {
         resp::create_resp_adapter(Json{{"type", "resp"}, {"host", "127.0.0.1"}, {"port", port}}),
         k);
   };
+  // Over damaged storage, the same decorator over the reference fs adapter with its crc32
+  // trailer, in a directory of the process's.
+  static const storage_testing::TempDir damage_dir("lmcache-selftest-damage-");
+  a.make_damageable = damageable_fs(
+      Json{{"type", "fs"}, {"base_path", damage_dir.path().string()}, {"checksum", "crc32"}},
+      [k](const Json& config) -> L2AdapterPtr {
+        return std::make_unique<KnobAdapter>(fs::create_fs_adapter(config), k);
+      });
+  a.detects_changed_bytes = true;
   a.config = Json{
       {"type", "mock"}, {"max_size_gb", 1}, {"mock_bandwidth_gb", 1024}, {"lend_load_views", true}};
   if (k.config_ignores_unknown_keys) {

@@ -55,6 +55,10 @@ struct AdapterKnobs {
                                               // counted (a SET whose reply is never read)
   bool failed_store_never_completes = false;  // a failed store is never handed out (the worker
                                               // that met the error exits with its task)
+  // Damaged storage (StoredDamageContained): a load of a key this adapter stored (and did not
+  // delete) is reported loaded whatever the store gave back, as a reader that pads a short file
+  // with what the buffer held does.
+  bool damaged_object_loads = false;
   // Configs (ConfigTyposRejected): the adapter's type reads the keys it knows and ignores the
   // rest, as `config.get("num_workers", 8)` does.
   bool config_ignores_unknown_keys = false;
@@ -73,7 +77,9 @@ struct AdapterKnobs {
 // make_knob_adapter()
 //
 // "decorated_mock": a fresh MockL2Adapter (1 GiB, lending load views) under the knobs `k`
-// on every make(), and the reference "resp" adapter under them on every make_over_resp_peer();
+// on every make(), the reference "resp" adapter under them on every make_over_resp_peer(), and
+// the reference "fs" adapter (crc32 trailer, a directory of the process's) under them on every
+// make_damageable();
 // its config is the registry's "mock" (config_ignores_unknown_keys, config_flag_kind_unchecked:
 // a type of the self-test's with that bug; config_stage_keys_unchecked: the mock with a serde
 // type of the self-test's with that bug). With no knob set, a correct adapter.

@@ -546,6 +546,19 @@ void add_adapter_mutants(std::vector<Mutant>& out) {
         }
         return "a config with \"lend_load_views\": \"yes\" built an adapter";
       });
+  add(out, "damaged_object_loads", BugClass::kData, "StoredDamageContained",
+      "a load of a key the adapter stored is reported loaded whatever the store gave back: a file "
+      "cut short is padded with what the buffer held",
+      {.damaged_object_loads = true}, [](const Impl& i) -> std::string {
+        DamageableAdapter d = i.adapter.make_damageable();
+        std::string r;
+        if (store_then_check(*d.adapter, 1).empty() && d.damage(StoredDamage::kTruncated) == 1) {
+          auto bits = load(*d.adapter, {key(0)}, {object(0xEE)});
+          if (bits && bits->test(0)) r = "a key whose file was cut in half was reported loaded";
+        }
+        d.adapter->close();
+        return r;
+      });
   add(out, "config_stage_keys_unchecked", BugClass::kData, "ConfigTyposRejected",
       "a composite serde in the adapter's \"serde\" object refuses unknown keys of its own but "
       "drops whatever else each of its \"stages\" holds: a misspelt \"fp8_dtpye\" in a stage "

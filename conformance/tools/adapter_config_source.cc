@@ -15,6 +15,7 @@
 #include "lmcache/serde/checksum_serde.h"
 #include "lmcache/testing/shadowed_adapter.h"
 #include "lmcache/wrapper/adapter_factory.h"
+#include "lmcache/conformance/testing/stored_damage.h"
 
 namespace lmcache::conformance::tools {
 namespace {
@@ -173,6 +174,14 @@ std::string register_adapter_config(const Json& config, const std::string& stem,
       c["port"] = port;
       return build_adapter(c);
     };
+  }
+  // The same config over a part of the store of its own, with a way to damage what it stored
+  // there (StoredDamageContained): fs's crc32 trailer detects bytes changed in place.
+  if (type == fs::kFsAdapterType) {
+    a.make_damageable = damageable_fs(config, build_adapter);
+    a.detects_changed_bytes = config.value("checksum", "none") == "crc32";
+  } else if (type == resp::kRespAdapterType) {
+    a.make_damageable = damageable_resp(config, build_adapter);
   }
   try {
     registry.add_adapter(std::move(a));

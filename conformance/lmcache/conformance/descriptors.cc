@@ -14,6 +14,20 @@ void print_dtypes(const std::vector<DType>& dtypes, std::ostream* os) {
 
 }  // namespace
 
+std::string_view stored_damage_name(StoredDamage damage) {
+  switch (damage) {
+    case StoredDamage::kTruncated:
+      return "truncated";
+    case StoredDamage::kExtended:
+      return "extended";
+    case StoredDamage::kFlipped:
+      return "flipped";
+    case StoredDamage::kReplaced:
+      return "replaced";
+  }
+  return "invalid";
+}
+
 void PrintTo(const SerdeUnderTest& serde, std::ostream* os) {
   *os << "serde " << serde.name << " (inputs ";
   print_dtypes(serde.input_dtypes, os);

@@ -21,6 +21,7 @@
 #include <optional>
 #include <ostream>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -204,6 +205,33 @@ struct ReferenceAdapter {
   bool probe_shared_store = false;
 };
 
+// StoredDamage
+//
+// What AdapterConformance.StoredDamageContained asks done to every object an adapter stored,
+// underneath it, in its store: what a disk, a crash mid-write, another writer or an operator
+// leaves behind.
+enum class StoredDamage : std::uint8_t {
+  kTruncated,  // cut to half its length, rounded down
+  kExtended,   // one byte appended
+  kFlipped,    // one byte of it changed in place, the length kept
+  kReplaced,   // no longer a value of the store's own kind (fs: a FIFO nobody writes to, a
+               // directory, a symbolic link to /dev/zero; RESP: a list), for each object in turn
+};
+
+// The spelling of `damage` in messages: "truncated", "extended", "flipped", "replaced".
+std::string_view stored_damage_name(StoredDamage damage);
+
+// DamageableAdapter
+//
+// A fresh adapter as make() builds it, in a store (or a part of one) of its own, and a function
+// that does `damage` to every object that adapter has stored so far, in its store, and returns
+// how many it damaged (the kit stores first, so 0 means the function found nothing: a Fail);
+// throws std::runtime_error when it cannot.
+struct DamageableAdapter {
+  L2AdapterPtr adapter;
+  std::function<std::size_t(StoredDamage)> damage;
+};
+
 // AdapterUnderTest
 //
 // An L2 adapter. `make` returns a fresh, empty adapter on every call, with room for a few MiB.
@@ -232,6 +260,16 @@ struct AdapterUnderTest {
   // give no data command a valid answer (docs/l2-adapter.md, "Hostile peers"). Empty: that
   // property is NotSupported. `lmcache-conform --adapter` fills it for a "resp" config.
   std::function<L2AdapterPtr(std::uint16_t port)> make_over_resp_peer;
+
+  // For an adapter over a store the kit can reach underneath it (a directory, a server): a fresh
+  // adapter and a way to damage what it stored. AdapterConformance.StoredDamageContained stores,
+  // damages and loads (docs/l2-adapter.md, "Damaged storage"): an object whose length or kind
+  // changed must miss, one whose bytes changed in place must miss when
+  // `detects_changed_bytes` (the adapter keeps a checksum of its own, as fs with "checksum":
+  // "crc32" does), and the adapter must go on serving other keys. Empty: NotSupported.
+  // `lmcache-conform --adapter` fills it for "fs" and "resp" configs.
+  std::function<DamageableAdapter()> make_damageable;
+  bool detects_changed_bytes = false;
 
   // The JSON config the adapter is built from with create_l2_adapter() ("serde" object
   // included), when it is built from one. AdapterConformance.ConfigTyposRejected adds a

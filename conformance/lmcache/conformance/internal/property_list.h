@@ -187,17 +187,23 @@
   X(HostilePeerFailsCleanly,                                                                       \
     "over a RESP peer that answers no data command validly (error and null replies, oversized, "   \
     "negative or garbled lengths, an endless line, a reply cut short or reset, a hang-up at "      \
-    "accept, a port that refuses), every store "                                                   \
+    "accept, a port that refuses, values of another length than the one stored), every store "     \
     "fails, every lookup and load misses, each within 30 s, and close() returns "                  \
     "(make_over_resp_peer; NotSupported without it)")                                              \
   X(ConfigTyposRejected,                                                                           \
-    "a config with a misspelt key beside any of its keys (at the top and in its \"serde\"), or "   \
-    "with a key no config has, is refused with an error naming that key (config; NotSupported "    \
-    "without it)")                                                                                 \
+    "a config with a misspelt key beside any of its keys (at the top, in its \"serde\" and "       \
+    "\"serde_wrapper\" and in each of the serde's \"stages\"), or with a key no config has, is "   \
+    "refused with an error naming that key (config; NotSupported without it)")                     \
   X(ConfigValueKindsChecked,                                                                       \
     "a config with a value of a kind its key cannot hold (a word where a number or a flag "        \
-    "belongs, a number for \"type\" or \"serde\"), at the top and in its \"serde\", is refused "   \
-    "with an error naming that key (config; NotSupported without it)")                             \
+    "belongs, a number for \"type\", \"serde\" or \"serde_wrapper\"), at every depth "             \
+    "ConfigTyposRejected varies, is refused with an error naming that key (config; NotSupported "  \
+    "without it)")                                                                                 \
+  X(StoredDamageContained,                                                                         \
+    "objects damaged in the store underneath the adapter (cut short, a byte longer, replaced by "  \
+    "a value of another kind; changed in place where it keeps a checksum) load as misses, within " \
+    "30 s, and the adapter goes on storing and loading other keys (make_damageable; "              \
+    "NotSupported without it)")                                                                    \
   X(LentBufferWrittenOnce,                                                                         \
     "lent store buffers come as asked, pairwise disjoint and disjoint from every buffer still "    \
     "lent or stored; the adapter leaves what the caller writes alone, and every key loads back "   \
