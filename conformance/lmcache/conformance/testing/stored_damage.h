@@ -83,12 +83,31 @@ inline resp::RespReply checked(resp::RespReply r, const std::string& what) {
   return r;
 }
 
+// The keys of `key_namespace`, by SCAN (never KEYS, which stops a deployment's server for as
+// long as it walks every key).
+inline std::vector<std::string> namespace_keys(resp::RespClient& client,
+                                               const std::string& key_namespace) {
+  const std::string pattern = key_namespace + "+*";
+  std::vector<std::string> keys;
+  std::string cursor = "0";
+  for (std::size_t round = 0;; ++round) {
+    if (round == 1'000'000) throw std::runtime_error("SCAN MATCH " + pattern + " did not end");
+    const resp::RespReply r = checked(
+        client.command({"SCAN", cursor, "MATCH", pattern, "COUNT", "1000"}), "SCAN " + pattern);
+    if (r.elements.size() != 2) throw std::runtime_error("SCAN answered " + r.to_string());
+    for (const resp::RespReply& k : r.elements[1].elements) keys.push_back(k.str);
+    cursor = r.elements[0].str;
+    if (cursor == "0") break;
+  }
+  std::sort(keys.begin(), keys.end());
+  keys.erase(std::unique(keys.begin(), keys.end()), keys.end());  // SCAN may repeat a key
+  return keys;
+}
+
 inline std::size_t damage_values(resp::RespClient& client, const std::string& key_namespace,
                                  StoredDamage damage) {
-  const std::string pattern = key_namespace + "+*";
-  const resp::RespReply keys = checked(client.command({"KEYS", pattern}), "KEYS " + pattern);
-  for (const resp::RespReply& k : keys.elements) {
-    const std::string& key = k.str;
+  const std::vector<std::string> keys = namespace_keys(client, key_namespace);
+  for (const std::string& key : keys) {
     switch (damage) {
       case StoredDamage::kTruncated: {
         const std::string value = checked(client.command({"GET", key}), "GET").str;
@@ -113,7 +132,7 @@ inline std::size_t damage_values(resp::RespClient& client, const std::string& ke
         break;
     }
   }
-  return keys.elements.size();
+  return keys.size();
 }
 
 // The config without what create_l2_adapter() reads before the type does.
@@ -151,7 +170,7 @@ inline std::function<DamageableAdapter()> damageable_fs(Json config, AdapterBuil
 // damageable_resp()
 //
 // For a "resp" config: each call builds the config with a fresh key_namespace and damages the
-// values of that namespace's keys (KEYS "<namespace>+*") over a client of the config's server
+// values of that namespace's keys (SCAN MATCH "<namespace>+*") over a client of the config's server
 // (its host, port and credentials): SET to the first half, APPEND of a byte, SETRANGE of one
 // byte, or replaced by a list (DEL, RPUSH).
 inline std::function<DamageableAdapter()> damageable_resp(Json config, AdapterBuilder build) {
