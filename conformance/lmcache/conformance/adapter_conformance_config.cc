@@ -75,55 +75,46 @@ void add_variants(const Json& object, const std::string& where, const Place& pla
   out.push_back({place(std::move(changed)), kForeignKey, where});
 }
 
-// The variants `add` makes of `object` and of each object nested in it that the project's
-// schema defines: at the top, the "serde" object and the "serde_wrapper" object (docs/wrapper.md);
-// in a serde object, each object of its "stages" list (a chain's, docs/integrity.md). A type's
-// own nested objects are left alone: what they hold is the type's rule (docs/l2-adapter.md).
-template <class Add>
-void add_nested_variants(const Json& object, const std::string& where, bool top, const Place& place,
-                         Add& add, std::vector<Variant>& out) {
-  add(object, where, place, out);
-  const auto nested = [&](const std::string& key, const std::string& inner_where, bool is_serde) {
-    const Place inner_place = [&, key](Json changed) {
-      Json c = object;
-      c[key] = std::move(changed);
-      return place(std::move(c));
-    };
-    add_nested_variants(object[key], inner_where, false, inner_place, add, out);
-    if (!is_serde || !object[key].contains("stages") || !object[key]["stages"].is_array()) {
-      return;
-    }
-    const Json& stages = object[key]["stages"];
-    for (std::size_t i = 0; i < stages.size(); ++i) {
-      if (!stages[i].is_object()) continue;
-      const Place stage_place = [&, i](Json changed) {
-        Json serde = object[key];
-        serde["stages"][i] = std::move(changed);
-        return inner_place(std::move(serde));
-      };
-      add(stages[i], inner_where + ".\"stages\"[" + std::to_string(i) + "]", stage_place, out);
-    }
-  };
-  if (!top) return;
-  for (const char* key : {"serde", "serde_wrapper"}) {
-    if (object.contains(key) && object[key].is_object()) {
-      nested(key, std::string(" in \"") + key + "\"", std::string_view(key) == "serde");
-    }
-  }
-}
-
-// The variants of `config` that `add` makes of it and of its nested objects.
+// The variants `add` makes of `config` and of each object nested in it that the project's
+// schema defines: the "serde" object and the "serde_wrapper" object (docs/wrapper.md), and in
+// the serde, each object of its "stages" list (a chain's, docs/integrity.md). A type's own nested
+// objects are left alone: what they hold is the type's rule (docs/l2-adapter.md).
 template <class Add>
 std::vector<Variant> variants(const Json& config, Add&& add) {
   std::vector<Variant> out;
-  add_nested_variants(
-      config, "", true, [](Json c) { return c; }, add, out);
+  add(
+      config, "", [](Json c) { return c; }, out);
+  for (const char* key : {"serde", "serde_wrapper"}) {
+    if (!config.contains(key) || !config[key].is_object()) continue;
+    const std::string where = std::string(" in \"") + key + "\"";
+    const Place place = [&](Json changed) {
+      Json c = config;
+      c[key] = std::move(changed);
+      return c;
+    };
+    add(config[key], where, place, out);
+    if (std::string_view(key) != "serde" || !config[key].contains("stages") ||
+        !config[key]["stages"].is_array()) {
+      continue;
+    }
+    const Json& stages = config[key]["stages"];
+    for (std::size_t i = 0; i < stages.size(); ++i) {
+      if (!stages[i].is_object()) continue;
+      const Place stage_place = [&, i](Json changed) {
+        Json serde = config[key];
+        serde["stages"][i] = std::move(changed);
+        return place(std::move(serde));
+      };
+      add(stages[i], where + ".\"stages\"[" + std::to_string(i) + "]", stage_place, out);
+    }
+  }
   return out;
 }
 
 // The value of another kind tried for `key`, where no reader of the key may take it for
 // anything: a string that is no number where a number belongs, a string that is no flag where
-// a flag belongs, the number 7 for "type" and for the "serde" object (the project's own readers).
+// a flag belongs, the number 7 for "type" and for the "serde" and "serde_wrapper" objects (the
+// project's own readers).
 // Strings and objects of the type's own keys are left alone: a key may take a string or an
 // object for one setting ("tls": true or {...}), and nothing is a wrong kind for both.
 std::optional<Json> other_kind(const std::string& key, const Json& value, bool top) {
