@@ -1,12 +1,14 @@
 // AdapterConformance over the "resp" adapter against a private redis-server: the bridge over
 // RespConnector, and the fp8 serde wrapper over it built from a config with a "serde" object.
-// Every adapter a property builds gets its own key namespace, so each starts from an empty store.
+// Every adapter a property builds gets its own key namespace, so each starts from an empty store;
+// StoredDamageContained damages its namespace's values through a client of the server.
 #include <atomic>
 #include <memory>
 #include <string>
 
 #include "lmcache/conformance/adapter_conformance.h"
 #include "lmcache/conformance/testing/storage_descriptors.h"
+#include "lmcache/conformance/testing/stored_damage.h"
 #include "lmcache/l1/l1_manager.h"
 #include "lmcache/resp/resp_adapter.h"
 #include "lmcache/testing/redis_server.h"
@@ -59,6 +61,23 @@ L2AdapterPtr resp_fp8_wrapper() {
   return create_l2_adapter(c, ctx);
 }
 
+L2AdapterPtr build(const Json& c) {
+  AdapterContext ctx;
+  ctx.l1_manager = std::make_shared<L1Manager>(64u << 20);
+  return create_l2_adapter(c, ctx);
+}
+
+// `a` over damaged values too (AdapterConformance.StoredDamageContained): the same config, its
+// namespace's values damaged through a client of the server.
+conformance::AdapterUnderTest damageable(conformance::AdapterUnderTest a, bool fp8) {
+  a.make_damageable = [fp8] {
+    Json c = config();
+    if (fp8) c["serde"] = {{"type", "fp8"}};
+    return conformance::damageable_resp(c, &build)();
+  };
+  return a;
+}
+
 // The bridge over RespConnector, also pointed at the kit's hostile peers
 // (AdapterConformance.HostilePeerFailsCleanly).
 conformance::AdapterUnderTest resp_descriptor() {
@@ -69,13 +88,14 @@ conformance::AdapterUnderTest resp_descriptor() {
     c["port"] = port;
     return create_l2_adapter(c);
   };
-  return a;
+  return damageable(a, false);
 }
 
 INSTANTIATE_TEST_SUITE_P(Resp, AdapterConformance,
                          ::testing::Values(resp_descriptor(),
-                                           conformance::fp8_wrapped_descriptor("wrapper_resp_fp8",
-                                                                               &resp_fp8_wrapper)),
+                                           damageable(conformance::fp8_wrapped_descriptor(
+                                                          "wrapper_resp_fp8", &resp_fp8_wrapper),
+                                                      true)),
                          conformance::ParamName());
 
 // WrapperConformance: the reference fp8 wrapper's properties with this adapter answering every
