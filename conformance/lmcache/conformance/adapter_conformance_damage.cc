@@ -33,8 +33,11 @@ namespace {
 // adapter for a peer that stops answering holds for a store that lies too.
 std::chrono::milliseconds damage_timeout() { return scaled(std::chrono::seconds(30)); }
 
+// Every kind; a replacement three times over, so that a damage function that rotates through
+// several replacements (the kit's fs one: a FIFO, a directory, a symbolic link) shows each.
 constexpr StoredDamage kAllDamages[] = {StoredDamage::kTruncated, StoredDamage::kExtended,
-                                        StoredDamage::kFlipped, StoredDamage::kReplaced};
+                                        StoredDamage::kFlipped,   StoredDamage::kReplaced,
+                                        StoredDamage::kReplaced,  StoredDamage::kReplaced};
 
 // What a load of `stored` gives back: the descriptor's expected_load, or the bytes themselves.
 MemoryObjPtr expected_of(const AdapterUnderTest& aut, const MemoryObj& stored) {

@@ -215,7 +215,8 @@ enum class StoredDamage : std::uint8_t {
   kExtended,   // one byte appended
   kFlipped,    // one byte of it changed in place, the length kept
   kReplaced,   // no longer a value of the store's own kind (fs: a FIFO nobody writes to, a
-               // directory, a symbolic link to /dev/zero; RESP: a list), for each object in turn
+               // directory, a symbolic link to /dev/zero; RESP: a list); asked three times a
+               // case, so that a function rotating through several replacements shows each
 };
 
 // The spelling of `damage` in messages: "truncated", "extended", "flipped", "replaced".

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <algorithm>
+#include <atomic>
 #include <filesystem>
 #include <functional>
 #include <memory>
@@ -50,7 +51,9 @@ inline std::vector<fs::path> object_files(const fs::path& dir) {
   return out;
 }
 
-inline std::size_t damage_files(const fs::path& dir, StoredDamage damage) {
+// `rotation` picks which replacement the first file gets (the next ones follow in turn), so that
+// successive calls replace each file by each kind.
+inline std::size_t damage_files(const fs::path& dir, StoredDamage damage, std::size_t rotation) {
   using storage_testing::FsDamage;
   const std::vector<fs::path> files = object_files(dir);
   constexpr FsDamage kReplacements[] = {FsDamage::kFifo, FsDamage::kDirectory, FsDamage::kSymlink};
@@ -67,7 +70,7 @@ inline std::size_t damage_files(const fs::path& dir, StoredDamage damage) {
         kind = FsDamage::kFlipped;
         break;
       case StoredDamage::kReplaced:
-        kind = kReplacements[i % std::size(kReplacements)];
+        kind = kReplacements[(rotation + i) % std::size(kReplacements)];
         break;
     }
     if (std::string why = storage_testing::damage_file(files[i], kind); !why.empty()) {
@@ -152,17 +155,21 @@ using AdapterBuilder = std::function<L2AdapterPtr(const Json& config)>;
 // For an "fs" config: each call builds the config with base_path set to a fresh subdirectory
 // of its own (named after fresh_key_namespace(), under the config's base_path) and damages the
 // object files found there (temporary files left out): cut, extended, a byte flipped, or, object
-// by object in turn, replaced by a FIFO, a directory and a symbolic link to /dev/zero.
+// by object in turn, replaced by a FIFO, a directory and a symbolic link to /dev/zero, each call
+// starting one further along (the calls of every adapter of one factory share the rotation).
 inline std::function<DamageableAdapter()> damageable_fs(Json config, AdapterBuilder build) {
   using namespace stored_damage_internal;
-  return [config = std::move(config), build = std::move(build)]() {
+  auto rotation = std::make_shared<std::atomic<std::size_t>>(0);
+  return [config = std::move(config), build = std::move(build), rotation]() {
     Json c = config;
     const fs::path dir =
         fs::path(config.at("base_path").get<std::string>()) / fresh_key_namespace("damage");
     c["base_path"] = dir.string();
     DamageableAdapter d;
     d.adapter = build(c);
-    d.damage = [dir](StoredDamage damage) { return damage_files(dir, damage); };
+    d.damage = [dir, rotation](StoredDamage damage) {
+      return damage_files(dir, damage, damage == StoredDamage::kReplaced ? (*rotation)++ : 0);
+    };
     return d;
   };
 }
