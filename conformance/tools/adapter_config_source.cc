@@ -8,6 +8,7 @@
 
 #include "lmcache/conformance/key_namespace.h"
 #include "lmcache/conformance/reference_impls.h"
+#include "lmcache/conformance/testing/stored_damage.h"
 #include "lmcache/fs/fs_adapter.h"
 #include "lmcache/l1/l1_manager.h"
 #include "lmcache/resp/resp_adapter.h"
@@ -15,7 +16,6 @@
 #include "lmcache/serde/checksum_serde.h"
 #include "lmcache/testing/shadowed_adapter.h"
 #include "lmcache/wrapper/adapter_factory.h"
-#include "lmcache/conformance/testing/stored_damage.h"
 
 namespace lmcache::conformance::tools {
 namespace {

@@ -42,8 +42,8 @@ std::string load_adapter_config_source(const std::string& source, Registry& regi
 // register_adapter_config()
 //
 // What load_adapter_config_source() registers for a parsed config, named `<stem>`,
-// `<stem>_fp8`, `<stem>_fp8_chain` and `<stem>_fp8_wrapper` instead of "config_<type>..." (the reference storage
-// source names them after the type alone). Returns "" or why not, as above.
+// `<stem>_fp8`, `<stem>_fp8_chain` and `<stem>_fp8_wrapper` instead of "config_<type>..." (the
+// reference storage source names them after the type alone). Returns "" or why not, as above.
 std::string register_adapter_config(const Json& config, const std::string& stem,
                                     Registry& registry);
 
