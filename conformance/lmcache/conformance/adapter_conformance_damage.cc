@@ -80,13 +80,8 @@ void run_case(const AdapterUnderTest& aut, StoredDamage damage, const MemoryLayo
   require(damaged > 0, who + "the damage function found none of the " + std::to_string(n) +
                            " stored object(s) in the store");
 
-  // Loaded into destinations that hold a marker: a miss may leave it or not, a hit must be the
-  // object's whole bytes.
   std::vector<MemoryObjPtr> dsts;
-  for (std::size_t i = 0; i < n; ++i) {
-    dsts.push_back(make_object(layout));
-    std::memset(dsts.back()->data(), 0xA5, dsts.back()->physical_bytes().size());
-  }
+  for (std::size_t i = 0; i < n; ++i) dsts.push_back(make_object(layout));
   const TaskId load_id = a.submit_load_task(keys, dsts);
   const std::optional<Bitmap> loaded =
       poll_until([&] { return a.query_load_result(load_id); }, damage_timeout());
@@ -138,8 +133,9 @@ Verdict StoredDamageContained(const AdapterUnderTest& aut) {
         // One layout for every object (a serde wrapper requires one per submit), never empty: an
         // empty object has no bytes to cut or change.
         MemoryLayoutDesc layout = *gen_layout_of_any_size(aut.object_dtypes, chunk);
-        while (layout.total_bytes() == 0)
+        while (layout.total_bytes() == 0) {
           layout = *gen_layout_of_any_size(aut.object_dtypes, chunk);
+        }
         for (StoredDamage damage : kAllDamages) run_case(aut, damage, layout, n);
       });
 }
