@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <map>
 #include <optional>
 #include <stdexcept>
@@ -37,6 +38,16 @@ Closer::~Closer() {
 std::uint64_t stored_size_of(const AdapterUnderTest& aut, const MemoryLayoutDesc& layout,
                              std::size_t used) {
   return aut.stored_bytes ? aut.stored_bytes(layout) : used;
+}
+
+MemoryObjPtr expected_load_of(const AdapterUnderTest& aut, const MemoryObj& stored) {
+  MemoryObjPtr out = make_object(stored.layout());
+  if (aut.expected_load) {
+    aut.expected_load(stored, *out);
+  } else {
+    std::memcpy(out->data(), stored.data(), stored.physical_bytes().size());
+  }
+  return out;
 }
 
 std::vector<TaskId> pop_stores_until(L2AdapterInterface& a, const std::vector<TaskId>& ids,

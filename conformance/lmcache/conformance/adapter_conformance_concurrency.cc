@@ -43,13 +43,7 @@ struct Objects {
     fill_bytes(obj->physical_bytes(), seed * 131 + k + 1);
     return obj;
   }
-  MemoryObjPtr expected(std::size_t k) const {
-    MemoryObjPtr c = content(k);
-    if (!aut->expected_load) return c;
-    MemoryObjPtr out = make_object(layout);
-    aut->expected_load(*c, *out);
-    return out;
-  }
+  MemoryObjPtr expected(std::size_t k) const { return expected_load_of(*aut, *content(k)); }
 };
 
 // The objects of a case whose threads store at once: a generated layout of at most 2 groups and

@@ -11,7 +11,6 @@
 // then stores and loads a fresh batch of the same layout.
 #include <algorithm>
 #include <chrono>
-#include <cstring>
 #include <map>
 #include <optional>
 #include <string>
@@ -38,17 +37,6 @@ std::chrono::milliseconds damage_timeout() { return scaled(std::chrono::seconds(
 constexpr StoredDamage kAllDamages[] = {StoredDamage::kTruncated, StoredDamage::kExtended,
                                         StoredDamage::kFlipped,   StoredDamage::kReplaced,
                                         StoredDamage::kReplaced,  StoredDamage::kReplaced};
-
-// What a load of `stored` gives back: the descriptor's expected_load, or the bytes themselves.
-MemoryObjPtr expected_of(const AdapterUnderTest& aut, const MemoryObj& stored) {
-  MemoryObjPtr out = make_object(stored.layout());
-  if (aut.expected_load) {
-    aut.expected_load(stored, *out);
-  } else {
-    std::memcpy(out->data(), stored.data(), stored.size());
-  }
-  return out;
-}
 
 std::vector<MemoryObjPtr> filled_objects(const MemoryLayoutDesc& layout, std::size_t n) {
   std::vector<MemoryObjPtr> objs;
@@ -108,7 +96,7 @@ void run_case(const AdapterUnderTest& aut, StoredDamage damage, const MemoryLayo
   for (std::size_t i = 0; i < n; ++i) {
     require(hits.test(i), who + "a fresh key stored after the damage (" + fresh[i].to_string() +
                               ") does not load: the damage took the adapter down");
-    const MemoryObjPtr want = expected_of(aut, *others[i]);
+    const MemoryObjPtr want = expected_load_of(aut, *others[i]);
     require(
         back[i]->size() == want->size() && same_bytes(back[i]->data(), want->data(), want->size()),
         who + "a fresh key stored after the damage (" + fresh[i].to_string() +

@@ -35,22 +35,21 @@ Json config(bool crc32_odirect) {
   return c;
 }
 
-L2AdapterPtr fs_bridge() { return create_l2_adapter(config(false)); }
-L2AdapterPtr fs_bridge_crc32_odirect() { return create_l2_adapter(config(true)); }
-
-L2AdapterPtr fs_fp8_wrapper() {
-  Json c = config(true);
-  c["serde"] = {{"type", "fp8"}};
-  AdapterContext ctx;
-  ctx.l1_manager = std::make_shared<L1Manager>(64u << 20);
-  return create_l2_adapter(c, ctx);
-}
-
+// A config's adapter, with an L1 for a "serde" wrapper's temps.
 L2AdapterPtr build(const Json& c) {
   AdapterContext ctx;
   ctx.l1_manager = std::make_shared<L1Manager>(64u << 20);
   return create_l2_adapter(c, ctx);
 }
+
+L2AdapterPtr fs_fp8_wrapper() {
+  Json c = config(true);
+  c["serde"] = {{"type", "fp8"}};
+  return build(c);
+}
+
+L2AdapterPtr fs_bridge() { return create_l2_adapter(config(false)); }
+L2AdapterPtr fs_bridge_crc32_odirect() { return create_l2_adapter(config(true)); }
 
 // `a` over damaged files too (AdapterConformance.StoredDamageContained): the same config in a
 // subdirectory of its own, whose files the kit damages.

@@ -51,21 +51,20 @@ Json config() {
           {"key_namespace", "conformance_" + std::to_string(next++)}};
 }
 
-L2AdapterPtr resp_bridge() { return create_l2_adapter(config()); }
-
-L2AdapterPtr resp_fp8_wrapper() {
-  Json c = config();
-  c["serde"] = {{"type", "fp8"}};
-  AdapterContext ctx;
-  ctx.l1_manager = std::make_shared<L1Manager>(64u << 20);
-  return create_l2_adapter(c, ctx);
-}
-
+// A config's adapter, with an L1 for a "serde" wrapper's temps.
 L2AdapterPtr build(const Json& c) {
   AdapterContext ctx;
   ctx.l1_manager = std::make_shared<L1Manager>(64u << 20);
   return create_l2_adapter(c, ctx);
 }
+
+L2AdapterPtr resp_fp8_wrapper() {
+  Json c = config();
+  c["serde"] = {{"type", "fp8"}};
+  return build(c);
+}
+
+L2AdapterPtr resp_bridge() { return create_l2_adapter(config()); }
 
 // `a` over damaged values too (AdapterConformance.StoredDamageContained): the same config, its
 // namespace's values damaged through a client of the server.

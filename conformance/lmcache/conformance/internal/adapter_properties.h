@@ -60,6 +60,10 @@ struct Closer {
 std::uint64_t stored_size_of(const AdapterUnderTest& aut, const MemoryLayoutDesc& layout,
                              std::size_t used);
 
+// What a load of `stored` gives back: the descriptor's expected_load (a serde-wrapping adapter's
+// round trip), or a copy of the bytes.
+MemoryObjPtr expected_load_of(const AdapterUnderTest& aut, const MemoryObj& stored);
+
 // Pops store results until `ids` are all in (or `timeout` passes); adds what it popped to
 // `*got`. Returns the ids that did not complete.
 std::vector<TaskId> pop_stores_until(L2AdapterInterface& a, const std::vector<TaskId>& ids,
