@@ -68,8 +68,7 @@ void run_case(const AdapterUnderTest& aut, StoredDamage damage, const MemoryLayo
   require(damaged > 0, who + "the damage function found none of the " + std::to_string(n) +
                            " stored object(s) in the store");
 
-  std::vector<MemoryObjPtr> dsts;
-  for (std::size_t i = 0; i < n; ++i) dsts.push_back(make_object(layout));
+  std::vector<MemoryObjPtr> dsts = zeroed_objects(layout, n);
   const TaskId load_id = a.submit_load_task(keys, dsts);
   const std::optional<Bitmap> loaded =
       poll_until([&] { return a.query_load_result(load_id); }, damage_timeout());
@@ -90,8 +89,7 @@ void run_case(const AdapterUnderTest& aut, StoredDamage damage, const MemoryLayo
   // The adapter goes on serving other keys of the same layout.
   const std::vector<MemoryObjPtr> others = filled_objects(layout, n);
   store_all(a, fresh, others, who + "storing a fresh batch after the damage:");
-  std::vector<MemoryObjPtr> back;
-  for (std::size_t i = 0; i < n; ++i) back.push_back(make_object(layout));
+  std::vector<MemoryObjPtr> back = zeroed_objects(layout, n);
   const Bitmap hits = wait_load(a, fresh, back, who + "loading a fresh batch after the damage:");
   for (std::size_t i = 0; i < n; ++i) {
     require(hits.test(i), who + "a fresh key stored after the damage (" + fresh[i].to_string() +

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <vector>
 
 #include "lmcache/core/memory_layout.h"
 #include "lmcache/core/memory_obj.h"
@@ -14,6 +15,11 @@ namespace lmcache::conformance {
 // A plain zero-filled MemoryObj of `layout` (physical size exactly the layout's bytes, at least
 // `min_physical`).
 MemoryObjPtr make_object(const MemoryLayoutDesc& layout, std::size_t min_physical = 0);
+
+// zeroed_objects()
+//
+// `n` objects of make_object(layout): a batch's load destinations.
+std::vector<MemoryObjPtr> zeroed_objects(const MemoryLayoutDesc& layout, std::size_t n);
 
 // byte_layout()
 //

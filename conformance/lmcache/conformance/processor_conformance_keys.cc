@@ -94,8 +94,7 @@ void matches_reference_over_the_value_domain(SerdeProcessor& p, const ReferenceS
                                 ref.type + "'s: " + first_byte_difference(want[i], got) +
                                 " (rounding or saturation other than the reference's?)");
   }
-  std::vector<MemoryObjPtr> outs;
-  for (std::size_t i = 0; i < keys.size(); ++i) outs.push_back(make_object(layout));
+  std::vector<MemoryObjPtr> outs = zeroed_objects(layout, keys.size());
   TaskId id = p.submit_deserialize(frames, outs, keys);
   require(take_result(p, Dir::kDeserialize, id, "deserialize of the reference's frames"),
           "the processor could not read the reference " + ref.type + "'s frames of " +

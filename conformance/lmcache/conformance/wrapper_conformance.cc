@@ -164,6 +164,13 @@ void require_stored(L2AdapterInterface& w, const std::vector<ObjectKey>& keys,
           "store failed");
 }
 
+StoredBatch store_fresh_batch(L2AdapterInterface& w, const MemoryLayoutDesc& layout, std::size_t n,
+                              std::uint64_t seed) {
+  StoredBatch batch{make_keys(n, seed), make_objects(layout, n, seed)};
+  require_stored(w, batch.keys, batch.objs);
+  return batch;
+}
+
 Bitmap wait_load_once(L2AdapterInterface& w, TaskId id, const std::string& what) {
   std::optional<Bitmap> bits =
       poll_until([&] { return w.query_load_result(id); }, result_timeout());
@@ -443,9 +450,7 @@ Verdict TempsReleased(const WrapperUnderTest& wut, const WrapperRigOptions& rig_
     auto rig = make_rig(wut, rig_options);
     L2AdapterInterface& w = *rig->wrapper;
     const std::size_t baseline = rig->l1_used();
-    auto keys = make_keys(n, 51);
-    auto objs = make_objects(layout, n, 51);
-    require_stored(w, keys, objs);
+    const auto [keys, objs] = store_fresh_batch(w, layout, n, 51);
     require_l1_back(*rig, baseline, "a successful store");
 
     auto other = make_keys(n, 52);
@@ -456,8 +461,7 @@ Verdict TempsReleased(const WrapperUnderTest& wut, const WrapperRigOptions& rig_
                     "a store whose pair " + std::to_string(failing) + " of " + std::to_string(n) +
                         " failed to serialize");
 
-    std::vector<MemoryObjPtr> dsts;
-    for (std::size_t i = 0; i < n; ++i) dsts.push_back(make_object(layout));
+    std::vector<MemoryObjPtr> dsts = zeroed_objects(layout, n);
     TaskId l = w.submit_load_task(keys, dsts);
     require(wait_load_once(w, l, "load") == Bitmap(n, n), "load of stored keys failed");
     require_l1_back(*rig, baseline, "a successful load");

@@ -214,8 +214,7 @@ Verdict AllOrNothingStore(const WrapperUnderTest& wut, const WrapperRigOptions& 
                                                    std::to_string(i) + " in the inner adapter");
         }
         rig->refill_l1();  // the load may need temps (a wrapper need not use load views)
-        std::vector<MemoryObjPtr> dsts;
-        for (std::size_t i = 0; i < n; ++i) dsts.push_back(make_object(layout));
+        std::vector<MemoryObjPtr> dsts = zeroed_objects(layout, n);
         TaskId l = submit_no_throw([&] { return w.submit_load_task(keys, dsts); }, what);
         require(wait_load_once(w, l, what) == Bitmap(n, n),
                 what + " succeeded, but its keys do not all load back");
@@ -261,8 +260,7 @@ Verdict AllOrNothingLoad(const WrapperUnderTest& wut, const WrapperRigOptions& r
       const std::string what = "load with " + name(f, pair) + " (" + std::to_string(n) +
                                " objects " + layout.to_string() + ")";
       const std::size_t baseline = rig->l1_used();
-      std::vector<MemoryObjPtr> dsts;
-      for (std::size_t i = 0; i < n; ++i) dsts.push_back(make_object(layout));
+      std::vector<MemoryObjPtr> dsts = zeroed_objects(layout, n);
       // This load's deserialize calls are told apart by their destinations (the wrapper
       // deserializes straight into the caller's, docs/wrapper.md), so pairs of an earlier
       // failed load still running neither take the failure nor count.

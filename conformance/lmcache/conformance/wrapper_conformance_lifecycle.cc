@@ -28,17 +28,14 @@ Verdict CloseFailsInFlightTasks(const WrapperUnderTest& wut, const WrapperRigOpt
         auto rig = make_rig(wut, rig_options);
         L2AdapterInterface& w = *rig->wrapper;
         const std::size_t baseline = rig->l1_used();
-        auto keys = make_keys(n, 61);
-        auto objs = make_objects(layout, n, 61);
-        require_stored(w, keys, objs);
+        const auto [keys, objs] = store_fresh_batch(w, layout, n, 61);
 
         // A store and a load that complete before close() and are left untaken.
         auto early = make_keys(n, 63);
         TaskId done_store = w.submit_store_task(early, objs);
         require(collect_notifies(w.get_store_event_fd(), 1) == 1,
                 "a store did not signal its completion once");
-        std::vector<MemoryObjPtr> early_dsts;
-        for (std::size_t i = 0; i < n; ++i) early_dsts.push_back(make_object(layout));
+        std::vector<MemoryObjPtr> early_dsts = zeroed_objects(layout, n);
         TaskId done_load = w.submit_load_task(keys, early_dsts);
         require(collect_notifies(w.get_load_event_fd(), 1) == 1,
                 "a load did not signal its completion once");
@@ -55,8 +52,7 @@ Verdict CloseFailsInFlightTasks(const WrapperUnderTest& wut, const WrapperRigOpt
         rig->inner->hold_results = true;
         auto more = make_keys(n, 62);
         TaskId held_store = w.submit_store_task(more, objs);
-        std::vector<MemoryObjPtr> dsts;
-        for (std::size_t i = 0; i < n; ++i) dsts.push_back(make_object(layout));
+        std::vector<MemoryObjPtr> dsts = zeroed_objects(layout, n);
         TaskId held_load = w.submit_load_task(keys, dsts);
         auto reached = poll_until(
             [&]() -> std::optional<bool> {
@@ -124,11 +120,8 @@ Verdict CloseReleasesResources(const WrapperUnderTest& wut, const WrapperRigOpti
         const std::size_t n = 9;
         auto rig = make_rig(wut, rig_options);
         L2AdapterInterface& w = *rig->wrapper;
-        auto keys = make_keys(n, 91);
-        auto objs = make_objects(layout, n, 91);
-        require_stored(w, keys, objs);
-        std::vector<MemoryObjPtr> dsts;
-        for (std::size_t i = 0; i < n; ++i) dsts.push_back(make_object(layout));
+        const auto [keys, objs] = store_fresh_batch(w, layout, n, 91);
+        std::vector<MemoryObjPtr> dsts = zeroed_objects(layout, n);
         TaskId l = w.submit_load_task(keys, dsts);
         require(wait_load_once(w, l, "load") == Bitmap(n, n), "load failed");
         w.close();
@@ -173,8 +166,7 @@ Verdict ResourcesBoundedOverManyTasks(const WrapperUnderTest& wut,
           require(sr.is_successful() != fails,
                   at + ": a store " + (fails ? "with a failing pair" : "of valid objects") +
                       " completed as " + sr.to_string());
-          std::vector<MemoryObjPtr> dsts;
-          for (std::size_t i = 0; i < kKeys; ++i) dsts.push_back(make_object(layout));
+          std::vector<MemoryObjPtr> dsts = zeroed_objects(layout, kKeys);
           TaskId l = w.submit_load_task(keys, dsts);
           Bitmap bits = wait_load_quietly(w, l, at);
           require(bits == (fails ? Bitmap(kKeys) : Bitmap(kKeys, kKeys)),

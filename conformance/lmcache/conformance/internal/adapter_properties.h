@@ -22,10 +22,9 @@
 namespace lmcache::conformance_internal::adapter_properties {
 using namespace ::lmcache::conformance;  // the kit's public types
 
-#define LMCACHE_DECLARE_ADAPTER_PROPERTY(Name, Checks) \
-  Verdict Name(const AdapterUnderTest& adapter);
-LMCACHE_CONFORMANCE_ADAPTER_PROPERTIES(LMCACHE_DECLARE_ADAPTER_PROPERTY)
-#undef LMCACHE_DECLARE_ADAPTER_PROPERTY
+// The signature of every property of the suite.
+using PropertyFunction = Verdict(const AdapterUnderTest& adapter);
+LMCACHE_CONFORMANCE_ADAPTER_PROPERTIES(LMCACHE_CONFORMANCE_DECLARE_PROPERTY)
 
 // The aspects of the contract a stateful run checks; each [stateful] property enables one.
 enum Check : unsigned {

@@ -21,10 +21,9 @@
 namespace lmcache::conformance_internal::processor_properties {
 using namespace ::lmcache::conformance;  // the kit's public types
 
-#define LMCACHE_DECLARE_PROCESSOR_PROPERTY(Name, Checks) \
-  Verdict Name(const ProcessorUnderTest& processor);
-LMCACHE_CONFORMANCE_PROCESSOR_PROPERTIES(LMCACHE_DECLARE_PROCESSOR_PROPERTY)
-#undef LMCACHE_DECLARE_PROCESSOR_PROPERTY
+// The signature of every property of the suite.
+using PropertyFunction = Verdict(const ProcessorUnderTest& processor);
+LMCACHE_CONFORMANCE_PROCESSOR_PROPERTIES(LMCACHE_CONFORMANCE_DECLARE_PROPERTY)
 
 enum class Dir { kSerialize, kDeserialize };
 

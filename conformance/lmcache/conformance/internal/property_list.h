@@ -11,6 +11,12 @@
 // X(Name, "what a Pass guarantees"). The order is the catalogue's order.
 #pragma once
 
+// Declares the function of one property, of the type `PropertyFunction` names in the namespace
+// that expands it (each suite's internal/<kind>_properties.h):
+//   using PropertyFunction = Verdict(const SerdeUnderTest& serde);
+//   LMCACHE_CONFORMANCE_SERDE_PROPERTIES(LMCACHE_CONFORMANCE_DECLARE_PROPERTY)
+#define LMCACHE_CONFORMANCE_DECLARE_PROPERTY(Name, Checks) PropertyFunction Name;
+
 #define LMCACHE_CONFORMANCE_SERDE_PROPERTIES(X)                                                   \
   X(DeterministicOutput,                                                                          \
     "serialize() gives the same count and bytes twice on one instance and on a fresh instance, "  \

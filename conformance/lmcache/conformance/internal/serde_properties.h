@@ -17,9 +17,9 @@
 namespace lmcache::conformance_internal::serde_properties {
 using namespace ::lmcache::conformance;  // the kit's public types
 
-#define LMCACHE_DECLARE_SERDE_PROPERTY(Name, Checks) Verdict Name(const SerdeUnderTest& serde);
-LMCACHE_CONFORMANCE_SERDE_PROPERTIES(LMCACHE_DECLARE_SERDE_PROPERTY)
-#undef LMCACHE_DECLARE_SERDE_PROPERTY
+// The signature of every property of the suite.
+using PropertyFunction = Verdict(const SerdeUnderTest& serde);
+LMCACHE_CONFORMANCE_SERDE_PROPERTIES(LMCACHE_CONFORMANCE_DECLARE_PROPERTY)
 
 // "SerdeConformance.<property>/<serde>", the RapidCheck id of a property run.
 std::string rc_id(std::string_view property, const SerdeUnderTest& serde);

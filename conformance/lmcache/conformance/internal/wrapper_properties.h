@@ -26,10 +26,9 @@
 namespace lmcache::conformance_internal::wrapper_properties {
 using namespace ::lmcache::conformance;  // the kit's public types
 
-#define LMCACHE_DECLARE_WRAPPER_PROPERTY(Name, Checks) \
-  Verdict Name(const WrapperUnderTest& wrapper, const WrapperRigOptions& rig);
-LMCACHE_CONFORMANCE_WRAPPER_PROPERTIES(LMCACHE_DECLARE_WRAPPER_PROPERTY)
-#undef LMCACHE_DECLARE_WRAPPER_PROPERTY
+// The signature of every property of the suite.
+using PropertyFunction = Verdict(const WrapperUnderTest& wrapper, const WrapperRigOptions& rig);
+LMCACHE_CONFORMANCE_WRAPPER_PROPERTIES(LMCACHE_CONFORMANCE_DECLARE_PROPERTY)
 
 // The L1 capacity of a rig: room for the temps of the largest batch a depth generates.
 inline constexpr std::size_t kRigL1Bytes = std::size_t{64} << 20;
@@ -87,6 +86,14 @@ L2StoreResult wait_store_once(L2AdapterInterface& w, TaskId id, const std::strin
 // signalled exactly once.
 void require_stored(L2AdapterInterface& w, const std::vector<ObjectKey>& keys,
                     const std::vector<MemoryObjPtr>& objs);
+// A batch stored through a wrapper: keys and objects made from one seed.
+struct StoredBatch {
+  std::vector<ObjectKey> keys;
+  std::vector<MemoryObjPtr> objs;
+};
+// make_keys(n, seed) and make_objects(layout, n, seed), stored with require_stored().
+StoredBatch store_fresh_batch(L2AdapterInterface& w, const MemoryLayoutDesc& layout, std::size_t n,
+                              std::uint64_t seed);
 // Waits for the load result of `id` and checks it is handed out and signalled exactly once.
 Bitmap wait_load_once(L2AdapterInterface& w, TaskId id, const std::string& what);
 
