@@ -50,7 +50,9 @@ ObjectKey without_rank(const ObjectKey& k) {
 
 class KnobAdapter final : public ViewRewritingAdapter {
  public:
-  KnobAdapter(L2AdapterPtr inner, AdapterKnobs k) : ViewRewritingAdapter(std::move(inner)), k_(k) {
+  // `capacity`: admission of its own against that many bytes (capacity_kept_after_delete).
+  KnobAdapter(L2AdapterPtr inner, AdapterKnobs k, std::uint64_t capacity = 0)
+      : ViewRewritingAdapter(std::move(inner)), k_(k), capacity_(capacity) {
     if (k_.silent_load_fd || k_.close_leaks_fd) extra_ = std::make_unique<EventNotifier>();
   }
   ~KnobAdapter() override { join_helpers(); }
@@ -100,6 +102,18 @@ class KnobAdapter final : public ViewRewritingAdapter {
         }
       }
     }
+    if (capacity_ > 0) {
+      std::uint64_t bytes = 0;
+      for (const auto& o : objects) bytes += o->size();
+      std::lock_guard lock(mu_);
+      if (admitted_ + bytes > capacity_) {
+        const TaskId refused = ForwardingL2Adapter::submit_store_task({}, {});
+        refused_.insert(refused);
+        store_keys_[refused] = {keys, fresh_sizes};
+        return refused;
+      }
+      admitted_ += bytes;  // the bug: no delete ever lowers it
+    }
     TaskId id = 0;
     if (k_.racy_store_ids) {
       id = next_id_.load();  // read, then write later: concurrent submitters collide
@@ -128,6 +142,7 @@ class KnobAdapter final : public ViewRewritingAdapter {
       std::lock_guard lock(mu_);
       TaskId id = k_.racy_store_ids ? outer_of_[inner] : inner;
       L2StoreResult result = r;
+      if (refused_.erase(inner) > 0) result = L2StoreResult::failure();
       if (k_.zero_bytes && result.is_successful()) result = L2StoreResult::success(0);
       if (k_.store_failure_reported_done && !result.is_successful()) {
         result = L2StoreResult::success(sent_bytes_[inner]);  // the reply was never read
@@ -359,6 +374,7 @@ class KnobAdapter final : public ViewRewritingAdapter {
       u.total_bytes_used = own_usage_;
     }
     if (k_.racy_usage_counter) u.total_bytes_used = racy_usage_.load();
+    if (capacity_ > 0) u.total_capacity_bytes = capacity_;
     return u;
   }
 
@@ -478,6 +494,9 @@ class KnobAdapter final : public ViewRewritingAdapter {
   std::size_t stores_ = 0;                    // under mu_
   std::unique_ptr<EventNotifier> late_pool_;  // under mu_
   std::unordered_set<ObjectKey> present_;
+  const std::uint64_t capacity_;
+  std::uint64_t admitted_ = 0;                          // capacity_kept_after_delete
+  std::set<TaskId> refused_;                            // capacity_kept_after_delete
   std::unordered_set<ObjectKey> stored_;                // damaged_object_loads
   std::map<TaskId, std::vector<ObjectKey>> load_keys_;  // damaged_object_loads
   std::unordered_map<ObjectKey, std::uint64_t> sizes_;
@@ -503,12 +522,19 @@ class KnobAdapter final : public ViewRewritingAdapter {
 AdapterUnderTest make_knob_adapter(AdapterKnobs k) {
   AdapterUnderTest a;
   a.name = "decorated_mock";
-  a.make = [k]() -> L2AdapterPtr {
-    return std::make_unique<KnobAdapter>(
-        std::make_unique<MockL2Adapter>(MockL2AdapterOptions{.max_capacity_bytes = 1ull << 30,
-                                                             .bandwidth_bytes_per_sec = 1ull << 40,
-                                                             .lend_load_views = true}),
-        k);
+  auto mock = [](std::uint64_t capacity) {
+    return std::make_unique<MockL2Adapter>(
+        MockL2AdapterOptions{.max_capacity_bytes = capacity,
+                             .bandwidth_bytes_per_sec = 1ull << 40,
+                             .lend_load_views = true});
+  };
+  a.make = [k, mock]() -> L2AdapterPtr {
+    return std::make_unique<KnobAdapter>(mock(1ull << 30), k);
+  };
+  // With a capacity: the mock's own, or, for capacity_kept_after_delete, the decorator's.
+  a.make_with_capacity = [k, mock](std::uint64_t bytes) -> L2AdapterPtr {
+    if (!k.capacity_kept_after_delete) return std::make_unique<KnobAdapter>(mock(bytes), k);
+    return std::make_unique<KnobAdapter>(mock(1ull << 30), k, bytes);
   };
   // Over the kit's hostile RESP peers, the same decorator over the reference resp adapter.
   a.make_over_resp_peer = [k](std::uint16_t port) -> L2AdapterPtr {

@@ -59,6 +59,9 @@ struct AdapterKnobs {
   // delete) is reported loaded whatever the store gave back, as a reader that pads a short file
   // with what the buffer held does.
   bool damaged_object_loads = false;
+  // Capacity (CapacityHonoured): the adapter admits stores against a counter of its own that a
+  // delete never lowers, while its usage follows the store: once full, full for good.
+  bool capacity_kept_after_delete = false;
   // Configs (ConfigTyposRejected): the adapter's type reads the keys it knows and ignores the
   // rest, as `config.get("num_workers", 8)` does.
   bool config_ignores_unknown_keys = false;
@@ -77,9 +80,9 @@ struct AdapterKnobs {
 // make_knob_adapter()
 //
 // "decorated_mock": a fresh MockL2Adapter (1 GiB, lending load views) under the knobs `k`
-// on every make(), the reference "resp" adapter under them on every make_over_resp_peer(), and
-// the reference "fs" adapter (crc32 trailer, a directory of the process's) under them on every
-// make_damageable();
+// on every make() (of the capacity asked on every make_with_capacity()), the reference "resp"
+// adapter under them on every make_over_resp_peer(), and the reference "fs" adapter (crc32
+// trailer, a directory of the process's) under them on every make_damageable();
 // its config is the registry's "mock" (config_ignores_unknown_keys, config_flag_kind_unchecked:
 // a type of the self-test's with that bug; config_stage_keys_unchecked: the mock with a serde
 // type of the self-test's with that bug). With no knob set, a correct adapter.

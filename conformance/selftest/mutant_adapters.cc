@@ -559,6 +559,23 @@ void add_adapter_mutants(std::vector<Mutant>& out) {
         d.adapter->close();
         return r;
       });
+  add(out, "capacity_kept_after_delete", BugClass::kData, "CapacityHonoured",
+      "the adapter admits stores against a counter of its own that no delete lowers, while its "
+      "usage follows the store: once full, every later store fails",
+      {.capacity_kept_after_delete = true}, [](const Impl& i) -> std::string {
+        L2AdapterPtr a = i.adapter.make_with_capacity(2 * object(0)->size());
+        std::string r;
+        const auto first = store(*a, {key(0), key(1)}, {object(1), object(2)});
+        if (first && first->is_successful()) {
+          a->delete_keys({key(0), key(1)});
+          const auto again = store(*a, {key(2)}, {object(3)});
+          if (again && !again->is_successful()) {
+            r = "a store into an adapter emptied by a delete was refused for room";
+          }
+        }
+        a->close();
+        return r;
+      });
   add(out, "config_stage_keys_unchecked", BugClass::kData, "ConfigTyposRejected",
       "a composite serde in the adapter's \"serde\" object refuses unknown keys of its own but "
       "drops whatever else each of its \"stages\" holds: a misspelt \"fp8_dtpye\" in a stage "

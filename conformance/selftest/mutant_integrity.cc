@@ -308,6 +308,13 @@ ObjectKey without_kv_rank(const ObjectKey& k) {
   return ObjectKey(k.chunk_hash(), k.model_name(), 0, k.object_group_id(), k.cache_salt());
 }
 
+// object_group_id kept in 32 bits (a static_cast<std::int32_t> on the way into the AAD).
+ObjectKey group_id_32_bit(const ObjectKey& k) {
+  const auto low = static_cast<std::uint32_t>(k.object_group_id());
+  return ObjectKey(k.chunk_hash(), k.model_name(), k.kv_rank(), static_cast<std::int64_t>(low),
+                   k.cache_salt());
+}
+
 Impl key_mapping(const Impl& base, KeyMap m) {
   Impl i = base;
   i.serde.make_serializer = [make = base.serde.make_serializer, m] {
@@ -669,6 +676,13 @@ void add_integrity_mutants(std::vector<Mutant>& out) {
       "bind_key's associated data is built without kv_rank: a frame moves to another rank", bound,
       &without_kv_rank, ObjectKey("12345678", "m", 1), ObjectKey("12345678", "m", 2),
       "a frame of kv_rank 1 loaded under kv_rank 2"));
+  out.push_back(key_confusion_mutant(
+      "aesgcm_aad_group_id_32_bit", BugClass::kSizes, "IntegrityOtherKeyFieldRejected",
+      "bind_key's associated data holds object_group_id in 32 bits: a frame moves to a group id "
+      "that differs only above bit 31",
+      bound, &group_id_32_bit, ObjectKey("12345678", "m", 0, 7),
+      ObjectKey("12345678", "m", 0, (std::int64_t{1} << 32) + 7),
+      "a frame of group id 7 loaded under group id 2^32 + 7"));
   {
     Impl i = aesgcm;
     i.serde.make_deserializer = [make = aesgcm.serde.make_deserializer] {

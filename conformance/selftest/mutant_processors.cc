@@ -1,5 +1,7 @@
 // Processor mutants: a small SerdeProcessor (one or two worker threads, a queue, two completion
 // maps and two eventfds) over the fp8 pair, with one bug switched on per mutant.
+#include <poll.h>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -69,6 +71,13 @@ struct ProcessorKnobs {
   bool pads_past_count = false;         // zeroes dst up to an 8-byte boundary past the count
   bool empty_batch_dropped = false;     // an empty batch gets an id and never completes
   bool frames_first_pair_size = false;  // every pair serialized as if of the first's layout
+  bool shared_outcome = false;  // a task's outcome kept in one member every worker's task sets
+  // Inline tasks (serialize_inline / deserialize_inline): run on the caller's thread, as the
+  // reference processor runs them. Not a bug.
+  bool runs_inline = true;
+  bool inline_submits_and_waits =
+      false;  // inline = submit, then wait: an id drawn, an fd signalled
+  bool inline_key_of_first_pair = false;  // every pair of an inline task gets keys[0]
 };
 
 // Clears the mantissa bits e4m3fn drops (20 of a float32's, 4 of a bfloat16's), so that the
@@ -135,6 +144,16 @@ class KnobQueueProcessor final : public SerdeProcessor {
   std::size_t estimate_serialized_size(const MemoryLayoutDesc& layout) const override {
     return k_.zero_estimate ? 0 : ser_->estimate_serialized_size(layout);
   }
+  std::optional<bool> serialize_inline(const std::vector<MemoryObjPtr>& srcs,
+                                       const std::vector<MemoryObjPtr>& dsts,
+                                       const std::vector<ObjectKey>& keys) override {
+    return run_inline(true, srcs, dsts, keys);
+  }
+  std::optional<bool> deserialize_inline(const std::vector<MemoryObjPtr>& srcs,
+                                         const std::vector<MemoryObjPtr>& dsts,
+                                         const std::vector<ObjectKey>& keys) override {
+    return run_inline(false, srcs, dsts, keys);
+  }
 
   void close() override {
     {
@@ -184,8 +203,58 @@ class KnobQueueProcessor final : public SerdeProcessor {
     return id;
   }
 
+  std::optional<bool> run_inline(bool serialize, const std::vector<MemoryObjPtr>& srcs,
+                                 const std::vector<MemoryObjPtr>& dsts,
+                                 const std::vector<ObjectKey>& keys) {
+    if (!k_.runs_inline) return std::nullopt;
+    if (k_.inline_submits_and_waits) {
+      const TaskId id = submit(serialize, srcs, dsts, keys);
+      for (;;) {
+        if (auto r = query(serialize ? ser_done_ : deser_done_, id)) return r;
+        std::this_thread::sleep_for(100us);
+      }
+    }
+    {
+      std::lock_guard lock(mu_);
+      if (closed_) throw std::logic_error("queue processor closed");
+      if (srcs.size() != dsts.size() || keys.size() != srcs.size()) {
+        throw std::invalid_argument("queue processor: lists differ in length");
+      }
+    }
+    if (!k_.inline_key_of_first_pair || keys.empty()) return execute(serialize, srcs, dsts, keys);
+    return execute(serialize, srcs, dsts, std::vector<ObjectKey>(keys.size(), keys[0]));
+  }
+
   void run(bool serialize, TaskId id, const std::vector<MemoryObjPtr>& srcs,
            const std::vector<MemoryObjPtr>& dsts, const std::vector<ObjectKey>& keys) {
+    bool ok = execute(serialize, srcs, dsts, keys);
+    const std::uint64_t nth = ++g_tasks;
+    if (k_.flaky_every_97th_task && nth % 97 == 0) ok = false;
+    publish(serialize, id, ok, srcs, dsts);
+  }
+
+  // Runs the pairs of one task; whether they all succeeded.
+  bool execute(bool serialize, const std::vector<MemoryObjPtr>& srcs,
+               const std::vector<MemoryObjPtr>& dsts, const std::vector<ObjectKey>& keys) {
+    if (k_.shared_outcome) {
+      shared_ok_ = true;  // the task starts well...
+      for (std::size_t i = 0; i < srcs.size() && i < dsts.size(); ++i) {
+        try {
+          if (serialize) {
+            dsts[i]->set_used_size(ser_->serialize(*srcs[i], *dsts[i], keys[i]));
+          } else {
+            deser_->deserialize(*srcs[i], *dsts[i], keys[i]);
+          }
+        } catch (...) {
+          shared_ok_ = false;  // ...and any task's failure is every running task's
+          break;
+        }
+      }
+      // A flush that takes a while (10 ms: failures on the other worker land within it even on
+      // a loaded machine), then the outcome is read back from the shared member.
+      std::this_thread::sleep_for(10ms);
+      return shared_ok_;
+    }
     bool ok = true;
     const std::size_t n = std::min(srcs.size(), dsts.size());
     static const ObjectKey kDefaultKey("", "default", 0);
@@ -237,8 +306,12 @@ class KnobQueueProcessor final : public SerdeProcessor {
         }
       }
     }
-    const std::uint64_t nth = ++g_tasks;
-    if (k_.flaky_every_97th_task && nth % 97 == 0) ok = false;
+    return ok;
+  }
+
+  // Stores a task's result and signals it.
+  void publish(bool serialize, TaskId id, bool ok, const std::vector<MemoryObjPtr>& srcs,
+               const std::vector<MemoryObjPtr>& dsts) {
     {
       std::lock_guard r(results_mu_);
       if (k_.sticky_failure) {
@@ -315,6 +388,7 @@ class KnobQueueProcessor final : public SerdeProcessor {
   std::atomic<TaskId> next_id_{0};
   std::atomic<TaskId> next_deserialize_id_{0};  // ids_per_direction only
   std::atomic<std::size_t> cursor_{0};
+  std::atomic<bool> shared_ok_{true};  // shared_outcome only
   EventNotifier ser_fd_;
   EventNotifier deser_fd_;
   std::unique_ptr<EventNotifier> leaked_;  // closed only by the destructor
@@ -725,6 +799,48 @@ void add_processor_mutants(std::vector<Mutant>& out) {
         return wait_result(p, false, d).value_or(false)
                    ? ""
                    : "pair 1 of a batch did not deserialize alone under its own key";
+      }));
+  add(out, "processor_shared_outcome", BugClass::kConcurrency, "FailureReportedAsFalse",
+      "two workers; a task's outcome is one member of the processor that each task sets true when "
+      "it starts and false when a pair fails: a task failing beside a good one fails it too",
+      {.workers = 2, .shared_outcome = true}, with_processor([](SerdeProcessor& p) -> std::string {
+        const MemoryLayoutDesc big = MemoryLayoutDesc::single({1 << 18}, DType::kFloat32);
+        MemoryObjPtr src = MemoryObj::allocate(big);
+        std::memset(src->data(), 0, src->size());
+        for (int attempt = 0; attempt < 20; ++attempt) {
+          std::vector<MemoryObjPtr> dsts;
+          for (int i = 0; i < 4; ++i) dsts.push_back(temp(p.estimate_serialized_size(big)));
+          TaskId good = p.submit_serialize({src, src, src, src}, dsts, probe_keys(4));
+          for (int b = 0; b < 4; ++b) run_task(p, true, {input(1)}, {temp(0)});
+          if (!wait_result(p, true, good).value_or(true)) {
+            return "a valid task failed while failing tasks ran beside it";
+          }
+        }
+        return "";
+      }));
+  add(out, "processor_inline_key_of_first_pair", BugClass::kData, "InlineMatchesSubmitted",
+      "its inline path (the one the serde wrapper takes for small tasks) runs every pair under the "
+      "task's first key; submitted tasks are right",
+      {.over_checksum = true, .inline_key_of_first_pair = true},
+      with_processor([](SerdeProcessor& p) -> std::string {
+        std::vector<MemoryObjPtr> temps = {temp(16 * 4 + 17), temp(16 * 4 + 17)};
+        if (!p.serialize_inline({input(1), input(2)}, temps, probe_keys(2)).value_or(false)) {
+          return "";
+        }
+        return p.deserialize_inline({temps[1]}, {MemoryObj::allocate(kLayout)}, {probe_key(1)})
+                       .value_or(false)
+                   ? ""
+                   : "pair 1 of an inline batch did not deserialize alone under its own key";
+      }));
+  add(out, "processor_inline_submits_and_waits", BugClass::kFailureOrder, "InlineMatchesSubmitted",
+      "its inline path submits the task and waits for the result: it draws an id and signals an fd "
+      "that nobody waits on (the wrapper's poll loop then wakes for nothing and its count of "
+      "signals runs ahead)",
+      {.inline_submits_and_waits = true}, with_processor([](SerdeProcessor& p) -> std::string {
+        std::vector<MemoryObjPtr> temps = {temp()};
+        if (!p.serialize_inline({input(1)}, temps, probe_keys(1))) return "";
+        pollfd fd{p.get_serialize_event_fd(), POLLIN, 0};
+        return ::poll(&fd, 1, 100) == 1 ? "an inline serialize signalled the serialize fd" : "";
       }));
   add(out, "processor_ignores_keys", BugClass::kData, "MatchesReference",
       "every pair goes to the serde under one default key, in both directions",

@@ -11,6 +11,7 @@
 #include "lmcache/conformance/testing/stored_damage.h"
 #include "lmcache/fs/fs_adapter.h"
 #include "lmcache/l1/l1_manager.h"
+#include "lmcache/l2/mock_adapter.h"
 #include "lmcache/resp/resp_adapter.h"
 #include "lmcache/serde/aesgcm_serde.h"
 #include "lmcache/serde/checksum_serde.h"
@@ -128,11 +129,11 @@ std::string register_adapter_config(const Json& config, const std::string& stem,
       namespaced && config.contains("key_namespace") && config["key_namespace"].is_string()
           ? config["key_namespace"].get<std::string>()
           : "";
-  auto make = [config, namespaced, user_ns]() -> L2AdapterPtr {
-    Json c = config;
+  auto build_fresh = [namespaced, user_ns](Json c) -> L2AdapterPtr {
     if (namespaced) c["key_namespace"] = fresh_key_namespace(user_ns);
     return build_adapter(c);
   };
+  auto make = [config, build_fresh]() -> L2AdapterPtr { return build_fresh(config); };
   // Build one now: a config its type refuses is reported here, naming the key, not per property.
   try {
     make()->close();
@@ -182,6 +183,18 @@ std::string register_adapter_config(const Json& config, const std::string& stem,
     a.detects_changed_bytes = config.value("checksum", "none") == "crc32";
   } else if (type == resp::kRespAdapterType) {
     a.make_damageable = damageable_resp(config, build_adapter);
+  }
+  // The same config with a capacity (CapacityHonoured): the bridge's "max_capacity_gb" behind the
+  // storage types, the mock's "max_size_gb". Both are GiB, which a byte count / 2^30 gives back
+  // exactly.
+  const char* capacity_key =
+      namespaced ? "max_capacity_gb" : (type == MockL2Adapter::kTypeName ? "max_size_gb" : nullptr);
+  if (capacity_key != nullptr) {
+    a.make_with_capacity = [config, build_fresh, capacity_key](std::uint64_t bytes) {
+      Json c = config;
+      c[capacity_key] = static_cast<double>(bytes) / static_cast<double>(std::uint64_t{1} << 30);
+      return build_fresh(std::move(c));
+    };
   }
   try {
     registry.add_adapter(std::move(a));

@@ -30,6 +30,13 @@ L2AdapterPtr bridge_over_memory() {
       std::make_unique<storage_testing::MemoryConnector>());
 }
 
+L2AdapterPtr bridge_over_memory_with_capacity(std::uint64_t bytes) {
+  bridge::NativeConnectorAdapterOptions options;
+  options.max_capacity_bytes = bytes;
+  return bridge::make_native_connector_adapter(std::make_unique<storage_testing::MemoryConnector>(),
+                                               std::move(options));
+}
+
 L2AdapterPtr fp8_wrapper_over_bridge() {
   auto serde = std::make_unique<AsyncSerdeProcessor>(std::make_shared<Fp8Serializer>(),
                                                      std::make_shared<Fp8Deserializer>());
@@ -53,6 +60,7 @@ std::string load_reference_storage_source(const std::string& source, Registry& r
   try {
     AdapterUnderTest bridge = conformance::bridge_descriptor("bridge_memory", &bridge_over_memory);
     // Two bridges over one in-memory store: the reference native-connector format.
+    bridge.make_with_capacity = &bridge_over_memory_with_capacity;
     bridge.reference.type = "bridge";
     bridge.reference.make_pair = [] {
       auto store = std::make_shared<storage_testing::MemoryStore>();

@@ -188,5 +188,6 @@ class MemoryL2Adapter(L2AdapterInterface):
 
 
 @declare(reports_lock_count=True)
-def make():
-    return MemoryL2Adapter(max_capacity_bytes=64 << 20)
+def make(max_capacity_bytes: int = 64 << 20):
+    # The keyword lets the kit build it with a capacity of its choosing (CapacityHonoured).
+    return MemoryL2Adapter(max_capacity_bytes=max_capacity_bytes)

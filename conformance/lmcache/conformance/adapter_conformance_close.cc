@@ -66,16 +66,33 @@ Verdict CloseWithTasksInFlight(const AdapterUnderTest& aut) {
         require(a != nullptr, "make() returned null");
         store_all(*a, first, first_objs, "a store before close()");
 
-        // In flight at close(): a store of other keys, a load of the stored ones, a lookup.
-        const TaskId store_id = a->submit_store_task(second, second_objs);
+        // In flight at close(): a load of the stored keys, a store of other keys and a lookup,
+        // in one of three orders (a load queued behind a store may be dropped before it starts;
+        // one submitted alone is running), close() called at once or after a moment.
+        const int order = *uniform_in_range(0, 3);
+        const int pause_ms = *rc::gen::element(0, 1, 5);
+        std::optional<TaskId> store_id, lookup_id;
+        if (order == 0) store_id = a->submit_store_task(second, second_objs);
         const TaskId load_id = a->submit_load_task(first, dsts);
-        const TaskId lookup_id = a->submit_lookup_and_lock_task(first);
+        if (order != 1) lookup_id = a->submit_lookup_and_lock_task(first);
+        if (order == 2) store_id = a->submit_store_task(second, second_objs);
         const std::string shape =
-            std::to_string(n) + " object(s) of up to " + std::to_string(chunk) + " bytes in flight";
+            std::to_string(n) + " object(s) of up to " + std::to_string(chunk) +
+            " bytes in flight" +
+            (order == 1   ? ", a load alone"
+             : order == 2 ? ", the load first"
+                          : "") +
+            (pause_ms > 0 ? ", close() " + std::to_string(pause_ms) + " ms later" : "");
+        if (pause_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(pause_ms));
         try {
           a->close();
         } catch (const std::exception& e) {
           require(false, "close() with " + shape + " threw: " + e.what());
+        }
+        // What the destinations hold when close() has returned: nothing may change it later.
+        std::vector<std::vector<std::byte>> at_close;
+        for (const MemoryObjPtr& d : dsts) {
+          at_close.emplace_back(d->physical_bytes().begin(), d->physical_bytes().end());
         }
 
         // Every result at most once; none of these calls throws after close().
@@ -97,8 +114,10 @@ Verdict CloseWithTasksInFlight(const AdapterUnderTest& aut) {
         // A lookup's result reports locks, which close() may have dropped: it may answer, or
         // throw std::logic_error (docs/l2-adapter.md), and nothing else.
         try {
-          lookup = a->query_lookup_and_lock_result(lookup_id);
-          lookup_again = a->query_lookup_and_lock_result(lookup_id);
+          if (lookup_id) {
+            lookup = a->query_lookup_and_lock_result(*lookup_id);
+            lookup_again = a->query_lookup_and_lock_result(*lookup_id);
+          }
         } catch (const std::logic_error&) {
         } catch (const std::exception& e) {
           lookup_threw = e.what();
@@ -107,21 +126,19 @@ Verdict CloseWithTasksInFlight(const AdapterUnderTest& aut) {
                 "after close(), query_lookup_and_lock_result threw something other than "
                 "std::logic_error: " +
                     lookup_threw);
-        require(!(stores.count(store_id) && stores_again.count(store_id)),
-                "after close(): store task " + std::to_string(store_id) + " was handed out twice");
+        require(!store_id || !(stores.count(*store_id) && stores_again.count(*store_id)),
+                "after close(): store task " + std::to_string(store_id.value_or(0)) +
+                    " was handed out twice");
         require(!(load && load_again),
                 "after close(): load task " + std::to_string(load_id) + " was answered twice");
-        require(!(lookup && lookup_again),
-                "after close(): lookup task " + std::to_string(lookup_id) + " was answered twice");
+        require(!(lookup && lookup_again), "after close(): lookup task " +
+                                               std::to_string(lookup_id.value_or(0)) +
+                                               " was answered twice");
         require(!load || load->size() == n, "after close(): the load's bitmap has " +
                                                 std::to_string(load ? load->size() : 0) +
                                                 " bits for " + std::to_string(n) + " keys");
 
         // Once close() has returned, nothing writes into the load's destinations.
-        std::vector<std::vector<std::byte>> at_close;
-        for (const MemoryObjPtr& d : dsts) {
-          at_close.emplace_back(d->physical_bytes().begin(), d->physical_bytes().end());
-        }
         std::this_thread::sleep_for(kWatchAfterClose);
         for (std::size_t i = 0; i < n; ++i) {
           const auto now = dsts[i]->physical_bytes();

@@ -252,6 +252,9 @@ Verdict ConcurrentSubmitters(const AdapterUnderTest& aut) {
       });
 }
 
+// Rounds each thread of ConcurrentFirstUse runs after its adapter's first use.
+constexpr std::size_t kBusyRounds = 16;
+
 Verdict ConcurrentFirstUse(const AdapterUnderTest& aut) {
   // kThreads adapters, all made before any is used, each used first by a thread of its own, all
   // released together: whatever an implementation sets up on its first operation -- a
@@ -266,6 +269,8 @@ Verdict ConcurrentFirstUse(const AdapterUnderTest& aut) {
         const std::size_t per =
             *gen_batch_size(std::min<std::size_t>(current_profile().max_batch, 8));
         const std::vector<ObjectKey> keys = key_family(objects.seed, kThreads * per + kThreads);
+        const std::vector<ObjectKey> busy_keys =
+            key_family(objects.seed + 1, kThreads * kBusyRounds);
         const std::string shape = std::to_string(kThreads) + " adapters, " + std::to_string(per) +
                                   " keys each, objects " + objects.layout.to_string();
         std::vector<L2AdapterPtr> adapters;
@@ -318,6 +323,26 @@ Verdict ConcurrentFirstUse(const AdapterUnderTest& aut) {
           }
           if (aut.capabilities.supports_delete) {
             a.delete_keys(std::vector<ObjectKey>(ks.begin(), ks.end() - 1));
+          }
+          // Then the instances stay busy at once: rounds of a store, a load and a delete of one
+          // key each (what instances share -- a map, a pool -- is used by every thread at once).
+          for (std::size_t r = 0; r < kBusyRounds; ++r) {
+            const std::size_t at = r % per;
+            const ObjectKey key = busy_keys[t * kBusyRounds + r];
+            const TaskId bs = a.submit_store_task({key}, {objs[at]});
+            std::map<TaskId, L2StoreResult> stored;
+            check(pop_stores_until(a, {bs}, &stored).empty() && stored.at(bs).is_successful(),
+                  "store " + std::to_string(r + 1) + " of " + std::to_string(kBusyRounds) +
+                      " after the first use did not succeed");
+            MemoryObjPtr back = make_object(objects.layout);
+            const TaskId bl = a.submit_load_task({key}, {back});
+            auto hit = poll_until([&] { return a.query_load_result(bl); }, result_timeout());
+            MemoryObjPtr w = objects.expected(t * per + at);
+            check(hit.has_value() && hit->test(0) && same_bytes(back->data(), w->data(), w->size()),
+                  "the load of store " + std::to_string(r + 1) + " of " +
+                      std::to_string(kBusyRounds) +
+                      " after the first use did not give its own bytes back");
+            if (aut.capabilities.supports_delete) a.delete_keys({key});
           }
         });
         require(error.empty(), "adapters used for the first time at once: " + error);

@@ -38,15 +38,6 @@ constexpr StoredDamage kAllDamages[] = {StoredDamage::kTruncated, StoredDamage::
                                         StoredDamage::kFlipped,   StoredDamage::kReplaced,
                                         StoredDamage::kReplaced,  StoredDamage::kReplaced};
 
-std::vector<MemoryObjPtr> filled_objects(const MemoryLayoutDesc& layout, std::size_t n) {
-  std::vector<MemoryObjPtr> objs;
-  for (std::size_t i = 0; i < n; ++i) {
-    objs.push_back(make_object(layout));
-    fill_bytes(objs.back()->physical_bytes(), *gen_seed());
-  }
-  return objs;
-}
-
 void run_case(const AdapterUnderTest& aut, StoredDamage damage, const MemoryLayoutDesc& layout,
               std::size_t n) {
   const std::vector<ObjectKey> all_keys = key_family(*gen_seed(), 2 * n);
@@ -104,6 +95,15 @@ void run_case(const AdapterUnderTest& aut, StoredDamage damage, const MemoryLayo
 }
 
 }  // namespace
+
+std::vector<MemoryObjPtr> filled_objects(const MemoryLayoutDesc& layout, std::size_t n) {
+  std::vector<MemoryObjPtr> objs;
+  for (std::size_t i = 0; i < n; ++i) {
+    objs.push_back(make_object(layout));
+    fill_bytes(objs.back()->physical_bytes(), *gen_seed());
+  }
+  return objs;
+}
 
 Verdict StoredDamageContained(const AdapterUnderTest& aut) {
   if (!aut.make_damageable) {

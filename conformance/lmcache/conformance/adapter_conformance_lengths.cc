@@ -148,8 +148,7 @@ void check_loads(L2AdapterInterface& reader, const std::vector<Stored>& stored,
                                                   std::to_string(guarded[i]->size()) +
                                                   " bytes (size() must be the stored length)");
     require(same_bytes(guarded[i]->data(), src.data(), src.size()),
-            which + " loads other bytes: " + hex_preview(guarded[i]->bytes()) + " instead of " +
-                hex_preview(src.bytes()));
+            which + " loads other bytes, " + bytes_difference(guarded[i]->bytes(), src.bytes()));
   }
 }
 

@@ -100,8 +100,7 @@ void require_reads(L2AdapterInterface& reader, const std::vector<ObjectKey>& key
     require(dsts[i]->size() == objs[i]->size(),
             which + " loads as " + std::to_string(dsts[i]->size()) + " bytes");
     require(same_bytes(dsts[i]->data(), objs[i]->data(), objs[i]->size()),
-            which + " loads other bytes: " + hex_preview(dsts[i]->bytes()) + " instead of " +
-                hex_preview(objs[i]->bytes()));
+            which + " loads other bytes, " + bytes_difference(dsts[i]->bytes(), objs[i]->bytes()));
   }
 }
 

@@ -478,4 +478,14 @@ std::string hex_preview(std::span<const std::byte> bytes, std::size_t max_bytes)
   return os.str();
 }
 
+std::string bytes_difference(std::span<const std::byte> got, std::span<const std::byte> want) {
+  const std::size_t common = std::min(got.size(), want.size());
+  std::size_t at = 0;
+  while (at < common && got[at] == want[at]) ++at;
+  if (at == common && got.size() == want.size()) return {};
+  return "first difference at byte " + std::to_string(at) + " of " + std::to_string(want.size()) +
+         (got.size() != want.size() ? " (" + std::to_string(got.size()) + " bytes given)" : "") +
+         ": " + hex_preview(got.subspan(at)) + " instead of " + hex_preview(want.subspan(at));
+}
+
 }  // namespace lmcache::conformance

@@ -146,4 +146,10 @@ std::string describe_element(const MemoryLayoutDesc& layout, std::size_t group, 
 // The first `max_bytes` bytes as hex, for messages.
 std::string hex_preview(std::span<const std::byte> bytes, std::size_t max_bytes = 16);
 
+// bytes_difference()
+//
+// Empty when `got` and `want` are equal; else where they first differ and both from there, for
+// messages ("first difference at byte 1048576 of 2097152: 00 00 ... instead of 4a 91 ...").
+std::string bytes_difference(std::span<const std::byte> got, std::span<const std::byte> want);
+
 }  // namespace lmcache::conformance

@@ -272,6 +272,14 @@ struct AdapterUnderTest {
   std::function<DamageableAdapter()> make_damageable;
   bool detects_changed_bytes = false;
 
+  // A fresh adapter as make() builds it, but holding at most `capacity_bytes` (the bytes
+  // get_usage() counts). AdapterConformance.CapacityHonoured fills it past that and deletes
+  // (docs/l2-adapter.md, "Capacity"): it never holds more, refuses no store that fits (when
+  // capabilities.reports_usage), leaves nothing of a refused store, and what a delete frees is
+  // room again. Empty: NotSupported. `lmcache-conform --adapter` fills it for "mock", "fs" and
+  // "resp" configs.
+  std::function<L2AdapterPtr(std::uint64_t capacity_bytes)> make_with_capacity;
+
   // The JSON config the adapter is built from with create_l2_adapter() ("serde" object
   // included), when it is built from one. AdapterConformance.ConfigTyposRejected adds a
   // misspelt key beside each of its keys, ConfigValueKindsChecked gives each key a value of

@@ -398,6 +398,17 @@ const char* key_field_name(KeyField field) {
   return "?";
 }
 
+namespace {
+
+// `v` with one bit of its upper half flipped (the sign bit too when `sign`): a value equal to `v`
+// in its low 32 bits, which a field encoded or compared as 32 bits cannot tell from it.
+std::int64_t flip_high_bit(std::int64_t v, bool sign) {
+  const int bit = *uniform_in_range(32, sign ? 64 : 63);
+  return static_cast<std::int64_t>(static_cast<std::uint64_t>(v) ^ (std::uint64_t{1} << bit));
+}
+
+}  // namespace
+
 rc::Gen<ObjectKey> gen_key_varied_in(ObjectKey key, KeyField field) {
   return rc::gen::exec([key = std::move(key), field] {
     std::string hash = key.chunk_hash();
@@ -443,17 +454,18 @@ rc::Gen<ObjectKey> gen_key_varied_in(ObjectKey key, KeyField field) {
         }
         break;
       case KeyField::kKvRank: {
-        const std::int64_t options[] = {rank == kMaxI64 ? rank - 1 : rank + 1,
-                                        rank == kMinI64 ? rank + 1 : rank - 1,
-                                        rank == 0 ? 1 : (rank == kMinI64 ? kMaxI64 : -rank),
-                                        rank == kMaxI64 ? kMinI64 : kMaxI64};
-        rank = options[*uniform_in_range(0, 4)];
+        const std::int64_t options[] = {
+            rank == kMaxI64 ? rank - 1 : rank + 1, rank == kMinI64 ? rank + 1 : rank - 1,
+            rank == 0 ? 1 : (rank == kMinI64 ? kMaxI64 : -rank),
+            rank == kMaxI64 ? kMinI64 : kMaxI64, flip_high_bit(rank, true)};
+        rank = options[*uniform_in_range(0, 5)];
         break;
       }
       case KeyField::kObjectGroupId: {
         const std::int64_t options[] = {group == kMaxI64 ? group - 1 : group + 1,
-                                        group == 0 ? 1 : group - 1, group == kMaxI64 ? 0 : kMaxI64};
-        group = options[*uniform_in_range(0, 3)];
+                                        group == 0 ? 1 : group - 1, group == kMaxI64 ? 0 : kMaxI64,
+                                        flip_high_bit(group, false)};  // never negative
+        group = options[*uniform_in_range(0, 4)];
         break;
       }
       case KeyField::kCacheSalt: {

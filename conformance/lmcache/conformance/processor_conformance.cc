@@ -393,6 +393,56 @@ Verdict UnknownIdsGiveNone(const ProcessorUnderTest& put) {
   return Verdict::pass();
 }
 
+namespace {
+
+// A task of chunk-sized pairs followed by tasks that fail at once: with several workers, the
+// failures complete while the long task still runs, so a task outcome kept in the processor (or
+// per worker) and shared with the tasks beside it shows as a good task completing false.
+Verdict failures_while_others_run(const ProcessorUnderTest& put, SerdeProcessor& p) {
+  constexpr int kRounds = 4;
+  constexpr int kFailing = 16;
+  constexpr std::size_t kPairs = 6;
+  // Chunk-sized pairs (up to 1 Mi elements each): long enough that the failures end first.
+  const std::size_t elements = std::clamp<std::size_t>(
+      std::max(current_profile().max_chunk_bytes / 4, current_profile().max_group_elements),
+      std::size_t{1} << 12, std::size_t{1} << 20);
+  const MemoryLayoutDesc big =
+      MemoryLayoutDesc::single({static_cast<std::int64_t>(elements)}, put.input_dtypes.front());
+  const MemoryObjPtr src = safe_input(big, 11);
+  const MemoryObjPtr small = safe_input(fixed_layout(put), 12);
+  std::size_t tasks = 0;
+  for (int round = 0; round < kRounds; ++round) {
+    std::vector<MemoryObjPtr> dsts;
+    for (std::size_t i = 0; i < kPairs; ++i) dsts.push_back(temp_for(p, big));
+    const TaskId good =
+        p.submit_serialize(std::vector<MemoryObjPtr>(kPairs, src), dsts, probe_keys(kPairs));
+    std::vector<TaskId> failing;
+    for (int f = 0; f < kFailing; ++f) {
+      failing.push_back(p.submit_serialize({small}, {make_object(byte_layout(0))}, probe_keys(1)));
+    }
+    tasks += 1 + kFailing;
+    const std::string what = "a serialize of " + std::to_string(kPairs) + " valid pairs of " +
+                             big.to_string() + " followed by " + std::to_string(kFailing) +
+                             " tasks that fail at once (round " + std::to_string(round + 1) +
+                             " of " + std::to_string(kRounds) + ")";
+    for (TaskId id : failing) {
+      const auto r = poll_until([&] { return p.query_serialize_result(id); }, result_timeout());
+      if (!r) return Verdict::fail("a failing task of " + what + " never completed");
+      if (*r) return Verdict::fail("a task into a 0-byte destination completed true in " + what);
+    }
+    const auto r = poll_until([&] { return p.query_serialize_result(good); }, result_timeout());
+    if (!r) return Verdict::fail("the valid task of " + what + " never completed");
+    if (!*r) {
+      return Verdict::fail("the valid task of " + what +
+                           " completed false: the failures beside it changed its outcome");
+    }
+  }
+  collect_notifies(p.get_serialize_event_fd(), tasks);
+  return Verdict::pass();
+}
+
+}  // namespace
+
 Verdict FailureReportedAsFalse(const ProcessorUnderTest& put) {
   OwnedProcessor p(put);
   MemoryLayoutDesc layout = fixed_layout(put);
@@ -458,7 +508,7 @@ Verdict FailureReportedAsFalse(const ProcessorUnderTest& put) {
                            std::to_string(n) + " notifies: failed tasks must be signalled too");
     }
   }
-  return Verdict::pass();
+  return failures_while_others_run(put, *p);
 }
 
 Verdict ConcurrentSubmitters(const ProcessorUnderTest& put) {

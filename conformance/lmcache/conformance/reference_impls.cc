@@ -52,9 +52,9 @@ ReferenceSerde self_reference(const SerdeUnderTest& s, std::string type) {
                         s.integrity.randomized};
 }
 
-L2AdapterPtr make_mock(bool run_when_idle) {
+L2AdapterPtr make_mock(bool run_when_idle, std::uint64_t capacity = kMockCapacityBytes) {
   return std::make_unique<MockL2Adapter>(
-      MockL2AdapterOptions{.max_capacity_bytes = kMockCapacityBytes,
+      MockL2AdapterOptions{.max_capacity_bytes = capacity,
                            .bandwidth_bytes_per_sec = kMockBandwidth,
                            .lend_load_views = true,
                            .run_when_idle = run_when_idle});
@@ -292,6 +292,7 @@ AdapterUnderTest reference_mock_adapter() {
   AdapterUnderTest a;
   a.name = "mock";
   a.make = [] { return make_mock(false); };
+  a.make_with_capacity = [](std::uint64_t bytes) { return make_mock(false, bytes); };
   // The same adapter as the registry builds it (ConfigTyposRejected).
   a.config = Json{{"type", "mock"},
                   {"max_size_gb", 1},
@@ -307,6 +308,7 @@ AdapterUnderTest reference_mock_run_when_idle_adapter() {
   AdapterUnderTest a = reference_mock_adapter();
   a.name = "mock_run_when_idle";
   a.make = [] { return make_mock(true); };
+  a.make_with_capacity = [](std::uint64_t bytes) { return make_mock(true, bytes); };
   (*a.config)["run_when_idle"] = true;
   return a;
 }

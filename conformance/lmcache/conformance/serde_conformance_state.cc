@@ -3,8 +3,10 @@
 // calls, such as a cached estimate or a scratch buffer, must never change an answer).
 #include <algorithm>
 #include <cstring>
+#include <latch>
 #include <ostream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "lmcache/conformance/buffers.h"
@@ -83,6 +85,83 @@ rc::Gen<MemoryLayoutDesc> gen_relative(MemoryLayoutDesc of, std::vector<DType> d
   });
 }
 
+// One round trip of `src` under `key`: the decoded layout bytes, or what went wrong.
+std::string round_trip(Serializer& ser, Deserializer& deser, const MemoryObj& src,
+                       const ObjectKey& key, std::vector<std::byte>* decoded) {
+  std::size_t est = 0;
+  SerializeOutcome frame = serialize_at_estimate(ser, src, &est, key);
+  if (!frame.error.empty()) return frame.error;
+  GuardedObject bytes = serialized_buffer(frame.bytes, est);
+  MemoryObjPtr out = make_object(src.layout());
+  if (auto ex = throws([&] { deser.deserialize(*bytes, *out, key); })) {
+    return "deserialize() threw on serialize()'s own frame: " + *ex;
+  }
+  const auto all = out->physical_bytes().first(src.layout().total_bytes());
+  decoded->assign(all.begin(), all.end());
+  return {};
+}
+
+// Threads sharing one serializer and one deserializer, each call under a cache_salt no call used
+// before: whatever an implementation keeps per salt (a derived key) is filled by every thread at
+// once while the others read it. Each round trip must decode as a single thread's does.
+std::string salts_filled_at_once(const SerdeUnderTest& serde) {
+  constexpr std::size_t kSaltThreads = 8;
+  constexpr std::size_t kSaltsEach = 24;
+  const MemoryLayoutDesc layout = MemoryLayoutDesc::single({64}, serde.input_dtypes.front());
+  MemoryObjPtr src = make_object(layout);
+  fill_values(*src, value_spec_for(serde), *gen_seed());
+  const ObjectKey base = *gen_object_key();
+  const std::string prefix = "salt" + std::to_string(*gen_seed() % 1000000) + "-";
+  auto key_of = [&](std::size_t t, std::size_t r) {
+    return ObjectKey(base.chunk_hash(), base.model_name(), base.kv_rank(), base.object_group_id(),
+                     prefix + std::to_string(t) + "-" + std::to_string(r));
+  };
+  std::vector<std::vector<std::byte>> want(kSaltThreads * kSaltsEach);
+  {
+    SerializerPtr ser = serde.make_serializer();
+    DeserializerPtr deser = serde.make_deserializer();
+    for (std::size_t i = 0; i < want.size(); ++i) {
+      const ObjectKey key = key_of(i / kSaltsEach, i % kSaltsEach);
+      if (std::string e = round_trip(*ser, *deser, *src, key, &want[i]); !e.empty()) {
+        return "one thread alone: " + e + where(layout, key);
+      }
+    }
+  }
+  SerializerPtr ser = serde.make_serializer();
+  DeserializerPtr deser = serde.make_deserializer();
+  std::vector<std::string> errors(kSaltThreads);
+  std::latch start(static_cast<std::ptrdiff_t>(kSaltThreads));
+  std::vector<std::thread> threads;
+  for (std::size_t t = 0; t < kSaltThreads; ++t) {
+    threads.emplace_back([&, t] {
+      start.arrive_and_wait();
+      for (std::size_t r = 0; r < kSaltsEach && errors[t].empty(); ++r) {
+        const ObjectKey key = key_of(t, r);
+        std::vector<std::byte> got;
+        try {
+          errors[t] = round_trip(*ser, *deser, *src, key, &got);
+        } catch (...) {
+          errors[t] = "threw: " + what_of(std::current_exception());
+        }
+        if (errors[t].empty() && got != want[t * kSaltsEach + r]) {
+          errors[t] = "decoded differently from one thread alone: " +
+                      first_byte_difference(want[t * kSaltsEach + r], got);
+        }
+        if (!errors[t].empty()) errors[t] += where(layout, key);
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  for (std::size_t t = 0; t < kSaltThreads; ++t) {
+    if (!errors[t].empty()) {
+      return "thread " + std::to_string(t) + " of " + std::to_string(kSaltThreads) +
+             " sharing one instance, each call under a cache_salt not used before: " + errors[t] +
+             " (state kept per salt, such as a derived key, not safe across threads?)";
+    }
+  }
+  return {};
+}
+
 }  // namespace
 
 Verdict DeterministicAcrossThreads(const SerdeUnderTest& serde) {
@@ -109,6 +188,8 @@ Verdict ConcurrentRoundTrips(const SerdeUnderTest& serde) {
       RC_LOG() << sources[i]->layout().to_string() << " under " << keys[i].to_string() << "\n";
     }
     require_ok(verify_concurrent_round_trips(serde, sources, 2, keys));
+    const std::string salts = salts_filled_at_once(serde);
+    require(salts.empty(), salts);
   });
 }
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import inspect
 import json
 import os
 import re
@@ -89,7 +90,20 @@ def describe(spec: str, factory: Callable) -> str:
     module, _, attr = spec.rpartition(":")
     base = os.path.splitext(os.path.basename(module))[0] if module.endswith(".py") else module.split(".")[-1]
     default = re.sub(r"\W", "_", f"py_{base}_{attr}")
-    return json.dumps({"kind": kind, "name": claims.pop("name", default), "claims": claims})
+    return json.dumps({"kind": kind, "name": claims.pop("name", default), "claims": claims,
+                       "takes_capacity": takes_capacity(factory)})
+
+
+def takes_capacity(factory: Callable) -> bool:
+    """Whether the factory takes a `max_capacity_bytes` keyword (an adapter of that capacity)."""
+    try:
+        return "max_capacity_bytes" in inspect.signature(factory).parameters
+    except (TypeError, ValueError):  # a builtin or a callable without a signature
+        return False
+
+
+def made_with_capacity(factory: Callable, capacity: int):
+    return factory(max_capacity_bytes=capacity)
 
 
 def layout(shapes: list, dtype_names: list) -> MemoryLayoutDesc:

@@ -59,6 +59,9 @@ struct Closer {
 std::uint64_t stored_size_of(const AdapterUnderTest& aut, const MemoryLayoutDesc& layout,
                              std::size_t used);
 
+// `n` objects of `layout`, every byte drawn (defined in adapter_conformance_damage.cc).
+std::vector<MemoryObjPtr> filled_objects(const MemoryLayoutDesc& layout, std::size_t n);
+
 // What a load of `stored` gives back: the descriptor's expected_load (a serde-wrapping adapter's
 // round trip), or a copy of the bytes.
 MemoryObjPtr expected_load_of(const AdapterUnderTest& aut, const MemoryObj& stored);

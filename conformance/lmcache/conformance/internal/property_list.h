@@ -116,6 +116,10 @@
   X(MatchesReference,                                                                            \
     "over a serde of a type the project knows, every pair's frame is the reference's under its " \
     "own key (read back by the reference), and the processor reads the reference's frames")      \
+  X(InlineMatchesSubmitted,                                                                      \
+    "serialize_inline() and deserialize_inline() give each pair what a submitted task of the "    \
+    "same pairs gives (outcome, narrowed size, bytes unless randomized), each pair under its own " \
+    "key, and signal no fd (NotSupported when the processor runs nothing inline)")                \
   X(StatefulModel,                                                                               \
     "[stateful] one processor driven through serializes and deserializes of several layouts, "   \
     "failing pairs, estimates and queries in any order, then close(), matches a model of its "   \
@@ -210,6 +214,10 @@
     "a value of another kind; changed in place where it keeps a checksum) load as misses, within " \
     "30 s, and the adapter goes on storing and loading other keys (make_damageable; "              \
     "NotSupported without it)")                                                                    \
+  X(CapacityHonoured,                                                                              \
+    "built with a byte capacity and filled past it, the adapter never holds more, refuses no "     \
+    "store that fits (when it reports usage), leaves no key of a refused store behind, and after " \
+    "a delete stores as much again (make_with_capacity; NotSupported without it)")                 \
   X(LentBufferWrittenOnce,                                                                         \
     "lent store buffers come as asked, pairwise disjoint and disjoint from every buffer still "    \
     "lent or stored; the adapter leaves what the caller writes alone, and every key loads back "   \

@@ -170,7 +170,7 @@ void register_processor(const PyRef& factory, const std::string& name, const Jso
 }
 
 void register_adapter(const PyRef& factory, const std::string& name, const Json& claims,
-                      Registry& registry) {
+                      bool takes_capacity, Registry& registry) {
   AdapterUnderTest a;
   a.name = name;
   AdapterCapabilities& c = a.capabilities;
@@ -183,6 +183,19 @@ void register_adapter(const PyRef& factory, const std::string& name, const Json&
     py::gil_scoped_acquire gil;
     return std::make_unique<PythonL2Adapter>(PyRef(made_by(factory)));
   };
+  // A factory that takes max_capacity_bytes= builds an adapter of that capacity
+  // (CapacityHonoured, docs/python.md).
+  if (takes_capacity) {
+    a.make_with_capacity = [factory](std::uint64_t bytes) -> L2AdapterPtr {
+      py::gil_scoped_acquire gil;
+      try {
+        return std::make_unique<PythonL2Adapter>(
+            PyRef(bridge().attr("made_with_capacity")(factory.get(), bytes)));
+      } catch (py::error_already_set& e) {
+        rethrow(e, "the Python factory (max_capacity_bytes=" + std::to_string(bytes) + ")");
+      }
+    };
+  }
   registry.add_adapter(std::move(a));
 }
 
@@ -235,7 +248,7 @@ std::string register_python_source(const std::string& spec, Registry& registry) 
     } else if (kind == "processor") {
       register_processor(factory, name, claims, registry);
     } else {
-      register_adapter(factory, name, claims, registry);
+      register_adapter(factory, name, claims, described.value("takes_capacity", false), registry);
     }
   } catch (const Json::exception& e) {
     return "--python " + spec + ": a claim of declare() has the wrong type: " + e.what();
