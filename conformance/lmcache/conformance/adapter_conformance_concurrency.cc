@@ -253,7 +253,7 @@ Verdict ConcurrentSubmitters(const AdapterUnderTest& aut) {
 }
 
 // Rounds each thread of ConcurrentFirstUse runs after its adapter's first use.
-constexpr std::size_t kBusyRounds = 16;
+constexpr std::size_t kBusyRounds = 8;
 
 Verdict ConcurrentFirstUse(const AdapterUnderTest& aut) {
   // kThreads adapters, all made before any is used, each used first by a thread of its own, all

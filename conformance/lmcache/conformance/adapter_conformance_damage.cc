@@ -113,7 +113,7 @@ Verdict StoredDamageContained(const AdapterUnderTest& aut) {
   }
   return run_rc_property(
       rc_id("StoredDamageContained", aut), {.max_success = 2, .shrink = false}, [&] {
-        const std::size_t n = *uniform_in_range<std::size_t>(1, 4);
+        const std::size_t n = *uniform_in_range<std::size_t>(1, 5);  // 1-4 keys
         const std::size_t chunk =
             std::min<std::size_t>(current_profile().max_chunk_bytes, std::size_t{4} << 20);
         // One layout for every object (a serde wrapper requires one per submit), never empty: an

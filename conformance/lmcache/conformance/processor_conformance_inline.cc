@@ -42,7 +42,7 @@ void require_no_signal(SerdeProcessor& p, Dir d, const std::string& what) {
 Verdict InlineMatchesSubmitted(const ProcessorUnderTest& put) {
   std::size_t inline_runs = 0;
   Verdict v = run_rc_property(
-      rc_id("InlineMatchesSubmitted", put), {.max_success = 10, .shrink = false}, [&] {
+      rc_id("InlineMatchesSubmitted", put), {.max_success = 6, .shrink = false}, [&] {
         OwnedProcessor p(put);
         const MemoryLayoutDesc layout =
             gen_processor_layout(put, current_profile().max_group_elements / 4);
