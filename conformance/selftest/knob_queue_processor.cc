@@ -181,25 +181,7 @@ class KnobQueueProcessor final : public SerdeProcessor {
   // Runs the pairs of one task; whether they all succeeded.
   bool execute(bool serialize, const std::vector<MemoryObjPtr>& srcs,
                const std::vector<MemoryObjPtr>& dsts, const std::vector<ObjectKey>& keys) {
-    if (k_.shared_outcome) {
-      shared_ok_ = true;  // the task starts well...
-      for (std::size_t i = 0; i < srcs.size() && i < dsts.size(); ++i) {
-        try {
-          if (serialize) {
-            dsts[i]->set_used_size(ser_->serialize(*srcs[i], *dsts[i], keys[i]));
-          } else {
-            deser_->deserialize(*srcs[i], *dsts[i], keys[i]);
-          }
-        } catch (...) {
-          shared_ok_ = false;  // ...and any task's failure is every running task's
-          break;
-        }
-      }
-      // A flush that takes a while (10 ms: failures on the other worker land within it even on
-      // a loaded machine), then the outcome is read back from the shared member.
-      std::this_thread::sleep_for(10ms);
-      return shared_ok_;
-    }
+    if (k_.shared_outcome) shared_ok_ = true;  // the task starts well...
     bool ok = true;
     const std::size_t n = std::min(srcs.size(), dsts.size());
     static const ObjectKey kDefaultKey("", "default", 0);
@@ -247,9 +229,16 @@ class KnobQueueProcessor final : public SerdeProcessor {
           if (k_.result_of_last_pair) ok = true;
         } catch (...) {
           ok = false;
+          if (k_.shared_outcome) shared_ok_ = false;  // ...and its failure is every running task's
           if (!k_.result_of_last_pair) break;
         }
       }
+    }
+    if (k_.shared_outcome) {
+      // A flush that takes a while (10 ms: failures on the other worker land within it even on
+      // a loaded machine), then the outcome is read back from the shared member.
+      std::this_thread::sleep_for(10ms);
+      return shared_ok_;
     }
     return ok;
   }
